@@ -1,0 +1,282 @@
+//! Decoding request bodies into typed objects, as the kube-apiserver decodes them.
+//!
+//! 1. The body is read with a 3 MiB limit (413 beyond it) and must be JSON (415 otherwise;
+//!    400 when it does not parse).
+//! 2. `apiVersion` and `kind` must name the resource (400).
+//! 3. A structural check against the resource's schema, as for CRDs: required fields and JSON
+//!    types, every error collected into one 422 with field paths.
+//! 4. Typed decoding; fields the type does not know are dropped, reported in `Warning` headers, or
+//!    refused with 400 according to `fieldValidation`.
+
+use super::error::{Error, FieldError, Result};
+use super::query::FieldValidation;
+use crate::resources::{API_VERSION, ApiResource, VERSION};
+use bytes::Bytes;
+use serde_json::Value;
+
+/// The largest request body accepted, as the kube-apiserver's limit.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413.
+pub async fn read_body(body: axum::body::Body) -> Result<Bytes> {
+    axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|err| {
+        let inner = err.into_inner();
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
+        while let Some(e) = source {
+            if e.is::<http_body_util::LengthLimitError>() {
+                return Error::TooLarge(MAX_BODY_BYTES);
+            }
+            source = e.source();
+        }
+        Error::BadRequest(format!("unable to read the request body: {inner}"))
+    })
+}
+
+/// The essence of a `Content-Type` header, lower-cased, without parameters.
+pub fn media_type(headers: &http::HeaderMap) -> String {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// Requires a JSON `Content-Type` for create and update bodies.
+pub fn require_json(headers: &http::HeaderMap) -> Result<()> {
+    match media_type(headers).as_str() {
+        "application/json" => Ok(()),
+        other => Err(Error::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format ({}) - accepted media types include: application/json",
+            if other.is_empty() { "no Content-Type" } else { other }
+        ))),
+    }
+}
+
+/// Parses bytes as JSON, 400 when they are not.
+pub fn parse_json(bytes: &[u8]) -> Result<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|err| Error::BadRequest(format!("the request body is not valid JSON: {err}")))
+}
+
+/// A decoded object and the warnings its decoding produced.
+#[derive(Debug)]
+pub struct Decoded<K> {
+    /// The object.
+    pub object: K,
+    /// `Warning` header texts (unknown fields under `fieldValidation=Warn`).
+    pub warnings: Vec<String>,
+}
+
+fn cannot_handle<K: ApiResource>(why: impl std::fmt::Display) -> Error {
+    let kind = K::INFO.kind;
+    Error::BadRequest(format!("{kind} in version \"{VERSION}\" cannot be handled as a {kind}: {why}"))
+}
+
+fn excerpt(value: &Value) -> String {
+    let text = value.to_string();
+    text.chars().take(100).collect()
+}
+
+/// Decodes a JSON value into `K`, applying the checks described in the module documentation.
+pub fn decode_object<K: ApiResource>(value: Value, validation: FieldValidation) -> Result<Decoded<K>> {
+    let Value::Object(map) = &value else {
+        return Err(cannot_handle::<K>(format!("expected a JSON object, got {}", json_type(&value))));
+    };
+    match map.get("kind") {
+        Some(Value::String(kind)) if kind == K::INFO.kind => {}
+        None | Some(Value::Null) => return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(&value)))),
+        Some(Value::String(kind)) if kind.is_empty() => {
+            return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(&value))));
+        }
+        Some(other) => {
+            let shown = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
+            return Err(cannot_handle::<K>(format!(
+                "the kind in the data ({shown}) does not match the expected kind ({})",
+                K::INFO.kind
+            )));
+        }
+    }
+    match map.get("apiVersion") {
+        Some(Value::String(v)) if v == API_VERSION => {}
+        None | Some(Value::Null) => {
+            return Err(Error::BadRequest(format!("Object 'apiVersion' is missing in '{}'", excerpt(&value))));
+        }
+        Some(other) => {
+            let shown = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
+            return Err(Error::BadRequest(format!(
+                "the API version in the data ({shown}) does not match the expected API version ({API_VERSION})"
+            )));
+        }
+    }
+
+    let (properties, required) = K::body_properties();
+    let mut errors = Vec::new();
+    for name in required {
+        if map.get(name).is_none_or(Value::is_null) {
+            errors.push(FieldError::required(name, ""));
+        }
+    }
+    for (name, schema) in &properties {
+        if let Some(v) = map.get(name) {
+            structural_check(name, v, schema, &mut errors);
+        }
+    }
+    if !errors.is_empty() {
+        let name = map
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        return Err(Error::Invalid { kind: K::INFO.kind, group: crate::resources::GROUP, name, causes: errors });
+    }
+
+    let mut unknown = Vec::new();
+    let mut record = |path: serde_ignored::Path<'_>| {
+        let path = path.to_string();
+        if path != "apiVersion" && path != "kind" {
+            unknown.push(path);
+        }
+    };
+    let ignored = serde_ignored::Deserializer::new(&value, &mut record);
+    let object: K = serde_path_to_error::deserialize(ignored).map_err(|err| {
+        let path = err.path().to_string();
+        cannot_handle::<K>(format!("{path}: {}", err.into_inner()))
+    })?;
+    let messages: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
+    match validation {
+        FieldValidation::Strict if !messages.is_empty() => {
+            Err(Error::BadRequest(format!("strict decoding error: {}", messages.join(", "))))
+        }
+        FieldValidation::Warn => Ok(Decoded { object, warnings: messages }),
+        _ => Ok(Decoded { object, warnings: Vec::new() }),
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Checks `value` against an inlined schema: types and required properties, recursively.
+fn structural_check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
+    if value.is_null() {
+        // As for CRDs, null in a field that is not nullable is treated as unset.
+        return;
+    }
+    let actual = json_type(value);
+    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
+        let ok = expected == actual || (expected == "number" && actual == "integer");
+        if !ok {
+            errors.push(FieldError::invalid(
+                path,
+                &Value::String(actual.to_string()),
+                format!("{path} in body must be of type {expected}: \"{actual}\""),
+            ));
+            return;
+        }
+    }
+    match value {
+        Value::Object(map) => {
+            for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(name) = name.as_str()
+                    && map.get(name).is_none_or(Value::is_null)
+                {
+                    errors.push(FieldError::required(format!("{path}.{name}"), ""));
+                }
+            }
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (key, v) in map {
+                let child = format!("{path}.{key}");
+                if let Some(s) = properties.and_then(|p| p.get(key)) {
+                    structural_check(&child, v, s, errors);
+                } else if let Some(s) = additional {
+                    structural_check(&child, v, s, errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    structural_check(&format!("{path}[{i}]"), v, s, errors);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::llama::Llama;
+    use serde_json::json;
+
+    fn body(spec: Value) -> Value {
+        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "dolly"}, "spec": spec})
+    }
+
+    #[test]
+    fn a_good_body_decodes_without_warnings() {
+        let d = decode_object::<Llama>(body(json!({"weight": 1, "height": 2.5})), FieldValidation::Strict).unwrap();
+        assert_eq!(d.object.spec.weight, 1.0);
+        assert!(d.warnings.is_empty());
+    }
+
+    #[test]
+    fn missing_and_mistyped_fields_are_collected_into_one_422() {
+        let err = decode_object::<Llama>(body(json!({"weight": "heavy"})), FieldValidation::Strict).unwrap_err();
+        let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["spec.height", "spec.weight"]);
+        assert_eq!(
+            causes[1].to_string(),
+            "spec.weight: Invalid value: \"string\": spec.weight in body must be of type number: \"string\""
+        );
+    }
+
+    #[test]
+    fn unknown_fields_follow_field_validation() {
+        let mut v = body(json!({"weight": 1, "height": 2, "horns": 2}));
+        v["metadata"]["colour"] = json!("x");
+        let err = decode_object::<Llama>(v.clone(), FieldValidation::Strict).unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::BAD_REQUEST);
+        assert!(err.to_string().contains("unknown field \"spec.horns\""), "{err}");
+        assert!(err.to_string().contains("unknown field \"metadata.colour\""), "{err}");
+        let warned = decode_object::<Llama>(v.clone(), FieldValidation::Warn).unwrap();
+        assert_eq!(warned.warnings.len(), 2);
+        let ignored = decode_object::<Llama>(v, FieldValidation::Ignore).unwrap();
+        assert!(ignored.warnings.is_empty());
+    }
+
+    #[test]
+    fn wrong_api_version_or_kind_is_a_bad_request() {
+        let mut v = body(json!({"weight": 1, "height": 2}));
+        v["apiVersion"] = json!("v1");
+        assert_eq!(decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err().code(), 400);
+        let mut v = body(json!({"weight": 1, "height": 2}));
+        v["kind"] = json!("Pod");
+        assert_eq!(decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err().code(), 400);
+        let mut v = body(json!({"weight": 1, "height": 2}));
+        v.as_object_mut().unwrap().remove("kind");
+        assert!(decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err().to_string().contains("'Kind' is missing"));
+    }
+
+    #[test]
+    fn mistyped_metadata_is_a_bad_request_naming_the_path() {
+        let mut v = body(json!({"weight": 1, "height": 2}));
+        v["metadata"]["labels"] = json!({"a": 1});
+        let err = decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert!(err.to_string().contains("metadata.labels.a"), "{err}");
+    }
+}

@@ -1,0 +1,282 @@
+//! Discovery: `/apis` (legacy `APIGroupList`, or aggregated discovery `APIGroupDiscoveryList` in
+//! `apidiscovery.k8s.io/v2` and `v2beta1` when the `Accept` header asks for it),
+//! `/apis/<group>` (`APIGroup`), `/apis/<group>/<version>` (`APIResourceList`), `/api` and
+//! `/version`, answered as a kube-apiserver answers them.
+
+use super::error::{Error, Result};
+use super::negotiate::parse_accept;
+use crate::resources::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, header};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    APIGroup, APIGroupList, APIResource, APIResourceList, APIVersions, GroupVersionForDiscovery, ObjectMeta,
+    ServerAddressByClientCIDR,
+};
+use k8s_openapi::apimachinery::pkg::version::Info;
+use kube::core::TypeMeta;
+use kube::core::discovery::v2::{APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APIVersionDiscovery, GroupVersionKind};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// The Kubernetes API level this server's types follow (k8s-openapi feature `v1_33`), reported
+/// by `/version` so that kubectl's version-skew check compares against it.
+pub const KUBERNETES_MINOR: &str = "33";
+
+/// The discovery documents, computed once from the served resources.
+#[derive(Clone, Debug)]
+pub struct Discovery {
+    resources: Vec<ResourceDescriptor>,
+}
+
+/// Aggregated discovery versions a client may ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Aggregated {
+    V2,
+    V2Beta1,
+}
+
+impl Aggregated {
+    fn version(self) -> &'static str {
+        match self {
+            Self::V2 => "v2",
+            Self::V2Beta1 => "v2beta1",
+        }
+    }
+}
+
+/// What the client asked `/apis` or `/api` for.
+fn negotiate_discovery(headers: &HeaderMap) -> Result<Option<Aggregated>> {
+    for range in parse_accept(headers.get(header::ACCEPT)) {
+        if !range.accepts_json() {
+            continue;
+        }
+        match range.param("as") {
+            None => return Ok(None),
+            Some("APIGroupDiscoveryList") if range.param("g") == Some("apidiscovery.k8s.io") => match range.param("v") {
+                Some("v2") => return Ok(Some(Aggregated::V2)),
+                Some("v2beta1") => return Ok(Some(Aggregated::V2Beta1)),
+                _ => continue,
+            },
+            Some(_) => continue,
+        }
+    }
+    Err(Error::NotAcceptable(
+        "only the following media types are accepted: application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList".into(),
+    ))
+}
+
+/// `storageVersionHash`: base64 of the first 8 bytes of SHA-256 of `group/version/kind`.
+fn storage_version_hash(kind: &str) -> String {
+    use base64::Engine;
+    let digest = Sha256::digest(format!("{GROUP}/{VERSION}/{kind}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+fn to_strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn json_response<T: Serialize>(value: &T, content_type: &'static str) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => {
+            let mut response = body.into_response();
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            response.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+            response
+        }
+        Err(e) => Error::Internal(e.to_string()).into_response(),
+    }
+}
+
+/// Adds `apiVersion` and `kind` to kube-core's discovery types, which leave them out.
+#[derive(Serialize)]
+struct Typed<'a, T> {
+    #[serde(flatten)]
+    types: TypeMeta,
+    #[serde(flatten)]
+    inner: &'a T,
+}
+
+impl Discovery {
+    /// Discovery for `resources`; there is always at least one.
+    pub fn new(resources: Vec<ResourceDescriptor>) -> Self {
+        Self { resources }
+    }
+
+    fn group_version() -> GroupVersionForDiscovery {
+        GroupVersionForDiscovery { group_version: API_VERSION.into(), version: VERSION.into() }
+    }
+
+    /// `APIGroup` of `farm.example.com`.
+    pub fn api_group(&self) -> APIGroup {
+        APIGroup {
+            name: GROUP.into(),
+            preferred_version: Some(Self::group_version()),
+            server_address_by_client_cidrs: None,
+            versions: vec![Self::group_version()],
+        }
+    }
+
+    /// `APIResourceList` of `farm.example.com/v1alpha`.
+    pub fn resource_list(&self) -> APIResourceList {
+        APIResourceList {
+            group_version: API_VERSION.into(),
+            resources: self
+                .resources
+                .iter()
+                .map(|r| APIResource {
+                    categories: Some(to_strings(r.info.categories)),
+                    group: None,
+                    kind: r.info.kind.into(),
+                    name: r.info.plural.into(),
+                    namespaced: r.info.namespaced,
+                    short_names: Some(to_strings(r.info.short_names)),
+                    singular_name: r.info.singular.into(),
+                    storage_version_hash: Some(storage_version_hash(r.info.kind)),
+                    verbs: to_strings(r.info.verbs),
+                    version: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn aggregated(&self) -> APIGroupDiscoveryList {
+        let resources = self
+            .resources
+            .iter()
+            .map(|r| APIResourceDiscovery {
+                resource: Some(r.info.plural.into()),
+                response_kind: Some(GroupVersionKind {
+                    group: Some(GROUP.into()),
+                    version: Some(VERSION.into()),
+                    kind: Some(r.info.kind.into()),
+                }),
+                scope: Some(if r.info.namespaced { "Namespaced" } else { "Cluster" }.into()),
+                singular_resource: Some(r.info.singular.into()),
+                verbs: to_strings(r.info.verbs),
+                short_names: to_strings(r.info.short_names),
+                categories: to_strings(r.info.categories),
+                subresources: Vec::new(),
+            })
+            .collect();
+        APIGroupDiscoveryList {
+            metadata: None,
+            items: vec![APIGroupDiscovery {
+                metadata: Some(ObjectMeta { name: Some(GROUP.into()), ..Default::default() }),
+                versions: vec![APIVersionDiscovery { version: Some(VERSION.into()), resources, freshness: Some("Current".into()) }],
+            }],
+        }
+    }
+
+    fn aggregated_response(list: &APIGroupDiscoveryList, version: Aggregated) -> Response {
+        let typed = Typed {
+            types: TypeMeta {
+                api_version: format!("apidiscovery.k8s.io/{}", version.version()),
+                kind: "APIGroupDiscoveryList".into(),
+            },
+            inner: list,
+        };
+        let content_type = match version {
+            Aggregated::V2 => "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+            Aggregated::V2Beta1 => "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+        };
+        json_response(&typed, content_type)
+    }
+
+    /// `GET /apis`.
+    pub fn apis(&self, headers: &HeaderMap) -> Result<Response> {
+        Ok(match negotiate_discovery(headers)? {
+            Some(version) => Self::aggregated_response(&self.aggregated(), version),
+            None => json_response(&APIGroupList { groups: vec![self.api_group()] }, "application/json"),
+        })
+    }
+
+    /// `GET /api`: this server serves no core (`v1`) resources, so the legacy group is empty.
+    pub fn api(&self, headers: &HeaderMap, server_address: &str) -> Result<Response> {
+        Ok(match negotiate_discovery(headers)? {
+            Some(version) => Self::aggregated_response(&APIGroupDiscoveryList::default(), version),
+            None => json_response(
+                &APIVersions {
+                    server_address_by_client_cidrs: vec![ServerAddressByClientCIDR {
+                        client_cidr: "0.0.0.0/0".into(),
+                        server_address: server_address.into(),
+                    }],
+                    versions: Vec::new(),
+                },
+                "application/json",
+            ),
+        })
+    }
+
+    /// `GET /apis/farm.example.com`.
+    pub fn group(&self) -> Response {
+        json_response(&self.api_group(), "application/json")
+    }
+
+    /// `GET /apis/farm.example.com/v1alpha`.
+    pub fn version(&self) -> Response {
+        json_response(&self.resource_list(), "application/json")
+    }
+}
+
+/// `GET /version`.
+pub fn version_info() -> Response {
+    let info = Info {
+        build_date: String::new(),
+        compiler: "rustc".into(),
+        emulation_major: None,
+        emulation_minor: None,
+        git_commit: String::new(),
+        git_tree_state: "clean".into(),
+        git_version: format!("v1.{KUBERNETES_MINOR}.0+farm-apiserver.{}", env!("CARGO_PKG_VERSION")),
+        go_version: String::new(),
+        major: "1".into(),
+        min_compatibility_major: None,
+        min_compatibility_minor: None,
+        minor: KUBERNETES_MINOR.into(),
+        platform: format!("{}/{}", std::env::consts::OS, go_arch()),
+    };
+    json_response(&info, "application/json")
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::llama::Llama;
+
+    fn discovery() -> Discovery {
+        Discovery::new(vec![ResourceDescriptor::of::<Llama>()])
+    }
+
+    #[test]
+    fn resource_list_advertises_llamas_with_short_names() {
+        let list = discovery().resource_list();
+        let llamas = &list.resources[0];
+        assert_eq!(llamas.name, "llamas");
+        assert_eq!(llamas.short_names.as_deref(), Some(&["lm".to_string()][..]));
+        assert!(llamas.verbs.contains(&"deletecollection".to_string()));
+    }
+
+    #[test]
+    fn aggregated_discovery_is_chosen_by_accept() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static(kube::core::discovery::v2::ACCEPT_AGGREGATED_DISCOVERY_V2));
+        assert_eq!(negotiate_discovery(&headers).unwrap(), Some(Aggregated::V2));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        assert_eq!(negotiate_discovery(&headers).unwrap(), None);
+    }
+
+    #[test]
+    fn storage_version_hash_is_stable() {
+        assert_eq!(storage_version_hash("Llama"), storage_version_hash("Llama"));
+        assert_eq!(storage_version_hash("Llama").len(), 12);
+    }
+}

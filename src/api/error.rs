@@ -1,0 +1,441 @@
+//! The one error type of the API layer and its conversion to a `meta.k8s.io/v1` `Status` response.
+//!
+//! Every non-2xx answer the server gives goes through [`Error`], so clients always receive a
+//! `Status` with `kind`, `apiVersion`, `status: Failure`, `message`, `reason`, `details` and `code`,
+//! exactly as the kube-apiserver sends them (`k8s.io/apimachinery/pkg/api/errors`).
+
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status, StatusCause, StatusDetails};
+
+/// `Result` with the API [`Error`] as its default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Names a resource in error messages the way the kube-apiserver does: `llamas.farm.example.com`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupResource {
+    /// API group, empty for the core group.
+    pub group: &'static str,
+    /// Plural resource name, e.g. `llamas`.
+    pub resource: &'static str,
+}
+
+impl std::fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// One invalid field, as carried by a 422 `Invalid` Status in `details.causes`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldError {
+    /// Path of the field, e.g. `spec.weight` or `metadata.labels`.
+    pub field: String,
+    /// Which kind of problem: mirrors `field.ErrorType` of apimachinery.
+    pub kind: FieldErrorKind,
+    /// The offending value rendered as the kube-apiserver renders it, when the kind shows one.
+    pub value: Option<String>,
+    /// Human explanation, e.g. `must be greater than 0`.
+    pub detail: String,
+}
+
+/// The field error types of `k8s.io/apimachinery/pkg/util/validation/field`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldErrorKind {
+    /// `Required value`
+    Required,
+    /// `Invalid value`
+    Invalid,
+    /// `Forbidden`
+    Forbidden,
+    /// `Unsupported value`
+    NotSupported,
+    /// `Too long`
+    TooLong,
+    /// `Duplicate value`
+    Duplicate,
+}
+
+impl FieldErrorKind {
+    fn reason(self) -> &'static str {
+        match self {
+            Self::Required => "FieldValueRequired",
+            Self::Invalid => "FieldValueInvalid",
+            Self::Forbidden => "FieldValueForbidden",
+            Self::NotSupported => "FieldValueNotSupported",
+            Self::TooLong => "FieldValueTooLong",
+            Self::Duplicate => "FieldValueDuplicate",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Required => "Required value",
+            Self::Invalid => "Invalid value",
+            Self::Forbidden => "Forbidden",
+            Self::NotSupported => "Unsupported value",
+            Self::TooLong => "Too long",
+            Self::Duplicate => "Duplicate value",
+        }
+    }
+}
+
+impl FieldError {
+    /// A field that must be set and is not.
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self { field: field.into(), kind: FieldErrorKind::Required, value: None, detail: detail.into() }
+    }
+
+    /// A value that is present but wrong; `value` is shown as JSON (strings quoted).
+    pub fn invalid(field: impl Into<String>, value: &serde_json::Value, detail: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            kind: FieldErrorKind::Invalid,
+            value: Some(render_value(value)),
+            detail: detail.into(),
+        }
+    }
+
+    /// A change or value that is not allowed at all.
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self { field: field.into(), kind: FieldErrorKind::Forbidden, value: None, detail: detail.into() }
+    }
+
+    /// A value outside an enumerated set.
+    pub fn not_supported(field: impl Into<String>, value: &serde_json::Value, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Self {
+            field: field.into(),
+            kind: FieldErrorKind::NotSupported,
+            value: Some(render_value(value)),
+            detail: format!("supported values: {}", list.join(", ")),
+        }
+    }
+
+    /// A value longer than allowed.
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        Self {
+            field: field.into(),
+            kind: FieldErrorKind::TooLong,
+            value: None,
+            detail: format!("must have at most {max} bytes"),
+        }
+    }
+
+    /// The message without the field path, as put in a Status cause.
+    pub fn cause_message(&self) -> String {
+        let mut out = self.kind.label().to_string();
+        if let Some(value) = &self.value {
+            out.push_str(": ");
+            out.push_str(value);
+        }
+        if !self.detail.is_empty() {
+            out.push_str(": ");
+            out.push_str(&self.detail);
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.cause_message())
+    }
+}
+
+/// Renders a JSON value as apimachinery's field errors print Go values: strings quoted, numbers bare.
+fn render_value(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::Null => "null".to_string(),
+        // Go prints the float64 -3 as "-3", serde_json as "-3.0".
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Every failure the API can answer with. Each variant maps to one HTTP code and `Status.reason`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 400 `BadRequest`: a malformed request, body or parameter.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401 `Unauthorized`: no acceptable credentials.
+    #[error("Unauthorized")]
+    Unauthorized,
+    /// 403 `Forbidden`.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404 `NotFound` for a named object.
+    #[error("{resource} \"{name}\" not found")]
+    NotFound {
+        /// The resource looked up.
+        resource: GroupResource,
+        /// The object's name.
+        name: String,
+    },
+    /// 404 `NotFound` for a path the server does not serve.
+    #[error("the server could not find the requested resource")]
+    PathNotFound,
+    /// 405 `MethodNotAllowed`.
+    #[error("the server does not allow this method on the requested resource")]
+    MethodNotAllowed,
+    /// 406 `NotAcceptable`.
+    #[error("{0}")]
+    NotAcceptable(String),
+    /// 409 `AlreadyExists`.
+    #[error("{resource} \"{name}\" already exists")]
+    AlreadyExists {
+        /// The resource created.
+        resource: GroupResource,
+        /// The object's name.
+        name: String,
+    },
+    /// 409 `Conflict`: optimistic concurrency or a precondition failed.
+    #[error("Operation cannot be fulfilled on {resource} \"{name}\": {detail}")]
+    Conflict {
+        /// The resource written.
+        resource: GroupResource,
+        /// The object's name.
+        name: String,
+        /// Why, e.g. "the object has been modified; ...".
+        detail: String,
+    },
+    /// 410 `Expired`.
+    #[error("{0}")]
+    Expired(String),
+    /// 413 `RequestEntityTooLarge`.
+    #[error("Request entity too large: limit is {0}")]
+    TooLarge(usize),
+    /// 415 `UnsupportedMediaType`.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 422 `Invalid`: every field error found, collected.
+    #[error("{}", invalid_message(kind, group, name, causes))]
+    Invalid {
+        /// The object's kind, e.g. `Llama`.
+        kind: &'static str,
+        /// The kind's group.
+        group: &'static str,
+        /// The object's name, possibly empty.
+        name: String,
+        /// Every field error.
+        causes: Vec<FieldError>,
+    },
+    /// 422 with no field detail (e.g. a JSON patch `test` operation that failed).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 429 `TooManyRequests`.
+    #[error("{message}")]
+    TooManyRequests {
+        /// Why.
+        message: String,
+        /// Seconds the client should wait.
+        retry_after: u32,
+    },
+    /// 500 `InternalError`.
+    #[error("Internal error occurred: {0}")]
+    Internal(String),
+    /// 503 `ServiceUnavailable`.
+    #[error("{message}")]
+    Unavailable {
+        /// Why.
+        message: String,
+        /// Seconds the client should wait.
+        retry_after: u32,
+    },
+}
+
+fn invalid_message(kind: &str, group: &str, name: &str, causes: &[FieldError]) -> String {
+    let errs: Vec<String> = causes.iter().map(ToString::to_string).collect();
+    let list = if errs.len() == 1 { errs[0].clone() } else { format!("[{}]", errs.join(", ")) };
+    format!("{kind}.{group} {name:?} is invalid: {list}")
+}
+
+impl Error {
+    /// The HTTP status code.
+    pub fn code(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound { .. } | Self::PathNotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            Self::AlreadyExists { .. } | Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::Expired(_) => StatusCode::GONE,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Invalid { .. } | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// `Status.reason`, one of apimachinery's `metav1.StatusReason` values.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "BadRequest",
+            Self::Unauthorized => "Unauthorized",
+            Self::Forbidden(_) => "Forbidden",
+            Self::NotFound { .. } | Self::PathNotFound => "NotFound",
+            Self::MethodNotAllowed => "MethodNotAllowed",
+            Self::NotAcceptable(_) => "NotAcceptable",
+            Self::AlreadyExists { .. } => "AlreadyExists",
+            Self::Conflict { .. } => "Conflict",
+            Self::Expired(_) => "Expired",
+            Self::TooLarge(_) => "RequestEntityTooLarge",
+            Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            Self::Invalid { .. } => "Invalid",
+            Self::Unprocessable(_) => "Invalid",
+            Self::TooManyRequests { .. } => "TooManyRequests",
+            Self::Internal(_) => "InternalError",
+            Self::Unavailable { .. } => "ServiceUnavailable",
+        }
+    }
+
+    fn retry_after(&self) -> Option<u32> {
+        match self {
+            Self::TooManyRequests { retry_after, .. } | Self::Unavailable { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
+    fn details(&self) -> Option<StatusDetails> {
+        match self {
+            Self::NotFound { resource, name }
+            | Self::AlreadyExists { resource, name }
+            | Self::Conflict { resource, name, .. } => Some(StatusDetails {
+                name: Some(name.clone()),
+                group: Some(resource.group.to_string()),
+                kind: Some(resource.resource.to_string()),
+                ..Default::default()
+            }),
+            Self::Invalid { kind, group, name, causes } => Some(StatusDetails {
+                name: Some(name.clone()),
+                group: Some(group.to_string()),
+                kind: Some(kind.to_string()),
+                causes: Some(
+                    causes
+                        .iter()
+                        .map(|c| StatusCause {
+                            field: Some(c.field.clone()),
+                            message: Some(c.cause_message()),
+                            reason: Some(c.kind.reason().to_string()),
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            Self::TooManyRequests { retry_after, .. } | Self::Unavailable { retry_after, .. } => {
+                Some(StatusDetails { retry_after_seconds: Some(*retry_after as i32), ..Default::default() })
+            }
+            Self::Internal(message) => Some(StatusDetails {
+                causes: Some(vec![StatusCause { message: Some(message.clone()), ..Default::default() }]),
+                ..Default::default()
+            }),
+            Self::PathNotFound | Self::MethodNotAllowed => Some(StatusDetails::default()),
+            _ => None,
+        }
+    }
+
+    /// The `Status` object for this error.
+    pub fn to_status(&self) -> Status {
+        failure_status(self.code(), self.reason(), self.to_string(), self.details())
+    }
+}
+
+/// A `Status` with `status: Failure`; also used for the `ERROR` events of watches.
+pub fn failure_status(code: StatusCode, reason: &str, message: String, details: Option<StatusDetails>) -> Status {
+    Status {
+        code: Some(i32::from(code.as_u16())),
+        details,
+        message: Some(message),
+        metadata: ListMeta::default(),
+        reason: Some(reason.to_string()),
+        status: Some("Failure".to_string()),
+    }
+}
+
+/// Serializes a `Status` (k8s-openapi writes its `kind` and `apiVersion`).
+pub fn status_json(status: &Status) -> Vec<u8> {
+    // Serializing plain strings, integers and maps cannot fail.
+    serde_json::to_vec(status).unwrap_or_default()
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let code = self.code();
+        if code.is_server_error() {
+            tracing::warn!(code = code.as_u16(), error = %self, "request failed");
+        } else {
+            tracing::debug!(code = code.as_u16(), error = %self, "request refused");
+        }
+        let mut response = (code, status_json(&self.to_status())).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(seconds) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_message_lists_several_causes_in_brackets() {
+        let err = Error::Invalid {
+            kind: "Llama",
+            group: "farm.example.com",
+            name: "dolly".into(),
+            causes: vec![
+                FieldError::invalid("spec.weight", &serde_json::json!(-1), "must be greater than 0"),
+                FieldError::required("spec.height", ""),
+            ],
+        };
+        assert_eq!(
+            err.to_string(),
+            "Llama.farm.example.com \"dolly\" is invalid: [spec.weight: Invalid value: -1: must be greater than 0, spec.height: Required value]"
+        );
+        let status = err.to_status();
+        assert_eq!(status.code, Some(422));
+        let causes = status.details.and_then(|d| d.causes).unwrap_or_default();
+        assert_eq!(causes[1].reason.as_deref(), Some("FieldValueRequired"));
+    }
+
+    #[test]
+    fn single_cause_message_has_no_brackets_and_strings_are_quoted() {
+        let err = Error::Invalid {
+            kind: "Llama",
+            group: "farm.example.com",
+            name: "Bad".into(),
+            causes: vec![FieldError::invalid("metadata.name", &serde_json::json!("Bad"), "a lowercase name")],
+        };
+        assert_eq!(
+            err.to_string(),
+            "Llama.farm.example.com \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\": a lowercase name"
+        );
+    }
+
+    #[test]
+    fn status_json_carries_kind_and_api_version() {
+        let body = status_json(&Error::PathNotFound.to_status());
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["kind"], "Status");
+        assert_eq!(v["apiVersion"], "v1");
+        assert_eq!(v["status"], "Failure");
+        assert_eq!(v["reason"], "NotFound");
+        assert_eq!(v["code"], 404);
+    }
+}

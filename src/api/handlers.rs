@@ -1,0 +1,314 @@
+//! HTTP handlers for any [`ApiResource`]: get, list, create, update, patch, delete and
+//! deletecollection on `/apis/<group>/<version>/namespaces/{namespace}/<plural>[/{name}]` and
+//! list on the all-namespaces path `/apis/<group>/<version>/<plural>`.
+//!
+//! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
+//! representation; a verb the resource lacks is a 405 `Status`.
+
+use super::decode::{decode_object, parse_json, read_body, require_json};
+use super::error::{Error, Result};
+use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
+use super::patch::{Patch, PatchType};
+use super::query::{OptionsKind, Query, WriteOptions};
+use super::registry::{Registry, WriteContext};
+use super::table;
+use crate::resources::{API_VERSION, ApiResource};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ListMeta};
+use kube::core::{ObjectList, TypeMeta};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// Routes for resource `K`, backed by `registry`.
+pub fn routes<K: ApiResource>(registry: Arc<Registry<K>>) -> Router {
+    let info = K::INFO;
+    let base = format!("/apis/{API_VERSION}");
+    let allowed = |verb: &str| info.allows(verb);
+
+    let mut all_namespaces: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
+    if allowed("list") {
+        all_namespaces = all_namespaces.get(list_all::<K>);
+    }
+    let mut collection: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
+    if allowed("list") {
+        collection = collection.get(list_namespaced::<K>);
+    }
+    if allowed("create") {
+        collection = collection.post(create::<K>);
+    }
+    if allowed("deletecollection") {
+        collection = collection.delete(delete_collection::<K>);
+    }
+    let mut item: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
+    if allowed("get") {
+        item = item.get(get::<K>);
+    }
+    if allowed("update") {
+        item = item.put(update::<K>);
+    }
+    if allowed("patch") {
+        item = item.on(MethodFilter::PATCH, patch::<K>);
+    }
+    if allowed("delete") {
+        item = item.delete(delete::<K>);
+    }
+    let finish = |m: MethodRouter<Arc<Registry<K>>>| m.fallback(method_not_allowed);
+    Router::new()
+        .route(&format!("{base}/{}", info.plural), finish(all_namespaces))
+        .route(&format!("{base}/namespaces/{{namespace}}/{}", info.plural), finish(collection))
+        .route(&format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural), finish(item))
+        .with_state(registry)
+}
+
+async fn method_not_allowed() -> Error {
+    Error::MethodNotAllowed
+}
+
+/// Serializes `value` as JSON, indented when the client asked `pretty=true`.
+fn encode<T: Serialize + ?Sized>(value: &T, pretty: bool) -> Result<Vec<u8>> {
+    let out = if pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) };
+    out.map_err(|e| Error::Internal(format!("encoding the response: {e}")))
+}
+
+/// Formats a `Warning` header value as the kube-apiserver does: `299 - "text"`.
+fn warning_header(text: &str) -> Option<HeaderValue> {
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+    HeaderValue::from_str(&format!("299 - \"{escaped}\"")).ok()
+}
+
+/// A JSON response with the given content type and warnings.
+fn respond(code: StatusCode, content_type: &str, body: Vec<u8>, warnings: &[String]) -> Response {
+    let mut response = (code, body).into_response();
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+    for w in warnings.iter().filter_map(|w| warning_header(w)) {
+        headers.append(header::WARNING, w);
+    }
+    response
+}
+
+/// Renders one object in the representation the client negotiated.
+fn render_object<K: ApiResource>(
+    object: &K,
+    representation: Representation,
+    query: &Query,
+    code: StatusCode,
+    warnings: &[String],
+) -> Result<Response> {
+    let pretty = query.pretty();
+    let body = match representation {
+        Representation::Object => encode(object, pretty)?,
+        Representation::Metadata(version) => encode(&partial_metadata_in(object.meta(), version), pretty)?,
+        Representation::Table(_) => {
+            let metadata = ListMeta { resource_version: object.meta().resource_version.clone(), ..Default::default() };
+            let t = table::render(std::iter::once(object), metadata, query.include_object()?, k8s_openapi::jiff::Timestamp::now());
+            encode(&t, pretty)?
+        }
+    };
+    Ok(respond(code, &representation.content_type(Target::Object), body, warnings))
+}
+
+/// Renders a list of objects in the representation the client negotiated.
+fn render_list<K: ApiResource>(
+    items: &[Arc<K>],
+    revision: u64,
+    representation: Representation,
+    query: &Query,
+) -> Result<Response> {
+    let pretty = query.pretty();
+    let metadata = ListMeta { resource_version: Some(revision.to_string()), ..Default::default() };
+    let body = match representation {
+        Representation::Object => {
+            let list = ObjectList {
+                types: TypeMeta { api_version: API_VERSION.into(), kind: K::INFO.list_kind.into() },
+                metadata,
+                items: items.to_vec(),
+            };
+            encode(&list, pretty)?
+        }
+        Representation::Metadata(version) => {
+            let list = ObjectList {
+                types: TypeMeta { api_version: version.api_version().into(), kind: "PartialObjectMetadataList".into() },
+                metadata,
+                items: items.iter().map(|o| partial_metadata_in(o.meta(), version)).collect(),
+            };
+            encode(&list, pretty)?
+        }
+        Representation::Table(_) => {
+            let t = table::render(items.iter().map(AsRef::as_ref), metadata, query.include_object()?, k8s_openapi::jiff::Timestamp::now());
+            encode(&t, pretty)?
+        }
+    };
+    Ok(respond(StatusCode::OK, &representation.content_type(Target::List), body, &[]))
+}
+
+async fn get<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    Path((namespace, name)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let query = Query::parse(raw.as_deref());
+    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let object = registry.get(&namespace, &name)?;
+    render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
+}
+
+async fn list_all<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    list(registry, None, raw, headers)
+}
+
+async fn list_namespaced<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    Path(namespace): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    list(registry, Some(namespace), raw, headers)
+}
+
+fn list<K: ApiResource>(
+    registry: Arc<Registry<K>>,
+    namespace: Option<String>,
+    raw: Option<String>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let query = Query::parse(raw.as_deref());
+    let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
+    let listing = registry.list(namespace.as_deref())?;
+    render_list(&listing.items, listing.revision, representation, &query)
+}
+
+/// Reads and decodes a create or update body.
+async fn decode_body<K: ApiResource>(headers: &HeaderMap, body: Body, options: &WriteOptions) -> Result<super::decode::Decoded<K>> {
+    let bytes = read_body(body).await?;
+    require_json(headers)?;
+    decode_object::<K>(parse_json(&bytes)?, options.field_validation)
+}
+
+fn write_context(options: &WriteOptions) -> WriteContext {
+    WriteContext { dry_run: options.dry_run, field_validation: options.field_validation }
+}
+
+async fn create<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    Path(namespace): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let query = Query::parse(raw.as_deref());
+    let options = WriteOptions::parse(&query, OptionsKind::Create)?;
+    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let decoded = decode_body::<K>(&headers, body, &options).await?;
+    let created = registry.create(&namespace, decoded.object, &write_context(&options))?;
+    render_object(created.as_ref(), representation, &query, StatusCode::CREATED, &decoded.warnings)
+}
+
+async fn update<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    Path((namespace, name)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let query = Query::parse(raw.as_deref());
+    let options = WriteOptions::parse(&query, OptionsKind::Update)?;
+    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let decoded = decode_body::<K>(&headers, body, &options).await?;
+    let updated = registry.update(&namespace, &name, decoded.object, &write_context(&options))?;
+    render_object(updated.as_ref(), representation, &query, StatusCode::OK, &decoded.warnings)
+}
+
+async fn patch<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    Path((namespace, name)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let query = Query::parse(raw.as_deref());
+    let options = WriteOptions::parse(&query, OptionsKind::Patch)?;
+    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let bytes = read_body(body).await?;
+    let patch = Patch::parse(PatchType::from_headers(&headers)?, &bytes)?;
+    let written = registry.patch(&namespace, &name, &patch, &write_context(&options))?;
+    render_object(written.object.as_ref(), representation, &query, StatusCode::OK, &written.warnings)
+}
+
+/// Reads `DeleteOptions` from the query and, when present, the body (which takes precedence).
+async fn delete_options(query: &Query, headers: &HeaderMap, body: Body) -> Result<(DeleteOptions, bool)> {
+    let bytes = read_body(body).await?;
+    let mut options = if bytes.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        let media = super::decode::media_type(headers);
+        if !media.is_empty() && media != "application/json" {
+            require_json(headers)?;
+        }
+        serde_json::from_slice::<DeleteOptions>(&bytes)
+            .map_err(|e| Error::BadRequest(format!("the body of the request could not be decoded as DeleteOptions: {e}")))?
+    };
+    let write = WriteOptions::parse(query, OptionsKind::Delete)?;
+    if options.dry_run.is_none() && write.dry_run {
+        options.dry_run = Some(vec!["All".into()]);
+    }
+    if options.propagation_policy.is_none() {
+        options.propagation_policy = query.get("propagationPolicy").map(str::to_string);
+    }
+    if options.orphan_dependents.is_none() && query.get("orphanDependents").is_some() {
+        options.orphan_dependents = Some(query.flag("orphanDependents")?);
+    }
+    if options.grace_period_seconds.is_none()
+        && let Some(raw) = query.get("gracePeriodSeconds")
+    {
+        options.grace_period_seconds =
+            Some(raw.parse().map_err(|_| Error::BadRequest(format!("invalid value for gracePeriodSeconds: {raw:?}")))?);
+    }
+    let dry_run = options.dry_run.iter().flatten().any(|v| v == "All");
+    Ok((options, dry_run))
+}
+
+async fn delete<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    Path((namespace, name)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let query = Query::parse(raw.as_deref());
+    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let (options, dry_run) = delete_options(&query, &headers, body).await?;
+    let committed = registry.delete(&namespace, &name, &options, dry_run)?;
+    render_object(committed.object.as_ref(), representation, &query, StatusCode::OK, &[])
+}
+
+async fn delete_collection<K: ApiResource>(
+    State(registry): State<Arc<Registry<K>>>,
+    Path(namespace): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    let query = Query::parse(raw.as_deref());
+    let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
+    let (options, dry_run) = delete_options(&query, &headers, body).await?;
+    let deleted = registry.delete_collection(Some(&namespace), &options, dry_run, &|_| true)?;
+    let revision = deleted
+        .iter()
+        .filter_map(|o| o.meta().resource_version.as_deref()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or_default();
+    render_list(&deleted, revision, representation, &query)
+}

@@ -1,0 +1,447 @@
+//! The generic REST semantics of a resource, independent of HTTP: what create, update, patch,
+//! delete and deletecollection do to objects, following the kube-apiserver's generic registry
+//! (`k8s.io/apiserver/pkg/registry/generic/registry/store.go`) and the rules it applies to
+//! custom resources:
+//!
+//! - create fills `uid`, `creationTimestamp`, `generation`, honours `generateName` and drops
+//!   client-set read-only fields;
+//! - update requires `metadata.resourceVersion` and answers 409 when it is stale; `generation`
+//!   moves when the spec changes; an update that changes nothing writes nothing;
+//! - delete of an object with finalizers only sets `deletionTimestamp`; the object goes when an
+//!   update removes its last finalizer;
+//! - `dryRun=All` runs every check and stores nothing.
+
+use super::error::{Error, FieldError, Result};
+use super::patch::Patch;
+use super::query::{FieldValidation, OptionsKind};
+use super::validation;
+use crate::resources::{ApiResource, GROUP};
+use crate::store::{Committed, Listing, Mutation, ObjectKey, Store};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
+use serde_json::json;
+use std::sync::Arc;
+
+/// The registry of one resource: its semantics over a [`Store`].
+pub struct Registry<K> {
+    store: Arc<dyn Store<K>>,
+}
+
+/// Options of a create, update or patch.
+#[derive(Clone, Debug, Default)]
+pub struct WriteContext {
+    /// Store nothing.
+    pub dry_run: bool,
+    /// How unknown fields in the (patched) body are treated.
+    pub field_validation: FieldValidation,
+}
+
+/// The outcome of a write: the object and the warnings to send back.
+#[derive(Debug)]
+pub struct Written<K> {
+    /// The object as stored (or as it would be, for a dry run).
+    pub object: Arc<K>,
+    /// `Warning` header texts.
+    pub warnings: Vec<String>,
+}
+
+const GENERATE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+const GENERATE_SUFFIX_LEN: usize = 5;
+const GENERATE_ATTEMPTS: usize = 8;
+
+fn now() -> Time {
+    // Kubernetes timestamps have second precision on the wire.
+    let seconds = k8s_openapi::jiff::Timestamp::now().as_second();
+    Time(k8s_openapi::jiff::Timestamp::from_second(seconds).unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH))
+}
+
+fn generated_name(prefix: &str) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    let suffix: String = (0..GENERATE_SUFFIX_LEN)
+        .map(|_| GENERATE_ALPHABET[rng.random_range(0..GENERATE_ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+fn invalid<K: ApiResource>(name: &str, causes: Vec<FieldError>) -> Error {
+    Error::Invalid { kind: K::INFO.kind, group: GROUP, name: name.to_string(), causes }
+}
+
+fn conflict<K: ApiResource>(name: &str, detail: impl Into<String>) -> Error {
+    Error::Conflict { resource: K::INFO.group_resource(), name: name.to_string(), detail: detail.into() }
+}
+
+/// Refuses an object whose namespace differs from the request's.
+pub fn check_namespace<K: ApiResource>(object: &mut K, namespace: &str) -> Result<()> {
+    let meta = object.meta_mut();
+    match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request".into(),
+        )),
+        _ => {
+            meta.namespace = Some(namespace.to_string());
+            Ok(())
+        }
+    }
+}
+
+/// Collects metadata and resource validation errors into one 422, or nothing.
+fn validate<K: ApiResource>(object: &K, extra: Vec<FieldError>) -> Result<()> {
+    let mut errors = extra;
+    errors.extend(validation::object_meta(object.meta()));
+    errors.extend(object.validate());
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid::<K>(object.meta().name.as_deref().unwrap_or_default(), errors))
+    }
+}
+
+impl<K: ApiResource> Registry<K> {
+    /// A registry over `store`.
+    pub fn new(store: Arc<dyn Store<K>>) -> Self {
+        Self { store }
+    }
+
+    fn not_found(name: &str) -> Error {
+        Error::NotFound { resource: K::INFO.group_resource(), name: name.to_string() }
+    }
+
+    /// One object; 404 when absent.
+    pub fn get(&self, namespace: &str, name: &str) -> Result<Arc<K>> {
+        self.store.get(&ObjectKey::new(namespace, name))?.ok_or_else(|| Self::not_found(name))
+    }
+
+    /// Every object of a namespace, or of all namespaces.
+    pub fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
+        self.store.list(namespace)
+    }
+
+    /// Creates `object` in `namespace` (the request path's).
+    pub fn create(&self, namespace: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
+        check_namespace(&mut object, namespace)?;
+        let meta = object.meta_mut();
+        meta.uid = Some(uuid::Uuid::new_v4().to_string());
+        meta.creation_timestamp = Some(now());
+        meta.generation = Some(1);
+        meta.resource_version = None;
+        meta.deletion_timestamp = None;
+        meta.deletion_grace_period_seconds = None;
+        meta.managed_fields = None;
+        meta.self_link = None;
+        let generate = match (meta.name.as_deref(), meta.generate_name.as_deref()) {
+            (None | Some(""), Some(prefix)) if !prefix.is_empty() => Some(prefix.to_string()),
+            _ => None,
+        };
+        let attempts = if generate.is_some() { GENERATE_ATTEMPTS } else { 1 };
+        for attempt in 1..=attempts {
+            if let Some(prefix) = &generate {
+                object.meta_mut().name = Some(generated_name(prefix));
+            }
+            validate(&object, Vec::new())?;
+            let name = object.meta().name.clone().unwrap_or_default();
+            match self.store.create(ObjectKey::new(namespace, &name), object.clone(), ctx.dry_run) {
+                Err(Error::AlreadyExists { .. }) if attempt < attempts => continue,
+                other => return other,
+            }
+        }
+        Err(Error::Internal("could not generate a unique name".into()))
+    }
+
+    /// Replaces the object `name` with `object` (PUT).
+    pub fn update(&self, namespace: &str, name: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
+        check_namespace(&mut object, namespace)?;
+        match object.meta().name.as_deref() {
+            Some(n) if n == name => {}
+            None | Some("") => object.meta_mut().name = Some(name.to_string()),
+            Some(other) => {
+                return Err(Error::BadRequest(format!(
+                    "the name of the object ({other}) does not match the name on the URL ({name})"
+                )));
+            }
+        }
+        let key = ObjectKey::new(namespace, name);
+        let committed = self.store.mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true))?;
+        Ok(committed.object)
+    }
+
+    /// Applies `patch` to the current object and stores the result, re-validated.
+    pub fn patch(&self, namespace: &str, name: &str, patch: &Patch, ctx: &WriteContext) -> Result<Written<K>> {
+        let key = ObjectKey::new(namespace, name);
+        let mut warnings = Vec::new();
+        let committed = self.store.mutate(&key, ctx.dry_run, &mut |current| {
+            let document = serde_json::to_value(current.as_ref()).map_err(|e| Error::Internal(e.to_string()))?;
+            let patched = patch.apply(&document)?;
+            let decoded = super::decode::decode_object::<K>(patched, ctx.field_validation)?;
+            warnings = decoded.warnings;
+            let mut object = decoded.object;
+            let meta = object.meta();
+            if meta.name.as_deref() != Some(name) || meta.namespace.as_deref() != Some(namespace) {
+                let field = if meta.name.as_deref() != Some(name) { "metadata.name" } else { "metadata.namespace" };
+                let value = if field == "metadata.name" { &meta.name } else { &meta.namespace };
+                return Err(invalid::<K>(name, vec![FieldError::invalid(field, &json!(value), "field is immutable")]));
+            }
+            check_namespace(&mut object, namespace)?;
+            prepare_update(current, object, false)
+        })?;
+        Ok(Written { object: committed.object, warnings })
+    }
+
+    /// Deletes `name`, or marks it for deletion when it has finalizers.
+    pub fn delete(&self, namespace: &str, name: &str, options: &DeleteOptions, dry_run: bool) -> Result<Committed<K>> {
+        validate_delete_options(options)?;
+        let key = ObjectKey::new(namespace, name);
+        self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options))
+    }
+
+    /// Deletes every object of `namespace` (or all namespaces) that `keep` selects, returning what
+    /// was deleted or marked. Objects that disappear meanwhile are skipped.
+    pub fn delete_collection(
+        &self,
+        namespace: Option<&str>,
+        options: &DeleteOptions,
+        dry_run: bool,
+        keep: &dyn Fn(&K) -> bool,
+    ) -> Result<Vec<Arc<K>>> {
+        validate_delete_options(options)?;
+        let listing = self.store.list(namespace)?;
+        let mut out = Vec::new();
+        for object in listing.items.iter().filter(|o| keep(o)) {
+            let meta = object.meta();
+            let key = ObjectKey::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default());
+            match self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options)) {
+                Ok(committed) => out.push(committed.object),
+                Err(Error::NotFound { .. }) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Decides an update of `current` to `new`: preconditions, system fields, generation, validation,
+/// and whether the object can now go (last finalizer removed while deleting).
+fn prepare_update<K: ApiResource>(current: &Arc<K>, mut new: K, require_resource_version: bool) -> Result<Mutation<K>> {
+    let old = current.meta();
+    let name = old.name.clone().unwrap_or_default();
+    match new.meta().resource_version.as_deref() {
+        None | Some("") if require_resource_version => {
+            return Err(invalid::<K>(
+                &name,
+                vec![FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update")],
+            ));
+        }
+        None | Some("") => {}
+        Some(rv) if Some(rv) != old.resource_version.as_deref() => {
+            return Err(conflict::<K>(
+                &name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
+        Some(_) => {}
+    }
+    let mut errors = Vec::new();
+    let uid_differs = matches!(new.meta().uid.as_deref(), Some(uid) if !uid.is_empty() && Some(uid) != old.uid.as_deref());
+    if uid_differs {
+        errors.push(FieldError::invalid("metadata.uid", &json!(new.meta().uid), "field is immutable"));
+    }
+    let deleting = old.deletion_timestamp.is_some();
+    if deleting {
+        let before: std::collections::HashSet<&String> = old.finalizers.iter().flatten().collect();
+        let added: Vec<&String> = new.meta().finalizers.iter().flatten().filter(|f| !before.contains(f)).collect();
+        if !added.is_empty() {
+            errors.push(FieldError::forbidden(
+                "metadata.finalizers",
+                format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+            ));
+        }
+    }
+    let spec_changed = new.spec_changed(current);
+    let meta = new.meta_mut();
+    meta.uid = old.uid.clone();
+    meta.creation_timestamp = old.creation_timestamp.clone();
+    meta.deletion_timestamp = old.deletion_timestamp.clone();
+    meta.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
+    meta.resource_version = old.resource_version.clone();
+    meta.managed_fields = None;
+    meta.self_link = None;
+    meta.generate_name = meta.generate_name.take().or_else(|| old.generate_name.clone());
+    let generation = old.generation.unwrap_or(1);
+    meta.generation = Some(if spec_changed { generation + 1 } else { generation });
+    validate(&new, errors)?;
+    if deleting && new.meta().finalizers.as_ref().is_none_or(Vec::is_empty) {
+        return Ok(Mutation::Delete(new));
+    }
+    if &new == current.as_ref() {
+        return Ok(Mutation::Unchanged);
+    }
+    Ok(Mutation::Put(new))
+}
+
+fn validate_delete_options(options: &DeleteOptions) -> Result<()> {
+    let mut causes = Vec::new();
+    if let Some(policy) = options.propagation_policy.as_deref() {
+        if !["Orphan", "Background", "Foreground"].contains(&policy) {
+            causes.push(FieldError::not_supported(
+                "propagationPolicy",
+                &json!(policy),
+                &["Foreground", "Background", "Orphan", "nil"],
+            ));
+        }
+        if options.orphan_dependents.is_some() {
+            causes.push(FieldError::invalid(
+                "propagationPolicy",
+                &json!(policy),
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+    }
+    for value in options.dry_run.iter().flatten() {
+        if value != "All" {
+            causes.push(FieldError::not_supported("dryRun", &json!(value), &["All"]));
+        }
+    }
+    if let Some(seconds) = options.grace_period_seconds
+        && seconds < 0
+    {
+        causes.push(FieldError::invalid("gracePeriodSeconds", &json!(seconds), "must be greater than or equal to 0"));
+    }
+    if causes.is_empty() { Ok(()) } else { Err(OptionsKind::Delete.invalid(causes)) }
+}
+
+fn prepare_delete<K: ApiResource>(current: &Arc<K>, options: &DeleteOptions) -> Result<Mutation<K>> {
+    let meta = current.meta();
+    let name = meta.name.clone().unwrap_or_default();
+    if let Some(pre) = &options.preconditions {
+        if let Some(uid) = pre.uid.as_deref()
+            && Some(uid) != meta.uid.as_deref()
+        {
+            return Err(conflict::<K>(
+                &name,
+                format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta.uid.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(rv) = pre.resource_version.as_deref()
+            && Some(rv) != meta.resource_version.as_deref()
+        {
+            return Err(conflict::<K>(
+                &name,
+                format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta.resource_version.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    if meta.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
+        if meta.deletion_timestamp.is_some() {
+            return Ok(Mutation::Unchanged);
+        }
+        let mut marked = (**current).clone();
+        let m = marked.meta_mut();
+        m.deletion_timestamp = Some(now());
+        m.deletion_grace_period_seconds = Some(0);
+        return Ok(Mutation::Put(marked));
+    }
+    Ok(Mutation::Delete((**current).clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::store::{Revision, memory::MemoryStore};
+
+    fn registry() -> Registry<Llama> {
+        Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()))))
+    }
+
+    fn llama(name: &str, weight: f64) -> Llama {
+        Llama::new(name, LlamaSpec { weight, height: 1.0, color: None })
+    }
+
+    #[test]
+    fn create_fills_system_fields_and_ignores_client_set_ones() {
+        let r = registry();
+        let mut l = llama("dolly", 1.0);
+        l.metadata.uid = Some("mine".into());
+        l.metadata.resource_version = Some("999".into());
+        l.metadata.generation = Some(7);
+        let created = r.create("default", l, &WriteContext::default()).unwrap();
+        assert_ne!(created.metadata.uid.as_deref(), Some("mine"));
+        assert_eq!(created.metadata.resource_version.as_deref(), Some("1"));
+        assert_eq!(created.metadata.generation, Some(1));
+        assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
+        assert!(created.metadata.creation_timestamp.is_some());
+    }
+
+    #[test]
+    fn generate_name_appends_five_characters() {
+        let r = registry();
+        let mut l = llama("", 1.0);
+        l.metadata.name = None;
+        l.metadata.generate_name = Some("herd-".into());
+        let created = r.create("default", l, &WriteContext::default()).unwrap();
+        let name = created.metadata.name.clone().unwrap();
+        assert!(name.starts_with("herd-") && name.len() == 10, "{name}");
+    }
+
+    #[test]
+    fn stale_update_conflicts_and_spec_change_bumps_generation() {
+        let r = registry();
+        let ctx = WriteContext::default();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).unwrap();
+        let mut next = (*created).clone();
+        next.spec.weight = 2.0;
+        let updated = r.update("default", "dolly", next.clone(), &ctx).unwrap();
+        assert_eq!(updated.metadata.generation, Some(2));
+        let err = r.update("default", "dolly", next, &ctx).unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn an_update_that_changes_nothing_keeps_the_resource_version() {
+        let r = registry();
+        let ctx = WriteContext::default();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).unwrap();
+        let same = r.update("default", "dolly", (*created).clone(), &ctx).unwrap();
+        assert_eq!(same.metadata.resource_version, created.metadata.resource_version);
+    }
+
+    #[test]
+    fn finalizers_delay_deletion_until_the_last_one_is_removed() {
+        let r = registry();
+        let ctx = WriteContext::default();
+        let mut l = llama("dolly", 1.0);
+        l.metadata.finalizers = Some(vec!["farm.example.com/shear".into()]);
+        r.create("default", l, &ctx).unwrap();
+        let marked = r.delete("default", "dolly", &DeleteOptions::default(), false).unwrap();
+        assert!(!marked.deleted);
+        assert!(marked.object.metadata.deletion_timestamp.is_some());
+        let mut adding = (*marked.object).clone();
+        adding.metadata.finalizers = Some(vec!["farm.example.com/shear".into(), "farm.example.com/other".into()]);
+        assert_eq!(r.update("default", "dolly", adding, &ctx).unwrap_err().code(), 422);
+        let mut cleared = (*marked.object).clone();
+        cleared.metadata.finalizers = None;
+        r.update("default", "dolly", cleared, &ctx).unwrap();
+        assert_eq!(r.get("default", "dolly").unwrap_err().code(), 404);
+    }
+
+    #[test]
+    fn delete_preconditions_are_checked() {
+        let r = registry();
+        r.create("default", llama("dolly", 1.0), &WriteContext::default()).unwrap();
+        let options = DeleteOptions {
+            preconditions: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
+                uid: Some("nope".into()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(r.delete("default", "dolly", &options, false).unwrap_err().code(), 409);
+        assert!(r.get("default", "dolly").is_ok());
+    }
+}

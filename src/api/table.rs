@@ -1,0 +1,242 @@
+//! `meta.k8s.io/v1` Table rendering, as `kubectl get` asks for it.
+//!
+//! Every resource gets NAME first and AGE after its own priority-0 columns; priority-1 columns
+//! (shown by `-o wide`) come last. The AGE cell is a human duration such as `5m` or `3d4h`,
+//! rendered as `k8s.io/apimachinery/pkg/util/duration.HumanDuration` does.
+
+use crate::resources::ApiResource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use serde::Serialize;
+
+/// The JSON type of a column's cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnType {
+    /// `string`
+    String,
+    /// `number`
+    Number,
+    /// `integer`
+    Integer,
+    /// `date`
+    Date,
+}
+
+impl ColumnType {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::String => "string",
+            Self::Number => "number",
+            Self::Integer => "integer",
+            Self::Date => "date",
+        }
+    }
+}
+
+/// A column a resource adds to its table.
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    /// Header, e.g. `Weight` (kubectl upper-cases it).
+    pub name: &'static str,
+    /// Cell type.
+    pub kind: ColumnType,
+    /// Optional format hint, e.g. `name`.
+    pub format: &'static str,
+    /// Shown by `kubectl explain`-like tools.
+    pub description: &'static str,
+    /// 0 for the default view, 1 for `-o wide`.
+    pub priority: i32,
+}
+
+/// `TableColumnDefinition`.
+#[derive(Serialize, Debug)]
+pub struct ColumnDefinition {
+    name: &'static str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    format: &'static str,
+    description: &'static str,
+    priority: i32,
+}
+
+impl From<&Column> for ColumnDefinition {
+    fn from(c: &Column) -> Self {
+        Self { name: c.name, kind: c.kind.as_str(), format: c.format, description: c.description, priority: c.priority }
+    }
+}
+
+/// `TableRow`.
+#[derive(Serialize, Debug)]
+pub struct Row {
+    cells: Vec<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object: Option<serde_json::Value>,
+}
+
+/// `meta.k8s.io/v1` `Table`.
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Table {
+    kind: &'static str,
+    api_version: &'static str,
+    metadata: ListMeta,
+    column_definitions: Vec<ColumnDefinition>,
+    rows: Vec<Row>,
+}
+
+/// What each row carries in `object`, from the `includeObject` query parameter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// No object.
+    None,
+    /// A `PartialObjectMetadata` (the default).
+    #[default]
+    Metadata,
+    /// The whole object.
+    Object,
+}
+
+impl IncludeObject {
+    /// Parses the query value; anything else is a 400 for the caller.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "None" => Some(Self::None),
+            "Metadata" | "" => Some(Self::Metadata),
+            "Object" => Some(Self::Object),
+            _ => None,
+        }
+    }
+}
+
+const NAME_COLUMN: Column = Column {
+    name: "Name",
+    kind: ColumnType::String,
+    format: "name",
+    description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+    priority: 0,
+};
+
+const AGE_COLUMN: Column = Column {
+    name: "Age",
+    kind: ColumnType::Date,
+    format: "",
+    description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    priority: 0,
+};
+
+/// The columns of `K`'s table, in order: NAME, K's default columns, AGE, K's wide columns.
+fn ordered_columns<K: ApiResource>() -> impl Iterator<Item = (Option<usize>, &'static Column)> {
+    let own = K::columns();
+    let default = own.iter().enumerate().filter(|(_, c)| c.priority == 0).map(|(i, c)| (Some(i), c));
+    let wide = own.iter().enumerate().filter(|(_, c)| c.priority != 0).map(|(i, c)| (Some(i), c));
+    std::iter::once((None, &NAME_COLUMN)).chain(default).chain(std::iter::once((None, &AGE_COLUMN))).chain(wide)
+}
+
+/// Renders `objects` as a Table. `now` is passed in so ages are computed once per response.
+pub fn render<'a, K: ApiResource>(
+    objects: impl IntoIterator<Item = &'a K>,
+    metadata: ListMeta,
+    include: IncludeObject,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Table {
+    let column_definitions = ordered_columns::<K>().map(|(_, c)| c.into()).collect();
+    let rows = objects
+        .into_iter()
+        .map(|object| {
+            let own = object.cells();
+            let cells = ordered_columns::<K>()
+                .map(|(index, column)| match index {
+                    Some(i) => own.get(i).cloned().unwrap_or(serde_json::Value::Null),
+                    None if column.name == "Name" => serde_json::json!(object.meta().name.as_deref().unwrap_or("")),
+                    None => serde_json::json!(age(object.meta(), now)),
+                })
+                .collect();
+            let object = match include {
+                IncludeObject::None => None,
+                IncludeObject::Metadata => serde_json::to_value(crate::api::negotiate::partial_metadata(object.meta())).ok(),
+                IncludeObject::Object => serde_json::to_value(object).ok(),
+            };
+            Row { cells, object }
+        })
+        .collect();
+    Table { kind: "Table", api_version: "meta.k8s.io/v1", metadata, column_definitions, rows }
+}
+
+fn age(meta: &ObjectMeta, now: k8s_openapi::jiff::Timestamp) -> String {
+    match &meta.creation_timestamp {
+        Some(created) => {
+            let seconds = now.as_second().saturating_sub(created.0.as_second());
+            human_duration(seconds)
+        }
+        None => "<unknown>".to_string(),
+    }
+}
+
+/// `duration.HumanDuration` of apimachinery: short, with at most two units.
+pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".to_string();
+    }
+    let s = seconds.max(0);
+    let (minute, hour, day, year) = (60, 3600, 86_400, 31_536_000);
+    if s < minute * 2 {
+        return format!("{s}s");
+    }
+    let minutes = s / minute;
+    if minutes < 10 {
+        let rem = s % minute;
+        return if rem == 0 { format!("{minutes}m") } else { format!("{minutes}m{rem}s") };
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = s / hour;
+    if hours < 8 {
+        let m = (s % hour) / minute;
+        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = (s % day) / hour;
+        let d = s / day;
+        return if h == 0 { format!("{d}d") } else { format!("{d}d{h}h") };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", s / day);
+    }
+    if hours < 24 * 365 * 8 {
+        let d = (s % year) / day;
+        let y = s / year;
+        return if d == 0 { format!("{y}y") } else { format!("{y}y{d}d") };
+    }
+    format!("{}y", s / year)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_duration;
+
+    #[test]
+    fn human_durations_match_apimachinery() {
+        let cases = [
+            (0, "0s"),
+            (119, "119s"),
+            (120, "2m"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (179 * 60, "179m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 120, "3h2m"),
+            (47 * 3600, "47h"),
+            (2 * 86_400 + 3600, "2d1h"),
+            (30 * 86_400, "30d"),
+            (3 * 31_536_000 + 86_400, "3y1d"),
+            (10 * 31_536_000, "10y"),
+            (-5, "<invalid>"),
+        ];
+        for (seconds, want) in cases {
+            assert_eq!(human_duration(seconds), want, "{seconds}s");
+        }
+    }
+}

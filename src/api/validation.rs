@@ -1,0 +1,234 @@
+//! Validation of `metadata` shared by every resource, with apimachinery's rules and messages:
+//! names (DNS-1123 subdomain), `generateName`, namespace (DNS-1123 label), labels, annotations,
+//! finalizers and owner references. Every error is collected; nothing stops at the first.
+
+use super::error::FieldError;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::json;
+use std::sync::LazyLock;
+
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_SUBDOMAIN_FMT: &str = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+/// Total size allowed for all annotations of an object.
+pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+
+fn anchored(fmt: &str) -> regex::Regex {
+    // The patterns are constants of this module; a failure here is a programming error caught by the tests.
+    regex::Regex::new(&format!("^{fmt}$")).unwrap_or_else(|e| panic!("bad pattern {fmt}: {e}"))
+}
+
+static DNS1123_LABEL: LazyLock<regex::Regex> = LazyLock::new(|| anchored(DNS1123_LABEL_FMT));
+static DNS1123_SUBDOMAIN: LazyLock<regex::Regex> = LazyLock::new(|| anchored(DNS1123_SUBDOMAIN_FMT));
+static QUALIFIED_NAME: LazyLock<regex::Regex> = LazyLock::new(|| anchored(QUALIFIED_NAME_FMT));
+static LABEL_VALUE: LazyLock<regex::Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
+
+/// Problems with `value` as a DNS-1123 subdomain (an object name), as apimachinery words them.
+pub fn dns1123_subdomain(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if !DNS1123_SUBDOMAIN.is_match(value) {
+        errs.push(format!(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"
+        ));
+    }
+    errs
+}
+
+/// Problems with `value` as a DNS-1123 label (a namespace name).
+pub fn dns1123_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !DNS1123_LABEL.is_match(value) {
+        errs.push(format!(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{DNS1123_LABEL_FMT}')"
+        ));
+    }
+    errs
+}
+
+/// Problems with `value` as a qualified name (`prefix/name` or `name`): label keys, annotation
+/// keys, finalizers.
+pub fn qualified_name(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let (prefix, name) = match value.split_once('/') {
+        Some((prefix, name)) if !name.contains('/') => (Some(prefix), name),
+        Some(_) => {
+            errs.push(format!(
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ));
+            return errs;
+        }
+        None => (None, value),
+    };
+    if let Some(prefix) = prefix {
+        if prefix.is_empty() {
+            errs.push("prefix part must be non-empty".to_string());
+        } else {
+            errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+        }
+    }
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_string());
+    }
+    if !name.is_empty() && !QUALIFIED_NAME.is_match(name) {
+        errs.push(format!(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}')"
+        ));
+    }
+    errs
+}
+
+/// Problems with `value` as a label value.
+pub fn label_value(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !LABEL_VALUE.is_match(value) {
+        errs.push(format!(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '{LABEL_VALUE_FMT}')"
+        ));
+    }
+    errs
+}
+
+fn push_all(errors: &mut Vec<FieldError>, field: &str, value: &str, messages: Vec<String>) {
+    errors.extend(messages.into_iter().map(|m| FieldError::invalid(field, &json!(value), m)));
+}
+
+/// Validates an object's metadata as `ValidateObjectMeta` does for a namespaced resource.
+pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Some(generate_name) = meta.generate_name.as_deref().filter(|g| !g.is_empty()) {
+        // A generateName is a prefix: a trailing dash is allowed.
+        let masked = generate_name.strip_suffix('-').map(|p| format!("{p}a")).unwrap_or_else(|| generate_name.to_string());
+        push_all(&mut errors, "metadata.generateName", generate_name, dns1123_subdomain(&masked));
+    }
+    match meta.name.as_deref() {
+        None | Some("") => errors.push(FieldError::required("metadata.name", "name or generateName is required")),
+        Some(name) => push_all(&mut errors, "metadata.name", name, dns1123_subdomain(name)),
+    }
+    match meta.namespace.as_deref() {
+        None | Some("") => errors.push(FieldError::required("metadata.namespace", "")),
+        Some(ns) => push_all(&mut errors, "metadata.namespace", ns, dns1123_label(ns)),
+    }
+    for (key, value) in meta.labels.iter().flatten() {
+        push_all(&mut errors, "metadata.labels", key, qualified_name(key));
+        push_all(&mut errors, "metadata.labels", value, label_value(value));
+    }
+    let mut total = 0usize;
+    for (key, value) in meta.annotations.iter().flatten() {
+        push_all(&mut errors, "metadata.annotations", key, qualified_name(&key.to_ascii_lowercase()));
+        total += key.len() + value.len();
+    }
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT {
+        errors.push(FieldError::too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, finalizer) in meta.finalizers.iter().flatten().enumerate() {
+        let field = format!("metadata.finalizers[{i}]");
+        push_all(&mut errors, &field, finalizer, qualified_name(finalizer));
+        if !seen.insert(finalizer.as_str()) {
+            errors.push(FieldError {
+                field,
+                kind: super::error::FieldErrorKind::Duplicate,
+                value: Some(format!("{finalizer:?}")),
+                detail: String::new(),
+            });
+        }
+    }
+    let mut controllers = 0;
+    for (i, owner) in meta.owner_references.iter().flatten().enumerate() {
+        let base = format!("metadata.ownerReferences[{i}]");
+        if owner.api_version.is_empty() {
+            errors.push(FieldError::invalid(format!("{base}.apiVersion"), &json!(""), "version must not be empty"));
+        }
+        if owner.kind.is_empty() {
+            errors.push(FieldError::invalid(format!("{base}.kind"), &json!(""), "kind must not be empty"));
+        }
+        if owner.name.is_empty() {
+            errors.push(FieldError::invalid(format!("{base}.name"), &json!(""), "name must not be empty"));
+        }
+        if owner.uid.is_empty() {
+            errors.push(FieldError::invalid(format!("{base}.uid"), &json!(""), "uid must not be empty"));
+        }
+        if owner.controller == Some(true) {
+            controllers += 1;
+        }
+    }
+    if controllers > 1 {
+        errors.push(FieldError::invalid(
+            "metadata.ownerReferences",
+            &json!(controllers),
+            "Only one reference can have Controller set to true",
+        ));
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn meta(name: &str) -> ObjectMeta {
+        ObjectMeta { name: Some(name.into()), namespace: Some("default".into()), ..Default::default() }
+    }
+
+    #[test]
+    fn names_must_be_dns_subdomains() {
+        assert!(dns1123_subdomain("dolly.the-llama").is_empty());
+        assert_eq!(dns1123_subdomain("Dolly").len(), 1);
+        assert_eq!(dns1123_subdomain(&"a".repeat(254)).len(), 1);
+        assert_eq!(dns1123_subdomain("-a").len(), 1);
+    }
+
+    #[test]
+    fn label_keys_and_values_follow_kubernetes_rules() {
+        assert!(qualified_name("app.kubernetes.io/name").is_empty());
+        assert!(qualified_name("herd").is_empty());
+        assert!(!qualified_name("bad key").is_empty());
+        assert!(!qualified_name("/x").is_empty());
+        assert!(!qualified_name("a/b/c").is_empty());
+        assert!(label_value("").is_empty());
+        assert!(label_value("a-b_c.d").is_empty());
+        assert!(!label_value("-a").is_empty());
+        assert!(!label_value(&"a".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn every_metadata_error_is_collected() {
+        let mut m = meta("Bad_Name");
+        m.labels = Some(BTreeMap::from([("bad key".to_string(), "bad value!".to_string())]));
+        m.finalizers = Some(vec!["example.com/x".into(), "example.com/x".into()]);
+        let fields: Vec<String> = object_meta(&m).into_iter().map(|e| e.field).collect();
+        assert_eq!(
+            fields,
+            ["metadata.name", "metadata.labels", "metadata.labels", "metadata.finalizers[1]"]
+        );
+    }
+
+    #[test]
+    fn generate_name_may_end_with_a_dash() {
+        let mut m = meta("x");
+        m.generate_name = Some("dolly-".into());
+        assert!(object_meta(&m).is_empty());
+    }
+
+    #[test]
+    fn oversized_annotations_are_too_long() {
+        let mut m = meta("x");
+        m.annotations = Some(BTreeMap::from([("a".to_string(), "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT))]));
+        let errors = object_meta(&m);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].to_string(), "metadata.annotations: Too long: must have at most 262144 bytes");
+    }
+}

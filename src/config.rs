@@ -1,0 +1,129 @@
+//! The command line. Every flag of `serve` can also be set by an environment variable named
+//! `FARM_<FLAG_NAME>` (e.g. `FARM_SECURE_PORT`), so the same binary is configured the same way in
+//! a Deployment, on a laptop and under `mirrord exec`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+/// farm-apiserver: a Kubernetes aggregated API server for the `farm.example.com` group.
+#[derive(Parser, Debug)]
+#[command(name = "farm-apiserver", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the API over HTTPS.
+    Serve(ServeArgs),
+    /// Write the OpenAPI documents the server serves into a directory (default `openapi/`).
+    Openapi(OpenapiArgs),
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Options of `serve`.
+#[derive(Args, Clone, Debug)]
+pub struct ServeArgs {
+    /// Run without a cluster: protect the API with a generated bearer token and answer `/api` and
+    /// `/version` as a kube-apiserver does, so kubectl can talk to this server directly.
+    #[arg(long, env = "FARM_STANDALONE")]
+    pub standalone: bool,
+
+    /// Address to listen on.
+    #[arg(long, env = "FARM_BIND_ADDRESS", default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+
+    /// HTTPS port; 0 picks a free one (the written kubeconfig names it).
+    #[arg(long, env = "FARM_SECURE_PORT", default_value_t = 8443)]
+    pub secure_port: u16,
+
+    /// Standalone mode: write a kubeconfig (server URL, CA, token) for kubectl to this path.
+    #[arg(long, env = "FARM_WRITE_KUBECONFIG", requires = "standalone")]
+    pub write_kubeconfig: Option<PathBuf>,
+
+    /// kubeconfig of the cluster this server belongs to; in-cluster configuration otherwise.
+    #[arg(long, env = "FARM_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// PEM serving certificate (chain); a self-signed CA and certificate are generated without it.
+    #[arg(long, env = "FARM_TLS_CERT_FILE", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// PEM private key of `--tls-cert-file`.
+    #[arg(long, env = "FARM_TLS_PRIVATE_KEY_FILE", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// Extra subject alternative names for the generated certificate (repeatable, or comma-separated).
+    #[arg(long = "tls-san", env = "FARM_TLS_SAN", value_delimiter = ',')]
+    pub tls_sans: Vec<String>,
+
+    /// Log level or filter (`info`, `debug`, `farm_apiserver=debug`); `RUST_LOG` wins when set.
+    #[arg(long, env = "FARM_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    /// Log line format.
+    #[arg(long, env = "FARM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Seconds to let in-flight requests finish after SIGTERM before closing connections.
+    #[arg(long, env = "FARM_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
+    pub shutdown_grace_seconds: u64,
+}
+
+/// Options of `openapi`.
+#[derive(Args, Clone, Debug)]
+pub struct OpenapiArgs {
+    /// Directory to write `v2.json`, `v3.json` and `v3-apis-farm.example.com-v1alpha.json` into.
+    #[arg(long, default_value = "openapi")]
+    pub out_dir: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standalone_serve_parses() {
+        let cli = Cli::try_parse_from([
+            "farm-apiserver",
+            "serve",
+            "--standalone",
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            "0",
+            "--write-kubeconfig",
+            "/tmp/kc",
+            "--tls-san",
+            "a.example,b.example",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else { panic!("not serve") };
+        assert!(args.standalone);
+        assert_eq!(args.secure_port, 0);
+        assert_eq!(args.tls_sans, ["a.example", "b.example"]);
+    }
+
+    #[test]
+    fn a_kubeconfig_to_write_requires_standalone() {
+        assert!(Cli::try_parse_from(["farm-apiserver", "serve", "--write-kubeconfig", "/tmp/kc"]).is_err());
+    }
+
+    #[test]
+    fn a_certificate_requires_its_key() {
+        assert!(Cli::try_parse_from(["farm-apiserver", "serve", "--tls-cert-file", "c.pem"]).is_err());
+    }
+}

@@ -1,0 +1,118 @@
+//! `/healthz`, `/livez` and `/readyz`, with per-check detail on `?verbose` and one check at
+//! `/<endpoint>/<check>`, in the kube-apiserver's plain-text format. These stay open to
+//! unauthenticated callers, as on the kube-apiserver.
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderValue, StatusCode, header};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The health state the checks read.
+#[derive(Debug, Default)]
+pub struct Health {
+    /// Set when shutdown begins: readiness fails so load balancers stop sending traffic.
+    shutting_down: AtomicBool,
+}
+
+impl Health {
+    /// Marks the server as shutting down.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    /// The checks of one endpoint with their results.
+    fn checks(&self, endpoint: Endpoint) -> Vec<(&'static str, Result<(), String>)> {
+        let mut checks = vec![("ping", Ok(())), ("store", Ok(()))];
+        if endpoint == Endpoint::Readyz {
+            let shutdown = if self.shutting_down.load(Ordering::SeqCst) { Err("shutting down".to_string()) } else { Ok(()) };
+            checks.push(("shutdown", shutdown));
+        }
+        checks
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    Healthz,
+    Livez,
+    Readyz,
+}
+
+impl Endpoint {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Healthz => "healthz",
+            Self::Livez => "livez",
+            Self::Readyz => "readyz",
+        }
+    }
+}
+
+fn text(code: StatusCode, body: String) -> Response {
+    let mut response = (code, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    response
+}
+
+fn report(health: &Health, endpoint: Endpoint, only: Option<&str>, verbose: bool) -> Response {
+    let checks: Vec<_> = health.checks(endpoint).into_iter().filter(|(name, _)| only.is_none_or(|o| o == *name)).collect();
+    if checks.is_empty() {
+        return crate::api::error::Error::PathNotFound.into_response();
+    }
+    let failed = checks.iter().any(|(_, r)| r.is_err());
+    if only.is_some() && !failed {
+        return text(StatusCode::OK, "ok".into());
+    }
+    if !failed && !verbose {
+        return text(StatusCode::OK, "ok".into());
+    }
+    let mut body = String::new();
+    for (name, result) in &checks {
+        match result {
+            Ok(()) => body.push_str(&format!("[+]{name} ok\n")),
+            Err(_) => body.push_str(&format!("[-]{name} failed: reason withheld\n")),
+        }
+    }
+    if failed {
+        for (name, result) in &checks {
+            if let Err(reason) = result {
+                tracing::info!(endpoint = endpoint.name(), check = name, reason, "health check failed");
+            }
+        }
+        body.push_str(&format!("{} check failed\n", endpoint.name()));
+        text(StatusCode::INTERNAL_SERVER_ERROR, body)
+    } else {
+        body.push_str(&format!("{} check passed\n", endpoint.name()));
+        text(StatusCode::OK, body)
+    }
+}
+
+fn verbose(raw: &Option<String>) -> bool {
+    crate::api::query::Query::parse(raw.as_deref()).get("verbose").is_some()
+}
+
+/// The health routes.
+pub fn routes(health: Arc<Health>) -> Router {
+    let mut router = Router::new();
+    for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
+        router = router
+            .route(
+                &format!("/{}", endpoint.name()),
+                get(move |State(h): State<Arc<Health>>, RawQuery(q): RawQuery| async move {
+                    report(&h, endpoint, None, verbose(&q))
+                }),
+            )
+            .route(
+                &format!("/{}/{{check}}", endpoint.name()),
+                get(move |State(h): State<Arc<Health>>, Path(check): Path<String>, RawQuery(q): RawQuery| async move {
+                    report(&h, endpoint, Some(&check), verbose(&q))
+                }),
+            );
+    }
+    router.with_state(health)
+}

@@ -1,0 +1,31 @@
+//! # farm-apiserver
+//!
+//! A Kubernetes aggregated API server for the group `farm.example.com/v1alpha`, also able to run
+//! standalone so kubectl talks to it directly.
+//!
+//! ## Layout
+//!
+//! - [`config`]: the command line; every `serve` flag is also an `FARM_*` environment variable.
+//! - [`server`]: builds TLS, authentication, stores, registries and the router, and serves them
+//!   with graceful shutdown; [`server::run`] takes its listener so tests can bind port 0.
+//! - [`tls`]: serving certificates from PEM files or generated with rcgen.
+//! - [`auth`]: request authentication (the standalone bearer token).
+//! - [`kubeconfig`]: the kubeconfig a standalone server writes for kubectl.
+//! - [`health`]: `/healthz`, `/livez`, `/readyz`.
+//! - [`api`]: the resource-agnostic Kubernetes REST machinery: `Status` errors, negotiation,
+//!   query options, decoding and patching, validation, registry semantics, handlers, tables,
+//!   discovery and OpenAPI.
+//! - [`store`]: storage behind a trait, with the in-memory implementation.
+//! - [`resources`]: one file per resource (Llama), describing itself to the machinery.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod health;
+pub mod kubeconfig;
+pub mod resources;
+pub mod server;
+pub mod store;
+pub mod tls;
+
+pub use server::run;

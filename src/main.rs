@@ -1,0 +1,84 @@
+//! The `farm-apiserver` binary: parses the command line, sets up logging and runs the library.
+
+use clap::Parser;
+use farm_apiserver::config::{Cli, Command, LogFormat};
+use std::process::ExitCode;
+
+fn init_tracing(level: &str, format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+
+fn write_openapi(out_dir: &std::path::Path) -> std::io::Result<()> {
+    let docs = farm_apiserver::api::openapi::Documents::build(&farm_apiserver::server::resources());
+    std::fs::create_dir_all(out_dir)?;
+    std::fs::write(out_dir.join("v2.json"), &docs.v2.body)?;
+    std::fs::write(out_dir.join("v3.json"), &docs.v3_index.body)?;
+    std::fs::write(out_dir.join("v3-apis-farm.example.com-v1alpha.json"), &docs.v3_group_version.body)?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => {
+            init_tracing(&args.log_level, args.log_format);
+            let addr = std::net::SocketAddr::new(args.bind_address, args.secure_port);
+            let listener = match std::net::TcpListener::bind(addr) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!(%addr, error = %e, "cannot listen");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match farm_apiserver::run(args, listener, shutdown_signal()).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = %e, "server failed");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Openapi(args) => match write_openapi(&args.out_dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("writing OpenAPI documents to {}: {e}", args.out_dir.display());
+                ExitCode::FAILURE
+            }
+        },
+    }
+}

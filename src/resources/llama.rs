@@ -1,0 +1,145 @@
+//! Llama: a namespaced resource kept in the server's own store.
+//!
+//! The spec carries the seed tutorial's `weight` and `height` (finite, greater than 0, required)
+//! and an optional `color`.
+
+use super::{ApiResource, ResourceInfo};
+use crate::api::error::FieldError;
+use crate::api::table::{Column, ColumnType};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// LlamaSpec is the desired state of a Llama.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "farm.example.com",
+    version = "v1alpha",
+    kind = "Llama",
+    plural = "llamas",
+    singular = "llama",
+    shortname = "lm",
+    category = "farm",
+    namespaced,
+    derive = "PartialEq",
+    doc = "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct LlamaSpec {
+    /// Weight of the llama in kilograms. A finite number greater than 0.
+    #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
+    pub weight: f64,
+    /// Height of the llama at the shoulder, in centimetres. A finite number greater than 0.
+    #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
+    pub height: f64,
+    /// Colour of the llama's coat, free text (for example "white" or "brown and white").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+}
+
+const COLUMNS: &[Column] = &[
+    Column {
+        name: "Weight",
+        kind: ColumnType::Number,
+        format: "",
+        description: "Weight of the llama in kilograms.",
+        priority: 0,
+    },
+    Column {
+        name: "Height",
+        kind: ColumnType::Number,
+        format: "",
+        description: "Height of the llama at the shoulder, in centimetres.",
+        priority: 0,
+    },
+    Column {
+        name: "Color",
+        kind: ColumnType::String,
+        format: "",
+        description: "Colour of the llama's coat.",
+        priority: 1,
+    },
+];
+
+impl ApiResource for Llama {
+    const INFO: ResourceInfo = ResourceInfo {
+        kind: "Llama",
+        list_kind: "LlamaList",
+        plural: "llamas",
+        singular: "llama",
+        short_names: &["lm"],
+        categories: &["farm"],
+        namespaced: true,
+        verbs: &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        description: "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself.",
+    };
+
+    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+        let mut properties = serde_json::Map::new();
+        properties.insert("spec".into(), crate::api::openapi::inline_schema::<LlamaSpec>());
+        (properties, vec!["spec"])
+    }
+
+    fn validate(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        for (field, value) in [("spec.weight", self.spec.weight), ("spec.height", self.spec.height)] {
+            if !value.is_finite() {
+                errors.push(FieldError::invalid(field, &serde_json::json!(value.to_string()), "must be a finite number"));
+            } else if value <= 0.0 {
+                errors.push(FieldError::invalid(field, &serde_json::json!(value), "must be greater than 0"));
+            }
+        }
+        errors
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn cells(&self) -> Vec<serde_json::Value> {
+        vec![
+            serde_json::json!(self.spec.weight),
+            serde_json::json!(self.spec.height),
+            serde_json::json!(self.spec.color.as_deref().unwrap_or("")),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn llama(weight: f64, height: f64) -> Llama {
+        Llama::new("dolly", LlamaSpec { weight, height, color: None })
+    }
+
+    #[test]
+    fn a_positive_llama_is_valid() {
+        assert!(llama(120.0, 170.5).validate().is_empty());
+    }
+
+    #[test]
+    fn zero_and_negative_sizes_are_each_reported_with_their_path() {
+        let errors = llama(0.0, -3.0).validate();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["spec.weight", "spec.height"]);
+        assert_eq!(errors[1].to_string(), "spec.height: Invalid value: -3: must be greater than 0");
+    }
+
+    #[test]
+    fn infinite_weight_is_invalid() {
+        assert_eq!(llama(f64::INFINITY, 1.0).validate().len(), 1);
+    }
+
+    #[test]
+    fn serializes_with_api_version_and_kind() {
+        let v = serde_json::to_value(llama(1.0, 2.0)).unwrap();
+        assert_eq!(v["apiVersion"], "farm.example.com/v1alpha");
+        assert_eq!(v["kind"], "Llama");
+        assert_eq!(v["spec"]["weight"], 1.0);
+    }
+}

@@ -1,0 +1,257 @@
+//! Assembles the server: TLS material, authentication, the stores and registries of each
+//! resource, discovery, OpenAPI and health, behind one axum router served by axum-server on a
+//! rustls listener. Shutdown is graceful: readiness fails first, in-flight requests get the grace
+//! period, then connections close.
+
+use crate::api::discovery::{self, Discovery};
+use crate::api::error::Error as ApiError;
+use crate::api::handlers;
+use crate::api::openapi::{Document, Documents};
+use crate::api::registry::Registry;
+use crate::auth::{self, Authenticator};
+use crate::config::ServeArgs;
+use crate::health::{self, Health};
+use crate::resources::{ApiResource, ResourceDescriptor, llama::Llama};
+use crate::store::{Revision, memory::MemoryStore};
+use crate::{kubeconfig, tls};
+use axum::Router;
+use axum::extract::{RawQuery, State};
+use axum::handler::Handler;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Certificates could not be made or loaded.
+    #[error(transparent)]
+    Tls(#[from] tls::Error),
+    /// The listener could not be used.
+    #[error("listener: {0}")]
+    Listener(std::io::Error),
+    /// The kubeconfig could not be written.
+    #[error("writing the kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// Where.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Aggregated mode without a usable cluster configuration.
+    #[error("no cluster configuration ({0}); pass --standalone to run without a cluster, or --kubeconfig")]
+    Cluster(String),
+    /// The server failed while serving.
+    #[error("serving: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Everything the non-resource handlers share.
+struct Shared {
+    /// Discovery documents.
+    discovery: Discovery,
+    /// OpenAPI documents, built once.
+    openapi: Documents,
+    /// `host:port` clients reach this server at, for `/api`'s `serverAddressByClientCIDRs`.
+    address: String,
+}
+
+/// Loads the cluster configuration in aggregated mode; the client is used by later features
+/// (Pod cache, delegated authentication), but a missing configuration is reported at start.
+async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, StartError> {
+    if args.standalone && args.kubeconfig.is_none() {
+        return Ok(None);
+    }
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| StartError::Cluster(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| StartError::Cluster(e.to_string()))?
+        }
+        None => kube::Config::incluster().map_err(|e| StartError::Cluster(e.to_string()))?,
+    };
+    Ok(Some(config))
+}
+
+/// A GET-only route whose other methods get a 405 `Status`.
+fn get_only<H, T>(handler: H) -> MethodRouter<Arc<Shared>>
+where
+    H: Handler<T, Arc<Shared>>,
+    T: 'static,
+{
+    get(handler).fallback(|| async { ApiError::MethodNotAllowed })
+}
+
+/// Serves an OpenAPI document with its ETag, answering 304 to a matching `If-None-Match`.
+fn serve_document(document: &Document, headers: &HeaderMap, cache_control: &'static str) -> Response {
+    let etag = document.etag();
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = document.body.clone().into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r
+    };
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    response
+}
+
+/// Refuses OpenAPI requests that accept neither JSON nor anything.
+fn accepts_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    if crate::api::negotiate::parse_accept(headers.get(header::ACCEPT)).iter().any(|r| r.accepts_json()) {
+        Ok(())
+    } else {
+        Err(ApiError::NotAcceptable("only the following media types are accepted: application/json".into()))
+    }
+}
+
+async fn openapi_v2(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    accepts_json(&headers)?;
+    Ok(serve_document(&s.openapi.v2, &headers, "no-cache, private"))
+}
+
+async fn openapi_v3_index(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    accepts_json(&headers)?;
+    Ok(serve_document(&s.openapi.v3_index, &headers, "no-cache, private"))
+}
+
+async fn openapi_v3_group_version(
+    State(s): State<Arc<Shared>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    accepts_json(&headers)?;
+    let document = &s.openapi.v3_group_version;
+    let query = crate::api::query::Query::parse(raw.as_deref());
+    match query.get("hash") {
+        None | Some("") => Ok(serve_document(document, &headers, "no-cache, private")),
+        Some(hash) if hash == document.hash => Ok(serve_document(document, &headers, "public, immutable, max-age=31536000")),
+        Some(_) => {
+            // A stale hash: send the client to the current document, as the kube-apiserver does.
+            let location = format!("/openapi/v3/{}?hash={}", crate::api::openapi::V3_GROUP_VERSION_PATH, document.hash);
+            let mut r = StatusCode::MOVED_PERMANENTLY.into_response();
+            if let Ok(v) = HeaderValue::from_str(&location) {
+                r.headers_mut().insert(header::LOCATION, v);
+            }
+            Ok(r)
+        }
+    }
+}
+
+/// The descriptors of every served resource.
+pub fn resources() -> Vec<ResourceDescriptor> {
+    vec![ResourceDescriptor::of::<Llama>()]
+}
+
+fn resource_routes<K: ApiResource>(revision: &Arc<Revision>) -> Router {
+    let store = Arc::new(MemoryStore::<K>::new(revision.clone()));
+    handlers::routes(Arc::new(Registry::new(store)))
+}
+
+/// The whole router: health (open), then everything else behind `authenticator`.
+fn router(shared: Arc<Shared>, health: Arc<Health>, authenticator: Arc<Authenticator>) -> Router {
+    let revision = Arc::new(Revision::default());
+    let non_resource = Router::new()
+        .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
+        .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
+        .route("/apis/farm.example.com/v1alpha", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version() }))
+        .route(
+            "/api",
+            get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.api(&h, &s.address) }),
+        )
+        .route("/version", get_only(|| async { discovery::version_info() }))
+        .route("/openapi/v2", get_only(openapi_v2))
+        .route("/openapi/v3", get_only(openapi_v3_index))
+        .route("/openapi/v3/apis/farm.example.com/v1alpha", get_only(openapi_v3_group_version))
+        .with_state(shared);
+    let protected = non_resource
+        .merge(resource_routes::<Llama>(&revision))
+        .fallback(|| async { ApiError::PathNotFound })
+        .layer(axum::middleware::from_fn(move |req, next| auth::require(authenticator.clone(), req, next)));
+    health::routes(health).merge(protected)
+}
+
+/// The URL clients use to reach a server bound to `addr`.
+pub fn client_url(addr: SocketAddr) -> String {
+    let ip = addr.ip();
+    match ip {
+        std::net::IpAddr::V4(v4) if v4.is_unspecified() => format!("https://127.0.0.1:{}", addr.port()),
+        std::net::IpAddr::V6(v6) if v6.is_unspecified() => format!("https://[::1]:{}", addr.port()),
+        std::net::IpAddr::V6(_) => format!("https://[{ip}]:{}", addr.port()),
+        std::net::IpAddr::V4(_) => format!("https://{ip}:{}", addr.port()),
+    }
+}
+
+/// Runs the server on `listener` until `shutdown` completes, then drains gracefully.
+pub async fn run(
+    args: ServeArgs,
+    listener: std::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    let certs = match (&args.tls_cert_file, &args.tls_private_key_file) {
+        (Some(cert), Some(key)) => tls::load(&cert.to_string_lossy(), &key.to_string_lossy())?,
+        _ => tls::generate("farm-apiserver-ca", &args.tls_sans)?,
+    };
+    let server_config = tls::server_config(&certs)?;
+    let _cluster = cluster_config(&args).await?;
+    let local = listener.local_addr().map_err(StartError::Listener)?;
+    let url = client_url(local);
+
+    let authenticator = if args.standalone {
+        let token = auth::random_token();
+        if let Some(path) = &args.write_kubeconfig {
+            kubeconfig::write(path, &kubeconfig::build(&url, &certs.ca_pem, &token))
+                .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
+            tracing::info!(path = %path.display(), "wrote kubeconfig");
+        }
+        Authenticator::BearerToken(token.into())
+    } else {
+        tracing::warn!("aggregated mode: delegated authentication is not implemented yet; requests are not authenticated");
+        Authenticator::Disabled
+    };
+
+    let descriptors = resources();
+    let shared = Arc::new(Shared {
+        discovery: Discovery::new(descriptors.clone()),
+        openapi: Documents::build(&descriptors),
+        address: url.trim_start_matches("https://").to_string(),
+    });
+    let health = Arc::new(Health::default());
+    let app = router(shared, health.clone(), Arc::new(authenticator));
+
+    let handle = axum_server::Handle::new();
+    let grace = Duration::from_secs(args.shutdown_grace_seconds);
+    {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
+            health.begin_shutdown();
+            handle.graceful_shutdown(Some(grace));
+        });
+    }
+    listener.set_nonblocking(true).map_err(StartError::Listener)?;
+    tracing::info!(%url, standalone = args.standalone, "serving");
+    let rustls = axum_server::tls_rustls::RustlsConfig::from_config(server_config);
+    axum_server::from_tcp_rustls(listener, rustls)
+        .map_err(StartError::Listener)?
+        .handle(handle)
+        .serve(app.into_make_service())
+        .await
+        .map_err(StartError::Serve)
+}

@@ -1,0 +1,163 @@
+//! Serving certificates: loaded from PEM files, or generated with rcgen (a CA and a serving
+//! certificate it signs, so clients can trust the CA as kubectl and rustls expect), and turned
+//! into a rustls `ServerConfig` offering HTTP/2 and HTTP/1.1, TLS 1.2 and 1.3 only.
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::ServerConfig;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use std::sync::Arc;
+
+/// Errors making or loading certificates.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A PEM file held no usable certificate or key.
+    #[error("{0}")]
+    Pem(String),
+    /// rcgen failed.
+    #[error("generating a certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// rustls refused the certificate or key.
+    #[error("configuring TLS: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// `Result` with this module's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A serving certificate, its key and the CA that clients should trust, all PEM.
+#[derive(Clone)]
+pub struct Certs {
+    /// The CA certificate (the `caBundle` / kubeconfig `certificate-authority-data`).
+    pub ca_pem: String,
+    /// The serving certificate chain.
+    pub cert_pem: String,
+    /// The serving key.
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for Certs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Certs").field("ca_pem", &"<pem>").field("key_pem", &"<redacted>").finish()
+    }
+}
+
+/// The SANs every generated serving certificate carries, besides the ones asked for.
+pub const DEFAULT_SANS: [&str; 2] = ["localhost", "127.0.0.1"];
+
+/// Makes a CA named `ca_name` and a serving certificate for `localhost`, `127.0.0.1` and `sans`.
+pub fn generate(ca_name: &str, sans: &[String]) -> Result<Certs> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, ca_name);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let mut names: Vec<String> = DEFAULT_SANS.iter().map(|s| s.to_string()).collect();
+    for san in sans {
+        if !names.contains(san) {
+            names.push(san.clone());
+        }
+    }
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(names.clone())?;
+    params.distinguished_name.push(DnType::CommonName, names.get(2).cloned().unwrap_or_else(|| "localhost".into()));
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok(Certs { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+/// Reads a PEM certificate chain and key from files. The CA handed to clients is the last
+/// certificate of the chain (the issuer when the file holds a chain).
+pub fn load(cert_file: &str, key_file: &str) -> Result<Certs> {
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.into(), source });
+    let cert_pem = read(cert_file)?;
+    let key_pem = read(key_file)?;
+    let chain = parse_chain(&cert_pem)?;
+    let ca_pem = pem_block("CERTIFICATE", chain.last().map(|c| c.as_ref()).unwrap_or_default());
+    Ok(Certs { ca_pem, cert_pem, key_pem })
+}
+
+fn pem_block(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+fn parse_chain(pem: &str) -> Result<Vec<CertificateDer<'static>>> {
+    let chain: Vec<_> = rustls_pemfile::certs(&mut pem.as_bytes())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| Error::Pem(format!("parsing certificates: {e}")))?;
+    if chain.is_empty() {
+        return Err(Error::Pem("no certificate found in the certificate file".into()));
+    }
+    Ok(chain)
+}
+
+fn parse_key(pem: &str) -> Result<PrivateKeyDer<'static>> {
+    rustls_pemfile::private_key(&mut pem.as_bytes())
+        .map_err(|e| Error::Pem(format!("parsing the private key: {e}")))?
+        .ok_or_else(|| Error::Pem("no private key found in the key file".into()))
+}
+
+/// The crypto provider used everywhere (ring: no C toolchain beyond cc needed).
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A rustls server configuration for `certs`: TLS 1.2+, ALPN h2 and http/1.1.
+pub fn server_config(certs: &Certs) -> Result<Arc<ServerConfig>> {
+    let chain = parse_chain(&certs.cert_pem)?;
+    let key = parse_key(&certs.key_pem)?;
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_certificates_make_a_server_config() {
+        let certs = generate("test-ca", &["farm-apiserver.farm-system.svc".into()]).unwrap();
+        assert!(certs.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        server_config(&certs).unwrap();
+    }
+
+    #[test]
+    fn loading_files_uses_the_last_certificate_as_ca() {
+        let certs = generate("test-ca", &[]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        std::fs::write(&cert, format!("{}{}", certs.cert_pem, certs.ca_pem)).unwrap();
+        std::fs::write(&key, &certs.key_pem).unwrap();
+        let loaded = load(cert.to_str().unwrap(), key.to_str().unwrap()).unwrap();
+        assert_eq!(loaded.ca_pem.trim(), certs.ca_pem.trim());
+    }
+
+    #[test]
+    fn a_missing_key_is_an_error_not_a_panic() {
+        let certs = Certs { ca_pem: String::new(), cert_pem: "nope".into(), key_pem: String::new() };
+        assert!(server_config(&certs).is_err());
+    }
+}
