@@ -12,6 +12,7 @@ use super::error::{Error, FieldError, Result};
 use super::query::FieldValidation;
 use crate::resources::{API_VERSION, ApiResource, VERSION};
 use bytes::Bytes;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 /// The largest request body accepted, as the kube-apiserver's limit.
@@ -78,8 +79,31 @@ fn excerpt(value: &Value) -> String {
     text.chars().take(100).collect()
 }
 
+/// Metadata errors of a body whose other fields failed the structural check, so one 422 reports
+/// everything wrong. `namespace` is the request's (used when the body names none).
+fn metadata_errors(value: &Value, namespace: &str) -> Vec<FieldError> {
+    let Some(raw) = value.get("metadata") else {
+        return vec![FieldError::required("metadata.name", "name or generateName is required")];
+    };
+    let Ok(mut meta) = serde_json::from_value::<ObjectMeta>(raw.clone()) else {
+        // Mistyped metadata is reported by typed decoding once the structural errors are fixed.
+        return Vec::new();
+    };
+    if meta.namespace.as_deref().is_none_or(str::is_empty) {
+        meta.namespace = Some(namespace.to_string());
+    }
+    if meta.name.as_deref().is_none_or(str::is_empty)
+        && let Some(prefix) = meta.generate_name.as_deref().filter(|p| !p.is_empty())
+    {
+        // Validate the name a generated suffix would give.
+        meta.name = Some(format!("{prefix}x"));
+    }
+    super::validation::object_meta(&meta)
+}
+
 /// Decodes a JSON value into `K`, applying the checks described in the module documentation.
-pub fn decode_object<K: ApiResource>(value: Value, validation: FieldValidation) -> Result<Decoded<K>> {
+/// `namespace` is the request's, used to validate metadata alongside structural errors.
+pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
     let Value::Object(map) = &value else {
         return Err(cannot_handle::<K>(format!("expected a JSON object, got {}", json_type(&value))));
     };
@@ -123,6 +147,9 @@ pub fn decode_object<K: ApiResource>(value: Value, validation: FieldValidation) 
         }
     }
     if !errors.is_empty() {
+        let mut all = metadata_errors(&value, namespace);
+        all.append(&mut errors);
+        let errors = all;
         let name = map
             .get("metadata")
             .and_then(|m| m.get("name"))
@@ -166,7 +193,32 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// Checks `value` against an inlined schema: types and required properties, recursively.
+/// Checks a number against the schema's `minimum`/`maximum` (with OpenAPI v2/v3.0 boolean
+/// `exclusiveMinimum`/`exclusiveMaximum`), worded as CRD validation words it.
+fn bounds_check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
+    let Some(n) = value.as_f64() else { return };
+    let exclusive = |key: &str| schema.get(key).and_then(Value::as_bool).unwrap_or(false);
+    if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
+        let (bad, words) = if exclusive("exclusiveMinimum") {
+            (n <= min, "greater than")
+        } else {
+            (n < min, "greater than or equal to")
+        };
+        if bad {
+            let bound = FieldError::invalid("", &schema["minimum"], "").value.unwrap_or_default();
+            errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
+        }
+    }
+    if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
+        let (bad, words) = if exclusive("exclusiveMaximum") { (n >= max, "less than") } else { (n > max, "less than or equal to") };
+        if bad {
+            let bound = FieldError::invalid("", &schema["maximum"], "").value.unwrap_or_default();
+            errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
+        }
+    }
+}
+
+/// Checks `value` against an inlined schema: types, bounds and required properties, recursively.
 fn structural_check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
     if value.is_null() {
         // As for CRDs, null in a field that is not nullable is treated as unset.
@@ -185,6 +237,7 @@ fn structural_check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<
         }
     }
     match value {
+        Value::Number(_) => bounds_check(path, value, schema, errors),
         Value::Object(map) => {
             for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
                 if let Some(name) = name.as_str()
@@ -227,14 +280,14 @@ mod tests {
 
     #[test]
     fn a_good_body_decodes_without_warnings() {
-        let d = decode_object::<Llama>(body(json!({"weight": 1, "height": 2.5})), FieldValidation::Strict).unwrap();
+        let d = decode_object::<Llama>(body(json!({"weight": 1, "height": 2.5})), "default", FieldValidation::Strict).unwrap();
         assert_eq!(d.object.spec.weight, 1.0);
         assert!(d.warnings.is_empty());
     }
 
     #[test]
     fn missing_and_mistyped_fields_are_collected_into_one_422() {
-        let err = decode_object::<Llama>(body(json!({"weight": "heavy"})), FieldValidation::Strict).unwrap_err();
+        let err = decode_object::<Llama>(body(json!({"weight": "heavy"})), "default", FieldValidation::Strict).unwrap_err();
         let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["spec.height", "spec.weight"]);
@@ -245,16 +298,27 @@ mod tests {
     }
 
     #[test]
+    fn bounds_and_metadata_errors_join_structural_ones() {
+        let mut v = body(json!({"weight": -1}));
+        v["metadata"]["name"] = json!("Bad_Name");
+        let err = decode_object::<Llama>(v, "default", FieldValidation::Strict).unwrap_err();
+        let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["metadata.name", "spec.height", "spec.weight"]);
+        assert_eq!(causes[2].to_string(), "spec.weight: Invalid value: -1: spec.weight in body should be greater than 0");
+    }
+
+    #[test]
     fn unknown_fields_follow_field_validation() {
         let mut v = body(json!({"weight": 1, "height": 2, "horns": 2}));
         v["metadata"]["colour"] = json!("x");
-        let err = decode_object::<Llama>(v.clone(), FieldValidation::Strict).unwrap_err();
+        let err = decode_object::<Llama>(v.clone(), "default", FieldValidation::Strict).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::BAD_REQUEST);
         assert!(err.to_string().contains("unknown field \"spec.horns\""), "{err}");
         assert!(err.to_string().contains("unknown field \"metadata.colour\""), "{err}");
-        let warned = decode_object::<Llama>(v.clone(), FieldValidation::Warn).unwrap();
+        let warned = decode_object::<Llama>(v.clone(), "default", FieldValidation::Warn).unwrap();
         assert_eq!(warned.warnings.len(), 2);
-        let ignored = decode_object::<Llama>(v, FieldValidation::Ignore).unwrap();
+        let ignored = decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap();
         assert!(ignored.warnings.is_empty());
     }
 
@@ -262,20 +326,20 @@ mod tests {
     fn wrong_api_version_or_kind_is_a_bad_request() {
         let mut v = body(json!({"weight": 1, "height": 2}));
         v["apiVersion"] = json!("v1");
-        assert_eq!(decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err().code(), 400);
+        assert_eq!(decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
         let mut v = body(json!({"weight": 1, "height": 2}));
         v["kind"] = json!("Pod");
-        assert_eq!(decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err().code(), 400);
+        assert_eq!(decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
         let mut v = body(json!({"weight": 1, "height": 2}));
         v.as_object_mut().unwrap().remove("kind");
-        assert!(decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err().to_string().contains("'Kind' is missing"));
+        assert!(decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err().to_string().contains("'Kind' is missing"));
     }
 
     #[test]
     fn mistyped_metadata_is_a_bad_request_naming_the_path() {
         let mut v = body(json!({"weight": 1, "height": 2}));
         v["metadata"]["labels"] = json!({"a": 1});
-        let err = decode_object::<Llama>(v, FieldValidation::Ignore).unwrap_err();
+        let err = decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(err.to_string().contains("metadata.labels.a"), "{err}");
     }

@@ -191,10 +191,15 @@ fn list<K: ApiResource>(
 }
 
 /// Reads and decodes a create or update body.
-async fn decode_body<K: ApiResource>(headers: &HeaderMap, body: Body, options: &WriteOptions) -> Result<super::decode::Decoded<K>> {
+async fn decode_body<K: ApiResource>(
+    headers: &HeaderMap,
+    body: Body,
+    namespace: &str,
+    options: &WriteOptions,
+) -> Result<super::decode::Decoded<K>> {
     let bytes = read_body(body).await?;
     require_json(headers)?;
-    decode_object::<K>(parse_json(&bytes)?, options.field_validation)
+    decode_object::<K>(parse_json(&bytes)?, namespace, options.field_validation)
 }
 
 fn write_context(options: &WriteOptions) -> WriteContext {
@@ -211,7 +216,7 @@ async fn create<K: ApiResource>(
     let query = Query::parse(raw.as_deref());
     let options = WriteOptions::parse(&query, OptionsKind::Create)?;
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
-    let decoded = decode_body::<K>(&headers, body, &options).await?;
+    let decoded = decode_body::<K>(&headers, body, &namespace, &options).await?;
     let created = registry.create(&namespace, decoded.object, &write_context(&options))?;
     render_object(created.as_ref(), representation, &query, StatusCode::CREATED, &decoded.warnings)
 }
@@ -226,7 +231,7 @@ async fn update<K: ApiResource>(
     let query = Query::parse(raw.as_deref());
     let options = WriteOptions::parse(&query, OptionsKind::Update)?;
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
-    let decoded = decode_body::<K>(&headers, body, &options).await?;
+    let decoded = decode_body::<K>(&headers, body, &namespace, &options).await?;
     let updated = registry.update(&namespace, &name, decoded.object, &write_context(&options))?;
     render_object(updated.as_ref(), representation, &query, StatusCode::OK, &decoded.warnings)
 }

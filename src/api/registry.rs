@@ -172,7 +172,7 @@ impl<K: ApiResource> Registry<K> {
         let committed = self.store.mutate(&key, ctx.dry_run, &mut |current| {
             let document = serde_json::to_value(current.as_ref()).map_err(|e| Error::Internal(e.to_string()))?;
             let patched = patch.apply(&document)?;
-            let decoded = super::decode::decode_object::<K>(patched, ctx.field_validation)?;
+            let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
             warnings = decoded.warnings;
             let mut object = decoded.object;
             let meta = object.meta();

@@ -1,0 +1,156 @@
+//! Starts the real `farm-apiserver` binary in standalone mode on a free loopback port and gives
+//! tests an HTTPS client that trusts its CA and carries its token, read from the kubeconfig the
+//! server writes, exactly as kubectl would.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running standalone server, stopped when dropped.
+pub struct Server {
+    child: Child,
+    /// `https://127.0.0.1:PORT`
+    pub base: String,
+    /// The bearer token from the kubeconfig.
+    pub token: String,
+    /// The CA certificate (PEM) from the kubeconfig.
+    pub ca_pem: Vec<u8>,
+    /// Path of the written kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// A client trusting the CA and sending the token.
+    pub client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts a server and waits until `/readyz` answers 200.
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+            .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0", "--write-kubeconfig"])
+            .arg(&kubeconfig)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start farm-apiserver");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !kubeconfig.exists() {
+            assert!(Instant::now() < deadline, "the server wrote no kubeconfig");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&kubeconfig).expect("read kubeconfig")).expect("kubeconfig is JSON");
+        let cluster = &config["clusters"][0]["cluster"];
+        let base = cluster["server"].as_str().expect("server URL").to_string();
+        use base64::Engine;
+        let ca_pem = base64::engine::general_purpose::STANDARD
+            .decode(cluster["certificate-authority-data"].as_str().expect("CA data"))
+            .expect("CA is base64");
+        let token = config["users"][0]["user"]["token"].as_str().expect("token").to_string();
+        let client = Self::client_with(&ca_pem, Some(&token));
+        let server = Self { child, base, token, ca_pem, kubeconfig, client, _dir: dir };
+        loop {
+            if let Ok(r) = server.client.get(server.url("/readyz")).send().await
+                && r.status() == 200
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the server never became ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server
+    }
+
+    /// A client trusting `ca_pem`, sending `token` when given.
+    pub fn client_with(ca_pem: &[u8], token: Option<&str>) -> reqwest::Client {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = token {
+            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().expect("header"));
+        }
+        reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).expect("CA PEM"))
+            .default_headers(headers)
+            .build()
+            .expect("client")
+    }
+
+    /// An absolute URL for `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A client trusting the CA without the token.
+    pub fn anonymous(&self) -> reqwest::Client {
+        Self::client_with(&self.ca_pem, None)
+    }
+
+    /// Runs kubectl against this server; returns (success, stdout, stderr).
+    pub fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
+        self.kubectl_with_stdin(args, None)
+    }
+
+    /// Runs kubectl with `stdin` as its standard input.
+    pub fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        use std::io::Write;
+        let mut child = Command::new(kubectl_path())
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self._dir.path())
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl (install it with scripts/install-tools.sh)");
+        if let Some(input) = stdin {
+            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+        }
+        let out = child.wait_with_output().expect("kubectl output");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+}
+
+/// kubectl from `KUBECTL`, or the one on the PATH.
+pub fn kubectl_path() -> String {
+    std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A Llama body.
+pub fn llama(name: &str, weight: f64, height: f64) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "farm.example.com/v1alpha",
+        "kind": "Llama",
+        "metadata": {"name": name},
+        "spec": {"weight": weight, "height": height}
+    })
+}
+
+/// Path of the llamas collection in `ns`.
+pub fn llamas(ns: &str) -> String {
+    format!("/apis/farm.example.com/v1alpha/namespaces/{ns}/llamas")
+}
+
+/// Path of one llama.
+pub fn llama_path(ns: &str, name: &str) -> String {
+    format!("{}/{name}", llamas(ns))
+}
+
+/// Asserts that `body` is a failure `Status` with `code` and `reason`, and returns it.
+pub fn assert_status(body: &serde_json::Value, code: u16, reason: &str) {
+    assert_eq!(body["kind"], "Status", "{body}");
+    assert_eq!(body["apiVersion"], "v1", "{body}");
+    assert_eq!(body["status"], "Failure", "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["reason"], reason, "{body}");
+    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+}

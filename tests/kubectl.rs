@@ -1,0 +1,121 @@
+//! kubectl against the standalone server, through the kubeconfig it writes: the walk-through a
+//! user does on day one.
+
+mod common;
+
+use common::Server;
+
+const DOLLY: &str = "apiVersion: farm.example.com/v1alpha
+kind: Llama
+metadata:
+  name: dolly
+  labels:
+    herd: a
+spec:
+  weight: 120
+  height: 170.5
+  color: white
+";
+
+fn ok(result: (bool, String, String)) -> String {
+    let (success, stdout, stderr) = result;
+    assert!(success, "kubectl failed\nstdout: {stdout}\nstderr: {stderr}");
+    stdout
+}
+
+#[tokio::test]
+async fn api_resources_lists_llamas_with_the_short_name() {
+    let s = Server::start().await;
+    let out = ok(s.kubectl(&["api-resources", "--api-group=farm.example.com"]));
+    let line = out.lines().find(|l| l.starts_with("llamas")).unwrap_or_else(|| panic!("{out}"));
+    let columns: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(columns, ["llamas", "lm", "farm.example.com/v1alpha", "true", "Llama"]);
+}
+
+#[tokio::test]
+async fn apply_creates_then_configures_and_get_shows_weight_and_height() {
+    let s = Server::start().await;
+    let out = ok(s.kubectl_with_stdin(&["apply", "-f", "-"], Some(DOLLY)));
+    assert_eq!(out.trim(), "llama.farm.example.com/dolly created");
+    let out = ok(s.kubectl_with_stdin(&["apply", "-f", "-"], Some(&DOLLY.replace("weight: 120", "weight: 125"))));
+    assert_eq!(out.trim(), "llama.farm.example.com/dolly configured");
+    let out = ok(s.kubectl_with_stdin(&["apply", "-f", "-"], Some(&DOLLY.replace("weight: 120", "weight: 125"))));
+    assert_eq!(out.trim(), "llama.farm.example.com/dolly unchanged");
+
+    let out = ok(s.kubectl(&["get", "llamas"]));
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAME", "WEIGHT", "HEIGHT", "AGE"]);
+    assert_eq!(&lines[1][..3], ["dolly", "125", "170.5"]);
+    let wide = ok(s.kubectl(&["get", "lm", "-A", "-o", "wide"]));
+    assert!(wide.lines().next().unwrap().split_whitespace().eq(["NAMESPACE", "NAME", "WEIGHT", "HEIGHT", "AGE", "COLOR"]), "{wide}");
+}
+
+#[tokio::test]
+async fn get_output_round_trips_through_replace() {
+    let s = Server::start().await;
+    ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
+    let yaml = ok(s.kubectl(&["get", "llama", "dolly", "-o", "yaml"]));
+    assert!(yaml.contains("kind: Llama") && yaml.contains("weight: 120") && yaml.contains("resourceVersion:"), "{yaml}");
+    let out = ok(s.kubectl_with_stdin(&["replace", "-f", "-"], Some(&yaml.replace("color: white", "color: brown"))));
+    assert_eq!(out.trim(), "llama.farm.example.com/dolly replaced");
+    let json: serde_json::Value = serde_json::from_str(&ok(s.kubectl(&["get", "llama", "dolly", "-o", "json"]))).unwrap();
+    assert_eq!(json["spec"]["color"], "brown");
+    assert_eq!(json["spec"]["weight"], 120);
+    // Replacing the stale document again is a conflict, as on the kube-apiserver.
+    let (success, _, stderr) = s.kubectl_with_stdin(&["replace", "-f", "-"], Some(&yaml));
+    assert!(!success);
+    assert!(stderr.contains("the object has been modified"), "{stderr}");
+}
+
+#[tokio::test]
+async fn explain_prints_the_field_description() {
+    let s = Server::start().await;
+    let out = ok(s.kubectl(&["explain", "llama.spec.weight"]));
+    assert!(out.contains("FIELD: weight <number>"), "{out}");
+    assert!(out.contains("Weight of the llama in kilograms"), "{out}");
+    let out = ok(s.kubectl(&["explain", "llamas"]));
+    assert!(out.contains("Llama is a llama that lives on the farm"), "{out}");
+    assert!(out.contains("spec") && out.contains("-required-"), "{out}");
+    let out = ok(s.kubectl(&["explain", "llama.metadata.labels"]));
+    assert!(out.contains("labels <map[string]string>"), "{out}");
+}
+
+#[tokio::test]
+async fn creating_an_invalid_llama_prints_the_field_paths() {
+    let s = Server::start().await;
+    let bad = DOLLY.replace("weight: 120", "weight: -3").replace("  height: 170.5\n", "");
+    let (success, _, stderr) = s.kubectl_with_stdin(&["create", "-f", "-"], Some(&bad));
+    assert!(!success);
+    assert!(stderr.contains("The Llama \"dolly\" is invalid"), "{stderr}");
+    assert!(stderr.contains("spec.height: Required value"), "{stderr}");
+    assert!(stderr.contains("spec.weight: Invalid value: -3"), "{stderr}");
+    let unknown = DOLLY.replace("color: white", "horns: 2");
+    let (success, _, stderr) = s.kubectl_with_stdin(&["create", "-f", "-"], Some(&unknown));
+    assert!(!success);
+    assert!(stderr.contains("unknown field \"spec.horns\""), "{stderr}");
+}
+
+#[tokio::test]
+async fn delete_removes_the_llama() {
+    let s = Server::start().await;
+    ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
+    let out = ok(s.kubectl(&["delete", "llama", "dolly"]));
+    assert_eq!(out.trim(), "llama.farm.example.com \"dolly\" deleted");
+    let (success, _, stderr) = s.kubectl(&["get", "llama", "dolly"]);
+    assert!(!success);
+    assert!(stderr.contains("llamas.farm.example.com \"dolly\" not found"), "{stderr}");
+    assert!(ok(s.kubectl(&["get", "llamas"])).is_empty());
+}
+
+#[tokio::test]
+async fn patch_with_merge_and_json_types() {
+    let s = Server::start().await;
+    ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
+    ok(s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"color":"brown"}}"#]));
+    ok(s.kubectl(&["patch", "llama", "dolly", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/weight","value":130}]"#]));
+    let spec = ok(s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.color} {.spec.weight}"]));
+    assert_eq!(spec, "brown 130");
+    let (success, _, stderr) = s.kubectl(&["patch", "llama", "dolly", "-p", r#"{"spec":{"color":"grey"}}"#]);
+    assert!(!success, "strategic merge patch is refused as for custom resources");
+    assert!(stderr.contains("application/strategic-merge-patch+json is not supported"), "{stderr}");
+}
