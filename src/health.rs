@@ -27,7 +27,8 @@ impl Health {
     fn checks(&self, endpoint: Endpoint) -> Vec<(&'static str, Result<(), String>)> {
         let mut checks = vec![("ping", Ok(())), ("store", Ok(()))];
         if endpoint == Endpoint::Readyz {
-            let shutdown = if self.shutting_down.load(Ordering::SeqCst) { Err("shutting down".to_string()) } else { Ok(()) };
+            let shutdown =
+                if self.shutting_down.load(Ordering::SeqCst) { Err("shutting down".to_string()) } else { Ok(()) };
             checks.push(("shutdown", shutdown));
         }
         checks
@@ -60,7 +61,8 @@ fn text(code: StatusCode, body: String) -> Response {
 }
 
 fn report(health: &Health, endpoint: Endpoint, only: Option<&str>, verbose: bool) -> Response {
-    let checks: Vec<_> = health.checks(endpoint).into_iter().filter(|(name, _)| only.is_none_or(|o| o == *name)).collect();
+    let checks: Vec<_> =
+        health.checks(endpoint).into_iter().filter(|(name, _)| only.is_none_or(|o| o == *name)).collect();
     if checks.is_empty() {
         return crate::api::error::Error::PathNotFound.into_response();
     }

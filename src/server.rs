@@ -140,7 +140,9 @@ async fn openapi_v3_group_version(
     let query = crate::api::query::Query::parse(raw.as_deref());
     match query.get("hash") {
         None | Some("") => Ok(serve_document(document, &headers, "no-cache, private")),
-        Some(hash) if hash == document.hash => Ok(serve_document(document, &headers, "public, immutable, max-age=31536000")),
+        Some(hash) if hash == document.hash => {
+            Ok(serve_document(document, &headers, "public, immutable, max-age=31536000"))
+        }
         Some(_) => {
             // A stale hash: send the client to the current document, as the kube-apiserver does.
             let location = format!("/openapi/v3/{}?hash={}", crate::api::openapi::V3_GROUP_VERSION_PATH, document.hash);
@@ -169,7 +171,10 @@ fn router(shared: Arc<Shared>, health: Arc<Health>, authenticator: Arc<Authentic
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
         .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
-        .route("/apis/farm.example.com/v1alpha", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version() }))
+        .route(
+            "/apis/farm.example.com/v1alpha",
+            get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version() }),
+        )
         .route(
             "/api",
             get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.api(&h, &s.address) }),
@@ -221,7 +226,9 @@ pub async fn run(
         }
         Authenticator::BearerToken(token.into())
     } else {
-        tracing::warn!("aggregated mode: delegated authentication is not implemented yet; requests are not authenticated");
+        tracing::warn!(
+            "aggregated mode: delegated authentication is not implemented yet; requests are not authenticated"
+        );
         Authenticator::Disabled
     };
 

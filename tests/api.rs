@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Server, assert_status, llama, llama_path, llamas};
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -20,7 +20,11 @@ async fn send(req: reqwest::RequestBuilder) -> Reply {
     let code = response.status();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.expect("body");
-    let body = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into())) };
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+    };
     Reply { code, headers, body }
 }
 
@@ -46,7 +50,10 @@ async fn health_endpoints_are_open_and_verbose_lists_checks() {
     }
     let r = send(s.anonymous().get(s.url("/readyz?verbose"))).await;
     let text = r.body.as_str().unwrap();
-    assert!(text.contains("[+]ping ok") && text.contains("[+]shutdown ok") && text.ends_with("readyz check passed\n"), "{text}");
+    assert!(
+        text.contains("[+]ping ok") && text.contains("[+]shutdown ok") && text.ends_with("readyz check passed\n"),
+        "{text}"
+    );
     assert_eq!(send(s.anonymous().get(s.url("/livez/ping"))).await.code, 200);
     assert_status(&send(s.anonymous().get(s.url("/livez/nothing"))).await.body, 404, "NotFound");
 }
@@ -59,7 +66,10 @@ async fn requests_without_the_token_get_401_status() {
     let wrong = Server::client_with(&s.ca_pem, Some("not-the-token"));
     assert_status(&send(wrong.get(s.url(&llamas("default")))).await.body, 401, "Unauthorized");
     // Identity headers are no substitute for the token.
-    let forged = send(s.anonymous().get(s.url("/apis")).header("X-Remote-User", "admin").header("X-Remote-Group", "system:masters")).await;
+    let forged = send(
+        s.anonymous().get(s.url("/apis")).header("X-Remote-User", "admin").header("X-Remote-Group", "system:masters"),
+    )
+    .await;
     assert_status(&forged.body, 401, "Unauthorized");
 }
 
@@ -85,7 +95,8 @@ async fn discovery_documents_describe_llamas() {
     assert_eq!(groups.body["groups"][0]["preferredVersion"]["groupVersion"], "farm.example.com/v1alpha");
 
     for version in ["v2", "v2beta1"] {
-        let accept = format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList,application/json");
+        let accept =
+            format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList,application/json");
         let r = send(s.client.get(s.url("/apis")).header("accept", accept)).await;
         assert_eq!(r.code, 200);
         assert_eq!(
@@ -130,17 +141,27 @@ async fn discovery_documents_describe_llamas() {
 async fn served_openapi_matches_the_checked_in_documents() {
     let s = Server::start().await;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi");
-    let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).expect("checked-in OpenAPI file (run `make openapi`)");
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("{dir}/{name}")).expect("checked-in OpenAPI file (run `make openapi`)")
+    };
 
     let v2 = send(s.client.get(s.url("/openapi/v2"))).await;
     assert_eq!(v2.code, 200);
-    assert_eq!(v2.body, serde_json::from_str::<Value>(&read("v2.json")).unwrap(), "openapi/v2.json is stale: run `make openapi`");
+    assert_eq!(
+        v2.body,
+        serde_json::from_str::<Value>(&read("v2.json")).unwrap(),
+        "openapi/v2.json is stale: run `make openapi`"
+    );
     let etag = v2.headers["etag"].to_str().unwrap().to_string();
     let cached = send(s.client.get(s.url("/openapi/v2")).header("if-none-match", &etag)).await;
     assert_eq!(cached.code, StatusCode::NOT_MODIFIED);
 
     let index = s.get_json("/openapi/v3").await;
-    assert_eq!(index.body, serde_json::from_str::<Value>(&read("v3.json")).unwrap(), "openapi/v3.json is stale: run `make openapi`");
+    assert_eq!(
+        index.body,
+        serde_json::from_str::<Value>(&read("v3.json")).unwrap(),
+        "openapi/v3.json is stale: run `make openapi`"
+    );
     let url = index.body["paths"]["apis/farm.example.com/v1alpha"]["serverRelativeURL"].as_str().unwrap().to_string();
     assert!(url.contains("?hash="));
     let gv = s.get_json(&url).await;
@@ -166,7 +187,12 @@ async fn served_openapi_matches_the_checked_in_documents() {
 
     let schema = &gv.body["components"]["schemas"]["com.example.farm.v1alpha.Llama"];
     assert_eq!(schema["x-kubernetes-group-version-kind"][0]["kind"], "Llama");
-    let protobuf_only = send(s.client.get(s.url("/openapi/v2")).header("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")).await;
+    let protobuf_only = send(
+        s.client
+            .get(s.url("/openapi/v2"))
+            .header("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"),
+    )
+    .await;
     assert_status(&protobuf_only.body, 406, "NotAcceptable");
 }
 
@@ -256,7 +282,8 @@ async fn invalid_llamas_get_one_422_listing_every_field_and_nothing_is_stored() 
     assert_eq!(r.body["details"]["kind"], "Llama");
     assert_eq!(r.body["details"]["group"], "farm.example.com");
     assert_eq!(r.body["details"]["name"], "Bad_Name");
-    let fields: Vec<&str> = r.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> =
+        r.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
     for field in ["metadata.name", "metadata.labels", "spec.weight", "spec.height"] {
         assert!(fields.contains(&field), "{field} missing from {fields:?}");
     }
@@ -265,8 +292,18 @@ async fn invalid_llamas_get_one_422_listing_every_field_and_nothing_is_stored() 
     let missing = s.create("default", &json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "x"}, "spec": {"weight": "heavy"}})).await;
     assert_status(&missing.body, 422, "Invalid");
     let causes = missing.body["details"]["causes"].to_string();
-    assert!(causes.contains("spec.height") && causes.contains("FieldValueRequired") && causes.contains("must be of type number"), "{causes}");
-    let no_spec = s.create("default", &json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "x"}})).await;
+    assert!(
+        causes.contains("spec.height")
+            && causes.contains("FieldValueRequired")
+            && causes.contains("must be of type number"),
+        "{causes}"
+    );
+    let no_spec = s
+        .create(
+            "default",
+            &json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "x"}}),
+        )
+        .await;
     assert_status(&no_spec.body, 422, "Invalid");
     assert_eq!(no_spec.body["details"]["causes"][0]["field"], "spec");
 
@@ -290,7 +327,9 @@ async fn malformed_requests_are_bad_requests() {
     wrong_kind["kind"] = json!("Alpaca");
     assert_status(&s.create("default", &wrong_kind).await.body, 400, "BadRequest");
 
-    let r = send(s.client.post(s.url(&llamas("default"))).header("content-type", "application/json").body("{\"kind\": ")).await;
+    let r =
+        send(s.client.post(s.url(&llamas("default"))).header("content-type", "application/json").body("{\"kind\": "))
+            .await;
     assert_status(&r.body, 400, "BadRequest");
     let r = send(s.client.post(s.url(&llamas("default"))).header("content-type", "text/plain").body("hello")).await;
     assert_status(&r.body, 415, "UnsupportedMediaType");
@@ -312,7 +351,10 @@ async fn field_validation_controls_unknown_fields() {
     let strict = send(s.client.post(s.url(&format!("{}?fieldValidation=Strict", llamas("default")))).json(&body)).await;
     assert_status(&strict.body, 400, "BadRequest");
     let message = strict.body["message"].as_str().unwrap();
-    assert!(message.contains("unknown field \"spec.horns\"") && message.contains("unknown field \"metadata.nickname\""), "{message}");
+    assert!(
+        message.contains("unknown field \"spec.horns\"") && message.contains("unknown field \"metadata.nickname\""),
+        "{message}"
+    );
 
     let warn = send(s.client.post(s.url(&format!("{}?fieldValidation=Warn", llamas("default")))).json(&body)).await;
     assert_eq!(warn.code, 201);
@@ -325,7 +367,9 @@ async fn field_validation_controls_unknown_fields() {
     assert_eq!(ignore.code, 201);
     assert!(ignore.headers.get("warning").is_none());
 
-    let bad = send(s.client.post(s.url(&format!("{}?fieldValidation=Loose&dryRun=Maybe", llamas("default")))).json(&body)).await;
+    let bad =
+        send(s.client.post(s.url(&format!("{}?fieldValidation=Loose&dryRun=Maybe", llamas("default")))).json(&body))
+            .await;
     assert_status(&bad.body, 422, "Invalid");
     assert!(bad.body["message"].as_str().unwrap().starts_with("CreateOptions.meta.k8s.io"), "{}", bad.body);
 }
@@ -375,26 +419,36 @@ async fn merge_and_json_patches_apply_and_strategic_merge_is_unsupported() {
     s.create("default", &llama("dolly", 1.0, 1.0)).await;
     let path = llama_path("default", "dolly");
 
-    let merged = s.patch(&path, "application/merge-patch+json", r#"{"spec":{"color":"white"},"metadata":{"labels":{"herd":"a"}}}"#).await;
+    let merged = s
+        .patch(
+            &path,
+            "application/merge-patch+json",
+            r#"{"spec":{"color":"white"},"metadata":{"labels":{"herd":"a"}}}"#,
+        )
+        .await;
     assert_eq!(merged.code, 200, "{}", merged.body);
     assert_eq!(merged.body["spec"]["color"], "white");
     assert_eq!(merged.body["metadata"]["labels"]["herd"], "a");
     assert_eq!(merged.body["metadata"]["generation"], 2);
 
-    let jsonp = s.patch(&path, "application/json-patch+json", r#"[{"op":"replace","path":"/spec/weight","value":7}]"#).await;
+    let jsonp =
+        s.patch(&path, "application/json-patch+json", r#"[{"op":"replace","path":"/spec/weight","value":7}]"#).await;
     assert_eq!(jsonp.code, 200, "{}", jsonp.body);
     assert_eq!(jsonp.body["spec"]["weight"], 7.0);
 
     let smp = s.patch(&path, "application/strategic-merge-patch+json", r#"{"spec":{"weight":8}}"#).await;
     assert_status(&smp.body, 415, "UnsupportedMediaType");
 
-    let failed_test = s.patch(&path, "application/json-patch+json", r#"[{"op":"test","path":"/spec/weight","value":1}]"#).await;
+    let failed_test =
+        s.patch(&path, "application/json-patch+json", r#"[{"op":"test","path":"/spec/weight","value":1}]"#).await;
     assert_status(&failed_test.body, 422, "Invalid");
     let garbage = s.patch(&path, "application/json-patch+json", "not json").await;
     assert_status(&garbage.body, 400, "BadRequest");
     let invalid = s.patch(&path, "application/merge-patch+json", r#"{"spec":{"weight":-1}}"#).await;
     assert_status(&invalid.body, 422, "Invalid");
-    let stale = s.patch(&path, "application/merge-patch+json", r#"{"metadata":{"resourceVersion":"1"},"spec":{"weight":9}}"#).await;
+    let stale = s
+        .patch(&path, "application/merge-patch+json", r#"{"metadata":{"resourceVersion":"1"},"spec":{"weight":9}}"#)
+        .await;
     assert_status(&stale.body, 409, "Conflict");
     let rename = s.patch(&path, "application/merge-patch+json", r#"{"metadata":{"name":"other"}}"#).await;
     assert_status(&rename.body, 422, "Invalid");
@@ -410,7 +464,12 @@ async fn delete_returns_the_deleted_object_and_honours_preconditions() {
     let created = s.create("default", &llama("dolly", 1.0, 1.0)).await.body;
     let path = llama_path("default", "dolly");
 
-    let wrong_uid = send(s.client.delete(s.url(&path)).json(&json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "nope"}}))).await;
+    let wrong_uid = send(
+        s.client
+            .delete(s.url(&path))
+            .json(&json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": "nope"}})),
+    )
+    .await;
     assert_status(&wrong_uid.body, 409, "Conflict");
     assert!(wrong_uid.body["message"].as_str().unwrap().contains("Precondition failed: UID in precondition: nope"));
 
@@ -441,9 +500,18 @@ async fn finalizers_delay_deletion_until_the_last_is_removed() {
     assert_eq!(still.body["metadata"]["deletionTimestamp"], marked.body["metadata"]["deletionTimestamp"]);
 
     let again = send(s.client.delete(s.url(&path))).await;
-    assert_eq!(again.body["metadata"]["resourceVersion"], marked.body["metadata"]["resourceVersion"], "a second delete changes nothing");
+    assert_eq!(
+        again.body["metadata"]["resourceVersion"], marked.body["metadata"]["resourceVersion"],
+        "a second delete changes nothing"
+    );
 
-    let add = s.patch(&path, "application/merge-patch+json", r#"{"metadata":{"finalizers":["farm.example.com/shear","farm.example.com/more"]}}"#).await;
+    let add = s
+        .patch(
+            &path,
+            "application/merge-patch+json",
+            r#"{"metadata":{"finalizers":["farm.example.com/shear","farm.example.com/more"]}}"#,
+        )
+        .await;
     assert_status(&add.body, 422, "Invalid");
 
     let cleared = s.patch(&path, "application/merge-patch+json", r#"{"metadata":{"finalizers":null}}"#).await;
@@ -486,7 +554,8 @@ async fn lists_are_typed_sorted_and_scoped() {
     let all = s.get_json("/apis/farm.example.com/v1alpha/llamas").await;
     assert_eq!(all.body["kind"], "LlamaList");
     assert_eq!(all.body["apiVersion"], "farm.example.com/v1alpha");
-    let names: Vec<&str> = all.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        all.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["x", "y", "z"]);
     let a = s.get_json(&llamas("a")).await;
     assert_eq!(a.body["items"].as_array().unwrap().len(), 2);
@@ -510,11 +579,13 @@ async fn deletecollection_empties_one_namespace_only() {
 async fn tables_render_name_weight_height_and_age() {
     let s = Server::start().await;
     s.create("default", &llama("dolly", 120.0, 170.5)).await;
-    let list = send(s.client.get(s.url(&llamas("default"))).header("accept", format!("{TABLE},application/json"))).await;
+    let list =
+        send(s.client.get(s.url(&llamas("default"))).header("accept", format!("{TABLE},application/json"))).await;
     assert_eq!(list.headers["content-type"], TABLE);
     assert_eq!(list.body["kind"], "Table");
     assert_eq!(list.body["apiVersion"], "meta.k8s.io/v1");
-    let columns: Vec<&str> = list.body["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let columns: Vec<&str> =
+        list.body["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(columns, ["Name", "Weight", "Height", "Age", "Color"]);
     let row = &list.body["rows"][0];
     assert_eq!(row["cells"][0], "dolly");
@@ -523,12 +594,19 @@ async fn tables_render_name_weight_height_and_age() {
     assert!(row["cells"][3].as_str().unwrap().ends_with('s'));
     assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
 
-    let one = send(s.client.get(s.url(&format!("{}?includeObject=Object", llama_path("default", "dolly")))).header("accept", TABLE)).await;
+    let one = send(
+        s.client
+            .get(s.url(&format!("{}?includeObject=Object", llama_path("default", "dolly"))))
+            .header("accept", TABLE),
+    )
+    .await;
     assert_eq!(one.body["rows"][0]["object"]["kind"], "Llama");
     assert_eq!(one.body["rows"].as_array().unwrap().len(), 1);
-    let none = send(s.client.get(s.url(&format!("{}?includeObject=None", llamas("default")))).header("accept", TABLE)).await;
+    let none =
+        send(s.client.get(s.url(&format!("{}?includeObject=None", llamas("default")))).header("accept", TABLE)).await;
     assert!(none.body["rows"][0].get("object").is_none());
-    let bad = send(s.client.get(s.url(&format!("{}?includeObject=All", llamas("default")))).header("accept", TABLE)).await;
+    let bad =
+        send(s.client.get(s.url(&format!("{}?includeObject=All", llamas("default")))).header("accept", TABLE)).await;
     assert_status(&bad.body, 400, "BadRequest");
 }
 
@@ -536,17 +614,35 @@ async fn tables_render_name_weight_height_and_age() {
 async fn metadata_only_and_protobuf_first_requests_are_negotiated() {
     let s = Server::start().await;
     s.create("default", &llama("dolly", 1.0, 1.0)).await;
-    let meta = send(s.client.get(s.url(&llamas("default"))).header("accept", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json")).await;
+    let meta = send(
+        s.client
+            .get(s.url(&llamas("default")))
+            .header("accept", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"),
+    )
+    .await;
     assert_eq!(meta.body["kind"], "PartialObjectMetadataList");
     assert_eq!(meta.body["items"][0]["metadata"]["name"], "dolly");
     assert!(meta.body["items"][0].get("spec").is_none());
-    let one = send(s.client.get(s.url(&llama_path("default", "dolly"))).header("accept", "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")).await;
+    let one = send(
+        s.client
+            .get(s.url(&llama_path("default", "dolly")))
+            .header("accept", "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"),
+    )
+    .await;
     assert_eq!(one.body["kind"], "PartialObjectMetadata");
 
-    let proto_first = send(s.client.get(s.url(&llama_path("default", "dolly"))).header("accept", "application/vnd.kubernetes.protobuf, */*")).await;
+    let proto_first = send(
+        s.client
+            .get(s.url(&llama_path("default", "dolly")))
+            .header("accept", "application/vnd.kubernetes.protobuf, */*"),
+    )
+    .await;
     assert_eq!(proto_first.code, 200);
     assert_eq!(proto_first.body["kind"], "Llama");
-    let proto_only = send(s.client.get(s.url(&llama_path("default", "dolly"))).header("accept", "application/vnd.kubernetes.protobuf")).await;
+    let proto_only = send(
+        s.client.get(s.url(&llama_path("default", "dolly"))).header("accept", "application/vnd.kubernetes.protobuf"),
+    )
+    .await;
     assert_status(&proto_only.body, 406, "NotAcceptable");
 }
 

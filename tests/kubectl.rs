@@ -47,7 +47,10 @@ async fn apply_creates_then_configures_and_get_shows_weight_and_height() {
     assert_eq!(lines[0], ["NAME", "WEIGHT", "HEIGHT", "AGE"]);
     assert_eq!(&lines[1][..3], ["dolly", "125", "170.5"]);
     let wide = ok(s.kubectl(&["get", "lm", "-A", "-o", "wide"]));
-    assert!(wide.lines().next().unwrap().split_whitespace().eq(["NAMESPACE", "NAME", "WEIGHT", "HEIGHT", "AGE", "COLOR"]), "{wide}");
+    assert!(
+        wide.lines().next().unwrap().split_whitespace().eq(["NAMESPACE", "NAME", "WEIGHT", "HEIGHT", "AGE", "COLOR"]),
+        "{wide}"
+    );
 }
 
 #[tokio::test]
@@ -55,10 +58,14 @@ async fn get_output_round_trips_through_replace() {
     let s = Server::start().await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
     let yaml = ok(s.kubectl(&["get", "llama", "dolly", "-o", "yaml"]));
-    assert!(yaml.contains("kind: Llama") && yaml.contains("weight: 120") && yaml.contains("resourceVersion:"), "{yaml}");
+    assert!(
+        yaml.contains("kind: Llama") && yaml.contains("weight: 120") && yaml.contains("resourceVersion:"),
+        "{yaml}"
+    );
     let out = ok(s.kubectl_with_stdin(&["replace", "-f", "-"], Some(&yaml.replace("color: white", "color: brown"))));
     assert_eq!(out.trim(), "llama.farm.example.com/dolly replaced");
-    let json: serde_json::Value = serde_json::from_str(&ok(s.kubectl(&["get", "llama", "dolly", "-o", "json"]))).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(s.kubectl(&["get", "llama", "dolly", "-o", "json"]))).unwrap();
     assert_eq!(json["spec"]["color"], "brown");
     assert_eq!(json["spec"]["weight"], 120);
     // Replacing the stale document again is a conflict, as on the kube-apiserver.
@@ -112,7 +119,14 @@ async fn patch_with_merge_and_json_types() {
     let s = Server::start().await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
     ok(s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"color":"brown"}}"#]));
-    ok(s.kubectl(&["patch", "llama", "dolly", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/weight","value":130}]"#]));
+    ok(s.kubectl(&[
+        "patch",
+        "llama",
+        "dolly",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/weight","value":130}]"#,
+    ]));
     let spec = ok(s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.color} {.spec.weight}"]));
     assert_eq!(spec, "brown 130");
     let (success, _, stderr) = s.kubectl(&["patch", "llama", "dolly", "-p", r#"{"spec":{"color":"grey"}}"#]);

@@ -56,8 +56,7 @@ pub fn require_json(headers: &http::HeaderMap) -> Result<()> {
 
 /// Parses bytes as JSON, 400 when they are not.
 pub fn parse_json(bytes: &[u8]) -> Result<Value> {
-    serde_json::from_slice(bytes)
-        .map_err(|err| Error::BadRequest(format!("the request body is not valid JSON: {err}")))
+    serde_json::from_slice(bytes).map_err(|err| Error::BadRequest(format!("the request body is not valid JSON: {err}")))
 }
 
 /// A decoded object and the warnings its decoding produced.
@@ -109,7 +108,9 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
     };
     match map.get("kind") {
         Some(Value::String(kind)) if kind == K::INFO.kind => {}
-        None | Some(Value::Null) => return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(&value)))),
+        None | Some(Value::Null) => {
+            return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(&value))));
+        }
         Some(Value::String(kind)) if kind.is_empty() => {
             return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(&value))));
         }
@@ -150,12 +151,8 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
         let mut all = metadata_errors(&value, namespace);
         all.append(&mut errors);
         let errors = all;
-        let name = map
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let name =
+            map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
         return Err(Error::Invalid { kind: K::INFO.kind, group: crate::resources::GROUP, name, causes: errors });
     }
 
@@ -210,7 +207,8 @@ fn bounds_check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<Fiel
         }
     }
     if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
-        let (bad, words) = if exclusive("exclusiveMaximum") { (n >= max, "less than") } else { (n > max, "less than or equal to") };
+        let (bad, words) =
+            if exclusive("exclusiveMaximum") { (n >= max, "less than") } else { (n > max, "less than or equal to") };
         if bad {
             let bound = FieldError::invalid("", &schema["maximum"], "").value.unwrap_or_default();
             errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
@@ -280,14 +278,16 @@ mod tests {
 
     #[test]
     fn a_good_body_decodes_without_warnings() {
-        let d = decode_object::<Llama>(body(json!({"weight": 1, "height": 2.5})), "default", FieldValidation::Strict).unwrap();
+        let d = decode_object::<Llama>(body(json!({"weight": 1, "height": 2.5})), "default", FieldValidation::Strict)
+            .unwrap();
         assert_eq!(d.object.spec.weight, 1.0);
         assert!(d.warnings.is_empty());
     }
 
     #[test]
     fn missing_and_mistyped_fields_are_collected_into_one_422() {
-        let err = decode_object::<Llama>(body(json!({"weight": "heavy"})), "default", FieldValidation::Strict).unwrap_err();
+        let err =
+            decode_object::<Llama>(body(json!({"weight": "heavy"})), "default", FieldValidation::Strict).unwrap_err();
         let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["spec.height", "spec.weight"]);
@@ -305,7 +305,10 @@ mod tests {
         let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["metadata.name", "spec.height", "spec.weight"]);
-        assert_eq!(causes[2].to_string(), "spec.weight: Invalid value: -1: spec.weight in body should be greater than 0");
+        assert_eq!(
+            causes[2].to_string(),
+            "spec.weight: Invalid value: -1: spec.weight in body should be greater than 0"
+        );
     }
 
     #[test]
@@ -332,7 +335,12 @@ mod tests {
         assert_eq!(decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
         let mut v = body(json!({"weight": 1, "height": 2}));
         v.as_object_mut().unwrap().remove("kind");
-        assert!(decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err().to_string().contains("'Kind' is missing"));
+        assert!(
+            decode_object::<Llama>(v, "default", FieldValidation::Ignore)
+                .unwrap_err()
+                .to_string()
+                .contains("'Kind' is missing")
+        );
     }
 
     #[test]

@@ -14,7 +14,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use k8s_openapi::apimachinery::pkg::version::Info;
 use kube::core::TypeMeta;
-use kube::core::discovery::v2::{APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APIVersionDiscovery, GroupVersionKind};
+use kube::core::discovery::v2::{
+    APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APIVersionDiscovery, GroupVersionKind,
+};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -52,11 +54,13 @@ fn negotiate_discovery(headers: &HeaderMap) -> Result<Option<Aggregated>> {
         }
         match range.param("as") {
             None => return Ok(None),
-            Some("APIGroupDiscoveryList") if range.param("g") == Some("apidiscovery.k8s.io") => match range.param("v") {
-                Some("v2") => return Ok(Some(Aggregated::V2)),
-                Some("v2beta1") => return Ok(Some(Aggregated::V2Beta1)),
-                _ => continue,
-            },
+            Some("APIGroupDiscoveryList") if range.param("g") == Some("apidiscovery.k8s.io") => {
+                match range.param("v") {
+                    Some("v2") => return Ok(Some(Aggregated::V2)),
+                    Some("v2beta1") => return Ok(Some(Aggregated::V2Beta1)),
+                    _ => continue,
+                }
+            }
             Some(_) => continue,
         }
     }
@@ -163,7 +167,11 @@ impl Discovery {
             metadata: None,
             items: vec![APIGroupDiscovery {
                 metadata: Some(ObjectMeta { name: Some(GROUP.into()), ..Default::default() }),
-                versions: vec![APIVersionDiscovery { version: Some(VERSION.into()), resources, freshness: Some("Current".into()) }],
+                versions: vec![APIVersionDiscovery {
+                    version: Some(VERSION.into()),
+                    resources,
+                    freshness: Some("Current".into()),
+                }],
             }],
         }
     }
@@ -268,7 +276,10 @@ mod tests {
     #[test]
     fn aggregated_discovery_is_chosen_by_accept() {
         let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_static(kube::core::discovery::v2::ACCEPT_AGGREGATED_DISCOVERY_V2));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(kube::core::discovery::v2::ACCEPT_AGGREGATED_DISCOVERY_V2),
+        );
         assert_eq!(negotiate_discovery(&headers).unwrap(), Some(Aggregated::V2));
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         assert_eq!(negotiate_discovery(&headers).unwrap(), None);

@@ -22,11 +22,7 @@ pub struct GroupResource {
 
 impl std::fmt::Display for GroupResource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(self.resource)
-        } else {
-            write!(f, "{}.{}", self.resource, self.group)
-        }
+        if self.group.is_empty() { f.write_str(self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
     }
 }
 

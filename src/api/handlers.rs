@@ -108,7 +108,12 @@ fn render_object<K: ApiResource>(
         Representation::Metadata(version) => encode(&partial_metadata_in(object.meta(), version), pretty)?,
         Representation::Table(_) => {
             let metadata = ListMeta { resource_version: object.meta().resource_version.clone(), ..Default::default() };
-            let t = table::render(std::iter::once(object), metadata, query.include_object()?, k8s_openapi::jiff::Timestamp::now());
+            let t = table::render(
+                std::iter::once(object),
+                metadata,
+                query.include_object()?,
+                k8s_openapi::jiff::Timestamp::now(),
+            );
             encode(&t, pretty)?
         }
     };
@@ -142,7 +147,12 @@ fn render_list<K: ApiResource>(
             encode(&list, pretty)?
         }
         Representation::Table(_) => {
-            let t = table::render(items.iter().map(AsRef::as_ref), metadata, query.include_object()?, k8s_openapi::jiff::Timestamp::now());
+            let t = table::render(
+                items.iter().map(AsRef::as_ref),
+                metadata,
+                query.include_object()?,
+                k8s_openapi::jiff::Timestamp::now(),
+            );
             encode(&t, pretty)?
         }
     };
@@ -262,8 +272,9 @@ async fn delete_options(query: &Query, headers: &HeaderMap, body: Body) -> Resul
         if !media.is_empty() && media != "application/json" {
             require_json(headers)?;
         }
-        serde_json::from_slice::<DeleteOptions>(&bytes)
-            .map_err(|e| Error::BadRequest(format!("the body of the request could not be decoded as DeleteOptions: {e}")))?
+        serde_json::from_slice::<DeleteOptions>(&bytes).map_err(|e| {
+            Error::BadRequest(format!("the body of the request could not be decoded as DeleteOptions: {e}"))
+        })?
     };
     let write = WriteOptions::parse(query, OptionsKind::Delete)?;
     if options.dry_run.is_none() && write.dry_run {

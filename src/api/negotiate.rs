@@ -31,7 +31,10 @@ impl MediaRange {
 
     /// Whether this range accepts JSON (`application/json`, `application/*` or `*/*`).
     pub fn accepts_json(&self) -> bool {
-        matches!((self.kind.as_str(), self.subtype.as_str()), ("application", "json") | ("application", "*") | ("*", "*"))
+        matches!(
+            (self.kind.as_str(), self.subtype.as_str()),
+            ("application", "json") | ("application", "*") | ("*", "*")
+        )
     }
 }
 
@@ -148,8 +151,9 @@ pub fn negotiate(accept: Option<&http::HeaderValue>, target: Target) -> Result<R
         };
         match (as_kind, target) {
             ("Table", _) => return Ok(Representation::Table(version)),
-            ("PartialObjectMetadata", Target::Object | Target::Watch)
-            | ("PartialObjectMetadataList", Target::List) => return Ok(Representation::Metadata(version)),
+            ("PartialObjectMetadata", Target::Object | Target::Watch) | ("PartialObjectMetadataList", Target::List) => {
+                return Ok(Representation::Metadata(version));
+            }
             _ => continue,
         }
     }

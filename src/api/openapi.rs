@@ -121,6 +121,24 @@ pub fn definition_name(kind: &str) -> String {
     format!("{}.{VERSION}.{kind}", reversed.join("."))
 }
 
+fn capitalize(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+/// `FarmExampleCom`: the group as operation IDs spell it.
+fn group_camel() -> String {
+    GROUP.split('.').map(capitalize).collect()
+}
+
+/// `farmExampleCom_v1alpha`: the tag of the group-version's operations.
+fn version_tag() -> String {
+    let camel = group_camel();
+    let mut chars = camel.chars();
+    let lower: String = chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default();
+    format!("{lower}_{VERSION}")
+}
+
 fn gvk(kind: &str) -> Value {
     json!({"group": GROUP, "kind": kind, "version": VERSION})
 }
@@ -191,21 +209,87 @@ fn resource_definitions(flavour: Flavour, resource: &ResourceDescriptor, into: &
 /// A query or path parameter: name, location, type, description.
 struct Param(&'static str, &'static str, &'static str, &'static str);
 
-const P_NAMESPACE: Param = Param("namespace", "path", "string", "object name and auth scope, such as for teams and projects");
+const P_NAMESPACE: Param =
+    Param("namespace", "path", "string", "object name and auth scope, such as for teams and projects");
 const P_PRETTY: Param = Param("pretty", "query", "string", "If 'true', then the output is pretty printed.");
-const P_DRY_RUN: Param = Param("dryRun", "query", "string", "When present, indicates that modifications should not be persisted. An invalid or unrecognized dryRun directive will result in an error response and no further processing of the request. Valid values are: - All: all dry run stages will be processed");
-const P_FIELD_MANAGER: Param = Param("fieldManager", "query", "string", "fieldManager is a name associated with the actor or entity that is making these changes. The value must be less than or 128 characters long, and only contain printable characters, as defined by https://golang.org/pkg/unicode/#IsPrint.");
-const P_FIELD_VALIDATION: Param = Param("fieldValidation", "query", "string", "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore: unknown fields are dropped silently. - Warn: unknown fields are dropped and a Warning header names each (the default). - Strict: the request fails with BadRequest naming every unknown field.");
-const P_GRACE: Param = Param("gracePeriodSeconds", "query", "integer", "The duration in seconds before the object should be deleted. Value must be non-negative integer.");
-const P_ORPHAN: Param = Param("orphanDependents", "query", "boolean", "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. Should the dependent objects be orphaned.");
-const P_PROPAGATION: Param = Param("propagationPolicy", "query", "string", "Whether and how garbage collection will be performed. Either this field or OrphanDependents may be set, but not both. Acceptable values are: 'Orphan', 'Background' and 'Foreground'.");
-const P_LABEL_SELECTOR: Param = Param("labelSelector", "query", "string", "A selector to restrict the list of returned objects by their labels. Defaults to everything.");
-const P_FIELD_SELECTOR: Param = Param("fieldSelector", "query", "string", "A selector to restrict the list of returned objects by their fields. Defaults to everything.");
-const P_LIMIT: Param = Param("limit", "query", "integer", "limit is a maximum number of responses to return for a list call. If more items exist, the server will set the `continue` field on the list metadata to a value that can be used with the same initial query to retrieve the next set of results.");
-const P_CONTINUE: Param = Param("continue", "query", "string", "The continue option should be set when retrieving more results from the server.");
-const P_RV: Param = Param("resourceVersion", "query", "string", "resourceVersion sets a constraint on what resource versions a request may be served from. See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.");
-const P_RV_MATCH: Param = Param("resourceVersionMatch", "query", "string", "resourceVersionMatch determines how resourceVersion is applied to list calls.");
-const P_TIMEOUT: Param = Param("timeoutSeconds", "query", "integer", "Timeout for the list/watch call. This limits the duration of the call, regardless of any activity or inactivity.");
+const P_DRY_RUN: Param = Param(
+    "dryRun",
+    "query",
+    "string",
+    "When present, indicates that modifications should not be persisted. An invalid or unrecognized dryRun directive will result in an error response and no further processing of the request. Valid values are: - All: all dry run stages will be processed",
+);
+const P_FIELD_MANAGER: Param = Param(
+    "fieldManager",
+    "query",
+    "string",
+    "fieldManager is a name associated with the actor or entity that is making these changes. The value must be less than or 128 characters long, and only contain printable characters, as defined by https://golang.org/pkg/unicode/#IsPrint.",
+);
+const P_FIELD_VALIDATION: Param = Param(
+    "fieldValidation",
+    "query",
+    "string",
+    "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore: unknown fields are dropped silently. - Warn: unknown fields are dropped and a Warning header names each (the default). - Strict: the request fails with BadRequest naming every unknown field.",
+);
+const P_GRACE: Param = Param(
+    "gracePeriodSeconds",
+    "query",
+    "integer",
+    "The duration in seconds before the object should be deleted. Value must be non-negative integer.",
+);
+const P_ORPHAN: Param = Param(
+    "orphanDependents",
+    "query",
+    "boolean",
+    "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. Should the dependent objects be orphaned.",
+);
+const P_PROPAGATION: Param = Param(
+    "propagationPolicy",
+    "query",
+    "string",
+    "Whether and how garbage collection will be performed. Either this field or OrphanDependents may be set, but not both. Acceptable values are: 'Orphan', 'Background' and 'Foreground'.",
+);
+const P_LABEL_SELECTOR: Param = Param(
+    "labelSelector",
+    "query",
+    "string",
+    "A selector to restrict the list of returned objects by their labels. Defaults to everything.",
+);
+const P_FIELD_SELECTOR: Param = Param(
+    "fieldSelector",
+    "query",
+    "string",
+    "A selector to restrict the list of returned objects by their fields. Defaults to everything.",
+);
+const P_LIMIT: Param = Param(
+    "limit",
+    "query",
+    "integer",
+    "limit is a maximum number of responses to return for a list call. If more items exist, the server will set the `continue` field on the list metadata to a value that can be used with the same initial query to retrieve the next set of results.",
+);
+const P_CONTINUE: Param = Param(
+    "continue",
+    "query",
+    "string",
+    "The continue option should be set when retrieving more results from the server.",
+);
+const P_RV: Param = Param(
+    "resourceVersion",
+    "query",
+    "string",
+    "resourceVersion sets a constraint on what resource versions a request may be served from. See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.",
+);
+const P_RV_MATCH: Param = Param(
+    "resourceVersionMatch",
+    "query",
+    "string",
+    "resourceVersionMatch determines how resourceVersion is applied to list calls.",
+);
+const P_TIMEOUT: Param = Param(
+    "timeoutSeconds",
+    "query",
+    "integer",
+    "Timeout for the list/watch call. This limits the duration of the call, regardless of any activity or inactivity.",
+);
 
 /// One operation of the API, rendered into both document flavours.
 struct Operation {
@@ -223,7 +307,7 @@ struct Operation {
 fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec<Operation>)> {
     let info = &resource.info;
     let kind = info.kind;
-    let suffix = format!("FarmExampleComV1alpha");
+    let suffix = format!("{}{}", group_camel(), capitalize(VERSION));
     let object = definition_name(kind);
     let list = definition_name(info.list_kind);
     let status = format!("{META}.Status");
@@ -231,10 +315,15 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
     let list_params = || vec![P_LABEL_SELECTOR, P_FIELD_SELECTOR, P_LIMIT, P_CONTINUE, P_RV, P_RV_MATCH, P_TIMEOUT];
     let write_params = || vec![P_DRY_RUN, P_FIELD_MANAGER, P_FIELD_VALIDATION];
     let delete_params = || vec![P_DRY_RUN, P_GRACE, P_ORPHAN, P_PROPAGATION];
-    let name_param = Param("name", "path", "string", match info.kind {
-        "Llama" => "name of the Llama",
-        _ => "name of the object",
-    });
+    let name_param = Param(
+        "name",
+        "path",
+        "string",
+        match info.kind {
+            "Llama" => "name of the Llama",
+            _ => "name of the object",
+        },
+    );
     let json: &'static [&'static str] = &["application/json"];
     let patch_types: &'static [&'static str] = &["application/json-patch+json", "application/merge-patch+json"];
     let mut paths = Vec::new();
@@ -346,7 +435,11 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
             responses: vec![("200", object.clone()), ("202", status)],
         });
     }
-    paths.push((format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural), vec![name_param, P_NAMESPACE, P_PRETTY], item));
+    paths.push((
+        format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural),
+        vec![name_param, P_NAMESPACE, P_PRETTY],
+        item,
+    ));
     paths
 }
 
@@ -366,7 +459,7 @@ fn render_param(flavour: Flavour, p: &Param) -> Value {
 }
 
 fn render_operation(flavour: Flavour, op: &Operation) -> Value {
-    let tag = "farmExampleCom_v1alpha";
+    let tag = version_tag();
     let mut params: Vec<Value> = op.params.iter().map(|p| render_param(flavour, p)).collect();
     let mut v = json!({
         "description": op.description,
@@ -388,7 +481,10 @@ fn render_operation(flavour: Flavour, op: &Operation) -> Value {
             v["schemes"] = json!(["https"]);
             let mut responses = Map::new();
             for (code, schema) in &op.responses {
-                responses.insert(code.to_string(), json!({"description": describe(code), "schema": flavour.reference(schema)}));
+                responses.insert(
+                    code.to_string(),
+                    json!({"description": describe(code), "schema": flavour.reference(schema)}),
+                );
             }
             responses.insert("401".into(), json!({"description": "Unauthorized"}));
             v["responses"] = Value::Object(responses);
@@ -430,18 +526,26 @@ fn describe(code: &str) -> &'static str {
 
 fn discovery_paths(flavour: Flavour) -> Vec<(String, Value)> {
     let produce = |schema: &str| match flavour {
-        Flavour::V2 => json!({"consumes": ["application/json"], "produces": ["application/json"], "schemes": ["https"], "responses": {"200": {"description": "OK", "schema": flavour.reference(schema)}, "401": {"description": "Unauthorized"}}}),
-        Flavour::V3 => json!({"responses": {"200": {"description": "OK", "content": {"application/json": {"schema": flavour.reference(schema)}}}, "401": {"description": "Unauthorized"}}}),
+        Flavour::V2 => {
+            json!({"consumes": ["application/json"], "produces": ["application/json"], "schemes": ["https"], "responses": {"200": {"description": "OK", "schema": flavour.reference(schema)}, "401": {"description": "Unauthorized"}}})
+        }
+        Flavour::V3 => {
+            json!({"responses": {"200": {"description": "OK", "content": {"application/json": {"schema": flavour.reference(schema)}}}, "401": {"description": "Unauthorized"}}})
+        }
     };
     let mut group = produce(&format!("{META}.APIGroup"));
     group["description"] = json!("get information of a group");
-    group["operationId"] = json!("getFarmExampleComAPIGroup");
-    group["tags"] = json!(["farmExampleCom"]);
+    group["operationId"] = json!(format!("get{}APIGroup", group_camel()));
+    let tag = version_tag();
+    group["tags"] = json!([tag.trim_end_matches(&format!("_{VERSION}"))]);
     let mut resources = produce(&format!("{META}.APIResourceList"));
     resources["description"] = json!("get available resources");
-    resources["operationId"] = json!("getFarmExampleComV1alphaAPIResources");
-    resources["tags"] = json!(["farmExampleCom_v1alpha"]);
-    vec![(format!("/apis/{GROUP}/"), json!({"get": group})), (format!("/apis/{API_VERSION}/"), json!({"get": resources}))]
+    resources["operationId"] = json!(format!("get{}{}APIResources", group_camel(), capitalize(VERSION)));
+    resources["tags"] = json!([tag]);
+    vec![
+        (format!("/apis/{GROUP}/"), json!({"get": group})),
+        (format!("/apis/{API_VERSION}/"), json!({"get": resources})),
+    ]
 }
 
 fn paths(flavour: Flavour, resources: &[ResourceDescriptor], include_group: bool) -> Map<String, Value> {
@@ -563,7 +667,10 @@ mod tests {
         let (v2, v3) = docs();
         let llama = &v2["definitions"]["com.example.farm.v1alpha.Llama"];
         assert_eq!(llama["x-kubernetes-group-version-kind"][0]["kind"], "Llama");
-        assert_eq!(llama["properties"]["metadata"]["$ref"], "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+        assert_eq!(
+            llama["properties"]["metadata"]["$ref"],
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        );
         let weight = &llama["properties"]["spec"]["properties"]["weight"];
         assert!(weight["description"].as_str().unwrap().contains("kilograms"));
         assert_eq!(weight["type"], "number");

@@ -176,7 +176,10 @@ mod tests {
         let err = WriteOptions::parse(&q, OptionsKind::Update).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
         let msg = err.to_string();
-        assert!(msg.starts_with("UpdateOptions.meta.k8s.io \"\" is invalid: [dryRun: Unsupported value: \"Some\""), "{msg}");
+        assert!(
+            msg.starts_with("UpdateOptions.meta.k8s.io \"\" is invalid: [dryRun: Unsupported value: \"Some\""),
+            "{msg}"
+        );
         assert!(msg.contains("fieldValidation: Unsupported value: \"Loose\""), "{msg}");
     }
 

@@ -161,7 +161,8 @@ impl<K: ApiResource> Registry<K> {
             }
         }
         let key = ObjectKey::new(namespace, name);
-        let committed = self.store.mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true))?;
+        let committed =
+            self.store.mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true))?;
         Ok(committed.object)
     }
 
@@ -241,7 +242,8 @@ fn prepare_update<K: ApiResource>(current: &Arc<K>, mut new: K, require_resource
         Some(_) => {}
     }
     let mut errors = Vec::new();
-    let uid_differs = matches!(new.meta().uid.as_deref(), Some(uid) if !uid.is_empty() && Some(uid) != old.uid.as_deref());
+    let uid_differs =
+        matches!(new.meta().uid.as_deref(), Some(uid) if !uid.is_empty() && Some(uid) != old.uid.as_deref());
     if uid_differs {
         errors.push(FieldError::invalid("metadata.uid", &json!(new.meta().uid), "field is immutable"));
     }
@@ -252,7 +254,9 @@ fn prepare_update<K: ApiResource>(current: &Arc<K>, mut new: K, require_resource
         if !added.is_empty() {
             errors.push(FieldError::forbidden(
                 "metadata.finalizers",
-                format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                ),
             ));
         }
     }

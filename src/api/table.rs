@@ -152,7 +152,9 @@ pub fn render<'a, K: ApiResource>(
                 .collect();
             let object = match include {
                 IncludeObject::None => None,
-                IncludeObject::Metadata => serde_json::to_value(crate::api::negotiate::partial_metadata(object.meta())).ok(),
+                IncludeObject::Metadata => {
+                    serde_json::to_value(crate::api::negotiate::partial_metadata(object.meta())).ok()
+                }
                 IncludeObject::Object => serde_json::to_value(object).ok(),
             };
             Row { cells, object }

@@ -109,7 +109,8 @@ pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
     let mut errors = Vec::new();
     if let Some(generate_name) = meta.generate_name.as_deref().filter(|g| !g.is_empty()) {
         // A generateName is a prefix: a trailing dash is allowed.
-        let masked = generate_name.strip_suffix('-').map(|p| format!("{p}a")).unwrap_or_else(|| generate_name.to_string());
+        let masked =
+            generate_name.strip_suffix('-').map(|p| format!("{p}a")).unwrap_or_else(|| generate_name.to_string());
         push_all(&mut errors, "metadata.generateName", generate_name, dns1123_subdomain(&masked));
     }
     match meta.name.as_deref() {
@@ -210,10 +211,7 @@ mod tests {
         m.labels = Some(BTreeMap::from([("bad key".to_string(), "bad value!".to_string())]));
         m.finalizers = Some(vec!["example.com/x".into(), "example.com/x".into()]);
         let fields: Vec<String> = object_meta(&m).into_iter().map(|e| e.field).collect();
-        assert_eq!(
-            fields,
-            ["metadata.name", "metadata.labels", "metadata.labels", "metadata.finalizers[1]"]
-        );
+        assert_eq!(fields, ["metadata.name", "metadata.labels", "metadata.labels", "metadata.finalizers[1]"]);
     }
 
     #[test]

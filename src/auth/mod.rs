@@ -54,11 +54,7 @@ impl Authenticator {
 
 /// Middleware refusing requests that [`Authenticator::allows`] rejects.
 pub async fn require(authenticator: Arc<Authenticator>, request: Request, next: Next) -> Response {
-    if authenticator.allows(request.headers()) {
-        next.run(request).await
-    } else {
-        Error::Unauthorized.into_response()
-    }
+    if authenticator.allows(request.headers()) { next.run(request).await } else { Error::Unauthorized.into_response() }
 }
 
 #[cfg(test)]

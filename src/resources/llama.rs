@@ -84,7 +84,11 @@ impl ApiResource for Llama {
         let mut errors = Vec::new();
         for (field, value) in [("spec.weight", self.spec.weight), ("spec.height", self.spec.height)] {
             if !value.is_finite() {
-                errors.push(FieldError::invalid(field, &serde_json::json!(value.to_string()), "must be a finite number"));
+                errors.push(FieldError::invalid(
+                    field,
+                    &serde_json::json!(value.to_string()),
+                    "must be a finite number",
+                ));
             } else if value <= 0.0 {
                 errors.push(FieldError::invalid(field, &serde_json::json!(value), "must be greater than 0"));
             }

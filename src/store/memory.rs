@@ -126,7 +126,8 @@ mod tests {
         for (ns, name) in [("b", "z"), ("a", "y"), ("a", "x"), ("ab", "w")] {
             s.create(ObjectKey::new(ns, name), llama(ns, name), false).unwrap();
         }
-        let names = |l: Listing<Llama>| -> Vec<String> { l.items.iter().map(|o| o.metadata.name.clone().unwrap()).collect() };
+        let names =
+            |l: Listing<Llama>| -> Vec<String> { l.items.iter().map(|o| o.metadata.name.clone().unwrap()).collect() };
         assert_eq!(names(s.list(None).unwrap()), ["x", "y", "w", "z"]);
         assert_eq!(names(s.list(Some("a")).unwrap()), ["x", "y"]);
     }

@@ -1,0 +1,109 @@
+//! The server's modes and configuration: aggregated mode from a kubeconfig, serving certificates
+//! from PEM files, and flags given as `FARM_*` environment variables.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn aggregated_mode_from_env_vars_serves_llamas_with_pem_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    // A kubeconfig naming some cluster; aggregated mode reads it at start.
+    let kubeconfig = dir.path().join("cluster.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .unwrap();
+    let certs = farm_apiserver::tls::generate("test-ca", &["farm.test".into()]).unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert, &certs.cert_pem).unwrap();
+    std::fs::write(&key, &certs.key_pem).unwrap();
+    let port = free_port();
+
+    let _child = Child(
+        Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+            .arg("serve")
+            .env("FARM_BIND_ADDRESS", "127.0.0.1")
+            .env("FARM_SECURE_PORT", port.to_string())
+            .env("FARM_KUBECONFIG", &kubeconfig)
+            .env("FARM_TLS_CERT_FILE", &cert)
+            .env("FARM_TLS_PRIVATE_KEY_FILE", &key)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The client trusts only the test CA and checks the name `localhost`.
+    let client = common::Server::client_with(certs.ca_pem.as_bytes(), None);
+    let base = format!("https://localhost:{port}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
+            && r.status() == 200
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "aggregated server never became ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let created = client
+        .post(format!("{base}{}", common::llamas("farm")))
+        .json(&common::llama("dolly", 1.0, 2.0))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let list: serde_json::Value =
+        client.get(format!("{base}/apis/farm.example.com/v1alpha/llamas")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["items"][0]["metadata"]["name"], "dolly");
+    let resources: serde_json::Value =
+        client.get(format!("{base}/apis/farm.example.com/v1alpha")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(resources["resources"][0]["name"], "llamas", "the aggregator needs a non-empty resource list");
+}
+
+#[test]
+fn aggregated_mode_without_any_cluster_configuration_fails_clearly() {
+    let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", "0"])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("FARM_KUBECONFIG")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("pass --standalone"), "{stderr}");
+}
+
+#[test]
+fn missing_certificate_files_fail_clearly() {
+    let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        .args([
+            "serve",
+            "--standalone",
+            "--secure-port",
+            "0",
+            "--tls-cert-file",
+            "/nonexistent.crt",
+            "--tls-private-key-file",
+            "/nonexistent.key",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.crt"));
+}
