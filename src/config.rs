@@ -78,6 +78,22 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
+    /// Events each resource keeps for watches and paged or exact lists; older resourceVersions get 410.
+    #[arg(long, env = "FARM_WATCH_HISTORY_SIZE", default_value_t = 10_000)]
+    pub watch_history_size: usize,
+
+    /// Events a watcher may have waiting; a watcher further behind is dropped (it re-watches).
+    #[arg(long, env = "FARM_WATCH_BUFFER_SIZE", default_value_t = 1_000)]
+    pub watch_buffer_size: usize,
+
+    /// Seconds between BOOKMARK events on watches that allow them.
+    #[arg(long, env = "FARM_WATCH_BOOKMARK_INTERVAL_SECONDS", default_value_t = 60)]
+    pub watch_bookmark_interval_seconds: u64,
+
+    /// Watches without timeoutSeconds last this many seconds plus up to 100% jitter.
+    #[arg(long, env = "FARM_MIN_REQUEST_TIMEOUT_SECONDS", default_value_t = 1800)]
+    pub min_request_timeout_seconds: u64,
+
     /// Seconds to let in-flight requests finish after SIGTERM before closing connections.
     #[arg(long, env = "FARM_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
     pub shutdown_grace_seconds: u64,

@@ -7,7 +7,7 @@ use crate::api::discovery::{self, Discovery};
 use crate::api::error::Error as ApiError;
 use crate::api::handlers;
 use crate::api::openapi::{Document, Documents};
-use crate::api::registry::Registry;
+use crate::api::registry::{Registry, WatchSettings};
 use crate::auth::{self, Authenticator};
 use crate::config::ServeArgs;
 use crate::health::{self, Health};
@@ -160,13 +160,19 @@ pub fn resources() -> Vec<ResourceDescriptor> {
     vec![ResourceDescriptor::of::<Llama>()]
 }
 
-fn resource_routes<K: ApiResource>(revision: &Arc<Revision>) -> Router {
-    let store = Arc::new(MemoryStore::<K>::new(revision.clone()));
-    handlers::routes(Arc::new(Registry::new(store)))
+fn resource_routes<K: ApiResource>(args: &ServeArgs, revision: &Arc<Revision>) -> Router {
+    let store = Arc::new(MemoryStore::<K>::new(revision.clone(), args.watch_history_size));
+    let settings = WatchSettings {
+        buffer: args.watch_buffer_size,
+        bookmark_interval: Duration::from_secs(args.watch_bookmark_interval_seconds.max(1)),
+        min_request_timeout: Duration::from_secs(args.min_request_timeout_seconds.max(1)),
+        ..WatchSettings::default()
+    };
+    handlers::routes(Arc::new(Registry::new(store, settings)))
 }
 
 /// The whole router: health (open), then everything else behind `authenticator`.
-fn router(shared: Arc<Shared>, health: Arc<Health>, authenticator: Arc<Authenticator>) -> Router {
+fn router(args: &ServeArgs, shared: Arc<Shared>, health: Arc<Health>, authenticator: Arc<Authenticator>) -> Router {
     let revision = Arc::new(Revision::default());
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
@@ -185,7 +191,7 @@ fn router(shared: Arc<Shared>, health: Arc<Health>, authenticator: Arc<Authentic
         .route("/openapi/v3/apis/farm.example.com/v1alpha", get_only(openapi_v3_group_version))
         .with_state(shared);
     let protected = non_resource
-        .merge(resource_routes::<Llama>(&revision))
+        .merge(resource_routes::<Llama>(args, &revision))
         .fallback(|| async { ApiError::PathNotFound })
         .layer(axum::middleware::from_fn(move |req, next| auth::require(authenticator.clone(), req, next)));
     health::routes(health).merge(protected)
@@ -239,7 +245,7 @@ pub async fn run(
         address: url.trim_start_matches("https://").to_string(),
     });
     let health = Arc::new(Health::default());
-    let app = router(shared, health.clone(), Arc::new(authenticator));
+    let app = router(&args, shared, health.clone(), Arc::new(authenticator));
 
     let handle = axum_server::Handle::new();
     let grace = Duration::from_secs(args.shutdown_grace_seconds);

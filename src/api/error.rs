@@ -207,6 +207,20 @@ pub enum Error {
     /// 410 `Expired`.
     #[error("{0}")]
     Expired(String),
+    /// 410 `Expired` for a continue token, carrying a token that continues inconsistently.
+    #[error("{}", crate::api::paging::EXPIRED_CONTINUE)]
+    ExpiredContinue {
+        /// The inconsistent-continuation token for `metadata.continue`.
+        token: String,
+    },
+    /// 504 `Timeout`: a resourceVersion newer than the store reached within the wait.
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion {
+        /// What the client asked for.
+        requested: u64,
+        /// The store's revision.
+        current: u64,
+    },
     /// 413 `RequestEntityTooLarge`.
     #[error("Request entity too large: limit is {0}")]
     TooLarge(usize),
@@ -266,7 +280,8 @@ impl Error {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::AlreadyExists { .. } | Self::Conflict { .. } => StatusCode::CONFLICT,
-            Self::Expired(_) => StatusCode::GONE,
+            Self::Expired(_) | Self::ExpiredContinue { .. } => StatusCode::GONE,
+            Self::TooLargeResourceVersion { .. } => StatusCode::GATEWAY_TIMEOUT,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Invalid { .. } | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -287,7 +302,8 @@ impl Error {
             Self::NotAcceptable(_) => "NotAcceptable",
             Self::AlreadyExists { .. } => "AlreadyExists",
             Self::Conflict { .. } => "Conflict",
-            Self::Expired(_) => "Expired",
+            Self::Expired(_) | Self::ExpiredContinue { .. } => "Expired",
+            Self::TooLargeResourceVersion { .. } => "Timeout",
             Self::TooLarge(_) => "RequestEntityTooLarge",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::Invalid { .. } => "Invalid",
@@ -301,6 +317,7 @@ impl Error {
     fn retry_after(&self) -> Option<u32> {
         match self {
             Self::TooManyRequests { retry_after, .. } | Self::Unavailable { retry_after, .. } => Some(*retry_after),
+            Self::TooLargeResourceVersion { .. } => Some(1),
             _ => None,
         }
     }
@@ -338,6 +355,15 @@ impl Error {
                 causes: Some(vec![StatusCause { message: Some(message.clone()), ..Default::default() }]),
                 ..Default::default()
             }),
+            Self::TooLargeResourceVersion { .. } => Some(StatusDetails {
+                causes: Some(vec![StatusCause {
+                    reason: Some("ResourceVersionTooLarge".into()),
+                    message: Some("Too large resource version".into()),
+                    ..Default::default()
+                }]),
+                retry_after_seconds: Some(1),
+                ..Default::default()
+            }),
             Self::PathNotFound | Self::MethodNotAllowed => Some(StatusDetails::default()),
             _ => None,
         }
@@ -345,7 +371,11 @@ impl Error {
 
     /// The `Status` object for this error.
     pub fn to_status(&self) -> Status {
-        failure_status(self.code(), self.reason(), self.to_string(), self.details())
+        let mut status = failure_status(self.code(), self.reason(), self.to_string(), self.details());
+        if let Self::ExpiredContinue { token } = self {
+            status.metadata.continue_ = Some(token.clone());
+        }
+        status
     }
 }
 

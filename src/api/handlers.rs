@@ -9,7 +9,7 @@ use super::decode::{decode_object, parse_json, read_body, require_json};
 use super::error::{Error, Result};
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
-use super::query::{OptionsKind, Query, WriteOptions};
+use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{Registry, WriteContext};
 use super::table;
 use crate::resources::{API_VERSION, ApiResource};
@@ -123,12 +123,11 @@ fn render_object<K: ApiResource>(
 /// Renders a list of objects in the representation the client negotiated.
 fn render_list<K: ApiResource>(
     items: &[Arc<K>],
-    revision: u64,
+    metadata: ListMeta,
     representation: Representation,
     query: &Query,
 ) -> Result<Response> {
     let pretty = query.pretty();
-    let metadata = ListMeta { resource_version: Some(revision.to_string()), ..Default::default() };
     let body = match representation {
         Representation::Object => {
             let list = ObjectList {
@@ -176,7 +175,7 @@ async fn list_all<K: ApiResource>(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
-    list(registry, None, raw, headers)
+    list(registry, None, raw, headers).await
 }
 
 async fn list_namespaced<K: ApiResource>(
@@ -185,19 +184,30 @@ async fn list_namespaced<K: ApiResource>(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
-    list(registry, Some(namespace), raw, headers)
+    list(registry, Some(namespace), raw, headers).await
 }
 
-fn list<K: ApiResource>(
+async fn list<K: ApiResource>(
     registry: Arc<Registry<K>>,
     namespace: Option<String>,
     raw: Option<String>,
     headers: HeaderMap,
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
+    let options = ListOptions::parse(&query, K::INFO.selectable_fields)?;
+    if options.watch {
+        let representation = negotiate(headers.get(header::ACCEPT), Target::Watch)?;
+        return super::watch::serve(registry, namespace, options, representation, &query).await;
+    }
     let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
-    let listing = registry.list(namespace.as_deref())?;
-    render_list(&listing.items, listing.revision, representation, &query)
+    let page = registry.list_page(namespace.as_deref(), &options).await?;
+    let metadata = ListMeta {
+        resource_version: Some(page.revision.to_string()),
+        continue_: page.continue_token,
+        remaining_item_count: page.remaining.map(|r| r as i64),
+        ..Default::default()
+    };
+    render_list(&page.items, metadata, representation, &query)
 }
 
 /// Reads and decodes a create or update body.
@@ -319,12 +329,10 @@ async fn delete_collection<K: ApiResource>(
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
+    let selection = ListOptions::parse(&query, K::INFO.selectable_fields)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
-    let deleted = registry.delete_collection(Some(&namespace), &options, dry_run, &|_| true)?;
-    let revision = deleted
-        .iter()
-        .filter_map(|o| o.meta().resource_version.as_deref()?.parse::<u64>().ok())
-        .max()
-        .unwrap_or_default();
-    render_list(&deleted, revision, representation, &query)
+    let deleted =
+        registry.delete_collection(Some(&namespace), &options, dry_run, &|o| Registry::<K>::selects(&selection, o))?;
+    let metadata = ListMeta { resource_version: Some(registry.revision().to_string()), ..Default::default() };
+    render_list(&deleted, metadata, representation, &query)
 }

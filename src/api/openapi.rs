@@ -284,6 +284,24 @@ const P_RV_MATCH: Param = Param(
     "string",
     "resourceVersionMatch determines how resourceVersion is applied to list calls.",
 );
+const P_WATCH: Param = Param(
+    "watch",
+    "query",
+    "boolean",
+    "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications. Specify resourceVersion.",
+);
+const P_BOOKMARKS: Param = Param(
+    "allowWatchBookmarks",
+    "query",
+    "boolean",
+    "allowWatchBookmarks requests watch events with type \"BOOKMARK\". Servers that do not implement bookmarks may ignore this flag and bookmarks are sent at the server's discretion.",
+);
+const P_SEND_INITIAL: Param = Param(
+    "sendInitialEvents",
+    "query",
+    "boolean",
+    "`sendInitialEvents=true` may be set together with `watch=true`. In that case, the watch stream will begin with synthetic events to produce the current state of objects in the collection. Once all such events have been sent, a synthetic \"Bookmark\" event will be sent. The bookmark will report the ResourceVersion (RV) corresponding to the set of objects, and be marked with `\"k8s.io/initial-events-end\": \"true\"` annotation.",
+);
 const P_TIMEOUT: Param = Param(
     "timeoutSeconds",
     "query",
@@ -312,7 +330,13 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
     let list = definition_name(info.list_kind);
     let status = format!("{META}.Status");
     let base = format!("/apis/{API_VERSION}");
-    let list_params = || vec![P_LABEL_SELECTOR, P_FIELD_SELECTOR, P_LIMIT, P_CONTINUE, P_RV, P_RV_MATCH, P_TIMEOUT];
+    let list_params = || {
+        let mut params = vec![P_LABEL_SELECTOR, P_FIELD_SELECTOR, P_LIMIT, P_CONTINUE, P_RV, P_RV_MATCH, P_TIMEOUT];
+        if info.allows("watch") {
+            params.extend([P_WATCH, P_BOOKMARKS, P_SEND_INITIAL]);
+        }
+        params
+    };
     let write_params = || vec![P_DRY_RUN, P_FIELD_MANAGER, P_FIELD_VALIDATION];
     let delete_params = || vec![P_DRY_RUN, P_GRACE, P_ORPHAN, P_PROPAGATION];
     let name_param = Param(
@@ -468,7 +492,11 @@ fn render_operation(flavour: Flavour, op: &Operation) -> Value {
         "x-kubernetes-action": op.action,
         "x-kubernetes-group-version-kind": gvk(op.kind),
     });
-    let produces = ["application/json"];
+    let produces: &[&str] = if op.action == "list" && op.params.iter().any(|p| p.0 == "watch") {
+        &["application/json", "application/json;stream=watch"]
+    } else {
+        &["application/json"]
+    };
     match flavour {
         Flavour::V2 => {
             if let Some((types, schema)) = &op.body {

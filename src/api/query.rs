@@ -189,3 +189,194 @@ mod tests {
         assert_eq!(q.get("labelSelector"), Some("a=b,c"));
     }
 }
+
+/// `resourceVersionMatch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceVersionMatch {
+    /// Data at least as new as `resourceVersion`.
+    NotOlderThan,
+    /// Data exactly at `resourceVersion`.
+    Exact,
+}
+
+/// Options of list, watch and deletecollection requests, validated as `ValidateListOptions` does.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// `labelSelector`.
+    pub label_selector: super::selector::LabelSelector,
+    /// `fieldSelector`.
+    pub field_selector: super::selector::FieldSelector,
+    /// `limit`, when positive.
+    pub limit: Option<usize>,
+    /// `continue`, raw.
+    pub continue_token: Option<String>,
+    /// `resourceVersion`: `None` when unset, `Some(0)` for "0".
+    pub resource_version: Option<u64>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<ResourceVersionMatch>,
+    /// `watch`.
+    pub watch: bool,
+    /// `allowWatchBookmarks`.
+    pub allow_watch_bookmarks: bool,
+    /// `sendInitialEvents`, when given.
+    pub send_initial_events: Option<bool>,
+    /// `timeoutSeconds`, when given and positive.
+    pub timeout_seconds: Option<u64>,
+}
+
+impl ListOptions {
+    /// Reads and validates list options; `fields` are the resource's selectable fields besides
+    /// `metadata.name` and `metadata.namespace`.
+    pub fn parse(query: &Query, fields: &[&str]) -> Result<Self> {
+        let label_selector = super::selector::parse_label_selector(query.get("labelSelector").unwrap_or(""))?;
+        let field_selector = super::selector::parse_field_selector(query.get("fieldSelector").unwrap_or(""), fields)?;
+        let number = |name: &str| -> Result<Option<i64>> {
+            match query.get(name) {
+                None | Some("") => Ok(None),
+                Some(raw) => raw
+                    .parse::<i64>()
+                    .map(Some)
+                    .map_err(|_| Error::BadRequest(format!("invalid value for {name}: {raw:?}: must be an integer"))),
+            }
+        };
+        let limit = number("limit")?.filter(|l| *l > 0).map(|l| l as usize);
+        let timeout_seconds = number("timeoutSeconds")?.filter(|t| *t > 0).map(|t| t as u64);
+        let resource_version = match query.get("resourceVersion") {
+            None | Some("") => None,
+            Some(raw) => {
+                Some(raw.parse::<u64>().map_err(|_| Error::BadRequest(format!("invalid resource version: {raw:?}")))?)
+            }
+        };
+        let continue_token = query.get("continue").filter(|c| !c.is_empty()).map(str::to_string);
+        let watch = query.flag("watch")?;
+        let allow_watch_bookmarks = query.flag("allowWatchBookmarks")?;
+        let send_initial_events = match query.get("sendInitialEvents") {
+            None => None,
+            Some(_) => Some(query.flag("sendInitialEvents")?),
+        };
+        let mut causes = Vec::new();
+        let resource_version_match = match query.get("resourceVersionMatch") {
+            None | Some("") => None,
+            Some("NotOlderThan") => Some(ResourceVersionMatch::NotOlderThan),
+            Some("Exact") => Some(ResourceVersionMatch::Exact),
+            Some(other) => {
+                causes.push(FieldError::not_supported(
+                    "resourceVersionMatch",
+                    &serde_json::json!(other),
+                    &["Exact", "NotOlderThan"],
+                ));
+                None
+            }
+        };
+        if let Some(m) = resource_version_match {
+            if resource_version.is_none() && send_initial_events.is_none() {
+                causes.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if continue_token.is_some() {
+                causes.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m == ResourceVersionMatch::Exact && resource_version == Some(0) {
+                causes.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+            if watch && send_initial_events.is_none() {
+                causes.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+        }
+        if let Some(send) = send_initial_events {
+            if !watch {
+                causes.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+            } else {
+                if resource_version_match != Some(ResourceVersionMatch::NotOlderThan) {
+                    causes.push(FieldError::forbidden(
+                        "resourceVersionMatch",
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                    ));
+                }
+                if send && !allow_watch_bookmarks {
+                    causes.push(FieldError::forbidden(
+                        "allowWatchBookmarks",
+                        "sendInitialEvents requires setting allowWatchBookmarks to true",
+                    ));
+                }
+            }
+        }
+        if !causes.is_empty() {
+            return Err(Error::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes });
+        }
+        if continue_token.is_some() && resource_version.is_some_and(|rv| rv != 0) {
+            return Err(Error::BadRequest("specifying resource version is not allowed when using continue".into()));
+        }
+        Ok(Self {
+            label_selector,
+            field_selector,
+            limit,
+            continue_token,
+            resource_version,
+            resource_version_match,
+            watch,
+            allow_watch_bookmarks,
+            send_initial_events,
+            timeout_seconds,
+        })
+    }
+
+    /// Whether any selector restricts the result.
+    pub fn has_selectors(&self) -> bool {
+        !self.label_selector.is_empty() || !self.field_selector.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::*;
+
+    fn parse(q: &str) -> Result<ListOptions> {
+        ListOptions::parse(&Query::parse(Some(q)), &[])
+    }
+
+    #[test]
+    fn streaming_list_options_are_accepted() {
+        let o =
+            parse("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true").unwrap();
+        assert_eq!(o.send_initial_events, Some(true));
+        assert_eq!(o.resource_version, None);
+    }
+
+    #[test]
+    fn inconsistent_resource_version_options_are_invalid() {
+        for q in [
+            "resourceVersionMatch=Exact",
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            "resourceVersion=5&resourceVersionMatch=Sometimes",
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+            "watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
+            "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+            "watch=true&resourceVersion=4&resourceVersionMatch=NotOlderThan",
+        ] {
+            let err = parse(q).unwrap_err();
+            assert_eq!(err.code(), 422, "{q}");
+            assert!(err.to_string().starts_with("ListOptions.meta.k8s.io"), "{q}: {err}");
+        }
+    }
+
+    #[test]
+    fn malformed_numbers_are_bad_requests() {
+        assert_eq!(parse("limit=ten").unwrap_err().code(), 400);
+        assert_eq!(parse("resourceVersion=abc").unwrap_err().code(), 400);
+        assert_eq!(parse("timeoutSeconds=x").unwrap_err().code(), 400);
+        assert_eq!(parse("continue=abc&resourceVersion=5").unwrap_err().code(), 400);
+        assert_eq!(parse("limit=0").unwrap().limit, None);
+    }
+}

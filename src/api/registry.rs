@@ -12,11 +12,12 @@
 //! - `dryRun=All` runs every check and stores nothing.
 
 use super::error::{Error, FieldError, Result};
+use super::paging::{self, Continue};
 use super::patch::Patch;
-use super::query::{FieldValidation, OptionsKind};
+use super::query::{FieldValidation, ListOptions, OptionsKind, ResourceVersionMatch};
 use super::validation;
-use crate::resources::{ApiResource, GROUP};
-use crate::store::{Committed, Listing, Mutation, ObjectKey, Store};
+use crate::resources::{ApiResource, GROUP, field_value};
+use crate::store::{Committed, Listing, Mutation, ObjectKey, ReadAt, Store, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
 use serde_json::json;
 use std::sync::Arc;
@@ -24,6 +25,44 @@ use std::sync::Arc;
 /// The registry of one resource: its semantics over a [`Store`].
 pub struct Registry<K> {
     store: Arc<dyn Store<K>>,
+    settings: WatchSettings,
+}
+
+/// Tunables of lists and watches.
+#[derive(Clone, Debug)]
+pub struct WatchSettings {
+    /// Events a watcher may have waiting before it is dropped as too slow.
+    pub buffer: usize,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: std::time::Duration,
+    /// Watches without `timeoutSeconds` last this long plus up to 100% jitter.
+    pub min_request_timeout: std::time::Duration,
+    /// How long a request for a resourceVersion newer than the store waits before 504.
+    pub future_revision_wait: std::time::Duration,
+}
+
+impl Default for WatchSettings {
+    fn default() -> Self {
+        Self {
+            buffer: 1000,
+            bookmark_interval: std::time::Duration::from_secs(60),
+            min_request_timeout: std::time::Duration::from_secs(1800),
+            future_revision_wait: std::time::Duration::from_secs(3),
+        }
+    }
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ListPage<K> {
+    /// The objects of this page, sorted by namespace and name.
+    pub items: Vec<Arc<K>>,
+    /// The revision the page was read at.
+    pub revision: u64,
+    /// The token for the next page, when there is one.
+    pub continue_token: Option<String>,
+    /// How many objects follow, when known (no selectors).
+    pub remaining: Option<usize>,
 }
 
 /// Options of a create, update or patch.
@@ -99,8 +138,83 @@ fn validate<K: ApiResource>(object: &K, extra: Vec<FieldError>) -> Result<()> {
 
 impl<K: ApiResource> Registry<K> {
     /// A registry over `store`.
-    pub fn new(store: Arc<dyn Store<K>>) -> Self {
-        Self { store }
+    pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
+        Self { store, settings }
+    }
+
+    /// The list and watch tunables.
+    pub fn watch_settings(&self) -> &WatchSettings {
+        &self.settings
+    }
+
+    /// The store's latest revision; every event up to it has been published.
+    pub fn revision(&self) -> u64 {
+        self.store.revision()
+    }
+
+    /// Whether `object` passes the label and field selectors of `options`.
+    pub fn selects(options: &ListOptions, object: &K) -> bool {
+        options.label_selector.matches(object.meta().labels.as_ref())
+            && options.field_selector.matches(|path| field_value(object, path))
+    }
+
+    /// Waits until the store has reached `revision`; 504 when it does not in time.
+    pub async fn wait_for_revision(&self, revision: u64) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + self.settings.future_revision_wait;
+        loop {
+            let current = self.store.revision();
+            if current >= revision {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Error::TooLargeResourceVersion { requested: revision, current });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// One page of the objects of `namespace` (or all) selected by `options`, honouring
+    /// `resourceVersion`, `resourceVersionMatch`, `limit` and `continue` as the kube-apiserver does.
+    pub async fn list_page(&self, namespace: Option<&str>, options: &ListOptions) -> Result<ListPage<K>> {
+        let (at, after) = match &options.continue_token {
+            Some(raw) => {
+                let token = Continue::decode(raw, namespace)?;
+                (token.revision.map(ReadAt::Exact).unwrap_or(ReadAt::Latest), Some(token.after))
+            }
+            None => match (options.resource_version, options.resource_version_match) {
+                (None | Some(0), _) => (ReadAt::Latest, None),
+                (Some(rv), Some(ResourceVersionMatch::Exact)) => (ReadAt::Exact(rv), None),
+                // Without a match, a paged list at a resourceVersion is exact (legacy semantics).
+                (Some(rv), None) if options.limit.is_some() => (ReadAt::Exact(rv), None),
+                (Some(rv), _) => {
+                    self.wait_for_revision(rv).await?;
+                    (ReadAt::Latest, None)
+                }
+            },
+        };
+        if let ReadAt::Exact(rv) = at {
+            self.wait_for_revision(rv).await?;
+        }
+        let listing = match self.store.list_at(namespace, at) {
+            Err(Error::Expired(_)) if after.is_some() => {
+                let after = after.unwrap_or_else(|| ObjectKey::new("", ""));
+                return Err(Error::ExpiredContinue { token: Continue::encode(None, &after) });
+            }
+            other => other?,
+        };
+        let selected: Vec<Arc<K>> = listing.items.into_iter().filter(|o| Self::selects(options, o)).collect();
+        let page = paging::cut(selected, |o| ObjectKey::of(o.as_ref()), after.as_ref(), options.limit);
+        Ok(ListPage {
+            items: page.items,
+            revision: listing.revision,
+            continue_token: page.more_after.as_ref().map(|k| Continue::encode(Some(listing.revision), k)),
+            remaining: (page.more_after.is_some() && !options.has_selectors()).then_some(page.remaining),
+        })
+    }
+
+    /// Subscribes to events of `namespace` (or all) from `from`.
+    pub fn subscribe(&self, namespace: Option<&str>, from: WatchFrom) -> Result<Subscription<K>> {
+        self.store.subscribe(namespace, from, self.settings.buffer)
     }
 
     fn not_found(name: &str) -> Error {
@@ -208,8 +322,7 @@ impl<K: ApiResource> Registry<K> {
         let listing = self.store.list(namespace)?;
         let mut out = Vec::new();
         for object in listing.items.iter().filter(|o| keep(o)) {
-            let meta = object.meta();
-            let key = ObjectKey::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default());
+            let key = ObjectKey::of(object.as_ref());
             match self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options)) {
                 Ok(committed) => out.push(committed.object),
                 Err(Error::NotFound { .. }) => {}
@@ -360,7 +473,7 @@ mod tests {
     use crate::store::{Revision, memory::MemoryStore};
 
     fn registry() -> Registry<Llama> {
-        Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()))))
+        Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 100)), WatchSettings::default())
     }
 
     fn llama(name: &str, weight: f64) -> Llama {

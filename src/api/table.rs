@@ -83,6 +83,13 @@ pub struct Table {
     rows: Vec<Row>,
 }
 
+impl Table {
+    /// Removes the column definitions (watch frames after the first carry rows only).
+    pub fn drop_column_definitions(&mut self) {
+        self.column_definitions.clear();
+    }
+}
+
 /// What each row carries in `object`, from the `includeObject` query parameter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IncludeObject {

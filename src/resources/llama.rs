@@ -72,6 +72,7 @@ impl ApiResource for Llama {
         namespaced: true,
         verbs: &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
         description: "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself.",
+        selectable_fields: &["spec.color"],
     };
 
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
@@ -102,6 +103,13 @@ impl ApiResource for Llama {
 
     fn columns() -> &'static [Column] {
         COLUMNS
+    }
+
+    fn field(&self, path: &str) -> Option<String> {
+        match path {
+            "spec.color" => Some(self.spec.color.clone().unwrap_or_default()),
+            _ => None,
+        }
     }
 
     fn cells(&self) -> Vec<serde_json::Value> {

@@ -39,6 +39,8 @@ pub struct ResourceInfo {
     pub verbs: &'static [&'static str],
     /// One-paragraph description used as the schema's description (`kubectl explain`).
     pub description: &'static str,
+    /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`.
+    pub selectable_fields: &'static [&'static str],
 }
 
 impl ResourceInfo {
@@ -87,6 +89,19 @@ pub trait ApiResource:
 
     /// Cells for [`ApiResource::columns`], in the same order.
     fn cells(&self) -> Vec<serde_json::Value>;
+
+    /// The value of one of [`ResourceInfo::selectable_fields`], for field selectors.
+    fn field(&self, path: &str) -> Option<String>;
+}
+
+/// The value of a field selector's field: `metadata.name`, `metadata.namespace`, or one the
+/// resource declares.
+pub fn field_value<K: ApiResource>(object: &K, path: &str) -> Option<String> {
+    match path {
+        "metadata.name" => object.meta().name.clone(),
+        "metadata.namespace" => object.meta().namespace.clone(),
+        other => object.field(other),
+    }
 }
 
 /// A resource's description without its Rust type, for discovery and OpenAPI.

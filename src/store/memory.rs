@@ -1,28 +1,67 @@
-//! The in-memory store: a `BTreeMap` of `Arc` objects behind a `parking_lot::RwLock`.
+//! The in-memory store: a `BTreeMap` of `Arc` objects, a bounded event history and the list of
+//! subscribers, behind one `parking_lot::RwLock`.
 //!
-//! A sorted map (not a hash map) because lists are answered in key order and later paged by key.
-//! Readers hold the lock only to clone `Arc`s; writers hold it while the update function runs,
-//! which makes read-check-write atomic and keeps revisions in commit order.
+//! A sorted map (not a hash map) because lists are answered in key order and paged by key.
+//! Readers hold the lock only to clone `Arc`s; writers hold it while the update function runs and
+//! while the event is appended and offered to subscribers, which makes read-check-write atomic,
+//! keeps revisions in commit order, and lets a new subscription take a snapshot (or replay the
+//! history) and join the fan-out with no gap and no duplicate.
+//!
+//! Past states for paging and `resourceVersionMatch=Exact` are rebuilt from the history: every
+//! event keeps the object's previous state, so undoing the events after revision `r` gives the
+//! state at `r`.
 
-use super::{Committed, Listing, Mutation, ObjectKey, Revision, Store};
+use super::{
+    Committed, Event, EventType, Listing, Mutation, ObjectKey, ReadAt, Revision, Store, Subscription, WatchFrom,
+};
 use crate::api::error::{Error, Result};
 use crate::resources::ApiResource;
 use parking_lot::RwLock;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// A subscriber's end of the fan-out.
+struct Subscriber<K> {
+    /// Only events of this namespace, when set.
+    namespace: Option<String>,
+    /// Bounded: a full buffer drops the subscriber.
+    sender: mpsc::Sender<Arc<Event<K>>>,
+}
+
+struct State<K> {
+    /// The objects by key.
+    objects: BTreeMap<ObjectKey, Arc<K>>,
+    /// The most recent events, oldest first, at most `history_capacity`.
+    history: VecDeque<Arc<Event<K>>>,
+    /// The revision of the newest event dropped from the history (0: none dropped yet).
+    compacted: u64,
+    /// Live subscribers.
+    subscribers: Vec<Subscriber<K>>,
+}
 
 /// Objects of one resource type, in memory.
 pub struct MemoryStore<K> {
-    /// The objects by key.
-    objects: RwLock<BTreeMap<ObjectKey, Arc<K>>>,
+    state: RwLock<State<K>>,
     /// Shared with the other stores of the server, so resourceVersions are globally increasing.
     revision: Arc<Revision>,
+    /// How many events the history keeps.
+    history_capacity: usize,
 }
 
 impl<K: ApiResource> MemoryStore<K> {
-    /// An empty store drawing revisions from `revision`.
-    pub fn new(revision: Arc<Revision>) -> Self {
-        Self { objects: RwLock::new(BTreeMap::new()), revision }
+    /// An empty store drawing revisions from `revision`, keeping `history_capacity` events.
+    pub fn new(revision: Arc<Revision>, history_capacity: usize) -> Self {
+        Self {
+            state: RwLock::new(State {
+                objects: BTreeMap::new(),
+                history: VecDeque::new(),
+                compacted: 0,
+                subscribers: Vec::new(),
+            }),
+            revision,
+            history_capacity: history_capacity.max(1),
+        }
     }
 }
 
@@ -31,35 +70,134 @@ fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<K> {
     Arc::new(object)
 }
 
-impl<K: ApiResource> Store<K> for MemoryStore<K> {
-    fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
-        Ok(self.objects.read().get(key).cloned())
+fn in_namespace(key: &ObjectKey, namespace: Option<&str>) -> bool {
+    namespace.is_none_or(|ns| key.namespace == ns)
+}
+
+fn too_old(revision: u64, compacted: u64) -> Error {
+    Error::Expired(format!("too old resource version: {revision} ({compacted})"))
+}
+
+impl<K: ApiResource> State<K> {
+    /// Appends an event to the history and offers it to every subscriber of its namespace;
+    /// subscribers whose buffer is full or closed are dropped.
+    fn publish(&mut self, event: Event<K>, capacity: usize) {
+        let event = Arc::new(event);
+        self.history.push_back(event.clone());
+        while self.history.len() > capacity {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted = old.revision;
+            }
+        }
+        let namespace = event.object.meta().namespace.clone().unwrap_or_default();
+        self.subscribers.retain(|s| {
+            if s.namespace.as_deref().is_some_and(|ns| ns != namespace) {
+                return !s.sender.is_closed();
+            }
+            match s.sender.try_send(event.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::info!(revision = event.revision, "dropping a watcher that fell behind");
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
     }
 
-    fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
-        let objects = self.objects.read();
-        let revision = self.revision.current();
-        let items = match namespace {
-            None => objects.values().cloned().collect(),
-            Some(ns) => objects
+    fn objects_in(&self, namespace: Option<&str>) -> Vec<(ObjectKey, Arc<K>)> {
+        match namespace {
+            None => self.objects.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Some(ns) => self
+                .objects
                 .range(ObjectKey::new(ns, "")..)
                 .take_while(|(k, _)| k.namespace == ns)
-                .map(|(_, v)| v.clone())
+                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+        }
+    }
+}
+
+impl<K: ApiResource> Store<K> for MemoryStore<K> {
+    fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
+        Ok(self.state.read().objects.get(key).cloned())
+    }
+
+    fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
+        let state = self.state.read();
+        let current = self.revision.current();
+        let ReadAt::Exact(revision) = at else {
+            let items = state.objects_in(namespace).into_iter().map(|(_, v)| v).collect();
+            return Ok(Listing { items, revision: current });
         };
-        Ok(Listing { items, revision })
+        if revision < state.compacted {
+            return Err(too_old(revision, state.compacted));
+        }
+        // Undo, newest first, every event after `revision`: the earliest such event of a key
+        // holds the key's state at `revision`.
+        let mut past: BTreeMap<ObjectKey, Option<Arc<K>>> = BTreeMap::new();
+        for event in state.history.iter().rev().take_while(|e| e.revision > revision) {
+            past.insert(ObjectKey::of(event.object.as_ref()), event.previous.clone());
+        }
+        let mut items: BTreeMap<ObjectKey, Arc<K>> =
+            state.objects_in(namespace).into_iter().filter(|(k, _)| !past.contains_key(k)).collect();
+        for (key, object) in past {
+            if let Some(object) = object
+                && in_namespace(&key, namespace)
+            {
+                items.insert(key, object);
+            }
+        }
+        Ok(Listing { items: items.into_values().collect(), revision })
+    }
+
+    fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
+        let mut state = self.state.write();
+        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        let current = self.revision.current();
+        let (snapshot, replay, revision) = match from {
+            WatchFrom::Now => (state.objects_in(namespace).into_iter().map(|(_, v)| v).collect(), Vec::new(), current),
+            WatchFrom::After(revision) => {
+                if revision < state.compacted {
+                    return Err(too_old(revision, state.compacted));
+                }
+                let replay: Vec<_> = state
+                    .history
+                    .iter()
+                    .filter(|e| e.revision > revision)
+                    .filter(|e| in_namespace(&ObjectKey::of(e.object.as_ref()), namespace))
+                    .cloned()
+                    .collect();
+                (Vec::new(), replay, revision.max(current))
+            }
+        };
+        state.subscribers.push(Subscriber { namespace: namespace.map(str::to_string), sender });
+        Ok(Subscription { snapshot, replay, revision, receiver })
+    }
+
+    fn compacted_revision(&self) -> u64 {
+        self.state.read().compacted
     }
 
     fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
-        let mut objects = self.objects.write();
-        if objects.contains_key(&key) {
+        let mut state = self.state.write();
+        if state.objects.contains_key(&key) {
             return Err(Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name });
         }
         if dry_run {
             return Ok(Arc::new(object));
         }
-        let stored = stamp(object, self.revision.next());
-        objects.insert(key, stored.clone());
+        let revision = self.revision.next();
+        let stored = stamp(object, revision);
+        state.objects.insert(key, stored.clone());
+        let event = Event {
+            revision,
+            kind: EventType::Added,
+            object: stored.clone(),
+            previous: None,
+            frame: Default::default(),
+        };
+        state.publish(event, self.history_capacity);
         Ok(stored)
     }
 
@@ -69,28 +207,36 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
         dry_run: bool,
         update: &mut dyn FnMut(&Arc<K>) -> Result<Mutation<K>>,
     ) -> Result<Committed<K>> {
-        let mut objects = self.objects.write();
-        let current = objects
+        let mut state = self.state.write();
+        let current = state
+            .objects
             .get(key)
             .cloned()
             .ok_or_else(|| Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() })?;
-        match update(&current)? {
-            Mutation::Unchanged => Ok(Committed { object: current, deleted: false }),
-            Mutation::Put(object) if dry_run => Ok(Committed { object: Arc::new(object), deleted: false }),
-            Mutation::Delete(object) if dry_run => Ok(Committed { object: Arc::new(object), deleted: true }),
-            Mutation::Put(object) => {
-                let stored = stamp(object, self.revision.next());
-                objects.insert(key.clone(), stored.clone());
-                Ok(Committed { object: stored, deleted: false })
-            }
-            Mutation::Delete(object) => {
-                objects.remove(key);
-                Ok(Committed { object: stamp(object, self.revision.next()), deleted: true })
-            }
+        let (kind, object) = match update(&current)? {
+            Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
+            Mutation::Put(object) if dry_run => return Ok(Committed { object: Arc::new(object), deleted: false }),
+            Mutation::Delete(object) if dry_run => return Ok(Committed { object: Arc::new(object), deleted: true }),
+            Mutation::Put(object) => (EventType::Modified, object),
+            Mutation::Delete(object) => (EventType::Deleted, object),
+        };
+        let revision = self.revision.next();
+        let stored = stamp(object, revision);
+        if kind == EventType::Deleted {
+            state.objects.remove(key);
+        } else {
+            state.objects.insert(key.clone(), stored.clone());
         }
+        let event =
+            Event { revision, kind, object: stored.clone(), previous: Some(current), frame: Default::default() };
+        state.publish(event, self.history_capacity);
+        Ok(Committed { object: stored, deleted: kind == EventType::Deleted })
     }
 
     fn revision(&self) -> u64 {
+        // Under the read lock no write of this store is half-done, so every event of this store
+        // up to the returned revision has been published.
+        let _state = self.state.read();
         self.revision.current()
     }
 }
@@ -100,57 +246,150 @@ mod tests {
     use super::*;
     use crate::resources::llama::{Llama, LlamaSpec};
 
-    fn llama(ns: &str, name: &str) -> Llama {
-        let mut l = Llama::new(name, LlamaSpec { weight: 1.0, height: 1.0, color: None });
+    fn llama(ns: &str, name: &str, weight: f64) -> Llama {
+        let mut l = Llama::new(name, LlamaSpec { weight, height: 1.0, color: None });
         l.metadata.namespace = Some(ns.into());
         l
     }
 
-    fn store() -> MemoryStore<Llama> {
-        MemoryStore::new(Arc::new(Revision::default()))
+    fn store(history: usize) -> MemoryStore<Llama> {
+        MemoryStore::new(Arc::new(Revision::default()), history)
+    }
+
+    fn put(s: &MemoryStore<Llama>, ns: &str, name: &str, weight: f64) {
+        let key = ObjectKey::new(ns, name);
+        if s.get(&key).unwrap().is_some() {
+            s.mutate(&key, false, &mut |cur| {
+                let mut next = (**cur).clone();
+                next.spec.weight = weight;
+                Ok(Mutation::Put(next))
+            })
+            .unwrap();
+        } else {
+            s.create(key, llama(ns, name, weight), false).unwrap();
+        }
+    }
+
+    fn delete(s: &MemoryStore<Llama>, ns: &str, name: &str) {
+        s.mutate(&ObjectKey::new(ns, name), false, &mut |cur| Ok(Mutation::Delete((**cur).clone()))).unwrap();
+    }
+
+    fn names(l: &Listing<Llama>) -> Vec<String> {
+        l.items.iter().map(|o| format!("{}={}", o.metadata.name.clone().unwrap(), o.spec.weight)).collect()
     }
 
     #[test]
     fn revisions_increase_across_writes_and_are_stamped() {
-        let s = store();
-        let a = s.create(ObjectKey::new("a", "x"), llama("a", "x"), false).unwrap();
-        let b = s.create(ObjectKey::new("b", "x"), llama("b", "x"), false).unwrap();
-        assert_eq!(a.metadata.resource_version.as_deref(), Some("1"));
+        let s = store(10);
+        put(&s, "a", "x", 1.0);
+        put(&s, "b", "x", 1.0);
+        let b = s.get(&ObjectKey::new("b", "x")).unwrap().unwrap();
         assert_eq!(b.metadata.resource_version.as_deref(), Some("2"));
         assert_eq!(s.revision(), 2);
     }
 
     #[test]
     fn lists_are_sorted_and_filtered_by_namespace() {
-        let s = store();
+        let s = store(10);
         for (ns, name) in [("b", "z"), ("a", "y"), ("a", "x"), ("ab", "w")] {
-            s.create(ObjectKey::new(ns, name), llama(ns, name), false).unwrap();
+            put(&s, ns, name, 1.0);
         }
-        let names =
-            |l: Listing<Llama>| -> Vec<String> { l.items.iter().map(|o| o.metadata.name.clone().unwrap()).collect() };
-        assert_eq!(names(s.list(None).unwrap()), ["x", "y", "w", "z"]);
-        assert_eq!(names(s.list(Some("a")).unwrap()), ["x", "y"]);
+        assert_eq!(names(&s.list(None).unwrap()), ["x=1", "y=1", "w=1", "z=1"]);
+        assert_eq!(names(&s.list(Some("a")).unwrap()), ["x=1", "y=1"]);
     }
 
     #[test]
-    fn dry_run_writes_nothing() {
-        let s = store();
-        s.create(ObjectKey::new("a", "x"), llama("a", "x"), true).unwrap();
+    fn exact_reads_rebuild_past_states_from_the_history() {
+        let s = store(100);
+        put(&s, "a", "x", 1.0); // 1
+        put(&s, "a", "y", 1.0); // 2
+        put(&s, "a", "x", 2.0); // 3
+        delete(&s, "a", "y"); // 4
+        put(&s, "a", "z", 1.0); // 5
+        assert_eq!(names(&s.list_at(None, ReadAt::Exact(2)).unwrap()), ["x=1", "y=1"]);
+        assert_eq!(names(&s.list_at(None, ReadAt::Exact(3)).unwrap()), ["x=2", "y=1"]);
+        assert_eq!(names(&s.list_at(None, ReadAt::Exact(4)).unwrap()), ["x=2"]);
+        assert_eq!(names(&s.list_at(Some("a"), ReadAt::Exact(5)).unwrap()), ["x=2", "z=1"]);
+        assert_eq!(s.list_at(None, ReadAt::Exact(0)).unwrap().items.len(), 0);
+    }
+
+    #[test]
+    fn reads_and_watches_beyond_the_history_are_expired() {
+        let s = store(2);
+        for w in 1..=4 {
+            put(&s, "a", "x", w as f64);
+        }
+        assert_eq!(s.compacted_revision(), 2);
+        assert_eq!(s.list_at(None, ReadAt::Exact(1)).unwrap_err().code(), 410);
+        assert_eq!(s.subscribe(None, WatchFrom::After(1), 10).unwrap_err().code(), 410);
+        assert_eq!(names(&s.list_at(None, ReadAt::Exact(2)).unwrap()), ["x=2"]);
+        let sub = s.subscribe(None, WatchFrom::After(2), 10).unwrap();
+        assert_eq!(sub.replay.iter().map(|e| e.revision).collect::<Vec<_>>(), [3, 4]);
+    }
+
+    #[test]
+    fn subscribers_get_events_of_their_namespace_in_order() {
+        let s = store(10);
+        put(&s, "a", "x", 1.0);
+        let mut all = s.subscribe(None, WatchFrom::Now, 10).unwrap();
+        let mut only_b = s.subscribe(Some("b"), WatchFrom::Now, 10).unwrap();
+        assert_eq!(all.snapshot.len(), 1);
+        assert_eq!(all.revision, 1);
+        put(&s, "b", "y", 1.0);
+        put(&s, "a", "x", 2.0);
+        delete(&s, "b", "y");
+        let kinds = |r: &mut mpsc::Receiver<Arc<Event<Llama>>>| {
+            let mut out = Vec::new();
+            while let Ok(e) = r.try_recv() {
+                out.push((e.revision, e.kind));
+            }
+            out
+        };
+        assert_eq!(
+            kinds(&mut all.receiver),
+            [(2, EventType::Added), (3, EventType::Modified), (4, EventType::Deleted)]
+        );
+        assert_eq!(kinds(&mut only_b.receiver), [(2, EventType::Added), (4, EventType::Deleted)]);
+    }
+
+    #[test]
+    fn a_subscriber_that_falls_behind_is_dropped_without_blocking_writes() {
+        let s = store(100);
+        let mut slow = s.subscribe(None, WatchFrom::Now, 2).unwrap();
+        let mut fast = s.subscribe(None, WatchFrom::Now, 100).unwrap();
+        for i in 0..10 {
+            put(&s, "a", &format!("l{i}"), 1.0);
+        }
+        let mut got = 0;
+        while slow.receiver.try_recv().is_ok() {
+            got += 1;
+        }
+        assert_eq!(got, 2, "the slow subscriber kept what fit, then was dropped");
+        assert!(matches!(slow.receiver.try_recv(), Err(mpsc::error::TryRecvError::Disconnected)));
+        let mut fast_got = 0;
+        while fast.receiver.try_recv().is_ok() {
+            fast_got += 1;
+        }
+        assert_eq!(fast_got, 10);
+    }
+
+    #[test]
+    fn dry_run_writes_nothing_and_publishes_nothing() {
+        let s = store(10);
+        let mut sub = s.subscribe(None, WatchFrom::Now, 10).unwrap();
+        s.create(ObjectKey::new("a", "x"), llama("a", "x", 1.0), true).unwrap();
         assert!(s.get(&ObjectKey::new("a", "x")).unwrap().is_none());
         assert_eq!(s.revision(), 0);
+        assert!(sub.receiver.try_recv().is_err());
     }
 
     #[test]
-    fn a_failing_update_function_changes_nothing() {
-        let s = store();
-        let key = ObjectKey::new("a", "x");
-        s.create(key.clone(), llama("a", "x"), false).unwrap();
-        let err = s.mutate(&key, false, &mut |_| Err(Error::BadRequest("no".into()))).unwrap_err();
-        assert_eq!(err.code(), 400);
-        assert_eq!(s.revision(), 1);
-        let deleted = s.mutate(&key, false, &mut |cur| Ok(Mutation::Delete((**cur).clone()))).unwrap();
+    fn deleted_objects_carry_the_deletion_revision() {
+        let s = store(10);
+        put(&s, "a", "x", 1.0);
+        let deleted =
+            s.mutate(&ObjectKey::new("a", "x"), false, &mut |cur| Ok(Mutation::Delete((**cur).clone()))).unwrap();
         assert!(deleted.deleted);
         assert_eq!(deleted.object.metadata.resource_version.as_deref(), Some("2"));
-        assert!(s.get(&key).unwrap().is_none());
     }
 }

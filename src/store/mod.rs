@@ -6,6 +6,10 @@
 //! updates run a caller's function on the current object under the store's write serialization
 //! (the equivalent of `GuaranteedUpdate`), so preconditions and validation see the state they
 //! change.
+//!
+//! Every committed write is also an [`Event`], kept in a bounded history (the window a watch or a
+//! paged/`Exact` list can reach back to) and fanned out to subscribers through bounded channels:
+//! a subscriber that does not keep up is dropped, never waited for.
 
 pub mod memory;
 
@@ -25,6 +29,12 @@ impl ObjectKey {
     /// A key for `namespace`/`name`.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         Self { namespace: namespace.into(), name: name.into() }
+    }
+
+    /// The key of `object`, from its metadata.
+    pub fn of<K: kube::Resource>(object: &K) -> Self {
+        let meta = object.meta();
+        Self::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
     }
 }
 
@@ -57,13 +67,83 @@ pub struct Listing<K> {
     pub revision: u64,
 }
 
+/// What happened to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Changed.
+    Modified,
+    /// Gone.
+    Deleted,
+}
+
+/// One committed change, shared by the history and every subscriber.
+#[derive(Debug)]
+pub struct Event<K> {
+    /// The revision of the change (the object's new resourceVersion, or its deletion's).
+    pub revision: u64,
+    /// What happened.
+    pub kind: EventType,
+    /// The object after the change; for a deletion, its last state stamped with the deletion's revision.
+    pub object: Arc<K>,
+    /// The object before the change; `None` for a creation.
+    pub previous: Option<Arc<K>>,
+    /// The plain JSON watch frame, encoded once by the first watcher that needs it.
+    pub frame: std::sync::OnceLock<bytes::Bytes>,
+}
+
+/// Which state a read is served from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadAt {
+    /// The latest state.
+    Latest,
+    /// The state exactly at this revision (from the event history); 410 beyond the history.
+    Exact(u64),
+}
+
+/// Where a subscription starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchFrom {
+    /// From now, with a snapshot of the current objects for synthetic `ADDED` events.
+    Now,
+    /// Every event after this revision (replayed from the history); 410 beyond it.
+    After(u64),
+}
+
+/// A live subscription to a store's events.
+#[derive(Debug)]
+pub struct Subscription<K> {
+    /// For [`WatchFrom::Now`]: the objects at [`Subscription::revision`].
+    pub snapshot: Vec<Arc<K>>,
+    /// For [`WatchFrom::After`]: the history events after the requested revision, in order.
+    pub replay: Vec<Arc<Event<K>>>,
+    /// The revision the subscription starts from; later events arrive on `receiver`.
+    pub revision: u64,
+    /// Events committed after `revision`, in order. It closes when the subscriber fell behind.
+    pub receiver: tokio::sync::mpsc::Receiver<Arc<Event<K>>>,
+}
+
 /// Storage for one resource type. Implementations set `metadata.resourceVersion` on commit.
 pub trait Store<K>: Send + Sync + 'static {
     /// The object at `key`, if any.
     fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>>;
 
     /// Every object, or those of one namespace, at one consistent revision.
-    fn list(&self, namespace: Option<&str>) -> Result<Listing<K>>;
+    fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
+        self.list_at(namespace, ReadAt::Latest)
+    }
+
+    /// Like [`Store::list`], at the latest or an exact past revision.
+    fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>>;
+
+    /// Subscribes to the events of one namespace (or all) from `from`; the subscriber's buffer
+    /// holds `capacity` events.
+    fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>>;
+
+    /// The newest revision that can no longer be read or watched from: reads at or after it
+    /// are served, older ones get 410.
+    fn compacted_revision(&self) -> u64;
 
     /// Stores a new object; 409 `AlreadyExists` if its key is taken. With `dry_run` the checks
     /// run but nothing is stored.

@@ -1,0 +1,406 @@
+//! Label and field selectors of list, watch and deletecollection requests.
+//!
+//! Label selectors follow apimachinery's grammar (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`,
+//! comma-separated, keys and values validated) and parse into kube-core's [`Expression`]s, whose
+//! matching has Kubernetes' semantics (`!=` and `notin` match objects without the key). Field
+//! selectors accept `=`, `==` and `!=` on `metadata.name`, `metadata.namespace` and the fields a
+//! resource declares; anything else is a 400 naming it.
+
+use super::error::{Error, Result};
+use super::validation::{label_value, qualified_name};
+use kube::core::{Expression, Selector, SelectorExt};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A parsed label selector; empty matches everything.
+#[derive(Clone, Debug, Default)]
+pub struct LabelSelector {
+    expressions: Vec<Expression>,
+}
+
+impl LabelSelector {
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.expressions.is_empty()
+    }
+
+    /// Whether `labels` satisfy every requirement.
+    pub fn matches(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        if self.expressions.is_empty() {
+            return true;
+        }
+        let empty = BTreeMap::new();
+        let labels = labels.unwrap_or(&empty);
+        self.expressions.iter().all(|e| e.matches(labels))
+    }
+
+    /// As a kube-core [`Selector`].
+    pub fn to_selector(&self) -> Selector {
+        self.expressions.iter().cloned().collect()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Ident(String),
+    Eq,
+    DoubleEq,
+    NotEq,
+    Bang,
+    Open,
+    Close,
+    Comma,
+}
+
+fn describe(token: &Token) -> String {
+    match token {
+        Token::Ident(s) => format!("{s:?}"),
+        Token::Eq => "'='".into(),
+        Token::DoubleEq => "'=='".into(),
+        Token::NotEq => "'!='".into(),
+        Token::Bang => "'!'".into(),
+        Token::Open => "'('".into(),
+        Token::Close => "')'".into(),
+        Token::Comma => "','".into(),
+    }
+}
+
+fn tokenize(input: &str) -> Result<Vec<Token>> {
+    let mut tokens = Vec::new();
+    let chars: Vec<char> = input.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ' ' | '\t' | '\n' => i += 1,
+            '(' => (tokens.push(Token::Open), i += 1).1,
+            ')' => (tokens.push(Token::Close), i += 1).1,
+            ',' => (tokens.push(Token::Comma), i += 1).1,
+            '=' if chars.get(i + 1) == Some(&'=') => (tokens.push(Token::DoubleEq), i += 2).1,
+            '=' => (tokens.push(Token::Eq), i += 1).1,
+            '!' if chars.get(i + 1) == Some(&'=') => (tokens.push(Token::NotEq), i += 2).1,
+            '!' => (tokens.push(Token::Bang), i += 1).1,
+            _ => {
+                let start = i;
+                while i < chars.len() && !matches!(chars[i], ' ' | '\t' | '\n' | '(' | ')' | ',' | '=' | '!') {
+                    i += 1;
+                }
+                tokens.push(Token::Ident(chars[start..i].iter().collect()));
+            }
+        }
+    }
+    Ok(tokens)
+}
+
+fn requirement_error(message: impl std::fmt::Display) -> Error {
+    Error::BadRequest(format!("unable to parse requirement: {message}"))
+}
+
+fn check_key(key: &str) -> Result<()> {
+    match qualified_name(key).first() {
+        None => Ok(()),
+        Some(problem) => Err(requirement_error(format!("invalid label key {key:?}: {problem}"))),
+    }
+}
+
+fn check_value(value: &str) -> Result<()> {
+    match label_value(value).first() {
+        None => Ok(()),
+        Some(problem) => Err(requirement_error(format!("invalid label value: {value:?}: {problem}"))),
+    }
+}
+
+/// Parses a `labelSelector` query value.
+pub fn parse_label_selector(input: &str) -> Result<LabelSelector> {
+    let tokens = tokenize(input)?;
+    let mut expressions = Vec::new();
+    let mut pos = 0;
+    let next = |pos: &mut usize| -> Option<Token> {
+        let t = tokens.get(*pos).cloned();
+        *pos += 1;
+        t
+    };
+    if tokens.is_empty() {
+        return Ok(LabelSelector::default());
+    }
+    loop {
+        let expression = match next(&mut pos) {
+            Some(Token::Bang) => match next(&mut pos) {
+                Some(Token::Ident(key)) => {
+                    check_key(&key)?;
+                    Expression::DoesNotExist(key)
+                }
+                other => {
+                    return Err(requirement_error(format!(
+                        "found {}, expected: identifier after '!'",
+                        other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
+                    )));
+                }
+            },
+            Some(Token::Ident(key)) => {
+                check_key(&key)?;
+                match tokens.get(pos) {
+                    None | Some(Token::Comma) => Expression::Exists(key),
+                    Some(Token::Eq | Token::DoubleEq | Token::NotEq) => {
+                        let op = next(&mut pos);
+                        let value = match tokens.get(pos) {
+                            Some(Token::Ident(v)) => {
+                                pos += 1;
+                                v.clone()
+                            }
+                            None | Some(Token::Comma) => String::new(),
+                            Some(other) => {
+                                return Err(requirement_error(format!(
+                                    "found {}, expected: identifier",
+                                    describe(other)
+                                )));
+                            }
+                        };
+                        check_value(&value)?;
+                        if op == Some(Token::NotEq) {
+                            Expression::NotEqual(key, value)
+                        } else {
+                            Expression::Equal(key, value)
+                        }
+                    }
+                    Some(Token::Ident(op)) if op == "in" || op == "notin" => {
+                        let op = op.clone();
+                        pos += 1;
+                        if next(&mut pos) != Some(Token::Open) {
+                            return Err(requirement_error(format!("found {op} without '(', expected: '('")));
+                        }
+                        let mut values = BTreeSet::new();
+                        loop {
+                            match next(&mut pos) {
+                                Some(Token::Ident(v)) => {
+                                    check_value(&v)?;
+                                    values.insert(v);
+                                    match next(&mut pos) {
+                                        Some(Token::Comma) => continue,
+                                        Some(Token::Close) => break,
+                                        other => {
+                                            return Err(requirement_error(format!(
+                                                "found {}, expected: ',' or ')'",
+                                                other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
+                                            )));
+                                        }
+                                    }
+                                }
+                                Some(Token::Close) if values.is_empty() => {
+                                    return Err(requirement_error(
+                                        "for 'in', 'notin' operators, values set can't be empty",
+                                    ));
+                                }
+                                other => {
+                                    return Err(requirement_error(format!(
+                                        "found {}, expected: identifier",
+                                        other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
+                                    )));
+                                }
+                            }
+                        }
+                        if op == "in" { Expression::In(key, values) } else { Expression::NotIn(key, values) }
+                    }
+                    Some(other) => {
+                        return Err(requirement_error(format!(
+                            "found {}, expected: in, notin, =, ==, !=, or end of string",
+                            describe(other)
+                        )));
+                    }
+                }
+            }
+            other => {
+                return Err(requirement_error(format!(
+                    "found {}, expected: !, identifier, or end of string",
+                    other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
+                )));
+            }
+        };
+        expressions.push(expression);
+        match next(&mut pos) {
+            None => break,
+            Some(Token::Comma) => continue,
+            Some(other) => {
+                return Err(requirement_error(format!("found {}, expected: ',' or end of string", describe(&other))));
+            }
+        }
+    }
+    Ok(LabelSelector { expressions })
+}
+
+/// One field requirement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldRequirement {
+    /// The field path, e.g. `metadata.name`.
+    pub field: String,
+    /// `true` for `!=`.
+    pub negated: bool,
+    /// The value compared with.
+    pub value: String,
+}
+
+/// A parsed field selector; empty matches everything.
+#[derive(Clone, Debug, Default)]
+pub struct FieldSelector {
+    requirements: Vec<FieldRequirement>,
+}
+
+impl FieldSelector {
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
+    /// Whether the object's fields, looked up by `value_of`, satisfy every requirement.
+    pub fn matches(&self, value_of: impl Fn(&str) -> Option<String>) -> bool {
+        self.requirements.iter().all(|r| {
+            let actual = value_of(&r.field).unwrap_or_default();
+            (actual == r.value) != r.negated
+        })
+    }
+
+    /// The value an `=` requirement pins `field` to, if any (e.g. `metadata.name` for `kubectl get NAME -w`).
+    pub fn exact(&self, field: &str) -> Option<&str> {
+        self.requirements.iter().find(|r| r.field == field && !r.negated).map(|r| r.value.as_str())
+    }
+}
+
+/// Splits on unescaped `sep`, keeping escapes for the next stage.
+fn split_unescaped(input: &str, sep: char) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut escaped = false;
+    for c in input.chars() {
+        if escaped {
+            parts.last_mut().map(|p| {
+                p.push('\\');
+                p.push(c)
+            });
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == sep {
+            parts.push(String::new());
+        } else if let Some(p) = parts.last_mut() {
+            p.push(c);
+        }
+    }
+    parts
+}
+
+fn unescape(value: &str) -> Result<String> {
+    let mut out = String::new();
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some(e @ ('\\' | ',' | '=' | '!')) => out.push(e),
+                Some(other) => {
+                    return Err(Error::BadRequest(format!(
+                        "invalid field selector: invalid escape sequence: \\{other}"
+                    )));
+                }
+                None => return Err(Error::BadRequest("invalid field selector: unterminated escape".into())),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a `fieldSelector` query value, allowing `metadata.name`, `metadata.namespace` and `extra`.
+pub fn parse_field_selector(input: &str, extra: &[&str]) -> Result<FieldSelector> {
+    let mut requirements = Vec::new();
+    for part in split_unescaped(input, ',') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        let (field, negated, value) = if let Some((f, v)) = part.split_once("!=") {
+            (f, true, v)
+        } else if let Some((f, v)) = part.split_once("==") {
+            (f, false, v)
+        } else if let Some((f, v)) = part.split_once('=') {
+            (f, false, v)
+        } else {
+            return Err(Error::BadRequest(format!(
+                "invalid field selector: {part:?}: expected field=value, field==value or field!=value"
+            )));
+        };
+        let field = field.trim();
+        if field != "metadata.name" && field != "metadata.namespace" && !extra.contains(&field) {
+            return Err(Error::BadRequest(format!("field label not supported: {field}")));
+        }
+        requirements.push(FieldRequirement { field: field.to_string(), negated, value: unescape(value.trim())? });
+    }
+    Ok(FieldSelector { requirements })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn every_operator_of_the_grammar_parses_and_matches() {
+        let s = parse_label_selector("herd=a,color==white,tier!=top,env in (prod, dev),zone notin (x),shorn,!sick")
+            .unwrap();
+        let good = labels(&[("herd", "a"), ("color", "white"), ("env", "dev"), ("shorn", "yes")]);
+        assert!(s.matches(Some(&good)));
+        let mut sick = good.clone();
+        sick.insert("sick".into(), "".into());
+        assert!(!s.matches(Some(&sick)));
+        let mut wrong_env = good.clone();
+        wrong_env.insert("env".into(), "test".into());
+        assert!(!s.matches(Some(&wrong_env)));
+        assert_eq!(
+            s.to_selector().to_string(),
+            "herd=a,color=white,tier!=top,env in (dev,prod),zone notin (x),shorn,!sick"
+        );
+    }
+
+    #[test]
+    fn not_equal_and_notin_match_missing_keys() {
+        let s = parse_label_selector("a!=1,b notin (2)").unwrap();
+        assert!(s.matches(None));
+    }
+
+    #[test]
+    fn empty_selector_matches_everything_and_empty_value_is_allowed() {
+        assert!(parse_label_selector("").unwrap().matches(None));
+        let s = parse_label_selector("a=").unwrap();
+        assert!(s.matches(Some(&labels(&[("a", "")]))));
+    }
+
+    #[test]
+    fn malformed_label_selectors_are_bad_requests() {
+        for bad in ["a in b", "a in ()", "=a", "a b", "a=(", "bad key!=x", "a=b c", "a in (x", "!", "a,,b", "a=-x"] {
+            let err = parse_label_selector(bad).unwrap_err();
+            assert_eq!(err.code(), 400, "{bad}");
+            assert!(err.to_string().starts_with("unable to parse requirement"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn field_selectors_allow_metadata_and_declared_fields() {
+        let s = parse_field_selector("metadata.name=dolly,spec.color!=brown", &["spec.color"]).unwrap();
+        assert_eq!(s.exact("metadata.name"), Some("dolly"));
+        assert!(s.matches(|f| match f {
+            "metadata.name" => Some("dolly".into()),
+            _ => Some("white".into()),
+        }));
+        assert!(!s.matches(|f| Some(if f == "metadata.name" { "dolly" } else { "brown" }.into())));
+        let err = parse_field_selector("spec.weight=1", &["spec.color"]).unwrap_err();
+        assert_eq!(err.to_string(), "field label not supported: spec.weight");
+        assert_eq!(parse_field_selector("nonsense", &[]).unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn field_selector_values_may_escape_separators() {
+        let s = parse_field_selector(r"metadata.name=a\,b", &[]).unwrap();
+        assert_eq!(s.exact("metadata.name"), Some("a,b"));
+        assert!(parse_field_selector(r"metadata.name=a\q", &[]).is_err());
+    }
+}

@@ -1,0 +1,279 @@
+//! Watch streams: newline-delimited JSON `WatchEvent` frames over a streamed response, one frame
+//! per event, flushed as written.
+//!
+//! - Without a resourceVersion (or `0`): synthetic `ADDED` events for the current objects, then
+//!   live events. From resourceVersion `N`: every event after `N`, replayed from the history; when
+//!   `N` is older than the history, one `ERROR` event carrying a 410 `Expired` Status, so the
+//!   client re-lists.
+//! - `sendInitialEvents=true` (streaming lists): initial `ADDED` events, then a `BOOKMARK`
+//!   annotated `k8s.io/initial-events-end: "true"`.
+//! - `allowWatchBookmarks=true`: periodic `BOOKMARK`s whose resourceVersion is never older than an
+//!   event already sent and never newer than one still to come.
+//! - Selectors apply to both sides of a change: an object that starts matching arrives as
+//!   `ADDED`, one that stops matching as `DELETED`.
+//! - `timeoutSeconds`, or the server's minimum request timeout with up to 100% jitter, ends the
+//!   stream cleanly.
+//!
+//! The plain JSON frame of each event is encoded once and shared by every watcher. A watcher that
+//! stops reading holds at most its bounded subscription buffer; beyond it the store drops the
+//! subscription and the stream ends, so the client re-watches from its last resourceVersion.
+
+use super::error::{Error, Result};
+use super::negotiate::{Representation, Target, partial_metadata_in};
+use super::query::{ListOptions, Query};
+use super::registry::Registry;
+use super::table;
+use crate::resources::{API_VERSION, ApiResource};
+use crate::store::{Event, EventType, WatchFrom};
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kube::core::TypeMeta;
+use kube::core::watch::{Bookmark, BookmarkMeta};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// The annotation of the bookmark that ends the initial events of a streaming list.
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// How many encoded frames may wait for the client before the stream stops pulling events.
+const BODY_BUFFER: usize = 16;
+
+#[derive(Serialize)]
+struct Frame<'a, T: Serialize> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    object: &'a T,
+}
+
+fn frame<T: Serialize>(kind: &'static str, object: &T) -> Result<Bytes> {
+    let mut out = serde_json::to_vec(&Frame { kind, object }).map_err(|e| Error::Internal(e.to_string()))?;
+    out.push(b'\n');
+    Ok(Bytes::from(out))
+}
+
+fn type_name(kind: EventType) -> &'static str {
+    match kind {
+        EventType::Added => "ADDED",
+        EventType::Modified => "MODIFIED",
+        EventType::Deleted => "DELETED",
+    }
+}
+
+/// Encodes the frames of one watch in its representation.
+struct Encoder<K: ApiResource> {
+    representation: Representation,
+    include: table::IncludeObject,
+    /// Table column definitions go in the first table frame only.
+    columns_sent: bool,
+    _kind: std::marker::PhantomData<K>,
+}
+
+impl<K: ApiResource> Encoder<K> {
+    fn object(&mut self, kind: &'static str, object: &K) -> Result<Bytes> {
+        match self.representation {
+            Representation::Object => frame(kind, object),
+            Representation::Metadata(version) => frame(kind, &partial_metadata_in(object.meta(), version)),
+            Representation::Table(_) => {
+                let metadata =
+                    ListMeta { resource_version: object.meta().resource_version.clone(), ..Default::default() };
+                let mut t =
+                    table::render(std::iter::once(object), metadata, self.include, k8s_openapi::jiff::Timestamp::now());
+                if self.columns_sent {
+                    t.drop_column_definitions();
+                }
+                self.columns_sent = true;
+                frame(kind, &t)
+            }
+        }
+    }
+
+    /// The frame of `event` as its own type; the plain JSON frame is cached on the event.
+    fn event(&mut self, event: &Event<K>) -> Result<Bytes> {
+        let kind = type_name(event.kind);
+        if self.representation == Representation::Object {
+            if let Some(cached) = event.frame.get() {
+                return Ok(cached.clone());
+            }
+            let encoded = frame(kind, event.object.as_ref())?;
+            return Ok(event.frame.get_or_init(|| encoded).clone());
+        }
+        self.object(kind, event.object.as_ref())
+    }
+
+    fn bookmark(&self, revision: u64, initial_events_end: bool) -> Result<Bytes> {
+        let types = match self.representation {
+            Representation::Object => TypeMeta { api_version: API_VERSION.into(), kind: K::INFO.kind.into() },
+            Representation::Metadata(v) => {
+                TypeMeta { api_version: v.api_version().into(), kind: "PartialObjectMetadata".into() }
+            }
+            Representation::Table(v) => TypeMeta { api_version: v.api_version().into(), kind: "Table".into() },
+        };
+        let mut annotations = BTreeMap::new();
+        if initial_events_end {
+            annotations.insert(INITIAL_EVENTS_END.to_string(), "true".to_string());
+        }
+        frame(
+            "BOOKMARK",
+            &Bookmark { types, metadata: BookmarkMeta { resource_version: revision.to_string(), annotations } },
+        )
+    }
+}
+
+fn error_frame(err: &Error) -> Bytes {
+    frame("ERROR", &err.to_status()).unwrap_or_default()
+}
+
+/// What a watcher with selectors sees of an event: its own type, a transition, or nothing.
+fn visible<K: ApiResource>(event: &Event<K>, selects: &(dyn Fn(&K) -> bool + Sync)) -> Option<&'static str> {
+    let now = selects(event.object.as_ref());
+    match event.kind {
+        EventType::Added => now.then_some("ADDED"),
+        EventType::Deleted => now.then_some("DELETED"),
+        EventType::Modified => {
+            let before = event.previous.as_deref().is_some_and(selects);
+            match (before, now) {
+                (true, true) => Some("MODIFIED"),
+                (false, true) => Some("ADDED"),
+                (true, false) => Some("DELETED"),
+                (false, false) => None,
+            }
+        }
+    }
+}
+
+/// The watch's end: `timeoutSeconds`, or the minimum request timeout with up to 100% jitter.
+fn deadline(options: &ListOptions, min_request_timeout: std::time::Duration) -> Instant {
+    let timeout = match options.timeout_seconds {
+        Some(seconds) => std::time::Duration::from_secs(seconds),
+        None => {
+            use rand::Rng;
+            min_request_timeout.mul_f64(1.0 + rand::rng().random::<f64>())
+        }
+    };
+    Instant::now() + timeout
+}
+
+/// Sends one frame, giving up at the deadline or when the client is gone.
+async fn send(tx: &mpsc::Sender<Result<Bytes, std::convert::Infallible>>, frame: Bytes, deadline: Instant) -> bool {
+    matches!(tokio::time::timeout_at(deadline, tx.send(Ok(frame))).await, Ok(Ok(())))
+}
+
+/// Serves a watch of `namespace` (or all namespaces).
+pub async fn serve<K: ApiResource>(
+    registry: Arc<Registry<K>>,
+    namespace: Option<String>,
+    options: ListOptions,
+    representation: Representation,
+    query: &Query,
+) -> Result<Response> {
+    let include = query.include_object()?;
+    let settings = registry.watch_settings().clone();
+    let rv = options.resource_version.filter(|rv| *rv != 0);
+    let send_initial = options.send_initial_events.unwrap_or(rv.is_none());
+    if let Some(rv) = rv {
+        registry.wait_for_revision(rv).await?;
+    }
+    let from = match rv {
+        Some(rv) if !send_initial => WatchFrom::After(rv),
+        _ => WatchFrom::Now,
+    };
+    let deadline = deadline(&options, settings.min_request_timeout);
+    let (tx, rx) = mpsc::channel(BODY_BUFFER);
+    let mut encoder = Encoder::<K> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
+    match registry.subscribe(namespace.as_deref(), from) {
+        Err(err @ Error::Expired(_)) => {
+            // An expired watch is a 200 with one ERROR event, so clients re-list.
+            let _ = tx.try_send(Ok(error_frame(&err)));
+        }
+        Err(err) => return Err(err),
+        Ok(mut subscription) => {
+            let bookmarks = options.allow_watch_bookmarks;
+            let announce_end = options.send_initial_events == Some(true);
+            let selects = move |o: &K| Registry::<K>::selects(&options, o);
+            tokio::spawn(async move {
+                let mut last_sent = subscription.revision;
+                if send_initial {
+                    for object in subscription.snapshot.iter().filter(|o| selects(o)) {
+                        let Ok(f) = encoder.object("ADDED", object.as_ref()) else { return };
+                        if !send(&tx, f, deadline).await {
+                            return;
+                        }
+                    }
+                }
+                if announce_end {
+                    let Ok(f) = encoder.bookmark(subscription.revision, true) else { return };
+                    if !send(&tx, f, deadline).await {
+                        return;
+                    }
+                }
+                let mut pending = std::mem::take(&mut subscription.replay).into_iter();
+                let mut ticker =
+                    tokio::time::interval_at(Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
+                loop {
+                    let event = match pending.next() {
+                        Some(e) => Some(e),
+                        None => tokio::select! {
+                            e = subscription.receiver.recv() => match e {
+                                Some(e) => Some(e),
+                                None => return, // fell behind: the store dropped us; the client re-watches
+                            },
+                            _ = ticker.tick(), if bookmarks => {
+                                // Every event up to `revision` is already in our buffer: send
+                                // those first, then the bookmark.
+                                let revision = registry.revision();
+                                while let Ok(e) = subscription.receiver.try_recv() {
+                                    if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent).await {
+                                        return;
+                                    }
+                                }
+                                let Ok(f) = encoder.bookmark(revision.max(last_sent), false) else { return };
+                                if !send(&tx, f, deadline).await {
+                                    return;
+                                }
+                                None
+                            },
+                            () = tokio::time::sleep_until(deadline) => return,
+                            () = tx.closed() => return,
+                        },
+                    };
+                    if let Some(event) = event
+                        && !deliver(&mut encoder, &tx, &event, &selects, deadline, &mut last_sent).await
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    }
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::OK;
+    if let Ok(v) = HeaderValue::from_str(&representation.content_type(Target::Watch)) {
+        response.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    Ok(response)
+}
+
+/// Sends `event` if the watcher sees it; false when the stream must end.
+async fn deliver<K: ApiResource>(
+    encoder: &mut Encoder<K>,
+    tx: &mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
+    event: &Event<K>,
+    selects: &(dyn Fn(&K) -> bool + Sync),
+    deadline: Instant,
+    last_sent: &mut u64,
+) -> bool {
+    let Some(kind) = visible(event, selects) else { return true };
+    let encoded =
+        if kind == type_name(event.kind) { encoder.event(event) } else { encoder.object(kind, event.object.as_ref()) };
+    let Ok(f) = encoded else { return false };
+    *last_sent = (*last_sent).max(event.revision);
+    send(tx, f, deadline).await
+}
