@@ -27,11 +27,17 @@ pub struct Server {
 impl Server {
     /// Starts a server and waits until `/readyz` answers 200.
     pub async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts a server with extra `serve` flags.
+    pub async fn start_with(extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
         let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
             .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0", "--write-kubeconfig"])
             .arg(&kubeconfig)
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -153,4 +159,68 @@ pub fn assert_status(body: &serde_json::Value, code: u16, reason: &str) {
     assert_eq!(body["code"], code, "{body}");
     assert_eq!(body["reason"], reason, "{body}");
     assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+}
+
+/// A watch response read frame by frame.
+pub struct WatchStream {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+}
+
+impl WatchStream {
+    /// Opens a watch at `path` (query included) with the server's client.
+    pub async fn open(server: &Server, path: &str) -> Self {
+        Self::open_accepting(server, path, "application/json").await
+    }
+
+    /// Opens a watch asking for `accept`.
+    pub async fn open_accepting(server: &Server, path: &str, accept: &str) -> Self {
+        let response =
+            server.client.get(server.url(path)).header("accept", accept).send().await.expect("watch request");
+        assert_eq!(response.status(), 200, "watch {path}");
+        Self { response, buffer: Vec::new() }
+    }
+
+    /// The next event, `None` at the end of the stream; panics after `wait` without one.
+    pub async fn next_within(&mut self, wait: Duration) -> Option<serde_json::Value> {
+        loop {
+            if let Some(pos) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=pos).collect();
+                return Some(serde_json::from_slice(&line).expect("a JSON watch frame"));
+            }
+            match tokio::time::timeout(wait, self.response.chunk()).await {
+                Err(_) => panic!("no watch event within {wait:?}"),
+                Ok(Ok(Some(chunk))) => self.buffer.extend_from_slice(&chunk),
+                Ok(Ok(None)) | Ok(Err(_)) => return None,
+            }
+        }
+    }
+
+    /// The next event, within five seconds.
+    pub async fn next(&mut self) -> Option<serde_json::Value> {
+        self.next_within(Duration::from_secs(5)).await
+    }
+
+    /// Whether nothing arrives for `wait`.
+    pub async fn quiet_for(&mut self, wait: Duration) -> bool {
+        if self.buffer.contains(&b'\n') {
+            return false;
+        }
+        match tokio::time::timeout(wait, self.response.chunk()).await {
+            Err(_) => true,
+            Ok(Ok(Some(chunk))) => {
+                self.buffer.extend_from_slice(&chunk);
+                false
+            }
+            Ok(_) => false,
+        }
+    }
+}
+
+/// `(type, name)` of a watch event.
+pub fn event_summary(event: &serde_json::Value) -> (String, String) {
+    (
+        event["type"].as_str().unwrap_or_default().to_string(),
+        event["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+    )
 }

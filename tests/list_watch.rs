@@ -1,0 +1,404 @@
+//! Black-box tests of list and watch semantics over HTTPS: selectors, paging, resourceVersion,
+//! watch streams (initial events, resume, 410, bookmarks, streaming lists, timeouts, selector
+//! transitions, representations), slow watchers and deletecollection with selectors.
+
+mod common;
+
+use common::{Server, WatchStream, assert_status, event_summary, llama, llama_path, llamas};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const ALL: &str = "/apis/farm.example.com/v1alpha/llamas";
+
+async fn create(s: &Server, ns: &str, name: &str, labels: Value) -> Value {
+    let mut body = llama(name, 1.0, 1.0);
+    body["metadata"]["labels"] = labels;
+    let r = s.client.post(s.url(&llamas(ns))).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    r.json().await.unwrap()
+}
+
+async fn merge(s: &Server, ns: &str, name: &str, patch: Value) -> Value {
+    let r = s
+        .client
+        .patch(s.url(&llama_path(ns, name)))
+        .header("content-type", "application/merge-patch+json")
+        .body(patch.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+async fn delete(s: &Server, ns: &str, name: &str) -> Value {
+    let r = s.client.delete(s.url(&llama_path(ns, name))).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+async fn get(s: &Server, path: &str) -> (u16, Value) {
+    let r = s.client.get(s.url(path)).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect()
+}
+
+fn rv(object: &Value) -> u64 {
+    object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn label_selectors_support_the_whole_grammar() {
+    let s = Server::start().await;
+    create(&s, "default", "a", json!({"herd": "a", "tier": "top"})).await;
+    create(&s, "default", "b", json!({"herd": "b"})).await;
+    create(&s, "default", "c", json!({"herd": "c", "shorn": "yes"})).await;
+    create(&s, "default", "d", json!({})).await;
+    let select = |sel: &str| format!("{}?labelSelector={}", llamas("default"), urlencode(sel));
+    let cases = [
+        ("herd=a", vec!["a"]),
+        ("herd==b", vec!["b"]),
+        ("herd!=a", vec!["b", "c", "d"]),
+        ("herd in (a,c)", vec!["a", "c"]),
+        ("herd notin (a,c)", vec!["b", "d"]),
+        ("shorn", vec!["c"]),
+        ("!herd", vec!["d"]),
+        ("herd,!tier", vec!["b", "c"]),
+        ("", vec!["a", "b", "c", "d"]),
+    ];
+    for (selector, want) in cases {
+        let (code, list) = get(&s, &select(selector)).await;
+        assert_eq!(code, 200);
+        assert_eq!(names(&list), want, "{selector}");
+    }
+    let (code, body) = get(&s, &select("herd in a")).await;
+    assert_eq!(code, 400);
+    assert_status(&body, 400, "BadRequest");
+    assert!(body["message"].as_str().unwrap().contains("unable to parse requirement"));
+}
+
+fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[tokio::test]
+async fn field_selectors_support_metadata_and_declared_fields() {
+    let s = Server::start().await;
+    create(&s, "a", "x", json!({})).await;
+    create(&s, "b", "x", json!({})).await;
+    create(&s, "b", "y", json!({})).await;
+    merge(&s, "b", "y", json!({"spec": {"color": "brown"}})).await;
+    let (_, list) = get(&s, &format!("{ALL}?fieldSelector=metadata.name%3Dx")).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 2);
+    let (_, list) = get(&s, &format!("{ALL}?fieldSelector=metadata.namespace%3Db,metadata.name!%3Dx")).await;
+    assert_eq!(names(&list), ["y"]);
+    let (_, list) = get(&s, &format!("{ALL}?fieldSelector=spec.color%3Dbrown")).await;
+    assert_eq!(names(&list), ["y"]);
+    let (code, body) = get(&s, &format!("{ALL}?fieldSelector=spec.weight%3D1")).await;
+    assert_eq!(code, 400);
+    assert_eq!(body["message"], "field label not supported: spec.weight");
+}
+
+#[tokio::test]
+async fn paging_returns_every_object_once_with_remaining_counts() {
+    let s = Server::start().await;
+    for i in 0..5 {
+        create(&s, "default", &format!("l{i}"), json!({})).await;
+    }
+    let mut seen = Vec::new();
+    let mut path = format!("{}?limit=2", llamas("default"));
+    let mut remaining = Vec::new();
+    let mut revisions = Vec::new();
+    loop {
+        let (code, page) = get(&s, &path).await;
+        assert_eq!(code, 200, "{page}");
+        seen.extend(names(&page));
+        remaining.push(page["metadata"]["remainingItemCount"].as_i64());
+        revisions.push(page["metadata"]["resourceVersion"].clone());
+        // A write between pages does not show up in the paged list.
+        create(&s, "default", &format!("new{}", seen.len()), json!({})).await;
+        match page["metadata"]["continue"].as_str() {
+            Some(token) => path = format!("{}?limit=2&continue={token}", llamas("default")),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["l0", "l1", "l2", "l3", "l4"]);
+    assert_eq!(remaining, [Some(3), Some(1), None]);
+    assert!(
+        revisions.windows(2).all(|w| w[0] == w[1]),
+        "every page is read at the first page's revision: {revisions:?}"
+    );
+
+    let (code, body) = get(&s, &format!("{}?limit=2&continue=garbage!", llamas("default"))).await;
+    assert_eq!(code, 400);
+    assert_status(&body, 400, "BadRequest");
+    let (_, first) = get(&s, &format!("{}?limit=2", llamas("default"))).await;
+    let token = first["metadata"]["continue"].as_str().unwrap();
+    let (code, _) = get(&s, &format!("{}?limit=2&continue={token}", llamas("other"))).await;
+    assert_eq!(code, 400, "a token of another namespace is refused");
+}
+
+#[tokio::test]
+async fn an_expired_continue_token_is_410_with_an_inconsistent_continuation() {
+    let s = Server::start_with(&["--watch-history-size", "3"]).await;
+    for i in 0..4 {
+        create(&s, "default", &format!("l{i}"), json!({})).await;
+    }
+    let (_, first) = get(&s, &format!("{}?limit=2", llamas("default"))).await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    for i in 0..5 {
+        merge(&s, "default", "l0", json!({"spec": {"weight": i + 2}})).await;
+    }
+    let (code, body) = get(&s, &format!("{}?limit=2&continue={token}", llamas("default"))).await;
+    assert_eq!(code, 410);
+    assert_status(&body, 410, "Expired");
+    let inconsistent = body["metadata"]["continue"].as_str().expect("an inconsistent continue token");
+    let (code, rest) = get(&s, &format!("{}?limit=2&continue={inconsistent}", llamas("default"))).await;
+    assert_eq!(code, 200);
+    assert_eq!(names(&rest), ["l2", "l3"]);
+}
+
+#[tokio::test]
+async fn list_resource_version_semantics() {
+    let s = Server::start_with(&["--watch-history-size", "4"]).await;
+    let a = create(&s, "default", "a", json!({})).await;
+    let b = merge(&s, "default", "a", json!({"spec": {"weight": 2}})).await;
+    create(&s, "default", "b", json!({})).await;
+
+    let (_, exact) =
+        get(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=Exact", llamas("default"), rv(&a))).await;
+    assert_eq!(names(&exact), ["a"]);
+    assert_eq!(exact["items"][0]["spec"]["weight"], 1.0);
+    assert_eq!(exact["metadata"]["resourceVersion"], rv(&a).to_string());
+    let (_, newer) =
+        get(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=NotOlderThan", llamas("default"), rv(&b))).await;
+    assert_eq!(names(&newer), ["a", "b"]);
+    let (_, any) = get(&s, &format!("{}?resourceVersion=0", llamas("default"))).await;
+    assert_eq!(names(&any), ["a", "b"]);
+
+    for i in 0..6 {
+        merge(&s, "default", "b", json!({"spec": {"weight": i + 3}})).await;
+    }
+    let (code, body) =
+        get(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=Exact", llamas("default"), rv(&a))).await;
+    assert_eq!(code, 410);
+    assert_status(&body, 410, "Expired");
+
+    let (code, body) =
+        get(&s, &format!("{}?resourceVersion=999999&resourceVersionMatch=NotOlderThan", llamas("default"))).await;
+    assert_eq!(code, 504);
+    assert_status(&body, 504, "Timeout");
+    assert_eq!(body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+
+    let (code, body) = get(&s, &format!("{}?resourceVersionMatch=Exact", llamas("default"))).await;
+    assert_eq!(code, 422);
+    assert_status(&body, 422, "Invalid");
+}
+
+#[tokio::test]
+async fn watch_without_resource_version_starts_with_the_current_objects() {
+    let s = Server::start().await;
+    create(&s, "default", "a", json!({})).await;
+    create(&s, "other", "b", json!({})).await;
+    let mut w = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("ADDED".into(), "a".into()));
+    create(&s, "default", "c", json!({})).await;
+    create(&s, "other", "d", json!({})).await;
+    merge(&s, "default", "a", json!({"spec": {"weight": 3}})).await;
+    delete(&s, "default", "c").await;
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(event_summary(&w.next().await.unwrap()));
+    }
+    assert_eq!(got, [("ADDED".into(), "c".into()), ("MODIFIED".into(), "a".into()), ("DELETED".into(), "c".into())]);
+    assert!(w.quiet_for(Duration::from_millis(300)).await, "no events of other namespaces");
+
+    let mut all = WatchStream::open(&s, &format!("{ALL}?watch=1")).await;
+    let mut initial: Vec<_> =
+        vec![event_summary(&all.next().await.unwrap()), event_summary(&all.next().await.unwrap())];
+    initial.sort();
+    assert_eq!(initial, [("ADDED".into(), "a".into()), ("ADDED".into(), "b".into())]);
+    let _ = all.next().await; // d
+}
+
+#[tokio::test]
+async fn watch_from_a_resource_version_replays_every_later_event_in_order() {
+    let s = Server::start().await;
+    let a = create(&s, "default", "a", json!({})).await;
+    let b = create(&s, "default", "b", json!({})).await;
+    merge(&s, "default", "a", json!({"spec": {"weight": 2}})).await;
+    delete(&s, "default", "b").await;
+    let mut w = WatchStream::open(&s, &format!("{}?watch=true&resourceVersion={}", llamas("default"), rv(&a))).await;
+    let mut events = Vec::new();
+    for _ in 0..3 {
+        let e = w.next().await.unwrap();
+        events.push((event_summary(&e), rv(&e["object"])));
+    }
+    assert_eq!(events[0].0, ("ADDED".into(), "b".into()));
+    assert_eq!(events[0].1, rv(&b));
+    assert_eq!(events[1].0, ("MODIFIED".into(), "a".into()));
+    assert_eq!(events[2].0, ("DELETED".into(), "b".into()));
+    assert!(events.windows(2).all(|p| p[0].1 < p[1].1), "{events:?}");
+    assert!(w.quiet_for(Duration::from_millis(200)).await);
+}
+
+#[tokio::test]
+async fn watch_from_a_compacted_resource_version_gets_an_expired_error_event() {
+    let s = Server::start_with(&["--watch-history-size", "2"]).await;
+    let a = create(&s, "default", "a", json!({})).await;
+    for i in 0..4 {
+        merge(&s, "default", "a", json!({"spec": {"weight": i + 2}})).await;
+    }
+    let mut w = WatchStream::open(&s, &format!("{}?watch=true&resourceVersion={}", llamas("default"), rv(&a))).await;
+    let e = w.next().await.unwrap();
+    assert_eq!(e["type"], "ERROR");
+    assert_status(&e["object"], 410, "Expired");
+    assert!(w.next().await.is_none(), "the stream ends after the error");
+}
+
+#[tokio::test]
+async fn bookmarks_report_progress_and_streaming_lists_end_with_an_annotated_bookmark() {
+    let s = Server::start_with(&["--watch-bookmark-interval-seconds", "1"]).await;
+    create(&s, "default", "a", json!({})).await;
+    let b = create(&s, "default", "b", json!({})).await;
+    let path = format!(
+        "{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+        llamas("default")
+    );
+    let mut w = WatchStream::open(&s, &path).await;
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("ADDED".into(), "a".into()));
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("ADDED".into(), "b".into()));
+    let end = w.next().await.unwrap();
+    assert_eq!(end["type"], "BOOKMARK");
+    assert_eq!(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(end["object"]["kind"], "Llama");
+    assert!(rv(&end["object"]) >= rv(&b));
+
+    let c = create(&s, "default", "c", json!({})).await;
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("ADDED".into(), "c".into()));
+    let periodic = w.next_within(Duration::from_secs(3)).await.unwrap();
+    assert_eq!(periodic["type"], "BOOKMARK");
+    assert!(rv(&periodic["object"]) >= rv(&c));
+    assert!(
+        periodic["object"]["metadata"].get("annotations").is_none_or(|a| a.as_object().is_none_or(|m| m.is_empty()))
+    );
+
+    let (code, body) =
+        get(&s, &format!("{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", llamas("default")))
+            .await;
+    assert_eq!(code, 422, "sendInitialEvents needs allowWatchBookmarks");
+    assert_status(&body, 422, "Invalid");
+}
+
+#[tokio::test]
+async fn timeout_seconds_ends_the_watch_cleanly() {
+    let s = Server::start().await;
+    let started = std::time::Instant::now();
+    let mut w = WatchStream::open(&s, &format!("{}?watch=true&timeoutSeconds=1", llamas("default"))).await;
+    assert!(w.next_within(Duration::from_secs(5)).await.is_none());
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn selectors_turn_changes_into_added_and_deleted_events() {
+    let s = Server::start().await;
+    create(&s, "default", "a", json!({"herd": "x"})).await;
+    create(&s, "default", "b", json!({})).await;
+    let mut w = WatchStream::open(&s, &format!("{}?watch=true&labelSelector=herd%3Dx", llamas("default"))).await;
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("ADDED".into(), "a".into()));
+    merge(&s, "default", "b", json!({"metadata": {"labels": {"herd": "x"}}})).await;
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("ADDED".into(), "b".into()));
+    merge(&s, "default", "a", json!({"metadata": {"labels": {"herd": "y"}}})).await;
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("DELETED".into(), "a".into()));
+    merge(&s, "default", "a", json!({"spec": {"weight": 9}})).await;
+    merge(&s, "default", "b", json!({"spec": {"weight": 9}})).await;
+    assert_eq!(event_summary(&w.next().await.unwrap()), ("MODIFIED".into(), "b".into()));
+
+    // kubectl get llama NAME -w
+    let mut one =
+        WatchStream::open(&s, &format!("{}?watch=true&fieldSelector=metadata.name%3Db", llamas("default"))).await;
+    assert_eq!(event_summary(&one.next().await.unwrap()), ("ADDED".into(), "b".into()));
+    merge(&s, "default", "a", json!({"spec": {"weight": 10}})).await;
+    delete(&s, "default", "b").await;
+    assert_eq!(event_summary(&one.next().await.unwrap()), ("DELETED".into(), "b".into()));
+}
+
+#[tokio::test]
+async fn table_and_metadata_watches_carry_their_representation() {
+    let s = Server::start().await;
+    create(&s, "default", "a", json!({})).await;
+    let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let mut t = WatchStream::open_accepting(&s, &format!("{}?watch=true", llamas("default")), table).await;
+    let first = t.next().await.unwrap();
+    assert_eq!(first["object"]["kind"], "Table");
+    assert_eq!(first["object"]["columnDefinitions"][1]["name"], "Weight");
+    assert_eq!(first["object"]["rows"][0]["cells"][0], "a");
+    merge(&s, "default", "a", json!({"spec": {"weight": 4}})).await;
+    let second = t.next().await.unwrap();
+    assert_eq!(second["type"], "MODIFIED");
+    assert_eq!(second["object"]["rows"][0]["cells"][1], 4.0);
+
+    let meta = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io";
+    let mut m = WatchStream::open_accepting(&s, &format!("{}?watch=true", llamas("default")), meta).await;
+    let e = m.next().await.unwrap();
+    assert_eq!(e["object"]["kind"], "PartialObjectMetadata");
+    assert!(e["object"].get("spec").is_none());
+}
+
+#[tokio::test]
+async fn a_watcher_that_stops_reading_is_dropped_without_slowing_writers_or_others() {
+    let s = Server::start_with(&["--watch-buffer-size", "8"]).await;
+    let mut stalled = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
+    let mut reader = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
+    let big = "x".repeat(20_000);
+    let total = 300;
+    let reading = tokio::spawn(async move {
+        let mut n = 0;
+        while n < total {
+            match reader.next_within(Duration::from_secs(10)).await {
+                Some(e) if e["type"] == "ADDED" => n += 1,
+                Some(_) => {}
+                None => break,
+            }
+        }
+        n
+    });
+    for i in 0..total {
+        let mut body = llama(&format!("l{i}"), 1.0, 1.0);
+        body["metadata"]["annotations"] = json!({"padding": big});
+        let r = s.client.post(s.url(&llamas("default"))).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    assert_eq!(reading.await.unwrap(), total, "the reading watcher saw every event");
+    let mut delivered = 0;
+    while let Some(e) = stalled.next_within(Duration::from_secs(10)).await {
+        assert_eq!(e["type"], "ADDED");
+        delivered += 1;
+    }
+    assert!(delivered < total, "the stalled watcher was cut off (got {delivered} of {total})");
+}
+
+#[tokio::test]
+async fn deletecollection_honours_label_and_field_selectors() {
+    let s = Server::start().await;
+    create(&s, "default", "a", json!({"herd": "x"})).await;
+    create(&s, "default", "b", json!({"herd": "x"})).await;
+    create(&s, "default", "c", json!({"herd": "y"})).await;
+    let r = s
+        .client
+        .delete(s.url(&format!("{}?labelSelector=herd%3Dx&fieldSelector=metadata.name!%3Db", llamas("default"))))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let deleted: Value = r.json().await.unwrap();
+    assert_eq!(names(&deleted), ["a"]);
+    let (_, left) = get(&s, &llamas("default")).await;
+    assert_eq!(names(&left), ["b", "c"]);
+    let r = s.client.delete(s.url(&format!("{}?labelSelector=herd%20in", llamas("default")))).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+}
