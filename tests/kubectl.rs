@@ -133,3 +133,65 @@ async fn patch_with_merge_and_json_types() {
     assert!(!success, "strategic merge patch is refused as for custom resources");
     assert!(stderr.contains("application/strategic-merge-patch+json is not supported"), "{stderr}");
 }
+
+fn llama_yaml(name: &str, herd: &str, weight: u32) -> String {
+    format!(
+        "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: {name}\n  labels:\n    herd: {herd}\nspec:\n  weight: {weight}\n  height: 100\n"
+    )
+}
+
+#[tokio::test]
+async fn get_watch_prints_a_row_on_create_and_on_change() {
+    use std::io::BufRead;
+    let s = Server::start().await;
+    ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml("dolly", "a", 120))));
+    let mut child = std::process::Command::new(common::kubectl_path())
+        .args(["get", "llamas", "-w"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || rx.recv_timeout(std::time::Duration::from_secs(10)).expect("a row from kubectl get -w");
+    assert!(next().split_whitespace().eq(["NAME", "WEIGHT", "HEIGHT", "AGE"]));
+    assert!(next().starts_with("dolly "));
+    ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml("cria", "b", 30))));
+    let created: Vec<String> = next().split_whitespace().map(String::from).collect();
+    assert_eq!(&created[..3], ["cria", "30", "100"]);
+    ok(s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"weight":130}}"#]));
+    let changed: Vec<String> = next().split_whitespace().map(String::from).collect();
+    assert_eq!(&changed[..3], ["dolly", "130", "100"]);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test]
+async fn label_selectors_filter_and_chunked_lists_return_everything() {
+    let s = Server::start().await;
+    for (i, herd) in ["a", "b", "a", "b", "a"].iter().enumerate() {
+        ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml(&format!("l{i}"), herd, 10 + i as u32))));
+    }
+    let names = |out: String| -> Vec<String> {
+        out.lines().skip(1).filter_map(|l| l.split_whitespace().next().map(String::from)).collect()
+    };
+    assert_eq!(names(ok(s.kubectl(&["get", "llamas", "-l", "herd=a"]))), ["l0", "l2", "l4"]);
+    assert_eq!(names(ok(s.kubectl(&["get", "llamas", "-l", "herd!=a"]))), ["l1", "l3"]);
+    assert_eq!(
+        names(ok(s.kubectl(&["get", "llamas", "-l", "herd in (b)", "--field-selector", "metadata.name!=l1"]))),
+        ["l3"]
+    );
+    let (success, stdout, stderr) = s.kubectl(&["get", "llamas", "--chunk-size=2", "-v=6"]);
+    assert!(success, "{stderr}");
+    assert_eq!(names(stdout), ["l0", "l1", "l2", "l3", "l4"]);
+    let pages = stderr.lines().filter(|l| l.contains("GET") && l.contains("limit=2")).count();
+    assert_eq!(pages, 3, "five llamas in pages of two: {stderr}");
+}

@@ -176,6 +176,7 @@ pub async fn serve<K: ApiResource>(
     let settings = registry.watch_settings().clone();
     let rv = options.resource_version.filter(|rv| *rv != 0);
     let send_initial = options.send_initial_events.unwrap_or(rv.is_none());
+    tracing::debug!(resource = K::INFO.plural, ?namespace, ?rv, send_initial, "watch starts");
     if let Some(rv) = rv {
         registry.wait_for_revision(rv).await?;
     }
@@ -221,7 +222,11 @@ pub async fn serve<K: ApiResource>(
                         None => tokio::select! {
                             e = subscription.receiver.recv() => match e {
                                 Some(e) => Some(e),
-                                None => return, // fell behind: the store dropped us; the client re-watches
+                                None => {
+                                    // Fell behind: the store dropped us; the client re-watches.
+                                    tracing::debug!(last_sent, "watch ends: the watcher fell behind");
+                                    return;
+                                }
                             },
                             _ = ticker.tick(), if bookmarks => {
                                 // Every event up to `revision` is already in our buffer: send
@@ -238,8 +243,14 @@ pub async fn serve<K: ApiResource>(
                                 }
                                 None
                             },
-                            () = tokio::time::sleep_until(deadline) => return,
-                            () = tx.closed() => return,
+                            () = tokio::time::sleep_until(deadline) => {
+                                tracing::debug!(last_sent, "watch ends: timeout");
+                                return;
+                            },
+                            () = tx.closed() => {
+                                tracing::debug!(last_sent, "watch ends: the client went away");
+                                return;
+                            },
                         },
                     };
                     if let Some(event) = event

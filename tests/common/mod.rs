@@ -38,7 +38,7 @@ impl Server {
             .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0", "--write-kubeconfig"])
             .arg(&kubeconfig)
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", std::env::var("FARM_TEST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
