@@ -13,9 +13,10 @@
 //! - [`kubeconfig`]: the kubeconfig a standalone server writes for kubectl.
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 //! - [`api`]: the resource-agnostic Kubernetes REST machinery: `Status` errors, negotiation,
-//!   query options, decoding and patching, validation, registry semantics, handlers, tables,
-//!   discovery and OpenAPI.
-//! - [`store`]: storage behind a trait, with the in-memory implementation.
+//!   query options, selectors, paging, decoding and patching, validation, registry semantics,
+//!   handlers, watch streams, tables, discovery and OpenAPI.
+//! - [`store`]: storage behind a trait (objects, event history, subscriptions), with the
+//!   in-memory implementation.
 //! - [`resources`]: one file per resource (Llama), describing itself to the machinery.
 
 pub mod api;

@@ -126,7 +126,7 @@ async fn discovery_documents_describe_llamas() {
     assert_eq!(llamas["namespaced"], true);
     assert_eq!(llamas["shortNames"], json!(["lm"]));
     assert_eq!(llamas["categories"], json!(["farm"]));
-    for verb in ["create", "delete", "deletecollection", "get", "list", "patch", "update"] {
+    for verb in ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] {
         assert!(llamas["verbs"].as_array().unwrap().contains(&json!(verb)), "{verb}");
     }
 
