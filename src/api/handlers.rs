@@ -222,8 +222,24 @@ async fn decode_body<K: ApiResource>(
     decode_object::<K>(parse_json(&bytes)?, namespace, options.field_validation)
 }
 
-fn write_context(options: &WriteOptions) -> WriteContext {
-    WriteContext { dry_run: options.dry_run, field_validation: options.field_validation }
+/// What every create, update and patch reads first: query, write options, response representation.
+struct WriteRequest {
+    query: Query,
+    options: WriteOptions,
+    representation: Representation,
+}
+
+impl WriteRequest {
+    fn parse(raw: Option<&str>, headers: &HeaderMap, kind: OptionsKind) -> Result<Self> {
+        let query = Query::parse(raw);
+        let options = WriteOptions::parse(&query, kind)?;
+        let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+        Ok(Self { query, options, representation })
+    }
+
+    fn context(&self) -> WriteContext {
+        WriteContext { dry_run: self.options.dry_run, field_validation: self.options.field_validation }
+    }
 }
 
 async fn create<K: ApiResource>(
@@ -233,12 +249,10 @@ async fn create<K: ApiResource>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let query = Query::parse(raw.as_deref());
-    let options = WriteOptions::parse(&query, OptionsKind::Create)?;
-    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
-    let decoded = decode_body::<K>(&headers, body, &namespace, &options).await?;
-    let created = registry.create(&namespace, decoded.object, &write_context(&options))?;
-    render_object(created.as_ref(), representation, &query, StatusCode::CREATED, &decoded.warnings)
+    let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create)?;
+    let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
+    let created = registry.create(&namespace, decoded.object, &request.context())?;
+    render_object(created.as_ref(), request.representation, &request.query, StatusCode::CREATED, &decoded.warnings)
 }
 
 async fn update<K: ApiResource>(
@@ -248,12 +262,10 @@ async fn update<K: ApiResource>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let query = Query::parse(raw.as_deref());
-    let options = WriteOptions::parse(&query, OptionsKind::Update)?;
-    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
-    let decoded = decode_body::<K>(&headers, body, &namespace, &options).await?;
-    let updated = registry.update(&namespace, &name, decoded.object, &write_context(&options))?;
-    render_object(updated.as_ref(), representation, &query, StatusCode::OK, &decoded.warnings)
+    let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update)?;
+    let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
+    let updated = registry.update(&namespace, &name, decoded.object, &request.context())?;
+    render_object(updated.as_ref(), request.representation, &request.query, StatusCode::OK, &decoded.warnings)
 }
 
 async fn patch<K: ApiResource>(
@@ -263,13 +275,11 @@ async fn patch<K: ApiResource>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let query = Query::parse(raw.as_deref());
-    let options = WriteOptions::parse(&query, OptionsKind::Patch)?;
-    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Patch)?;
     let bytes = read_body(body).await?;
     let patch = Patch::parse(PatchType::from_headers(&headers)?, &bytes)?;
-    let written = registry.patch(&namespace, &name, &patch, &write_context(&options))?;
-    render_object(written.object.as_ref(), representation, &query, StatusCode::OK, &written.warnings)
+    let written = registry.patch(&namespace, &name, &patch, &request.context())?;
+    render_object(written.object.as_ref(), request.representation, &request.query, StatusCode::OK, &written.warnings)
 }
 
 /// Reads `DeleteOptions` from the query and, when present, the body (which takes precedence).

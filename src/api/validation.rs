@@ -24,32 +24,34 @@ static DNS1123_SUBDOMAIN: LazyLock<regex::Regex> = LazyLock::new(|| anchored(DNS
 static QUALIFIED_NAME: LazyLock<regex::Regex> = LazyLock::new(|| anchored(QUALIFIED_NAME_FMT));
 static LABEL_VALUE: LazyLock<regex::Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
 
-/// Problems with `value` as a DNS-1123 subdomain (an object name), as apimachinery words them.
-pub fn dns1123_subdomain(value: &str) -> Vec<String> {
+/// The length and pattern problems of `value`, `shape` describing the pattern.
+fn length_and_pattern(value: &str, max: usize, pattern: &regex::Regex, shape: impl FnOnce() -> String) -> Vec<String> {
     let mut errs = Vec::new();
-    if value.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
+    if value.len() > max {
+        errs.push(format!("must be no more than {max} characters"));
     }
-    if !DNS1123_SUBDOMAIN.is_match(value) {
-        errs.push(format!(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"
-        ));
+    if !pattern.is_match(value) {
+        errs.push(shape());
     }
     errs
 }
 
+/// Problems with `value` as a DNS-1123 subdomain (an object name), as apimachinery words them.
+pub fn dns1123_subdomain(value: &str) -> Vec<String> {
+    length_and_pattern(value, 253, &DNS1123_SUBDOMAIN, || {
+        format!(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"
+        )
+    })
+}
+
 /// Problems with `value` as a DNS-1123 label (a namespace name).
 pub fn dns1123_label(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    if !DNS1123_LABEL.is_match(value) {
-        errs.push(format!(
+    length_and_pattern(value, 63, &DNS1123_LABEL, || {
+        format!(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{DNS1123_LABEL_FMT}')"
-        ));
-    }
-    errs
+        )
+    })
 }
 
 /// Problems with `value` as a qualified name (`prefix/name` or `name`): label keys, annotation
@@ -88,16 +90,11 @@ pub fn qualified_name(value: &str) -> Vec<String> {
 
 /// Problems with `value` as a label value.
 pub fn label_value(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    if !LABEL_VALUE.is_match(value) {
-        errs.push(format!(
+    length_and_pattern(value, 63, &LABEL_VALUE, || {
+        format!(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '{LABEL_VALUE_FMT}')"
-        ));
-    }
-    errs
+        )
+    })
 }
 
 fn push_all(errors: &mut Vec<FieldError>, field: &str, value: &str, messages: Vec<String>) {
