@@ -195,12 +195,11 @@ impl<K: ApiResource> Registry<K> {
         if let ReadAt::Exact(rv) = at {
             self.wait_for_revision(rv).await?;
         }
-        let listing = match self.store.list_at(namespace, at) {
-            Err(Error::Expired(_)) if after.is_some() => {
-                let after = after.unwrap_or_else(|| ObjectKey::new("", ""));
-                return Err(Error::ExpiredContinue { token: Continue::encode(None, &after) });
+        let listing = match (self.store.list_at(namespace, at), &after) {
+            (Err(Error::Expired(_)), Some(after)) => {
+                return Err(Error::ExpiredContinue { token: Continue::encode(None, after) });
             }
-            other => other?,
+            (other, _) => other?,
         };
         let selected: Vec<Arc<K>> = listing.items.into_iter().filter(|o| Self::selects(options, o)).collect();
         let page = paging::cut(selected, |o| ObjectKey::of(o.as_ref()), after.as_ref(), options.limit);
@@ -382,7 +381,6 @@ fn prepare_update<K: ApiResource>(current: &Arc<K>, mut new: K, require_resource
     meta.resource_version = old.resource_version.clone();
     meta.managed_fields = None;
     meta.self_link = None;
-    meta.generate_name = meta.generate_name.take().or_else(|| old.generate_name.clone());
     let generation = old.generation.unwrap_or(1);
     meta.generation = Some(if spec_changed { generation + 1 } else { generation });
     validate(&new, errors)?;

@@ -216,6 +216,7 @@ pub async fn serve<K: ApiResource>(
                 let mut pending = std::mem::take(&mut subscription.replay).into_iter();
                 let mut ticker =
                     tokio::time::interval_at(Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     let event = match pending.next() {
                         Some(e) => Some(e),
