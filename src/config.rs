@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the API over HTTPS.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Write the OpenAPI documents the server serves into a directory (default `openapi/`).
     Openapi(OpenapiArgs),
 }
@@ -57,6 +57,11 @@ pub struct ServeArgs {
     /// kubeconfig of the cluster this server belongs to; in-cluster configuration otherwise.
     #[arg(long, env = "FARM_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+
+    /// Only mirror the Pods of this namespace as FarmPods (needs only a namespaced Role); all
+    /// namespaces when unset.
+    #[arg(long, env = "FARM_POD_NAMESPACE")]
+    pub pod_namespace: Option<String>,
 
     /// PEM serving certificate (chain); a self-signed CA and certificate are generated without it.
     #[arg(long, env = "FARM_TLS_CERT_FILE", requires = "tls_private_key_file")]

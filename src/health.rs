@@ -10,26 +10,47 @@ use http::{HeaderValue, StatusCode, header};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// A check whose result is reported by `/readyz?verbose` and `/readyz/<name>` without failing
+/// `/readyz` itself (the server keeps serving what does not depend on it).
+pub type InformationalCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// The health state the checks read.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Health {
     /// Set when shutdown begins: readiness fails so load balancers stop sending traffic.
     shutting_down: AtomicBool,
+    /// Named informational readiness checks (the Pod cache).
+    informational: Vec<(&'static str, InformationalCheck)>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health").field("shutting_down", &self.shutting_down).finish_non_exhaustive()
+    }
 }
 
 impl Health {
+    /// Adds an informational readiness check.
+    pub fn with_informational(mut self, name: &'static str, check: InformationalCheck) -> Self {
+        self.informational.push((name, check));
+        self
+    }
+
     /// Marks the server as shutting down.
     pub fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
     }
 
-    /// The checks of one endpoint with their results.
-    fn checks(&self, endpoint: Endpoint) -> Vec<(&'static str, Result<(), String>)> {
-        let mut checks = vec![("ping", Ok(())), ("store", Ok(()))];
+    /// The checks of one endpoint: name, result, and whether a failure fails the endpoint.
+    fn checks(&self, endpoint: Endpoint) -> Vec<(&'static str, Result<(), String>, bool)> {
+        let mut checks = vec![("ping", Ok(()), true), ("store", Ok(()), true)];
         if endpoint == Endpoint::Readyz {
             let shutdown =
                 if self.shutting_down.load(Ordering::SeqCst) { Err("shutting down".to_string()) } else { Ok(()) };
-            checks.push(("shutdown", shutdown));
+            checks.push(("shutdown", shutdown, true));
+            for (name, check) in &self.informational {
+                checks.push((name, check(), false));
+            }
         }
         checks
     }
@@ -62,26 +83,27 @@ fn text(code: StatusCode, body: String) -> Response {
 
 fn report(health: &Health, endpoint: Endpoint, only: Option<&str>, verbose: bool) -> Response {
     let checks: Vec<_> =
-        health.checks(endpoint).into_iter().filter(|(name, _)| only.is_none_or(|o| o == *name)).collect();
+        health.checks(endpoint).into_iter().filter(|(name, _, _)| only.is_none_or(|o| o == *name)).collect();
     if checks.is_empty() {
         return crate::api::error::Error::PathNotFound.into_response();
     }
-    let failed = checks.iter().any(|(_, r)| r.is_err());
-    if only.is_some() && !failed {
-        return text(StatusCode::OK, "ok".into());
-    }
-    if !failed && !verbose {
+    // A check asked for by name fails when it fails, informational or not.
+    let failed = checks.iter().any(|(_, r, counts)| r.is_err() && (*counts || only.is_some()));
+    if !failed && (only.is_some() || !verbose) {
         return text(StatusCode::OK, "ok".into());
     }
     let mut body = String::new();
-    for (name, result) in &checks {
-        match result {
-            Ok(()) => body.push_str(&format!("[+]{name} ok\n")),
-            Err(_) => body.push_str(&format!("[-]{name} failed: reason withheld\n")),
+    for (name, result, counts) in &checks {
+        match (result, counts) {
+            (Ok(()), _) => body.push_str(&format!("[+]{name} ok\n")),
+            (Err(_), true) => body.push_str(&format!("[-]{name} failed: reason withheld\n")),
+            (Err(reason), false) => {
+                body.push_str(&format!("[-]{name} not ready (does not fail {}): {reason}\n", endpoint.name()))
+            }
         }
     }
     if failed {
-        for (name, result) in &checks {
+        for (name, result, _) in &checks {
             if let Err(reason) = result {
                 tracing::info!(endpoint = endpoint.name(), check = name, reason, "health check failed");
             }

@@ -24,6 +24,7 @@ pub mod auth;
 pub mod config;
 pub mod health;
 pub mod kubeconfig;
+pub mod pods;
 pub mod resources;
 pub mod server;
 pub mod store;

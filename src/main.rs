@@ -43,7 +43,7 @@ async fn shutdown_signal() {
 }
 
 fn write_openapi(out_dir: &std::path::Path) -> std::io::Result<()> {
-    let docs = farm_apiserver::api::openapi::Documents::build(&farm_apiserver::server::resources());
+    let docs = farm_apiserver::api::openapi::Documents::build(&farm_apiserver::server::all_resources());
     std::fs::create_dir_all(out_dir)?;
     std::fs::write(out_dir.join("v2.json"), &docs.v2.body)?;
     std::fs::write(out_dir.join("v3.json"), &docs.v3_index.body)?;
@@ -65,7 +65,7 @@ async fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match farm_apiserver::run(args, listener, shutdown_signal()).await {
+            match farm_apiserver::run(*args, listener, shutdown_signal()).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!(error = %e, "server failed");

@@ -11,9 +11,9 @@ use crate::api::registry::{Registry, WatchSettings};
 use crate::auth::{self, Authenticator};
 use crate::config::ServeArgs;
 use crate::health::{self, Health};
-use crate::resources::{ApiResource, ResourceDescriptor, llama::Llama};
+use crate::resources::{ApiResource, ResourceDescriptor, farmpod::FarmPod, llama::Llama};
 use crate::store::{Revision, memory::MemoryStore};
-use crate::{kubeconfig, tls};
+use crate::{kubeconfig, pods, tls};
 use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::handler::Handler;
@@ -155,25 +155,62 @@ async fn openapi_v3_group_version(
     }
 }
 
-/// The descriptors of every served resource.
-pub fn resources() -> Vec<ResourceDescriptor> {
-    vec![ResourceDescriptor::of::<Llama>()]
+/// The descriptors of every resource the server can serve (FarmPods need a cluster); the
+/// checked-in OpenAPI documents describe all of them.
+pub fn all_resources() -> Vec<ResourceDescriptor> {
+    vec![ResourceDescriptor::of::<Llama>(), ResourceDescriptor::of::<FarmPod>()]
 }
 
-fn resource_routes<K: ApiResource>(args: &ServeArgs, revision: &Arc<Revision>) -> Router {
-    let store = Arc::new(MemoryStore::<K>::new(revision.clone(), args.watch_history_size));
-    let settings = WatchSettings {
+fn watch_settings(args: &ServeArgs) -> WatchSettings {
+    WatchSettings {
         buffer: args.watch_buffer_size,
         bookmark_interval: Duration::from_secs(args.watch_bookmark_interval_seconds.max(1)),
         min_request_timeout: Duration::from_secs(args.min_request_timeout_seconds.max(1)),
         ..WatchSettings::default()
-    };
-    handlers::routes(Arc::new(Registry::new(store, settings)))
+    }
+}
+
+/// The resources this run serves: their routes, descriptors and readiness checks.
+struct Resources {
+    routes: Router,
+    descriptors: Vec<ResourceDescriptor>,
+    health: Health,
+}
+
+impl Resources {
+    fn add<K: ApiResource>(&mut self, registry: Registry<K>) {
+        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes(Arc::new(registry)));
+        self.descriptors.push(ResourceDescriptor::of::<K>());
+    }
+}
+
+/// Llamas always; FarmPods when there is a cluster, fed by the Pod cache started here.
+fn resources(args: &ServeArgs, cluster: Option<kube::Config>) -> Result<Resources, StartError> {
+    let settings = watch_settings(args);
+    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health: Health::default() };
+    let llamas = MemoryStore::<Llama>::new(Arc::new(Revision::default()), args.watch_history_size);
+    served.add(Registry::new(Arc::new(llamas), settings.clone()));
+    if let Some(config) = cluster {
+        let server = config.cluster_url.to_string();
+        let client = kube::Client::try_from(config).map_err(|e| StartError::Cluster(e.to_string()))?;
+        // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
+        let store = Arc::new(MemoryStore::<FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
+        let cache = pods::start(client, server, args.pod_namespace.clone(), store.clone());
+        served.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
+        let status = cache.status.clone();
+        served.health =
+            std::mem::take(&mut served.health).with_informational("pod-cache", Arc::new(move || status.check()));
+    }
+    Ok(served)
 }
 
 /// The whole router: health (open), then everything else behind `authenticator`.
-fn router(args: &ServeArgs, shared: Arc<Shared>, health: Arc<Health>, authenticator: Arc<Authenticator>) -> Router {
-    let revision = Arc::new(Revision::default());
+fn router(
+    resource_routes: Router,
+    shared: Arc<Shared>,
+    health: Arc<Health>,
+    authenticator: Arc<Authenticator>,
+) -> Router {
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
         .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
@@ -191,7 +228,7 @@ fn router(args: &ServeArgs, shared: Arc<Shared>, health: Arc<Health>, authentica
         .route("/openapi/v3/apis/farm.example.com/v1alpha", get_only(openapi_v3_group_version))
         .with_state(shared);
     let protected = non_resource
-        .merge(resource_routes::<Llama>(args, &revision))
+        .merge(resource_routes)
         .fallback(|| async { ApiError::PathNotFound })
         .layer(axum::middleware::from_fn(move |req, next| auth::require(authenticator.clone(), req, next)));
     health::routes(health).merge(protected)
@@ -219,7 +256,7 @@ pub async fn run(
         _ => tls::generate("farm-apiserver-ca", &args.tls_sans)?,
     };
     let server_config = tls::server_config(&certs)?;
-    let _cluster = cluster_config(&args).await?;
+    let cluster = cluster_config(&args).await?;
     let local = listener.local_addr().map_err(StartError::Listener)?;
     let url = client_url(local);
 
@@ -238,14 +275,14 @@ pub async fn run(
         Authenticator::Disabled
     };
 
-    let descriptors = resources();
+    let served = resources(&args, cluster)?;
     let shared = Arc::new(Shared {
-        discovery: Discovery::new(descriptors.clone()),
-        openapi: Documents::build(&descriptors),
+        discovery: Discovery::new(served.descriptors.clone()),
+        openapi: Documents::build(&served.descriptors),
         address: url.trim_start_matches("https://").to_string(),
     });
-    let health = Arc::new(Health::default());
-    let app = router(&args, shared, health.clone(), Arc::new(authenticator));
+    let health = Arc::new(served.health);
+    let app = router(served.routes, shared, health.clone(), Arc::new(authenticator));
 
     let handle = axum_server::Handle::new();
     let grace = Duration::from_secs(args.shutdown_grace_seconds);

@@ -107,3 +107,58 @@ fn missing_certificate_files_fail_clearly() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.crt"));
 }
+
+#[tokio::test]
+async fn standalone_without_a_cluster_does_not_advertise_farmpods() {
+    let s = common::Server::start().await;
+    let resources: serde_json::Value =
+        s.client.get(s.url("/apis/farm.example.com/v1alpha")).send().await.unwrap().json().await.unwrap();
+    let names: Vec<&str> =
+        resources["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["llamas"]);
+    let r = s.client.get(s.url("/apis/farm.example.com/v1alpha/farmpods")).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test]
+async fn with_an_unreachable_cluster_llamas_work_at_once_and_farmpods_are_503_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = common::unreachable_cluster_kubeconfig(dir.path());
+    let s = common::Server::start_with(&["--kubeconfig", kubeconfig.to_str().unwrap()]).await;
+    let resources: serde_json::Value =
+        s.client.get(s.url("/apis/farm.example.com/v1alpha")).send().await.unwrap().json().await.unwrap();
+    let names: Vec<&str> =
+        resources["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["llamas", "farmpods"]);
+    let farmpods = &resources["resources"][1];
+    assert_eq!(farmpods["verbs"], serde_json::json!(["get", "list", "watch"]));
+    assert_eq!(farmpods["shortNames"], serde_json::json!(["fp"]));
+
+    let created =
+        s.client.post(s.url(&common::llamas("default"))).json(&common::llama("dolly", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(created.status(), 201, "llamas do not wait for the cluster");
+
+    let started = Instant::now();
+    let r = s.client.get(s.url("/apis/farm.example.com/v1alpha/farmpods")).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "5");
+    assert!(started.elapsed() >= Duration::from_millis(1500), "the request waited briefly for the cache first");
+    let body: serde_json::Value = r.json().await.unwrap();
+    common::assert_status(&body, 503, "ServiceUnavailable");
+
+    let write = s
+        .client
+        .post(s.url("/apis/farm.example.com/v1alpha/namespaces/default/farmpods"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(write.status(), 405, "farmpods are read-only");
+
+    let ready = s.anonymous().get(s.url("/readyz?verbose")).send().await.unwrap();
+    assert_eq!(ready.status(), 200, "the Pod cache does not fail readiness: llamas are served");
+    let text = ready.text().await.unwrap();
+    assert!(text.contains("[-]pod-cache not ready") && text.contains("127.0.0.1:1"), "{text}");
+    let cache = s.anonymous().get(s.url("/readyz/pod-cache")).send().await.unwrap();
+    assert_eq!(cache.status(), 500);
+}

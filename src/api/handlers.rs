@@ -166,6 +166,7 @@ async fn get<K: ApiResource>(
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    registry.ensure_ready().await?;
     let object = registry.get(&namespace, &name)?;
     render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
 }
@@ -195,6 +196,7 @@ async fn list<K: ApiResource>(
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
     let options = ListOptions::parse(&query, K::INFO.selectable_fields)?;
+    registry.ensure_ready().await?;
     if options.watch {
         let representation = negotiate(headers.get(header::ACCEPT), Target::Watch)?;
         return super::watch::serve(registry, namespace, options, representation, &query).await;

@@ -26,6 +26,8 @@ use std::sync::Arc;
 pub struct Registry<K> {
     store: Arc<dyn Store<K>>,
     settings: WatchSettings,
+    /// For stores filled from elsewhere (FarmPods): becomes true once they hold data.
+    ready: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// Tunables of lists and watches.
@@ -39,6 +41,8 @@ pub struct WatchSettings {
     pub min_request_timeout: std::time::Duration,
     /// How long a request for a resourceVersion newer than the store waits before 504.
     pub future_revision_wait: std::time::Duration,
+    /// How long a read waits for a store that is not ready before 503.
+    pub not_ready_wait: std::time::Duration,
 }
 
 impl Default for WatchSettings {
@@ -48,6 +52,7 @@ impl Default for WatchSettings {
             bookmark_interval: std::time::Duration::from_secs(60),
             min_request_timeout: std::time::Duration::from_secs(1800),
             future_revision_wait: std::time::Duration::from_secs(3),
+            not_ready_wait: std::time::Duration::from_secs(2),
         }
     }
 }
@@ -139,7 +144,29 @@ fn validate<K: ApiResource>(object: &K, extra: Vec<FieldError>) -> Result<()> {
 impl<K: ApiResource> Registry<K> {
     /// A registry over `store`.
     pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
-        Self { store, settings }
+        Self { store, settings, ready: None }
+    }
+
+    /// Gates reads on `ready`: until it turns true, reads wait briefly, then get 503.
+    pub fn with_readiness(mut self, ready: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.ready = Some(ready);
+        self
+    }
+
+    /// Waits (briefly) for the store to be ready; 503 with Retry-After when it is not.
+    pub async fn ensure_ready(&self) -> Result<()> {
+        let Some(ready) = &self.ready else { return Ok(()) };
+        let mut ready = ready.clone();
+        match tokio::time::timeout(self.settings.not_ready_wait, ready.wait_for(|r| *r)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(Error::Unavailable {
+                message: format!(
+                    "{} are not available yet: the server's cache has not synced with the cluster",
+                    K::INFO.plural
+                ),
+                retry_after: 5,
+            }),
+        }
     }
 
     /// The list and watch tunables.

@@ -4,6 +4,7 @@
 //! Adding a third resource means one new file here implementing [`ApiResource`] and one line in
 //! `crate::server` that mounts it.
 
+pub mod farmpod;
 pub mod llama;
 
 use crate::api::error::FieldError;

@@ -118,6 +118,85 @@ impl<K: ApiResource> State<K> {
     }
 }
 
+/// Replication: a store that mirrors objects kept elsewhere (FarmPods mirror the cluster's Pods)
+/// takes their changes at the revisions they had there, instead of drawing its own.
+impl<K: ApiResource> MemoryStore<K> {
+    /// Applies an upsert (`Some`) or a deletion (`None`) of `key` observed at `revision`.
+    /// Changes older than the store's revision are ignored, so the history stays ordered.
+    pub fn replicate(&self, key: ObjectKey, object: Option<K>, revision: u64) {
+        let mut state = self.state.write();
+        if revision <= self.revision.current() {
+            tracing::debug!(
+                revision,
+                current = self.revision.current(),
+                "ignoring a replicated change that is not newer"
+            );
+            return;
+        }
+        self.apply_replicated(&mut state, key, object, revision);
+        self.revision.advance_to(revision);
+    }
+
+    fn apply_replicated(&self, state: &mut State<K>, key: ObjectKey, object: Option<K>, revision: u64) {
+        let previous = state.objects.get(&key).cloned();
+        let event = match (object, previous) {
+            (Some(object), previous) => {
+                let stored = stamp(object, revision);
+                state.objects.insert(key, stored.clone());
+                let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
+                Event { revision, kind, object: stored, previous, frame: Default::default() }
+            }
+            (None, Some(previous)) => {
+                state.objects.remove(&key);
+                let last = stamp((*previous).clone(), revision);
+                Event {
+                    revision,
+                    kind: EventType::Deleted,
+                    object: last,
+                    previous: Some(previous),
+                    frame: Default::default(),
+                }
+            }
+            (None, None) => return,
+        };
+        state.publish(event, self.history_capacity);
+    }
+
+    /// Records that the source has reached `revision` with no change here (a watch bookmark).
+    pub fn advance(&self, revision: u64) {
+        let _state = self.state.write();
+        self.revision.advance_to(revision);
+    }
+
+    /// Replaces the whole content with `objects`, as listed at `revision` (each object carrying
+    /// its own resourceVersion): changed and new objects become events at their own revisions,
+    /// in order, and objects gone become deletions at `revision`.
+    pub fn replace_all(&self, objects: Vec<K>, revision: u64) {
+        let mut state = self.state.write();
+        let current = self.revision.current();
+        let mut incoming: BTreeMap<ObjectKey, K> = objects.into_iter().map(|o| (ObjectKey::of(&o), o)).collect();
+        let gone: Vec<ObjectKey> = state.objects.keys().filter(|k| !incoming.contains_key(k)).cloned().collect();
+        let mut changes: Vec<(u64, ObjectKey, K)> = Vec::new();
+        for (key, object) in std::mem::take(&mut incoming) {
+            let rv: u64 = object.meta().resource_version.as_deref().and_then(|r| r.parse().ok()).unwrap_or(revision);
+            let unchanged =
+                state.objects.get(&key).is_some_and(|o| o.meta().resource_version == object.meta().resource_version);
+            if !unchanged {
+                changes.push((rv.max(current + 1), key, object));
+            }
+        }
+        changes.sort_by_key(|(rv, _, _)| *rv);
+        for (rv, key, object) in changes {
+            self.apply_replicated(&mut state, key, Some(object), rv);
+        }
+        let deletion = revision.max(current + 1);
+        for key in gone {
+            self.apply_replicated(&mut state, key, None, deletion);
+        }
+        self.revision.advance_to(revision);
+    }
+}
+
 impl<K: ApiResource> Store<K> for MemoryStore<K> {
     fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
         Ok(self.state.read().objects.get(key).cloned())
@@ -381,6 +460,40 @@ mod tests {
         assert!(s.get(&ObjectKey::new("a", "x")).unwrap().is_none());
         assert_eq!(s.revision(), 0);
         assert!(sub.receiver.try_recv().is_err());
+    }
+
+    #[test]
+    fn replicated_changes_keep_their_revisions_and_relists_emit_only_differences() {
+        let s = store(100);
+        let at = |name: &str, rv: u64| {
+            let mut l = llama("a", name, 1.0);
+            l.metadata.resource_version = Some(rv.to_string());
+            l
+        };
+        s.replace_all(vec![at("x", 10), at("y", 12)], 15);
+        assert_eq!(s.revision(), 15);
+        let mut sub = s.subscribe(None, WatchFrom::Now, 100).unwrap();
+        s.replicate(ObjectKey::new("a", "x"), Some(at("x", 16)), 16);
+        s.replicate(ObjectKey::new("a", "x"), Some(at("x", 14)), 14); // stale: ignored
+        s.advance(20);
+        assert_eq!(s.revision(), 20);
+        // Re-list at 30: y changed at 25, x gone, z new at 22.
+        s.replace_all(vec![at("y", 25), at("z", 22)], 30);
+        let mut got = Vec::new();
+        while let Ok(e) = sub.receiver.try_recv() {
+            got.push((e.revision, e.kind, e.object.metadata.name.clone().unwrap()));
+        }
+        assert_eq!(
+            got,
+            [
+                (16, EventType::Modified, "x".to_string()),
+                (22, EventType::Added, "z".to_string()),
+                (25, EventType::Modified, "y".to_string()),
+                (30, EventType::Deleted, "x".to_string()),
+            ]
+        );
+        assert_eq!(names(&s.list_at(None, ReadAt::Exact(20)).unwrap()), ["x=1", "y=1"]);
+        assert_eq!(s.revision(), 30);
     }
 
     #[test]

@@ -176,4 +176,9 @@ impl Revision {
     pub fn current(&self) -> u64 {
         self.0.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// Moves to `revision` when it is newer (for revisions that come from elsewhere).
+    pub fn advance_to(&self, revision: u64) {
+        self.0.fetch_max(revision, std::sync::atomic::Ordering::SeqCst);
+    }
 }

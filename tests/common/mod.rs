@@ -119,6 +119,17 @@ impl Server {
     }
 }
 
+/// Writes a kubeconfig naming a cluster nobody listens at (port 1 of loopback) into `dir`.
+pub fn unreachable_cluster_kubeconfig(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("unreachable.kubeconfig");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .expect("write kubeconfig");
+    path
+}
+
 /// kubectl from `KUBECTL`, or the one on the PATH.
 pub fn kubectl_path() -> String {
     std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())

@@ -1,0 +1,289 @@
+//! FarmPod: a read-only, enriched view of one real Pod, same namespace and name.
+//!
+//! Keeps the seed tutorial's `spec.containers` (the number of containers) and adds what a user
+//! wants at a glance: node, phase, ready containers (`2/3`), restarts, pod IP, QoS class, images,
+//! the controlling owner (`Kind/name`) and the Pod's labels. Its resourceVersion is the Pod's.
+//! Projections are made by the Pod cache (`crate::pods`); this file only describes the type.
+
+use super::{ApiResource, ResourceInfo};
+use crate::api::error::FieldError;
+use crate::api::table::{Column, ColumnType};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// FarmPodSpec is what the Pod asks for, summarised.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "farm.example.com",
+    version = "v1alpha",
+    kind = "FarmPod",
+    plural = "farmpods",
+    singular = "farmpod",
+    shortname = "fp",
+    category = "farm",
+    namespaced,
+    status = "FarmPodStatus",
+    derive = "PartialEq",
+    doc = "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct FarmPodSpec {
+    /// Number of (regular) containers in the Pod.
+    pub containers: i64,
+    /// Node the Pod is scheduled on; empty while unscheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// Images of the Pod's containers, in order.
+    #[serde(default)]
+    pub images: Vec<String>,
+    /// The Pod's controlling owner as `Kind/name` (for example `ReplicaSet/web-7d4b9`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+/// FarmPodStatus is the Pod's observed state, summarised.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FarmPodStatus {
+    /// The Pod's phase: Pending, Running, Succeeded, Failed or Unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// What `kubectl get pods` shows as STATUS: a waiting or terminated container's reason, Terminating, or the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Ready containers over containers, for example `2/3`.
+    pub ready: String,
+    /// Number of ready containers.
+    pub ready_containers: i64,
+    /// Restarts of all containers together.
+    pub restarts: i64,
+    /// The Pod's IP address, once it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_ip: Option<String>,
+    /// The Pod's QoS class: Guaranteed, Burstable or BestEffort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos_class: Option<String>,
+}
+
+const COLUMNS: &[Column] = &[
+    Column {
+        name: "Ready",
+        kind: ColumnType::String,
+        format: "",
+        description: "Ready containers over containers.",
+        priority: 0,
+    },
+    Column {
+        name: "Status",
+        kind: ColumnType::String,
+        format: "",
+        description: "The Pod's status as kubectl shows it.",
+        priority: 0,
+    },
+    Column {
+        name: "Restarts",
+        kind: ColumnType::Integer,
+        format: "",
+        description: "Restarts of all containers.",
+        priority: 0,
+    },
+    Column {
+        name: "Containers",
+        kind: ColumnType::Integer,
+        format: "",
+        description: "Number of containers.",
+        priority: 0,
+    },
+    Column { name: "Node", kind: ColumnType::String, format: "", description: "Node the Pod runs on.", priority: 0 },
+    Column { name: "IP", kind: ColumnType::String, format: "", description: "The Pod's IP address.", priority: 1 },
+    Column { name: "QoS", kind: ColumnType::String, format: "", description: "The Pod's QoS class.", priority: 1 },
+    Column { name: "Owner", kind: ColumnType::String, format: "", description: "The controlling owner.", priority: 1 },
+];
+
+/// The namespace of FarmPod UIDs: a FarmPod's UID is the UUIDv5 of its Pod's UID in it, so it is
+/// stable and never equal to the Pod's.
+const UID_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6661_726d_706f_6400_8000_0000_0000_0001);
+
+impl FarmPod {
+    /// The FarmPod of `pod`; `None` for a Pod without name or namespace.
+    pub fn project(pod: &Pod) -> Option<Self> {
+        let meta = &pod.metadata;
+        let (name, namespace) = (meta.name.clone()?, meta.namespace.clone()?);
+        let spec = pod.spec.as_ref();
+        let status = pod.status.as_ref();
+        let containers = spec.map(|s| s.containers.len()).unwrap_or_default() as i64;
+        let statuses = status.and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+        let ready_containers = statuses.iter().filter(|c| c.ready).count() as i64;
+        let restarts = statuses.iter().map(|c| i64::from(c.restart_count)).sum();
+        let owner = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| format!("{}/{}", o.kind, o.name));
+        let phase = status.and_then(|s| s.phase.clone());
+        let mut reason = status.and_then(|s| s.reason.clone()).or_else(|| phase.clone());
+        for c in statuses {
+            let state = c.state.as_ref();
+            if let Some(r) = state.and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.clone()) {
+                reason = Some(r);
+            } else if let Some(t) = state.and_then(|s| s.terminated.as_ref()) {
+                reason = Some(t.reason.clone().unwrap_or_else(|| format!("ExitCode:{}", t.exit_code)));
+            }
+        }
+        if meta.deletion_timestamp.is_some() {
+            reason = Some("Terminating".into());
+        }
+        let uid = meta.uid.as_deref().map(|u| uuid::Uuid::new_v5(&UID_NAMESPACE, u.as_bytes()).to_string());
+        Some(Self {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: Some(namespace),
+                uid,
+                resource_version: meta.resource_version.clone(),
+                creation_timestamp: meta.creation_timestamp.clone(),
+                deletion_timestamp: meta.deletion_timestamp.clone(),
+                labels: meta.labels.clone(),
+                generation: Some(1),
+                ..Default::default()
+            },
+            spec: FarmPodSpec {
+                containers,
+                node_name: spec.and_then(|s| s.node_name.clone()),
+                images: spec.map(|s| s.containers.iter().filter_map(|c| c.image.clone()).collect()).unwrap_or_default(),
+                owner,
+            },
+            status: Some(FarmPodStatus {
+                phase,
+                reason,
+                ready: format!("{ready_containers}/{containers}"),
+                ready_containers,
+                restarts,
+                pod_ip: status.and_then(|s| s.pod_ip.clone()),
+                qos_class: status.and_then(|s| s.qos_class.clone()),
+            }),
+        })
+    }
+}
+
+impl ApiResource for FarmPod {
+    const INFO: ResourceInfo = ResourceInfo {
+        kind: "FarmPod",
+        list_kind: "FarmPodList",
+        plural: "farmpods",
+        singular: "farmpod",
+        short_names: &["fp"],
+        categories: &["farm"],
+        namespaced: true,
+        verbs: &["get", "list", "watch"],
+        description: "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name.",
+        selectable_fields: &["spec.nodeName", "status.phase"],
+    };
+
+    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+        let mut properties = serde_json::Map::new();
+        properties.insert("spec".into(), crate::api::openapi::inline_schema::<FarmPodSpec>());
+        properties.insert("status".into(), crate::api::openapi::inline_schema::<FarmPodStatus>());
+        (properties, vec!["spec"])
+    }
+
+    fn validate(&self) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn cells(&self) -> Vec<serde_json::Value> {
+        let status = self.status.clone().unwrap_or_default();
+        vec![
+            serde_json::json!(status.ready),
+            serde_json::json!(status.reason.or(status.phase).unwrap_or_default()),
+            serde_json::json!(status.restarts),
+            serde_json::json!(self.spec.containers),
+            serde_json::json!(self.spec.node_name.as_deref().unwrap_or("<none>")),
+            serde_json::json!(status.pod_ip.as_deref().unwrap_or("<none>")),
+            serde_json::json!(status.qos_class.as_deref().unwrap_or("")),
+            serde_json::json!(self.spec.owner.as_deref().unwrap_or("<none>")),
+        ]
+    }
+
+    fn field(&self, path: &str) -> Option<String> {
+        match path {
+            "spec.nodeName" => Some(self.spec.node_name.clone().unwrap_or_default()),
+            "status.phase" => Some(self.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod() -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "web-1", "namespace": "shop", "uid": "1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+                "resourceVersion": "42", "labels": {"app": "web"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9", "uid": "u", "controller": true}]
+            },
+            "spec": {"nodeName": "node-a", "containers": [{"name": "a", "image": "nginx:1"}, {"name": "b", "image": "busybox"}, {"name": "c", "image": "redis"}]},
+            "status": {
+                "phase": "Running", "podIP": "10.0.0.7", "qosClass": "BestEffort",
+                "containerStatuses": [
+                    {"name": "a", "ready": true, "restartCount": 1, "image": "nginx:1", "imageID": "", "state": {"running": {}}},
+                    {"name": "b", "ready": true, "restartCount": 2, "image": "busybox", "imageID": "", "state": {"running": {}}},
+                    {"name": "c", "ready": false, "restartCount": 0, "image": "redis", "imageID": "", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+                ]
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pod_is_summarised() {
+        let fp = FarmPod::project(&pod()).unwrap();
+        assert_eq!(fp.metadata.resource_version.as_deref(), Some("42"));
+        assert_eq!(fp.metadata.labels.as_ref().unwrap()["app"], "web");
+        assert_ne!(fp.metadata.uid.as_deref(), Some("1b4e28ba-2fa1-11d2-883f-0016d3cca427"));
+        assert_eq!(fp.spec.containers, 3);
+        assert_eq!(fp.spec.images, ["nginx:1", "busybox", "redis"]);
+        assert_eq!(fp.spec.owner.as_deref(), Some("ReplicaSet/web-7d4b9"));
+        let status = fp.status.clone().unwrap();
+        assert_eq!(status.ready, "2/3");
+        assert_eq!(status.restarts, 3);
+        assert_eq!(status.reason.as_deref(), Some("CrashLoopBackOff"));
+        assert_eq!(fp.field("spec.nodeName").as_deref(), Some("node-a"));
+        assert_eq!(fp.field("status.phase").as_deref(), Some("Running"));
+        assert_eq!(
+            fp.cells()[..5],
+            [serde_json::json!("2/3"), "CrashLoopBackOff".into(), 3.into(), 3.into(), "node-a".into()]
+        );
+    }
+
+    #[test]
+    fn a_pending_pod_without_status_is_summarised_too() {
+        let p: Pod = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": [{"name": "a"}]}}),
+        )
+        .unwrap();
+        let fp = FarmPod::project(&p).unwrap();
+        assert_eq!(fp.status.unwrap().ready, "0/1");
+        assert!(FarmPod::project(&Pod::default()).is_none());
+    }
+
+    #[test]
+    fn uids_are_stable_per_pod() {
+        let a = FarmPod::project(&pod()).unwrap().metadata.uid;
+        assert_eq!(a, FarmPod::project(&pod()).unwrap().metadata.uid);
+    }
+}
