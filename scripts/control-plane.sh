@@ -119,6 +119,8 @@ EOF
   printf '[ext]\nextendedKeyUsage = clientAuth\n' > client.cnf
   openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=e2e-admin" 2>/dev/null
   openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.cnf -extensions ext -out admin.crt 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout nobody.key -out nobody.csr -subj "/CN=e2e-nobody" 2>/dev/null
+  openssl x509 -req -in nobody.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.cnf -extensions ext -out nobody.crt 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -keyout front-proxy-client.key -out front-proxy-client.csr -subj "/CN=front-proxy-client" 2>/dev/null
   openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key -CAcreateserial -days 2 -extfile client.cnf -extensions ext -out front-proxy-client.crt 2>/dev/null
   openssl genrsa -out sa.key 2048 2>/dev/null
@@ -176,6 +178,9 @@ contexts:
   context: {cluster: e2e, user: admin, namespace: default}
 current-context: e2e
 EOF
+  # A user with no RBAC at all, for the tests of what the server does when it may not list pods.
+  sed -e "s#$d/admin.crt#$d/nobody.crt#" -e "s#$d/admin.key#$d/nobody.key#" -e "s#name: admin#name: nobody#" \
+      -e "s#user: admin#user: nobody#" "$d/admin.kubeconfig" > "$d/nobody.kubeconfig"
   printf 'KUBE_APISERVER_PORT=%s\nETCD_PORT=%s\n' "$port" "$etcd_port" > "$d/env"
   for _ in $(seq 1 120); do
     if curl -sf --cacert "$d/ca.crt" --cert "$d/admin.crt" --key "$d/admin.key" "https://127.0.0.1:$port/readyz" >/dev/null 2>&1; then

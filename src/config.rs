@@ -63,6 +63,10 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_POD_NAMESPACE")]
     pub pod_namespace: Option<String>,
 
+    /// Longest wait between retries of the Pod cache after errors (the wait doubles from 200 ms).
+    #[arg(long, env = "FARM_POD_CACHE_MAX_BACKOFF_SECONDS", default_value_t = 30)]
+    pub pod_cache_max_backoff_seconds: u64,
+
     /// PEM serving certificate (chain); a self-signed CA and certificate are generated without it.
     #[arg(long, env = "FARM_TLS_CERT_FILE", requires = "tls_private_key_file")]
     pub tls_cert_file: Option<PathBuf>,

@@ -26,7 +26,6 @@ const LIST_PAGE: u32 = 500;
 /// Seconds each Pod watch asks for (the client re-watches after).
 const WATCH_TIMEOUT: u32 = 290;
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// What the cache knows about itself, for `/readyz` and logs.
 #[derive(Debug, Default)]
@@ -76,13 +75,21 @@ fn explain(err: &kube::Error, server: &str, namespace: Option<&str>) -> String {
     }
 }
 
-/// Starts the cache over the Pods visible to `client`, feeding `store`.
-pub fn start(
-    client: kube::Client,
-    server: String,
-    namespace: Option<String>,
-    store: Arc<MemoryStore<FarmPod>>,
-) -> PodCache {
+/// Where the cache reads Pods from.
+pub struct Source {
+    /// A client of the cluster.
+    pub client: kube::Client,
+    /// The cluster's URL, for messages.
+    pub server: String,
+    /// Only this namespace, when set.
+    pub namespace: Option<String>,
+    /// The longest wait between retries.
+    pub max_backoff: Duration,
+}
+
+/// Starts the cache over the Pods of `source`, feeding `store`.
+pub fn start(source: Source, store: Arc<MemoryStore<FarmPod>>) -> PodCache {
+    let Source { client, server, namespace, max_backoff } = source;
     let (ready_tx, ready) = watch::channel(false);
     let status = Arc::new(CacheStatus::default());
     let api: Api<Pod> = match &namespace {
@@ -91,7 +98,7 @@ pub fn start(
     };
     let task_status = status.clone();
     tokio::spawn(async move {
-        run(api, server, namespace, store, ready_tx, task_status).await;
+        run(api, server, namespace, max_backoff.max(BACKOFF_MIN), store, ready_tx, task_status).await;
     });
     PodCache { ready, status }
 }
@@ -119,6 +126,7 @@ async fn run(
     api: Api<Pod>,
     server: String,
     namespace: Option<String>,
+    max_backoff: Duration,
     store: Arc<MemoryStore<FarmPod>>,
     ready: watch::Sender<bool>,
     status: Arc<CacheStatus>,
@@ -129,7 +137,7 @@ async fn run(
         tracing::warn!(error = %err, retry_in_ms = backoff.as_millis() as u64, "pod cache");
         status.error(err);
         let wait = *backoff;
-        *backoff = (*backoff * 2).min(BACKOFF_MAX);
+        *backoff = (*backoff * 2).min(max_backoff);
         wait
     };
     loop {

@@ -195,7 +195,13 @@ fn resources(args: &ServeArgs, cluster: Option<kube::Config>) -> Result<Resource
         let client = kube::Client::try_from(config).map_err(|e| StartError::Cluster(e.to_string()))?;
         // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
         let store = Arc::new(MemoryStore::<FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
-        let cache = pods::start(client, server, args.pod_namespace.clone(), store.clone());
+        let source = pods::Source {
+            client,
+            server,
+            namespace: args.pod_namespace.clone(),
+            max_backoff: Duration::from_secs(args.pod_cache_max_backoff_seconds),
+        };
+        let cache = pods::start(source, store.clone());
         served.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
         let status = cache.status.clone();
         served.health =

@@ -52,7 +52,7 @@ impl Default for WatchSettings {
             bookmark_interval: std::time::Duration::from_secs(60),
             min_request_timeout: std::time::Duration::from_secs(1800),
             future_revision_wait: std::time::Duration::from_secs(3),
-            not_ready_wait: std::time::Duration::from_secs(2),
+            not_ready_wait: std::time::Duration::from_secs(1),
         }
     }
 }
@@ -164,7 +164,8 @@ impl<K: ApiResource> Registry<K> {
                     "{} are not available yet: the server's cache has not synced with the cluster",
                     K::INFO.plural
                 ),
-                retry_after: 5,
+                // client-go retries a 503 up to ten times, honouring Retry-After: keep it short.
+                retry_after: 1,
             }),
         }
     }

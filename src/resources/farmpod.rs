@@ -61,7 +61,7 @@ pub struct FarmPodStatus {
     /// Restarts of all containers together.
     pub restarts: i64,
     /// The Pod's IP address, once it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "podIP", skip_serializing_if = "Option::is_none")]
     pub pod_ip: Option<String>,
     /// The Pod's QoS class: Guaranteed, Burstable or BestEffort.
     #[serde(default, skip_serializing_if = "Option::is_none")]

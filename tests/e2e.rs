@@ -1,0 +1,313 @@
+//! End to end through a real control plane (etcd + kube-apiserver on loopback, started by
+//! `scripts/control-plane.sh`, which builds kube-apiserver once when `KUBE_APISERVER` is unset):
+//! farm-apiserver runs in aggregated mode, an APIService routes `farm.example.com/v1alpha` to it,
+//! and kubectl talks to the kube-apiserver only.
+
+mod common;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running etcd + kube-apiserver, stopped when dropped.
+struct ControlPlane {
+    dir: tempfile::TempDir,
+}
+
+impl ControlPlane {
+    fn up() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+            .arg("up")
+            .arg(dir.path())
+            .status()
+            .expect("run scripts/control-plane.sh");
+        assert!(status.success(), "the control plane did not start");
+        Self { dir }
+    }
+
+    fn kubeconfig(&self, user: &str) -> PathBuf {
+        self.dir.path().join(format!("{user}.kubeconfig"))
+    }
+
+    /// kubectl as the admin; returns (success, stdout, stderr without the version-skew warning).
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        use std::io::Write;
+        let mut child = Command::new(common::kubectl_path())
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig("admin"))
+            .args(args)
+            .env("HOME", self.dir.path())
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr: String = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| !l.contains("version difference"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), stderr)
+    }
+
+    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let (success, stdout, stderr) = self.kubectl(args, stdin);
+        assert!(success, "kubectl {args:?} failed: {stderr}");
+        stdout
+    }
+
+    /// Registers `farm` and waits until the aggregator serves its group.
+    async fn register(&self, farm: &Farm) {
+        self.ok(&["apply", "-f", "-"], Some(&farm.registration()));
+        self.ok(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
+        eventually("the aggregator to serve farm.example.com/v1alpha", async || {
+            self.kubectl(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None).0
+        })
+        .await;
+    }
+
+    async fn client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig("admin")).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+            .arg("down")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// farm-apiserver in aggregated mode, its log captured.
+struct Farm {
+    child: std::process::Child,
+    port: u16,
+    ca_pem: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Farm {
+    fn start(kubeconfig: &Path) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = farm_apiserver::tls::generate("farm-e2e-ca", &["farm-apiserver.farm-system.svc".into()]).unwrap();
+        let (cert, key, log) = (dir.path().join("tls.crt"), dir.path().join("tls.key"), dir.path().join("server.log"));
+        std::fs::write(&cert, &certs.cert_pem).unwrap();
+        std::fs::write(&key, &certs.key_pem).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+            .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+            .args(["--pod-cache-max-backoff-seconds", "2"])
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--tls-cert-file")
+            .arg(&cert)
+            .arg("--tls-private-key-file")
+            .arg(&key)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Self { child, port, ca_pem: certs.ca_pem, log, _dir: dir }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The Namespace, ExternalName Service and APIService routing the group to this server.
+    fn registration(&self) -> String {
+        use base64::Engine;
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: farm-system}}\n---\n\
+             apiVersion: v1\nkind: Service\nmetadata: {{name: farm-apiserver, namespace: farm-system}}\n\
+             spec: {{type: ExternalName, externalName: localhost, ports: [{{port: {port}, protocol: TCP}}]}}\n---\n\
+             apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1alpha.farm.example.com}}\n\
+             spec: {{group: farm.example.com, version: v1alpha, groupPriorityMinimum: 1000, versionPriority: 15, \
+             service: {{name: farm-apiserver, namespace: farm-system, port: {port}}}, caBundle: {ca}}}\n",
+            port = self.port
+        )
+    }
+}
+
+impl Drop for Farm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+const DOLLY: &str = "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: dolly\nspec:\n  weight: 120\n  height: 170.5\n";
+
+#[tokio::test]
+async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
+    let cp = ControlPlane::up();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+
+    let resources = cp.ok(&["api-resources", "--api-group=farm.example.com"], None);
+    assert!(
+        resources.lines().any(|l| l.split_whitespace().eq([
+            "llamas",
+            "lm",
+            "farm.example.com/v1alpha",
+            "true",
+            "Llama"
+        ])),
+        "{resources}"
+    );
+    assert!(
+        resources.lines().any(|l| l.split_whitespace().eq([
+            "farmpods",
+            "fp",
+            "farm.example.com/v1alpha",
+            "true",
+            "FarmPod"
+        ])),
+        "{resources}"
+    );
+
+    assert_eq!(cp.ok(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
+    assert_eq!(
+        cp.ok(&["apply", "-f", "-"], Some(&DOLLY.replace("120", "125"))).trim(),
+        "llama.farm.example.com/dolly configured"
+    );
+    let table = cp.ok(&["get", "llamas"], None);
+    assert!(table.lines().nth(1).unwrap().split_whitespace().take(3).eq(["dolly", "125", "170.5"]), "{table}");
+    let (success, _, stderr) =
+        cp.kubectl(&["create", "-f", "-"], Some(&DOLLY.replace("weight: 120", "weight: -1").replace("dolly", "bad")));
+    assert!(!success && stderr.contains("spec.weight"), "{stderr}");
+
+    // A watch through the aggregator's proxy.
+    let mut watch = Command::new(common::kubectl_path())
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig("admin"))
+        .args(["get", "llamas", "-w", "-o", "name"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "llama.farm.example.com/dolly");
+    cp.ok(&["apply", "-f", "-"], Some(&DOLLY.replace("dolly", "cria")));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "llama.farm.example.com/cria");
+    let _ = watch.kill();
+    let _ = watch.wait();
+
+    // Pods become FarmPods; status changes show up; deletions remove them.
+    let client = cp.client().await;
+    cp.ok(&["create", "namespace", "shop"], None);
+    let pods: Api<Pod> = Api::namespaced(client, "shop");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web-1", "labels": {"app": "web"}},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "nginx", "image": "nginx:1.27"}, {"name": "sidecar", "image": "busybox"}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let status = json!({"status": {"phase": "Running", "podIP": "10.1.2.3", "containerStatuses": [
+        {"name": "nginx", "ready": true, "restartCount": 2, "image": "nginx:1.27", "imageID": "x", "state": {"running": {}}},
+        {"name": "sidecar", "ready": false, "restartCount": 1, "image": "busybox", "imageID": "y", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+    ]}});
+    pods.patch_status("web-1", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    eventually("the FarmPod to show the Pod's status", async || {
+        let out = cp.ok(&["get", "farmpods", "-A"], None);
+        out.lines()
+            .any(|l| l.split_whitespace().take(7).eq(["shop", "web-1", "1/2", "CrashLoopBackOff", "3", "2", "node-a"]))
+    })
+    .await;
+    let header = cp.ok(&["get", "farmpods", "-A"], None);
+    assert!(header.lines().next().unwrap().split_whitespace().eq([
+        "NAMESPACE",
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "CONTAINERS",
+        "NODE",
+        "AGE"
+    ]));
+    let running = cp.ok(&["get", "fp", "-n", "shop", "--field-selector", "status.phase=Running", "-o", "name"], None);
+    assert_eq!(running.trim(), "farmpod.farm.example.com/web-1");
+    let json: serde_json::Value =
+        serde_json::from_str(&cp.ok(&["get", "fp", "web-1", "-n", "shop", "-o", "json"], None)).unwrap();
+    let pod_now = pods.get("web-1").await.unwrap();
+    assert_eq!(
+        json["metadata"]["resourceVersion"].as_str(),
+        pod_now.metadata.resource_version.as_deref(),
+        "a FarmPod carries its Pod's resourceVersion"
+    );
+    assert_eq!(json["status"]["podIP"], "10.1.2.3");
+    assert_eq!(json["spec"]["images"], json!(["nginx:1.27", "busybox"]));
+    let (success, _, stderr) = cp.kubectl(&["delete", "fp", "web-1", "-n", "shop"], None);
+    assert!(!success && stderr.contains("MethodNotAllowed") || stderr.contains("not allow"), "{stderr}");
+
+    pods.delete("web-1", &DeleteParams::default().grace_period(0)).await.unwrap();
+    eventually("the FarmPod to go with its Pod", async || {
+        cp.ok(&["get", "farmpods", "-A", "-o", "name"], None).trim().is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_cache_recovers() {
+    let cp = ControlPlane::up();
+    let farm = Farm::start(&cp.kubeconfig("nobody"));
+    cp.register(&farm).await;
+    eventually("the log to explain the missing RBAC rule", async || {
+        let log = farm.log();
+        log.contains("RBAC forbids the server to list or watch pods")
+            && log.contains(r#"resources: ["pods"], verbs: ["get", "list", "watch"]"#)
+    })
+    .await;
+    assert_eq!(cp.ok(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
+    // Straight to the server (kubectl would retry the 503 as Retry-After allows).
+    let direct = common::Server::client_with(farm.ca_pem.as_bytes(), None);
+    let r = direct
+        .get(format!("https://localhost:{}/apis/farm.example.com/v1alpha/farmpods", farm.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+
+    let grant = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pod-reader}\n\
+                 rules: [{apiGroups: [\"\"], resources: [pods], verbs: [get, list, watch]}]\n---\n\
+                 apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-reads-pods}\n\
+                 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pod-reader}\n\
+                 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";
+    cp.ok(&["apply", "-f", "-"], Some(grant));
+    eventually("the Pod cache to sync after the grant", async || cp.kubectl(&["get", "farmpods", "-A"], None).0).await;
+    assert!(farm.log().contains("pod cache synced"));
+}
