@@ -2,9 +2,10 @@
 
 PORT ?= 8443
 KUBECONFIG_OUT ?= ./farm.kubeconfig
+IMAGE ?= farm-apiserver:0.1.0
 CARGO ?= cargo
 
-.PHONY: build run test unit fmt lint openapi clean
+.PHONY: build run test unit e2e fmt lint openapi certs manifests image clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -12,14 +13,20 @@ build: ## Build the server (debug).
 run: ## Run standalone on 127.0.0.1:$(PORT), writing a kubeconfig for kubectl.
 	$(CARGO) run --locked -- serve --standalone --bind-address 127.0.0.1 --secure-port $(PORT) --write-kubeconfig $(KUBECONFIG_OUT)
 
-test: ## Everything CI checks: formatting, lints, unit and black-box tests (kubectl included).
+test: ## Everything CI checks: formatting, lints, unit, black-box, kubectl and real-control-plane tests.
 	bash scripts/install-tools.sh
+	bash scripts/control-plane.sh binaries >/dev/null
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	$(CARGO) test --locked --all-targets
 
 unit: ## Unit tests only.
 	$(CARGO) test --locked --lib
+
+e2e: ## Only the tests against a real etcd + kube-apiserver (KUBE_APISERVER / ETCD to bring your own).
+	bash scripts/install-tools.sh
+	bash scripts/control-plane.sh binaries >/dev/null
+	$(CARGO) test --locked --test e2e
 
 fmt: ## Format the code.
 	$(CARGO) fmt
@@ -29,6 +36,12 @@ lint: ## Clippy with warnings as errors.
 
 openapi: ## Regenerate the checked-in OpenAPI documents under openapi/.
 	$(CARGO) run --locked --quiet -- openapi --out-dir openapi
+
+certs manifests: ## Make certs/ (CA, serving cert, caBundle) and manifests/app.yaml for `kubectl apply -f`.
+	$(CARGO) run --locked --quiet -- certs --out-dir certs --manifests-dir manifests --app-yaml manifests/app.yaml
+
+image: ## Build the container image $(IMAGE) (needs a Docker engine).
+	docker build -t $(IMAGE) .
 
 clean:
 	$(CARGO) clean

@@ -22,6 +22,8 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Write the OpenAPI documents the server serves into a directory (default `openapi/`).
     Openapi(OpenapiArgs),
+    /// Make the CA and serving certificate for the in-cluster Service, and assemble manifests/app.yaml.
+    Certs(crate::certs::CertsArgs),
 }
 
 /// How log lines are written.

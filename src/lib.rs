@@ -11,16 +11,19 @@
 //! - [`tls`]: serving certificates from PEM files or generated with rcgen.
 //! - [`auth`]: request authentication (the standalone bearer token).
 //! - [`kubeconfig`]: the kubeconfig a standalone server writes for kubectl.
+//! - [`certs`]: `farm-apiserver certs`: the CA, serving certificate and `manifests/app.yaml`.
+//! - [`pods`]: the Pod cache (list + watch of the cluster's Pods) that feeds FarmPods.
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 //! - [`api`]: the resource-agnostic Kubernetes REST machinery: `Status` errors, negotiation,
 //!   query options, selectors, paging, decoding and patching, validation, registry semantics,
 //!   handlers, watch streams, tables, discovery and OpenAPI.
 //! - [`store`]: storage behind a trait (objects, event history, subscriptions), with the
 //!   in-memory implementation.
-//! - [`resources`]: one file per resource (Llama), describing itself to the machinery.
+//! - [`resources`]: one file per resource (Llama, FarmPod), describing itself to the machinery.
 
 pub mod api;
 pub mod auth;
+pub mod certs;
 pub mod config;
 pub mod health;
 pub mod kubeconfig;

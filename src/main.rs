@@ -73,6 +73,19 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Certs(args) => match farm_apiserver::certs::run(&args) {
+            Ok(bundle) => {
+                println!("{bundle}");
+                if args.app_yaml.as_os_str() != "-" {
+                    eprintln!("wrote {} and {}", args.out_dir.display(), args.app_yaml.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("certs: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Openapi(args) => match write_openapi(&args.out_dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

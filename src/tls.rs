@@ -54,30 +54,48 @@ impl std::fmt::Debug for Certs {
 /// The SANs every generated serving certificate carries, besides the ones asked for.
 pub const DEFAULT_SANS: [&str; 2] = ["localhost", "127.0.0.1"];
 
-/// Makes a CA named `ca_name` and a serving certificate for `localhost`, `127.0.0.1` and `sans`.
-pub fn generate(ca_name: &str, sans: &[String]) -> Result<Certs> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(DnType::CommonName, ca_name);
-    ca_params.key_usages =
-        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
+/// A certificate authority: its certificate and key, PEM.
+#[derive(Clone)]
+pub struct Ca {
+    /// The CA certificate.
+    pub cert_pem: String,
+    /// The CA key.
+    pub key_pem: String,
+}
 
-    let mut names: Vec<String> = DEFAULT_SANS.iter().map(|s| s.to_string()).collect();
-    for san in sans {
-        if !names.contains(san) {
-            names.push(san.clone());
-        }
-    }
+/// Makes a new CA named `name`.
+pub fn new_ca(name: &str) -> Result<Ca> {
     let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(names.clone())?;
-    params.distinguished_name.push(DnType::CommonName, names.get(2).cloned().unwrap_or_else(|| "localhost".into()));
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let cert = params.self_signed(&key)?;
+    Ok(Ca { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+/// Issues a serving certificate for `names` (DNS names or IP addresses; the first is the CN) from `ca`.
+pub fn issue(ca: &Ca, names: &[String]) -> Result<Certs> {
+    let ca_key = KeyPair::from_pem(&ca.key_pem)?;
+    let issuer = Issuer::from_ca_cert_pem(&ca.cert_pem, ca_key)?;
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(names.to_vec())?;
+    params.distinguished_name.push(DnType::CommonName, names.first().cloned().unwrap_or_else(|| "localhost".into()));
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
     let cert = params.signed_by(&key, &issuer)?;
-    Ok(Certs { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+    Ok(Certs { ca_pem: ca.cert_pem.clone(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+/// Makes a CA named `ca_name` and a serving certificate for `sans` plus `localhost` and `127.0.0.1`.
+pub fn generate(ca_name: &str, sans: &[String]) -> Result<Certs> {
+    let mut names: Vec<String> = Vec::new();
+    for name in sans.iter().map(String::as_str).chain(DEFAULT_SANS) {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    issue(&new_ca(ca_name)?, &names)
 }
 
 /// Reads a PEM certificate chain and key from files. The CA handed to clients is the last

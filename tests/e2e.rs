@@ -281,6 +281,36 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
 }
 
 #[tokio::test]
+async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
+    let cp = ControlPlane::up();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        .args(["certs", "--manifests-dir", concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")])
+        .arg("--out-dir")
+        .arg(dir.path().join("certs"))
+        .arg("--app-yaml")
+        .arg(&app)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Server-side dry run validates every object; the namespace must exist for the namespaced ones.
+    cp.ok(&["create", "namespace", "farm-system"], None);
+    let applied = cp.ok(&["apply", "--dry-run=server", "-f", app.to_str().unwrap()], None);
+    for object in [
+        "serviceaccount/farm-apiserver",
+        "clusterrole.rbac.authorization.k8s.io/farm-apiserver",
+        "rolebinding.rbac.authorization.k8s.io/farm-apiserver-auth-reader",
+        "secret/farm-apiserver-serving-cert",
+        "deployment.apps/farm-apiserver",
+        "service/farm-apiserver",
+        "apiservice.apiregistration.k8s.io/v1alpha.farm.example.com",
+    ] {
+        assert!(applied.contains(object), "{object} missing from:\n{applied}");
+    }
+}
+
+#[tokio::test]
 async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_cache_recovers() {
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("nobody"));
