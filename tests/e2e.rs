@@ -281,6 +281,33 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
 }
 
 #[tokio::test]
+async fn standalone_with_a_kubeconfig_serves_the_clusters_pods_to_kubectl_directly() {
+    let cp = ControlPlane::up();
+    cp.ok(&["create", "namespace", "barn"], None);
+    let pods: Api<Pod> = Api::namespaced(cp.client().await, "barn");
+    let pod: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "hay"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+    )
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let s = common::Server::start_with(&[
+        "--kubeconfig",
+        cp.kubeconfig("admin").to_str().unwrap(),
+        "--pod-namespace",
+        "barn",
+    ])
+    .await;
+    eventually("kubectl to list the FarmPod from the standalone server", async || {
+        let (ok, out, _) = s.kubectl(&["get", "farmpods", "-n", "barn", "-o", "name"]);
+        ok && out.trim() == "farmpod.farm.example.com/hay"
+    })
+    .await;
+    let (ok, out, _) = s.kubectl(&["get", "fp", "-n", "barn"]);
+    assert!(ok);
+    assert!(out.lines().nth(1).unwrap().split_whitespace().take(5).eq(["hay", "0/1", "Pending", "0", "1"]), "{out}");
+}
+
+#[tokio::test]
 async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     let cp = ControlPlane::up();
     let dir = tempfile::tempdir().unwrap();
