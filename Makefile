@@ -5,7 +5,7 @@ KUBECONFIG_OUT ?= ./farm.kubeconfig
 IMAGE ?= farm-apiserver:0.1.0
 CARGO ?= cargo
 
-.PHONY: build run test unit e2e fmt lint openapi certs manifests image clean
+.PHONY: build run test unit e2e bench fmt lint openapi certs manifests image clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -27,6 +27,9 @@ e2e: ## Only the tests against a real etcd + kube-apiserver (KUBE_APISERVER / ET
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries >/dev/null
 	$(CARGO) test --locked --test e2e
+
+bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
+	$(CARGO) bench --locked --bench load
 
 fmt: ## Format the code.
 	$(CARGO) fmt
