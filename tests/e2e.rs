@@ -204,27 +204,13 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
     assert!(!success && stderr.contains("spec.weight"), "{stderr}");
 
     // A watch through the aggregator's proxy.
-    let mut watch = Command::new(common::kubectl_path())
-        .arg("--kubeconfig")
-        .arg(cp.kubeconfig("admin"))
-        .args(["get", "llamas", "-w", "-o", "name"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "llama.farm.example.com/dolly");
+    let mut command = Command::new(common::kubectl_path());
+    command.arg("--kubeconfig").arg(cp.kubeconfig("admin")).args(["get", "llamas", "-w", "-o", "name"]);
+    let watch = common::LineStream::spawn(command);
+    assert_eq!(watch.next_line(Duration::from_secs(20)), "llama.farm.example.com/dolly");
     cp.ok(&["apply", "-f", "-"], Some(&DOLLY.replace("dolly", "cria")));
-    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "llama.farm.example.com/cria");
-    let _ = watch.kill();
-    let _ = watch.wait();
+    assert_eq!(watch.next_line(Duration::from_secs(20)), "llama.farm.example.com/cria");
+    drop(watch);
 
     // Pods become FarmPods; status changes show up; deletions remove them.
     let client = cp.client().await;

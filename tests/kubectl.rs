@@ -142,26 +142,12 @@ fn llama_yaml(name: &str, herd: &str, weight: u32) -> String {
 
 #[tokio::test]
 async fn get_watch_prints_a_row_on_create_and_on_change() {
-    use std::io::BufRead;
     let s = Server::start().await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml("dolly", "a", 120))));
-    let mut child = std::process::Command::new(common::kubectl_path())
-        .args(["get", "llamas", "-w"])
-        .env("KUBECONFIG", &s.kubeconfig)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let next = || rx.recv_timeout(std::time::Duration::from_secs(10)).expect("a row from kubectl get -w");
+    let mut command = std::process::Command::new(common::kubectl_path());
+    command.args(["get", "llamas", "-w"]).env("KUBECONFIG", &s.kubeconfig);
+    let watch = common::LineStream::spawn(command);
+    let next = || watch.next_line(std::time::Duration::from_secs(10));
     assert!(next().split_whitespace().eq(["NAME", "WEIGHT", "HEIGHT", "AGE"]));
     assert!(next().starts_with("dolly "));
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml("cria", "b", 30))));
@@ -170,8 +156,6 @@ async fn get_watch_prints_a_row_on_create_and_on_change() {
     ok(s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"weight":130}}"#]));
     let changed: Vec<String> = next().split_whitespace().map(String::from).collect();
     assert_eq!(&changed[..3], ["dolly", "130", "100"]);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[tokio::test]

@@ -130,6 +130,42 @@ pub fn unreachable_cluster_kubeconfig(dir: &std::path::Path) -> PathBuf {
     path
 }
 
+/// A running command whose standard output arrives line by line; killed when dropped.
+pub struct LineStream {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl LineStream {
+    /// Starts `command` with its stdout piped.
+    pub fn spawn(mut command: Command) -> Self {
+        use std::io::BufRead;
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// The next line; panics after `wait` without one.
+    pub fn next_line(&self, wait: Duration) -> String {
+        self.lines.recv_timeout(wait).expect("a line within the wait")
+    }
+}
+
+impl Drop for LineStream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// kubectl from `KUBECTL`, or the one on the PATH.
 pub fn kubectl_path() -> String {
     std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())
