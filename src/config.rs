@@ -105,6 +105,18 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_MIN_REQUEST_TIMEOUT_SECONDS", default_value_t = 1800)]
     pub min_request_timeout_seconds: u64,
 
+    /// Seconds a TokenReview answer is reused (aggregated mode).
+    #[arg(long, env = "FARM_AUTHENTICATION_TOKEN_CACHE_TTL_SECONDS", default_value_t = 10)]
+    pub authentication_token_cache_ttl_seconds: u64,
+
+    /// Seconds an allowed SubjectAccessReview answer is reused (aggregated mode).
+    #[arg(long, env = "FARM_AUTHORIZATION_ALLOWED_CACHE_TTL_SECONDS", default_value_t = 10)]
+    pub authorization_allowed_cache_ttl_seconds: u64,
+
+    /// Seconds a denied SubjectAccessReview answer is reused (aggregated mode).
+    #[arg(long, env = "FARM_AUTHORIZATION_DENIED_CACHE_TTL_SECONDS", default_value_t = 10)]
+    pub authorization_denied_cache_ttl_seconds: u64,
+
     /// Seconds to let in-flight requests finish after SIGTERM before closing connections.
     #[arg(long, env = "FARM_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
     pub shutdown_grace_seconds: u64,

@@ -8,6 +8,7 @@ use crate::api::error::Error as ApiError;
 use crate::api::handlers;
 use crate::api::openapi::{Document, Documents};
 use crate::api::registry::{Registry, WatchSettings};
+use crate::auth::delegated::{Delegated, DelegationSettings};
 use crate::auth::{self, Authenticator};
 use crate::config::ServeArgs;
 use crate::health::{self, Health};
@@ -185,14 +186,13 @@ impl Resources {
 }
 
 /// Llamas always; FarmPods when there is a cluster, fed by the Pod cache started here.
-fn resources(args: &ServeArgs, cluster: Option<kube::Config>) -> Result<Resources, StartError> {
+fn resources(args: &ServeArgs, cluster: Option<(kube::Config, kube::Client)>) -> Result<Resources, StartError> {
     let settings = watch_settings(args);
     let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health: Health::default() };
     let llamas = MemoryStore::<Llama>::new(Arc::new(Revision::default()), args.watch_history_size);
     served.add(Registry::new(Arc::new(llamas), settings.clone()));
-    if let Some(config) = cluster {
+    if let Some((config, client)) = cluster {
         let server = config.cluster_url.to_string();
-        let client = kube::Client::try_from(config).map_err(|e| StartError::Cluster(e.to_string()))?;
         // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
         let store = Arc::new(MemoryStore::<FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
         let source = pods::Source {
@@ -211,12 +211,7 @@ fn resources(args: &ServeArgs, cluster: Option<kube::Config>) -> Result<Resource
 }
 
 /// The whole router: health (open), then everything else behind `authenticator`.
-fn router(
-    resource_routes: Router,
-    shared: Arc<Shared>,
-    health: Arc<Health>,
-    authenticator: Arc<Authenticator>,
-) -> Router {
+fn router(resource_routes: Router, shared: Arc<Shared>, health: Arc<Health>, authenticator: Authenticator) -> Router {
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
         .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
@@ -261,34 +256,45 @@ pub async fn run(
         (Some(cert), Some(key)) => tls::load(&cert.to_string_lossy(), &key.to_string_lossy())?,
         _ => tls::generate("farm-apiserver-ca", &args.tls_sans)?,
     };
-    let server_config = tls::server_config(&certs)?;
     let cluster = cluster_config(&args).await?;
     let local = listener.local_addr().map_err(StartError::Listener)?;
     let url = client_url(local);
 
-    let authenticator = if args.standalone {
+    let client = match &cluster {
+        Some(config) => Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?),
+        None => None,
+    };
+    let (authenticator, server_config) = if args.standalone {
         let token = auth::random_token();
         if let Some(path) = &args.write_kubeconfig {
             kubeconfig::write(path, &kubeconfig::build(&url, &certs.ca_pem, &token))
                 .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
             tracing::info!(path = %path.display(), "wrote kubeconfig");
         }
-        Authenticator::BearerToken(token.into())
+        (Authenticator::BearerToken(token.into()), tls::server_config(&certs)?)
     } else {
-        tracing::warn!(
-            "aggregated mode: delegated authentication is not implemented yet; requests are not authenticated"
+        let client = client.clone().ok_or_else(|| StartError::Cluster("aggregated mode needs a cluster".into()))?;
+        let delegated = Delegated::new(
+            client,
+            DelegationSettings {
+                token_ttl: Duration::from_secs(args.authentication_token_cache_ttl_seconds),
+                allowed_ttl: Duration::from_secs(args.authorization_allowed_cache_ttl_seconds),
+                denied_ttl: Duration::from_secs(args.authorization_denied_cache_ttl_seconds),
+                cache_size: 4096,
+            },
         );
-        Authenticator::Disabled
+        delegated.watch_config();
+        (Authenticator::Delegated(delegated), tls::server_config_requesting_client_certs(&certs)?)
     };
 
-    let served = resources(&args, cluster)?;
+    let served = resources(&args, cluster.map(|c| (c, client)).and_then(|(c, client)| client.map(|cl| (c, cl))))?;
     let shared = Arc::new(Shared {
         discovery: Discovery::new(served.descriptors.clone()),
         openapi: Documents::build(&served.descriptors),
         address: url.trim_start_matches("https://").to_string(),
     });
     let health = Arc::new(served.health);
-    let app = router(served.routes, shared, health.clone(), Arc::new(authenticator));
+    let app = router(served.routes, shared, health.clone(), authenticator);
 
     let handle = axum_server::Handle::new();
     let grace = Duration::from_secs(args.shutdown_grace_seconds);
@@ -304,8 +310,10 @@ pub async fn run(
     listener.set_nonblocking(true).map_err(StartError::Listener)?;
     tracing::info!(%url, standalone = args.standalone, "serving");
     let rustls = axum_server::tls_rustls::RustlsConfig::from_config(server_config);
-    axum_server::from_tcp_rustls(listener, rustls)
+    let acceptor = tls::PeerCertificateAcceptor { inner: axum_server::tls_rustls::RustlsAcceptor::new(rustls) };
+    axum_server::from_tcp(listener)
         .map_err(StartError::Listener)?
+        .acceptor(acceptor)
         .handle(handle)
         .serve(app.into_make_service())
         .await

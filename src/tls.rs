@@ -182,3 +182,171 @@ mod tests {
         assert!(server_config(&certs).is_err());
     }
 }
+
+/// The client certificate chain a connection presented, attached to each of its requests.
+/// The chain is *not* verified by the handshake (only possession of the key is); the
+/// authenticator verifies it against the CAs in force for each request, so CA changes apply
+/// without restarting or re-handshaking.
+#[derive(Clone, Debug, Default)]
+pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
+
+/// Asks every client for a certificate, accepts connections without one, and checks that a
+/// presented certificate's key signed the handshake.
+#[derive(Debug)]
+struct RequestClientCertificate {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl rustls::server::danger::ClientCertVerifier for RequestClientCertificate {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        // No hints: Go clients (the aggregator) then send their one certificate whatever its issuer.
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Like [`server_config`], but asking clients for certificates (aggregated mode).
+pub fn server_config_requesting_client_certs(certs: &Certs) -> Result<Arc<ServerConfig>> {
+    let chain = parse_chain(&certs.cert_pem)?;
+    let key = parse_key(&certs.key_pem)?;
+    let verifier = Arc::new(RequestClientCertificate { provider: provider() });
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Verifies client certificate chains against a set of CAs (PEM), for one purpose.
+pub struct ChainVerifier {
+    verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+}
+
+impl std::fmt::Debug for ChainVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChainVerifier")
+    }
+}
+
+impl ChainVerifier {
+    /// A verifier trusting the certificates in `ca_pem`; `None` when it holds none.
+    pub fn new(ca_pem: &str) -> Result<Option<Self>> {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+            let cert = cert.map_err(|e| Error::Pem(format!("parsing a CA certificate: {e}")))?;
+            roots.add(cert).map_err(|e| Error::Pem(format!("a CA certificate is unusable: {e}")))?;
+        }
+        if roots.is_empty() {
+            return Ok(None);
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| Error::Pem(format!("building a verifier: {e}")))?;
+        Ok(Some(Self { verifier }))
+    }
+
+    /// Whether `chain` (leaf first) chains to one of the CAs and is valid now for client auth.
+    pub fn verifies(&self, chain: &[CertificateDer<'static>]) -> bool {
+        let Some((leaf, intermediates)) = chain.split_first() else { return false };
+        self.verifier.verify_client_cert(leaf, intermediates, rustls::pki_types::UnixTime::now()).is_ok()
+    }
+}
+
+/// The subject's common name and organizations of a DER certificate.
+pub fn subject(cert: &CertificateDer<'_>) -> Option<(String, Vec<String>)> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let subject = parsed.subject();
+    let cn = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let orgs = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
+    Some((cn, orgs))
+}
+
+/// Wraps axum-server's rustls acceptor to attach the client's certificate chain to every
+/// request of the connection as a [`PeerCertificates`] extension.
+#[derive(Clone)]
+pub struct PeerCertificateAcceptor {
+    /// The TLS acceptor.
+    pub inner: axum_server::tls_rustls::RustlsAcceptor,
+}
+
+/// The per-connection service that inserts the chain.
+#[derive(Clone)]
+pub struct WithPeerCertificates<S> {
+    inner: S,
+    certificates: PeerCertificates,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for WithPeerCertificates<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        request.extensions_mut().insert(self.certificates.clone());
+        self.inner.call(request)
+    }
+}
+
+impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> for PeerCertificateAcceptor {
+    type Stream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Service = WithPeerCertificates<S>;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<(Self::Stream, Self::Service)>> + Send>>;
+
+    fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let (stream, service) = inner.accept(stream, service).await?;
+            let chain =
+                stream.get_ref().1.peer_certificates().map(|c| c.iter().map(|d| d.clone().into_owned()).collect());
+            let certificates = PeerCertificates(Arc::new(chain.unwrap_or_default()));
+            Ok((stream, WithPeerCertificates { inner: service, certificates }))
+        })
+    }
+}

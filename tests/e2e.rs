@@ -75,6 +75,27 @@ impl ControlPlane {
         .await;
     }
 
+    /// A client of `farm`'s own port (not through the aggregator) presenting `user`'s client
+    /// certificate (signed by the cluster's client CA), or no credentials when `user` is `None`.
+    async fn direct(&self, farm: &Farm, user: Option<&str>) -> kube::Client {
+        use base64::Engine;
+        let ca = base64::engine::general_purpose::STANDARD.encode(&farm.ca_pem);
+        let credentials = match user {
+            Some(user) => {
+                format!("client-certificate: {0}/{user}.crt\n    client-key: {0}/{user}.key", self.dir.path().display())
+            }
+            None => "{}".replace("{}", "username: nobody-at-all\n    password: none"),
+        };
+        let yaml = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: farm\n  cluster:\n    server: https://localhost:{port}\n    certificate-authority-data: {ca}\n\
+             users:\n- name: u\n  user:\n    {credentials}\ncontexts:\n- name: farm\n  context: {{cluster: farm, user: u}}\ncurrent-context: farm\n",
+            port = farm.port
+        );
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
     async fn client(&self) -> kube::Client {
         let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig("admin")).unwrap();
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
@@ -118,7 +139,7 @@ impl Farm {
             .arg(&cert)
             .arg("--tls-private-key-file")
             .arg(&key)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", std::env::var("FARM_TEST_LOG").unwrap_or_else(|_| "info".into()))
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -152,6 +173,15 @@ impl Drop for Farm {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Sends a GET through `client` with extra headers, returning the raw response whatever its status.
+async fn send(client: &kube::Client, path: &str, headers: &[(&str, &str)]) -> http::Response<kube::client::Body> {
+    let mut request = http::Request::get(path);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    client.send(request.body(kube::client::Body::empty()).unwrap()).await.unwrap()
 }
 
 async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
@@ -326,6 +356,14 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
 #[tokio::test]
 async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_cache_recovers() {
     let cp = ControlPlane::up();
+    // Everything an installed server has (manifests/rbac.yaml) except the right to read Pods.
+    let delegation = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-delegates}\n\
+                      roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}\n\
+                      subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n---\n\
+                      apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: nobody-reads-auth, namespace: kube-system}\n\
+                      roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}\n\
+                      subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";
+    cp.ok(&["apply", "-f", "-"], Some(delegation));
     let farm = Farm::start(&cp.kubeconfig("nobody"));
     cp.register(&farm).await;
     eventually("the log to explain the missing RBAC rule", async || {
@@ -336,13 +374,9 @@ async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_
     .await;
     assert_eq!(cp.ok(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
     // Straight to the server (kubectl would retry the 503 as Retry-After allows).
-    let direct = common::Server::client_with(farm.ca_pem.as_bytes(), None);
-    let r = direct
-        .get(format!("https://localhost:{}/apis/farm.example.com/v1alpha/farmpods", farm.port))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 503);
+    let direct = cp.direct(&farm, Some("admin")).await;
+    let r = send(&direct, "/apis/farm.example.com/v1alpha/farmpods", &[]).await;
+    assert_eq!(r.status(), 503, "{}", farm.log());
     assert_eq!(r.headers()["retry-after"], "1");
 
     let grant = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: pod-reader}\n\

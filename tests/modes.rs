@@ -20,7 +20,7 @@ impl Drop for Child {
 }
 
 #[tokio::test]
-async fn aggregated_mode_from_env_vars_serves_llamas_with_pem_certificates() {
+async fn aggregated_mode_from_env_vars_uses_pem_certificates_and_refuses_until_authentication_is_configured() {
     let dir = tempfile::tempdir().unwrap();
     // A kubeconfig naming some cluster; aggregated mode reads it at start.
     let kubeconfig = dir.path().join("cluster.kubeconfig");
@@ -61,19 +61,20 @@ async fn aggregated_mode_from_env_vars_serves_llamas_with_pem_certificates() {
         assert!(Instant::now() < deadline, "aggregated server never became ready");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let created = client
-        .post(format!("{base}{}", common::llamas("farm")))
-        .json(&common::llama("dolly", 1.0, 2.0))
+    // Without the cluster's authentication ConfigMap nothing can be authenticated yet: 503, not
+    // an open door; health stays open.
+    let r = client
+        .get(format!("{base}/apis/farm.example.com/v1alpha"))
+        .header("X-Remote-User", "admin")
         .send()
         .await
         .unwrap();
-    assert_eq!(created.status(), 201);
-    let list: serde_json::Value =
-        client.get(format!("{base}/apis/farm.example.com/v1alpha/llamas")).send().await.unwrap().json().await.unwrap();
-    assert_eq!(list["items"][0]["metadata"]["name"], "dolly");
-    let resources: serde_json::Value =
-        client.get(format!("{base}/apis/farm.example.com/v1alpha")).send().await.unwrap().json().await.unwrap();
-    assert_eq!(resources["resources"][0]["name"], "llamas", "the aggregator needs a non-empty resource list");
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let body: serde_json::Value = r.json().await.unwrap();
+    common::assert_status(&body, 503, "ServiceUnavailable");
+    assert!(body["message"].as_str().unwrap().contains("extension-apiserver-authentication"));
+    assert_eq!(client.get(format!("{base}/livez")).send().await.unwrap().status(), 200);
 }
 
 #[test]

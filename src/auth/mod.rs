@@ -1,24 +1,46 @@
-//! Authentication of requests.
+//! Authentication and authorization of requests. Health endpoints are never behind them.
 //!
-//! Standalone mode: a random bearer token, generated at start and written into the kubeconfig
-//! the server writes, is required on every request except the health endpoints; anything else
-//! gets a 401 `Status`. Delegated authentication and authorization for aggregated mode (front-proxy
-//! client certificates, TokenReview, SubjectAccessReview) are a later issue.
+//! - Standalone mode: a random bearer token, generated at start and written into the kubeconfig
+//!   the server writes, is the only accepted credential; anything else gets a 401 `Status`.
+//! - Aggregated mode: delegated to the cluster ([`delegated`]): front-proxy certificates and
+//!   headers, client certificates and TokenReview for authentication, SubjectAccessReview for
+//!   authorization.
+
+pub mod attributes;
+pub mod cache;
+pub mod delegated;
+pub mod requestheader;
 
 use crate::api::error::Error;
+use crate::api::query::Query;
+use crate::tls::PeerCertificates;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// How requests are authenticated.
-#[derive(Clone, Debug)]
+/// Who made a request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The user name.
+    pub name: String,
+    /// The user's UID, when the authenticator knows it.
+    pub uid: Option<String>,
+    /// Groups, `system:authenticated` included once authenticated.
+    pub groups: Vec<String>,
+    /// Extra attributes (keys lower-case).
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+/// How requests are authenticated and authorized.
+#[derive(Clone)]
 pub enum Authenticator {
-    /// Every request must carry `Authorization: Bearer <token>`.
+    /// Standalone: every request must carry `Authorization: Bearer <token>`.
     BearerToken(Arc<str>),
-    /// No authentication is performed (aggregated mode until delegated authentication lands).
-    Disabled,
+    /// Aggregated: delegated to the cluster.
+    Delegated(Arc<delegated::Delegated>),
 }
 
 /// A fresh random token: 32 bytes from the OS generator, base64url without padding.
@@ -38,23 +60,40 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-impl Authenticator {
-    /// Whether the request's credentials are acceptable.
-    pub fn allows(&self, headers: &http::HeaderMap) -> bool {
-        match self {
-            Self::Disabled => true,
-            Self::BearerToken(expected) => headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-                .is_some_and(|token| constant_time_eq(token.trim().as_bytes(), expected.as_bytes())),
-        }
-    }
+/// Whether `headers` carry the standalone token.
+fn has_token(expected: &str, headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .is_some_and(|token| constant_time_eq(token.trim().as_bytes(), expected.as_bytes()))
 }
 
-/// Middleware refusing requests that [`Authenticator::allows`] rejects.
-pub async fn require(authenticator: Arc<Authenticator>, request: Request, next: Next) -> Response {
-    if authenticator.allows(request.headers()) { next.run(request).await } else { Error::Unauthorized.into_response() }
+/// Middleware authenticating and authorizing every request it wraps.
+pub async fn require(authenticator: Authenticator, mut request: Request, next: Next) -> Response {
+    match authenticator {
+        Authenticator::BearerToken(expected) => {
+            if !has_token(&expected, request.headers()) {
+                return Error::Unauthorized.into_response();
+            }
+            requestheader::strip(&requestheader::HeaderNames::default(), request.headers_mut());
+            next.run(request).await
+        }
+        Authenticator::Delegated(delegated) => {
+            let peer = request.extensions().get::<PeerCertificates>().cloned();
+            let user = match delegated.authenticate(request.headers_mut(), peer.as_ref()).await {
+                Ok(user) => user,
+                Err(e) => return e.into_response(),
+            };
+            let query = Query::parse(request.uri().query());
+            let attributes = attributes::attributes(request.method(), request.uri().path(), &query);
+            if let Err(e) = delegated.authorize(&user, &attributes).await {
+                return e.into_response();
+            }
+            request.extensions_mut().insert(user);
+            next.run(request).await
+        }
+    }
 }
 
 #[cfg(test)]
@@ -63,15 +102,14 @@ mod tests {
 
     #[test]
     fn only_the_exact_token_is_accepted() {
-        let auth = Authenticator::BearerToken("s3cret".into());
         let mut h = http::HeaderMap::new();
-        assert!(!auth.allows(&h));
+        assert!(!has_token("s3cret", &h));
         h.insert(header::AUTHORIZATION, "Bearer s3cre".parse().unwrap());
-        assert!(!auth.allows(&h));
+        assert!(!has_token("s3cret", &h));
         h.insert(header::AUTHORIZATION, "Bearer s3cret".parse().unwrap());
-        assert!(auth.allows(&h));
+        assert!(has_token("s3cret", &h));
         h.insert(header::AUTHORIZATION, "Basic s3cret".parse().unwrap());
-        assert!(!auth.allows(&h));
+        assert!(!has_token("s3cret", &h));
     }
 
     #[test]
