@@ -76,24 +76,17 @@ impl ControlPlane {
     }
 
     /// A client of `farm`'s own port (not through the aggregator) presenting `user`'s client
-    /// certificate (signed by the cluster's client CA), or no credentials when `user` is `None`.
-    async fn direct(&self, farm: &Farm, user: Option<&str>) -> kube::Client {
-        use base64::Engine;
-        let ca = base64::engine::general_purpose::STANDARD.encode(&farm.ca_pem);
-        let credentials = match user {
-            Some(user) => {
-                format!("client-certificate: {0}/{user}.crt\n    client-key: {0}/{user}.key", self.dir.path().display())
-            }
-            None => "{}".replace("{}", "username: nobody-at-all\n    password: none"),
-        };
-        let yaml = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: farm\n  cluster:\n    server: https://localhost:{port}\n    certificate-authority-data: {ca}\n\
-             users:\n- name: u\n  user:\n    {credentials}\ncontexts:\n- name: farm\n  context: {{cluster: farm, user: u}}\ncurrent-context: farm\n",
-            port = farm.port
-        );
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-        kube::Client::try_from(config).unwrap()
+    /// certificate (signed by the cluster's client CA), or none when `user` is `None`. It does not
+    /// retry, so tests see every status as sent.
+    fn direct(&self, farm: &Farm, user: Option<&str>) -> reqwest::Client {
+        let mut builder = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(farm.ca_pem.as_bytes()).unwrap());
+        if let Some(user) = user {
+            let mut pem = std::fs::read(self.dir.path().join(format!("{user}.crt"))).unwrap();
+            pem.extend(std::fs::read(self.dir.path().join(format!("{user}.key"))).unwrap());
+            builder = builder.identity(reqwest::Identity::from_pem(&pem).unwrap());
+        }
+        builder.build().unwrap()
     }
 
     async fn client(&self) -> kube::Client {
@@ -173,15 +166,6 @@ impl Drop for Farm {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Sends a GET through `client` with extra headers, returning the raw response whatever its status.
-async fn send(client: &kube::Client, path: &str, headers: &[(&str, &str)]) -> http::Response<kube::client::Body> {
-    let mut request = http::Request::get(path);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    client.send(request.body(kube::client::Body::empty()).unwrap()).await.unwrap()
 }
 
 async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
@@ -374,8 +358,12 @@ async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_
     .await;
     assert_eq!(cp.ok(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
     // Straight to the server (kubectl would retry the 503 as Retry-After allows).
-    let direct = cp.direct(&farm, Some("admin")).await;
-    let r = send(&direct, "/apis/farm.example.com/v1alpha/farmpods", &[]).await;
+    let direct = cp.direct(&farm, Some("admin"));
+    let r = direct
+        .get(format!("https://localhost:{}/apis/farm.example.com/v1alpha/farmpods", farm.port))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 503, "{}", farm.log());
     assert_eq!(r.headers()["retry-after"], "1");
 
@@ -387,4 +375,98 @@ async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_
     cp.ok(&["apply", "-f", "-"], Some(grant));
     eventually("the Pod cache to sync after the grant", async || cp.kubectl(&["get", "farmpods", "-A"], None).0).await;
     assert!(farm.log().contains("pod cache synced"));
+}
+
+#[tokio::test]
+async fn authentication_and_authorization_are_delegated_to_the_cluster() {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let cp = ControlPlane::up();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    let base = format!("https://localhost:{}", farm.port);
+
+    // Straight to the server: forged identity headers without a front-proxy certificate are 401.
+    let anonymous = cp.direct(&farm, None);
+    let forged = anonymous
+        .get(format!("{base}/apis/farm.example.com/v1alpha/namespaces/default/llamas"))
+        .header("X-Remote-User", "admin")
+        .header("X-Remote-Group", "system:masters")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401);
+    let status: serde_json::Value = forged.json().await.unwrap();
+    common::assert_status(&status, 401, "Unauthorized");
+
+    // A client certificate from a CA the cluster does not trust is 401 too.
+    let mallory = farm_apiserver::tls::generate("untrusted-ca", &["mallory".into()]).unwrap();
+    let untrusted = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(farm.ca_pem.as_bytes()).unwrap())
+        .identity(reqwest::Identity::from_pem(format!("{}{}", mallory.cert_pem, mallory.key_pem).as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let r = untrusted
+        .get(format!("{base}/apis/farm.example.com/v1alpha"))
+        .header("X-Remote-User", "admin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // A ServiceAccount token works through TokenReview; the SubjectAccessReview then decides.
+    let client = cp.client().await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client, "default");
+    let robot: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "robot"}})).unwrap();
+    accounts.create(&PostParams::default(), &robot).await.unwrap();
+    let request = TokenRequest {
+        spec: TokenRequestSpec { audiences: vec![], expiration_seconds: Some(600), ..Default::default() },
+        ..Default::default()
+    };
+    let token = accounts.create_token_request("robot", &PostParams::default(), &request).await.unwrap();
+    let token = token.status.unwrap().token;
+    let discovery =
+        anonymous.get(format!("{base}/apis/farm.example.com/v1alpha")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(discovery.status(), 200, "discovery is allowed to every authenticated user");
+    let denied = anonymous
+        .get(format!("{base}/apis/farm.example.com/v1alpha/namespaces/default/llamas"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 403);
+    let status: serde_json::Value = denied.json().await.unwrap();
+    common::assert_status(&status, 403, "Forbidden");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"User "system:serviceaccount:default:robot" cannot list resource "llamas""#),
+        "{status}"
+    );
+    let bad_token =
+        anonymous.get(format!("{base}/apis/farm.example.com/v1alpha")).bearer_auth("not-a-token").send().await.unwrap();
+    assert_eq!(bad_token.status(), 401);
+
+    // Through the aggregator: a user without RBAC is refused; a Role in namespace a lets them
+    // read llamas there, and only there.
+    cp.ok(&["create", "namespace", "a"], None);
+    cp.ok(&["create", "namespace", "b"], None);
+    let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "get", "llamas", "-n", "a"], None);
+    assert!(!ok);
+    assert!(stderr.contains(r#"llamas.farm.example.com is forbidden: User "bob" cannot list resource "llamas" in API group "farm.example.com" in the namespace "a""#), "{stderr}");
+    let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: llama-reader, namespace: a}\n\
+                rules: [{apiGroups: [farm.example.com], resources: [llamas], verbs: [get, list, watch]}]\n---\n\
+                apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: bob-reads-llamas, namespace: a}\n\
+                roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: llama-reader}\n\
+                subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]\n";
+    cp.ok(&["apply", "-f", "-"], Some(role));
+    eventually("bob to read llamas in namespace a once the denial is no longer cached", async || {
+        cp.kubectl(&["--as", "bob", "get", "llamas", "-n", "a"], None).0
+    })
+    .await;
+    let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "get", "llamas", "-n", "b"], None);
+    assert!(!ok && stderr.contains(r#"in the namespace "b""#), "{stderr}");
+    let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "create", "-n", "a", "-f", "-"], Some(DOLLY));
+    assert!(!ok && stderr.contains("cannot create resource"), "{stderr}");
 }
