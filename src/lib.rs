@@ -8,8 +8,11 @@
 //! - [`config`]: the command line; every `serve` flag is also an `FARM_*` environment variable.
 //! - [`server`]: builds TLS, authentication, stores, registries and the router, and serves them
 //!   with graceful shutdown; [`server::run`] takes its listener so tests can bind port 0.
-//! - [`tls`]: serving certificates from PEM files or generated with rcgen.
-//! - [`auth`]: request authentication (the standalone bearer token).
+//! - [`tls`]: serving certificates from PEM files or generated with rcgen; requesting client
+//!   certificates and handing them to each request.
+//! - [`auth`]: authentication and authorization: the standalone bearer token, or delegation to
+//!   the cluster (front-proxy certificates and headers, client certificates, TokenReview,
+//!   SubjectAccessReview).
 //! - [`kubeconfig`]: the kubeconfig a standalone server writes for kubectl.
 //! - [`certs`]: `farm-apiserver certs`: the CA, serving certificate and `manifests/app.yaml`.
 //! - [`pods`]: the Pod cache (list + watch of the cluster's Pods) that feeds FarmPods.
