@@ -177,6 +177,6 @@ mod tests {
             dir.path().join("certs/tls.key").to_str().unwrap(),
         )
         .unwrap();
-        tls::server_config(&certs).unwrap();
+        tls::ReloadingCertificate::new(&certs).unwrap();
     }
 }

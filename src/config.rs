@@ -117,6 +117,31 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_AUTHORIZATION_DENIED_CACHE_TTL_SECONDS", default_value_t = 10)]
     pub authorization_denied_cache_ttl_seconds: u64,
 
+    /// Seconds between checks of the serving certificate files; a change is served to new
+    /// connections without a restart.
+    #[arg(long, env = "FARM_TLS_RELOAD_INTERVAL_SECONDS", default_value_t = 10)]
+    pub tls_reload_interval_seconds: u64,
+
+    /// Requests (watches excepted) served at once; more get 429 with Retry-After.
+    #[arg(long, env = "FARM_MAX_REQUESTS_INFLIGHT", default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// Seconds a request (watches excepted) may take before it is answered 504.
+    #[arg(long, env = "FARM_REQUEST_TIMEOUT_SECONDS", default_value_t = 60)]
+    pub request_timeout_seconds: u64,
+
+    /// Seconds a client may take to send a request's headers (HTTP/1.1) before the connection closes.
+    #[arg(long, env = "FARM_HEADER_READ_TIMEOUT_SECONDS", default_value_t = 30)]
+    pub header_read_timeout_seconds: u64,
+
+    /// Largest request head (request line and headers), in bytes.
+    #[arg(long, env = "FARM_MAX_HEADER_BYTES", default_value_t = 1024 * 1024)]
+    pub max_header_bytes: usize,
+
+    /// Most headers a request may carry.
+    #[arg(long, env = "FARM_MAX_HEADERS", default_value_t = 128)]
+    pub max_headers: usize,
+
     /// Seconds to let in-flight requests finish after SIGTERM before closing connections.
     #[arg(long, env = "FARM_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
     pub shutdown_grace_seconds: u64,

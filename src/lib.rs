@@ -17,6 +17,7 @@
 //! - [`certs`]: `farm-apiserver certs`: the CA, serving certificate and `manifests/app.yaml`.
 //! - [`pods`]: the Pod cache (list + watch of the cluster's Pods) that feeds FarmPods.
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
+//! - [`limits`]: requests in flight and request timeout (watches exempt).
 //! - [`api`]: the resource-agnostic Kubernetes REST machinery: `Status` errors, negotiation,
 //!   query options, selectors, paging, decoding and patching, validation, registry semantics,
 //!   handlers, watch streams, tables, discovery and OpenAPI.
@@ -30,6 +31,7 @@ pub mod certs;
 pub mod config;
 pub mod health;
 pub mod kubeconfig;
+pub mod limits;
 pub mod pods;
 pub mod resources;
 pub mod server;

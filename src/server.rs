@@ -12,6 +12,7 @@ use crate::auth::delegated::{Delegated, DelegationSettings};
 use crate::auth::{self, Authenticator};
 use crate::config::ServeArgs;
 use crate::health::{self, Health};
+use crate::limits::Limits;
 use crate::resources::{ApiResource, ResourceDescriptor, farmpod::FarmPod, llama::Llama};
 use crate::store::{Revision, memory::MemoryStore};
 use crate::{kubeconfig, pods, tls};
@@ -211,7 +212,13 @@ fn resources(args: &ServeArgs, cluster: Option<(kube::Config, kube::Client)>) ->
 }
 
 /// The whole router: health (open), then everything else behind `authenticator`.
-fn router(resource_routes: Router, shared: Arc<Shared>, health: Arc<Health>, authenticator: Authenticator) -> Router {
+fn router(
+    resource_routes: Router,
+    shared: Arc<Shared>,
+    health: Arc<Health>,
+    authenticator: Authenticator,
+    limits: Limits,
+) -> Router {
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
         .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
@@ -231,7 +238,9 @@ fn router(resource_routes: Router, shared: Arc<Shared>, health: Arc<Health>, aut
     let protected = non_resource
         .merge(resource_routes)
         .fallback(|| async { ApiError::PathNotFound })
-        .layer(axum::middleware::from_fn(move |req, next| auth::require(authenticator.clone(), req, next)));
+        .layer(axum::middleware::from_fn(move |req, next| auth::require(authenticator.clone(), req, next)))
+        // Outermost, so floods are refused before any authentication work.
+        .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
     health::routes(health).merge(protected)
 }
 
@@ -264,14 +273,14 @@ pub async fn run(
         Some(config) => Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?),
         None => None,
     };
-    let (authenticator, server_config) = if args.standalone {
+    let authenticator = if args.standalone {
         let token = auth::random_token();
         if let Some(path) = &args.write_kubeconfig {
             kubeconfig::write(path, &kubeconfig::build(&url, &certs.ca_pem, &token))
                 .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
             tracing::info!(path = %path.display(), "wrote kubeconfig");
         }
-        (Authenticator::BearerToken(token.into()), tls::server_config(&certs)?)
+        Authenticator::BearerToken(token.into())
     } else {
         let client = client.clone().ok_or_else(|| StartError::Cluster("aggregated mode needs a cluster".into()))?;
         let delegated = Delegated::new(
@@ -284,9 +293,16 @@ pub async fn run(
             },
         );
         delegated.watch_config();
-        (Authenticator::Delegated(delegated), tls::server_config_requesting_client_certs(&certs)?)
+        Authenticator::Delegated(delegated)
     };
 
+    let certificate = tls::ReloadingCertificate::new(&certs)?;
+    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
+        let interval = Duration::from_secs(args.tls_reload_interval_seconds.max(1));
+        certificate.watch_files(cert.to_string_lossy().into_owned(), key.to_string_lossy().into_owned(), interval);
+    }
+    let server_config = tls::server_config(certificate, !args.standalone)?;
+    let limits = Limits::new(args.max_requests_inflight, Duration::from_secs(args.request_timeout_seconds.max(1)));
     let served = resources(&args, cluster.map(|c| (c, client)).and_then(|(c, client)| client.map(|cl| (c, cl))))?;
     let shared = Arc::new(Shared {
         discovery: Discovery::new(served.descriptors.clone()),
@@ -294,7 +310,7 @@ pub async fn run(
         address: url.trim_start_matches("https://").to_string(),
     });
     let health = Arc::new(served.health);
-    let app = router(served.routes, shared, health.clone(), authenticator);
+    let app = router(served.routes, shared, health.clone(), authenticator, limits);
 
     let handle = axum_server::Handle::new();
     let grace = Duration::from_secs(args.shutdown_grace_seconds);
@@ -311,11 +327,18 @@ pub async fn run(
     tracing::info!(%url, standalone = args.standalone, "serving");
     let rustls = axum_server::tls_rustls::RustlsConfig::from_config(server_config);
     let acceptor = tls::PeerCertificateAcceptor { inner: axum_server::tls_rustls::RustlsAcceptor::new(rustls) };
-    axum_server::from_tcp(listener)
-        .map_err(StartError::Listener)?
-        .acceptor(acceptor)
-        .handle(handle)
-        .serve(app.into_make_service())
-        .await
-        .map_err(StartError::Serve)
+    let mut server = axum_server::from_tcp(listener).map_err(StartError::Listener)?.acceptor(acceptor);
+    server
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(args.header_read_timeout_seconds.max(1)))
+        .max_buf_size(args.max_header_bytes.max(8192))
+        .max_headers(args.max_headers);
+    server
+        .http_builder()
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_header_list_size(u32::try_from(args.max_header_bytes).unwrap_or(u32::MAX));
+    server.handle(handle).serve(app.into_make_service()).await.map_err(StartError::Serve)
 }

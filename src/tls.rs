@@ -142,14 +142,17 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A rustls server configuration for `certs`: TLS 1.2+, ALPN h2 and http/1.1.
-pub fn server_config(certs: &Certs) -> Result<Arc<ServerConfig>> {
-    let chain = parse_chain(&certs.cert_pem)?;
-    let key = parse_key(&certs.key_pem)?;
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)?;
+/// A rustls server configuration serving `certificate`: TLS 1.2+, ALPN h2 and http/1.1; client
+/// certificates requested (not required) when `request_client_certs`.
+pub fn server_config(certificate: Arc<ReloadingCertificate>, request_client_certs: bool) -> Result<Arc<ServerConfig>> {
+    let builder = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?;
+    let builder = if request_client_certs {
+        builder.with_client_cert_verifier(Arc::new(RequestClientCertificate { provider: provider() }))
+    } else {
+        builder.with_no_client_auth()
+    };
+    let mut config = builder.with_cert_resolver(certificate);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
@@ -162,7 +165,7 @@ mod tests {
     fn generated_certificates_make_a_server_config() {
         let certs = generate("test-ca", &["farm-apiserver.farm-system.svc".into()]).unwrap();
         assert!(certs.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
-        server_config(&certs).unwrap();
+        server_config(ReloadingCertificate::new(&certs).unwrap(), false).unwrap();
     }
 
     #[test]
@@ -179,7 +182,7 @@ mod tests {
     #[test]
     fn a_missing_key_is_an_error_not_a_panic() {
         let certs = Certs { ca_pem: String::new(), cert_pem: "nope".into(), key_pem: String::new() };
-        assert!(server_config(&certs).is_err());
+        assert!(ReloadingCertificate::new(&certs).is_err());
     }
 }
 
@@ -241,19 +244,6 @@ impl rustls::server::danger::ClientCertVerifier for RequestClientCertificate {
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.provider.signature_verification_algorithms.supported_schemes()
     }
-}
-
-/// Like [`server_config`], but asking clients for certificates (aggregated mode).
-pub fn server_config_requesting_client_certs(certs: &Certs) -> Result<Arc<ServerConfig>> {
-    let chain = parse_chain(&certs.cert_pem)?;
-    let key = parse_key(&certs.key_pem)?;
-    let verifier = Arc::new(RequestClientCertificate { provider: provider() });
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
 }
 
 /// Verifies client certificate chains against a set of CAs (PEM), for one purpose.
@@ -349,4 +339,65 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
             Ok((stream, WithPeerCertificates { inner: service, certificates }))
         })
     }
+}
+
+/// The serving certificate, swappable while the server runs: new handshakes use the latest one,
+/// established connections keep theirs.
+#[derive(Debug)]
+pub struct ReloadingCertificate {
+    current: parking_lot::RwLock<Arc<rustls::sign::CertifiedKey>>,
+}
+
+impl ReloadingCertificate {
+    /// Starts with `certs`.
+    pub fn new(certs: &Certs) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self { current: parking_lot::RwLock::new(certified_key(certs)?) }))
+    }
+
+    /// Replaces the certificate; an unusable one is refused and the old one stays.
+    pub fn replace(&self, certs: &Certs) -> Result<()> {
+        *self.current.write() = certified_key(certs)?;
+        Ok(())
+    }
+
+    /// Watches `cert_file` and `key_file`, reloading when either changes (checked every
+    /// `interval`); a broken pair is logged and ignored until it is fixed.
+    pub fn watch_files(self: &Arc<Self>, cert_file: String, key_file: String, interval: std::time::Duration) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let stamp = |path: &str| std::fs::metadata(path).ok().map(|m| (m.modified().ok(), m.len()));
+            let mut last = (stamp(&cert_file), stamp(&key_file));
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                let now = (stamp(&cert_file), stamp(&key_file));
+                if now == last {
+                    continue;
+                }
+                match load(&cert_file, &key_file).and_then(|certs| this.replace(&certs)) {
+                    Ok(()) => {
+                        tracing::info!(cert_file, "reloaded the serving certificate");
+                        last = now;
+                    }
+                    Err(e) => tracing::warn!(cert_file, error = %e, "not reloading the serving certificate yet"),
+                }
+            }
+        });
+    }
+}
+
+impl rustls::server::ResolvesServerCert for ReloadingCertificate {
+    fn resolve(&self, _hello: rustls::server::ClientHello<'_>) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.current.read().clone())
+    }
+}
+
+fn certified_key(certs: &Certs) -> Result<Arc<rustls::sign::CertifiedKey>> {
+    let chain = parse_chain(&certs.cert_pem)?;
+    let key = parse_key(&certs.key_pem)?;
+    let key = provider().key_provider.load_private_key(key)?;
+    let certified = rustls::sign::CertifiedKey::new(chain, key);
+    certified.keys_match().map_err(Error::Rustls)?;
+    Ok(Arc::new(certified))
 }

@@ -250,6 +250,9 @@ pub enum Error {
         /// Seconds the client should wait.
         retry_after: u32,
     },
+    /// 504 `Timeout`: the request took longer than the server's request timeout.
+    #[error("Timeout: request did not complete within the allotted timeout")]
+    Timeout,
     /// 500 `InternalError`.
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -281,7 +284,7 @@ impl Error {
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::AlreadyExists { .. } | Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::Expired(_) | Self::ExpiredContinue { .. } => StatusCode::GONE,
-            Self::TooLargeResourceVersion { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::TooLargeResourceVersion { .. } | Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Invalid { .. } | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -303,7 +306,7 @@ impl Error {
             Self::AlreadyExists { .. } => "AlreadyExists",
             Self::Conflict { .. } => "Conflict",
             Self::Expired(_) | Self::ExpiredContinue { .. } => "Expired",
-            Self::TooLargeResourceVersion { .. } => "Timeout",
+            Self::TooLargeResourceVersion { .. } | Self::Timeout => "Timeout",
             Self::TooLarge(_) => "RequestEntityTooLarge",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::Invalid { .. } => "Invalid",
