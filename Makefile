@@ -18,7 +18,7 @@ test: ## Everything CI checks: formatting, lints, unit, black-box, kubectl and r
 	bash scripts/control-plane.sh binaries >/dev/null
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
-	$(CARGO) test --locked --all-targets
+	$(CARGO) test --locked --lib --bins --tests
 
 unit: ## Unit tests only.
 	$(CARGO) test --locked --lib

@@ -5,6 +5,8 @@
 #   scripts/control-plane.sh binaries      print the etcd and kube-apiserver paths (building if needed)
 #   scripts/control-plane.sh up DIR        start both in DIR; writes DIR/admin.kubeconfig, DIR/env
 #   scripts/control-plane.sh down DIR      stop them
+#   scripts/control-plane.sh rotate-front-proxy DIR
+#                                          new front-proxy CA and proxy certificate; kube-apiserver restarted
 #
 # Binaries: $ETCD and $KUBE_APISERVER when set (kind, envtest, ...); otherwise Debian's etcd-server
 # and a kube-apiserver 1.20.2 built from Debian's source package, cached in $FARM_CACHE
@@ -105,7 +107,6 @@ make_certs() {
   local d=$1
   cd "$d"
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -keyout ca.key -out ca.crt -subj "/CN=e2e-ca" 2>/dev/null
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -keyout front-proxy-ca.key -out front-proxy-ca.crt -subj "/CN=e2e-front-proxy-ca" 2>/dev/null
   cat > san.cnf <<'EOF'
 [req]
 distinguished_name = dn
@@ -121,27 +122,24 @@ EOF
   openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.cnf -extensions ext -out admin.crt 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -keyout nobody.key -out nobody.csr -subj "/CN=e2e-nobody" 2>/dev/null
   openssl x509 -req -in nobody.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.cnf -extensions ext -out nobody.crt 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout front-proxy-client.key -out front-proxy-client.csr -subj "/CN=front-proxy-client" 2>/dev/null
-  openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key -CAcreateserial -days 2 -extfile client.cnf -extensions ext -out front-proxy-client.crt 2>/dev/null
   openssl genrsa -out sa.key 2048 2>/dev/null
   openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
   cd - >/dev/null
+  make_front_proxy_certs "$d" e2e-front-proxy-ca
 }
 
-up() {
-  local d
-  d=$(mkdir -p "$1" && cd "$1" && pwd)
-  local etcd kas
-  etcd=$(ensure_etcd)
-  kas=$(ensure_kube_apiserver)
-  make_certs "$d"
-  local etcd_port peer_port port
-  etcd_port=$(free_port); peer_port=$(free_port); port=$(free_port)
-  "$etcd" --data-dir "$d/etcd" --name e2e \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-cluster "e2e=http://127.0.0.1:$peer_port" >"$d/etcd.log" 2>&1 &
-  echo $! > "$d/etcd.pid"
+# The front-proxy CA and the client certificate the aggregator presents to extension servers.
+make_front_proxy_certs() {
+  local d=$1 name=$2
+  cd "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -keyout front-proxy-ca.key -out front-proxy-ca.crt -subj "/CN=$name" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout front-proxy-client.key -out front-proxy-client.csr -subj "/CN=front-proxy-client" 2>/dev/null
+  openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key -CAcreateserial -days 2 -extfile client.cnf -extensions ext -out front-proxy-client.crt 2>/dev/null
+  cd - >/dev/null
+}
+
+start_kube_apiserver() {
+  local d=$1 kas=$2 etcd_port=$3 port=$4
   "$kas" --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --secure-port "$port" --advertise-address 127.0.0.1 \
     --tls-cert-file "$d/apiserver.crt" --tls-private-key-file "$d/apiserver.key" \
@@ -160,6 +158,50 @@ up() {
     --disable-admission-plugins ServiceAccount \
     >"$d/kube-apiserver.log" 2>&1 &
   echo $! > "$d/kube-apiserver.pid"
+}
+
+wait_ready() {
+  local d=$1 port=$2
+  for _ in $(seq 1 120); do
+    if curl -sf --cacert "$d/ca.crt" --cert "$d/admin.crt" --key "$d/admin.key" "https://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
+      log "kube-apiserver ready on 127.0.0.1:$port"
+      return 0
+    fi
+    sleep 0.5
+  done
+  log "kube-apiserver did not become ready; last log lines:"; tail -n 30 "$d/kube-apiserver.log" >&2
+  return 1
+}
+
+# Rotates the front-proxy CA: new CA and proxy client certificate, kube-apiserver restarted on the
+# same etcd and port (it publishes the new CA in kube-system/extension-apiserver-authentication).
+rotate_front_proxy() {
+  local d
+  d=$(cd "$1" && pwd)
+  # shellcheck disable=SC1091
+  . "$d/env"
+  kill "$(cat "$d/kube-apiserver.pid")" 2>/dev/null || true
+  while kill -0 "$(cat "$d/kube-apiserver.pid")" 2>/dev/null; do sleep 0.2; done
+  make_front_proxy_certs "$d" "e2e-front-proxy-ca-rotated-$(date +%s)"
+  start_kube_apiserver "$d" "$(ensure_kube_apiserver)" "$ETCD_PORT" "$KUBE_APISERVER_PORT"
+  wait_ready "$d" "$KUBE_APISERVER_PORT"
+}
+
+up() {
+  local d
+  d=$(mkdir -p "$1" && cd "$1" && pwd)
+  local etcd kas
+  etcd=$(ensure_etcd)
+  kas=$(ensure_kube_apiserver)
+  make_certs "$d"
+  local etcd_port peer_port port
+  etcd_port=$(free_port); peer_port=$(free_port); port=$(free_port)
+  "$etcd" --data-dir "$d/etcd" --name e2e \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "e2e=http://127.0.0.1:$peer_port" >"$d/etcd.log" 2>&1 &
+  echo $! > "$d/etcd.pid"
+  start_kube_apiserver "$d" "$kas" "$etcd_port" "$port"
   cat > "$d/admin.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -182,15 +224,7 @@ EOF
   sed -e "s#$d/admin.crt#$d/nobody.crt#" -e "s#$d/admin.key#$d/nobody.key#" -e "s#name: admin#name: nobody#" \
       -e "s#user: admin#user: nobody#" "$d/admin.kubeconfig" > "$d/nobody.kubeconfig"
   printf 'KUBE_APISERVER_PORT=%s\nETCD_PORT=%s\n' "$port" "$etcd_port" > "$d/env"
-  for _ in $(seq 1 120); do
-    if curl -sf --cacert "$d/ca.crt" --cert "$d/admin.crt" --key "$d/admin.key" "https://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
-      log "kube-apiserver ready on 127.0.0.1:$port"
-      return 0
-    fi
-    sleep 0.5
-  done
-  log "kube-apiserver did not become ready; last log lines:"; tail -n 30 "$d/kube-apiserver.log" >&2
-  return 1
+  wait_ready "$d" "$port"
 }
 
 down() {
@@ -204,5 +238,6 @@ case "${1:-}" in
   binaries) ensure_etcd; ensure_kube_apiserver ;;
   up) up "${2:?directory}" ;;
   down) down "${2:?directory}" ;;
-  *) echo "usage: $0 binaries | up DIR | down DIR" >&2; exit 2 ;;
+  rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
+  *) echo "usage: $0 binaries | up DIR | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
 esac

@@ -470,3 +470,32 @@ async fn authentication_and_authorization_are_delegated_to_the_cluster() {
     let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "create", "-n", "a", "-f", "-"], Some(DOLLY));
     assert!(!ok && stderr.contains("cannot create resource"), "{stderr}");
 }
+
+#[tokio::test]
+async fn rotating_the_front_proxy_ca_keeps_the_apiservice_available_without_restarting_the_server() {
+    let cp = ControlPlane::up();
+    let mut farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    cp.ok(&["apply", "-f", "-"], Some(DOLLY));
+    let before = std::fs::read_to_string(cp.dir.path().join("front-proxy-ca.crt")).unwrap();
+
+    let status = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+        .arg("rotate-front-proxy")
+        .arg(cp.dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "rotation failed");
+    assert_ne!(std::fs::read_to_string(cp.dir.path().join("front-proxy-ca.crt")).unwrap(), before);
+
+    // The kube-apiserver now proxies with a certificate of the new CA, which it published in the
+    // ConfigMap; the same farm-apiserver process picks it up.
+    eventually("llamas through the aggregator after the rotation", async || {
+        let (ok, out, _) = cp.kubectl(&["get", "llamas", "-o", "name"], None);
+        ok && out.trim() == "llama.farm.example.com/dolly"
+    })
+    .await;
+    cp.ok(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
+    assert!(farm.child.try_wait().unwrap().is_none(), "farm-apiserver was not restarted");
+    assert!(farm.log().matches("loaded extension-apiserver-authentication").count() >= 2, "{}", farm.log());
+}
