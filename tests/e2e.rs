@@ -112,6 +112,8 @@ struct Farm {
     port: u16,
     ca_pem: String,
     log: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -125,7 +127,7 @@ impl Farm {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
             .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
-            .args(["--pod-cache-max-backoff-seconds", "2"])
+            .args(["--pod-cache-max-backoff-seconds", "2", "--tls-reload-interval-seconds", "1"])
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .arg("--tls-cert-file")
@@ -138,7 +140,7 @@ impl Farm {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        Self { child, port, ca_pem: certs.ca_pem, log, _dir: dir }
+        Self { child, port, ca_pem: certs.ca_pem, log, cert, key, _dir: dir }
     }
 
     fn log(&self) -> String {
@@ -498,4 +500,40 @@ async fn rotating_the_front_proxy_ca_keeps_the_apiservice_available_without_rest
     cp.ok(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
     assert!(farm.child.try_wait().unwrap().is_none(), "farm-apiserver was not restarted");
     assert!(farm.log().matches("loaded extension-apiserver-authentication").count() >= 2, "{}", farm.log());
+}
+
+#[tokio::test]
+async fn a_replaced_serving_certificate_is_used_by_new_connections_without_a_restart() {
+    let cp = ControlPlane::up();
+    let mut farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    let old_ca = farm.ca_pem.clone();
+    let old = cp.direct(&farm, Some("admin"));
+    let url = format!("https://localhost:{}/apis/farm.example.com/v1alpha/namespaces/default/llamas", farm.port);
+    assert_eq!(old.get(&url).send().await.unwrap().status(), 200);
+
+    // A new CA and serving certificate, as cert-manager or `farm-apiserver certs` would write them.
+    let new = farm_apiserver::tls::generate("farm-e2e-ca-2", &["farm-apiserver.farm-system.svc".into()]).unwrap();
+    std::fs::write(&farm.key, &new.key_pem).unwrap();
+    std::fs::write(&farm.cert, &new.cert_pem).unwrap();
+    farm.ca_pem = new.ca_pem.clone();
+    let fresh = cp.direct(&farm, Some("admin"));
+    eventually("new connections to get the new certificate", async || fresh.get(&url).send().await.is_ok()).await;
+    assert_eq!(old.get(&url).send().await.unwrap().status(), 200, "the established connection continues");
+
+    // The APIService follows with the new caBundle; the aggregator then reaches the same process.
+    cp.ok(&["apply", "-f", "-"], Some(&farm.registration()));
+    eventually("the aggregator to trust the new certificate", async || {
+        let (ok, out, _) = cp.kubectl(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None);
+        ok && out.contains("llamas")
+    })
+    .await;
+    cp.ok(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
+    assert!(farm.child.try_wait().unwrap().is_none(), "farm-apiserver was not restarted");
+    assert!(farm.log().contains("reloaded the serving certificate"));
+    let stale = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(old_ca.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    assert!(stale.get(&url).send().await.is_err(), "new connections no longer see the old certificate");
 }

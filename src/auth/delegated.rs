@@ -188,14 +188,10 @@ impl Delegated {
                 });
             }
         }
-        let token = headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .map(|t| t.trim().to_string());
+        let token = super::bearer_token(headers).map(str::to_string);
         requestheader::strip(&config.headers, headers);
         if user.is_none()
-            && let Some(token) = token.filter(|t| !t.is_empty())
+            && let Some(token) = token
         {
             user = self.review_token(&token).await?;
         }

@@ -60,13 +60,19 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Whether `headers` carry the standalone token.
-fn has_token(expected: &str, headers: &http::HeaderMap) -> bool {
+/// The bearer token of the `Authorization` header, if any.
+pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .is_some_and(|token| constant_time_eq(token.trim().as_bytes(), expected.as_bytes()))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// Whether `headers` carry the standalone token.
+fn has_token(expected: &str, headers: &http::HeaderMap) -> bool {
+    bearer_token(headers).is_some_and(|token| constant_time_eq(token.as_bytes(), expected.as_bytes()))
 }
 
 /// Middleware authenticating and authorizing every request it wraps.
