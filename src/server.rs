@@ -303,7 +303,7 @@ pub async fn run(
     }
     let server_config = tls::server_config(certificate, !args.standalone)?;
     let limits = Limits::new(args.max_requests_inflight, Duration::from_secs(args.request_timeout_seconds.max(1)));
-    let served = resources(&args, cluster.map(|c| (c, client)).and_then(|(c, client)| client.map(|cl| (c, cl))))?;
+    let served = resources(&args, cluster.zip(client))?;
     let shared = Arc::new(Shared {
         discovery: Discovery::new(served.descriptors.clone()),
         openapi: Documents::build(&served.descriptors),

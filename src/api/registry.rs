@@ -17,7 +17,7 @@ use super::patch::Patch;
 use super::query::{FieldValidation, ListOptions, OptionsKind, ResourceVersionMatch};
 use super::validation;
 use crate::resources::{ApiResource, GROUP, field_value};
-use crate::store::{Committed, Listing, Mutation, ObjectKey, ReadAt, Store, Subscription, WatchFrom};
+use crate::store::{Committed, Mutation, ObjectKey, ReadAt, Store, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
 use serde_json::json;
 use std::sync::Arc;
@@ -251,11 +251,6 @@ impl<K: ApiResource> Registry<K> {
     /// One object; 404 when absent.
     pub fn get(&self, namespace: &str, name: &str) -> Result<Arc<K>> {
         self.store.get(&ObjectKey::new(namespace, name))?.ok_or_else(|| Self::not_found(name))
-    }
-
-    /// Every object of a namespace, or of all namespaces.
-    pub fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
-        self.store.list(namespace)
     }
 
     /// Creates `object` in `namespace` (the request path's).
