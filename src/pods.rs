@@ -133,7 +133,9 @@ async fn run(
 ) {
     let mut backoff = BACKOFF_MIN;
     let mut resume: Option<u64> = None;
-    let fail = |err: String, backoff: &mut Duration| {
+    // Logs and records what went wrong; returns how long to wait before retrying.
+    let fail = |err: &kube::Error, backoff: &mut Duration| {
+        let err = explain(err, &server, namespace.as_deref());
         tracing::warn!(error = %err, retry_in_ms = backoff.as_millis() as u64, "pod cache");
         status.error(err);
         let wait = *backoff;
@@ -155,8 +157,7 @@ async fn run(
                     let _ = ready.send(true);
                 }
                 Err(err) => {
-                    let wait = fail(explain(&err, &server, namespace.as_deref()), &mut backoff);
-                    tokio::time::sleep(wait).await;
+                    tokio::time::sleep(fail(&err, &mut backoff)).await;
                 }
             }
             continue;
@@ -165,8 +166,7 @@ async fn run(
         let stream = match api.watch(&params, &from.to_string()).await {
             Ok(stream) => stream,
             Err(err) => {
-                let wait = fail(explain(&err, &server, namespace.as_deref()), &mut backoff);
-                tokio::time::sleep(wait).await;
+                tokio::time::sleep(fail(&err, &mut backoff)).await;
                 continue;
             }
         };
@@ -197,8 +197,7 @@ async fn run(
                     break;
                 }
                 Ok(Some(WatchEvent::Error(err))) => {
-                    let wait = fail(explain(&kube::Error::Api(err), &server, namespace.as_deref()), &mut backoff);
-                    tokio::time::sleep(wait).await;
+                    tokio::time::sleep(fail(&kube::Error::Api(err), &mut backoff)).await;
                     break;
                 }
                 Ok(None) => {
@@ -206,8 +205,7 @@ async fn run(
                     break;
                 }
                 Err(err) => {
-                    let wait = fail(explain(&err, &server, namespace.as_deref()), &mut backoff);
-                    tokio::time::sleep(wait).await;
+                    tokio::time::sleep(fail(&err, &mut backoff)).await;
                     break;
                 }
             }
