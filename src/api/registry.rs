@@ -311,14 +311,18 @@ impl<K: ApiResource> Registry<K> {
             let patched = patch.apply(&document)?;
             let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
             warnings = decoded.warnings;
-            let mut object = decoded.object;
+            let object = decoded.object;
             let meta = object.meta();
-            if meta.name.as_deref() != Some(name) || meta.namespace.as_deref() != Some(namespace) {
-                let field = if meta.name.as_deref() != Some(name) { "metadata.name" } else { "metadata.namespace" };
-                let value = if field == "metadata.name" { &meta.name } else { &meta.namespace };
+            let changed = if meta.name.as_deref() != Some(name) {
+                Some(("metadata.name", &meta.name))
+            } else if meta.namespace.as_deref() != Some(namespace) {
+                Some(("metadata.namespace", &meta.namespace))
+            } else {
+                None
+            };
+            if let Some((field, value)) = changed {
                 return Err(invalid::<K>(name, vec![FieldError::invalid(field, &json!(value), "field is immutable")]));
             }
-            check_namespace(&mut object, namespace)?;
             prepare_update(current, object, false)
         })?;
         Ok(Written { object: committed.object, warnings })
