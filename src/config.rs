@@ -142,7 +142,14 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_MAX_HEADERS", default_value_t = 128)]
     pub max_headers: usize,
 
-    /// Seconds to let in-flight requests finish after SIGTERM before closing connections.
+    /// Seconds to keep serving after SIGTERM with `/readyz` failing, so load balancers and
+    /// Service endpoints stop sending new requests before the listener closes (like the
+    /// kube-apiserver's `--shutdown-delay-duration`).
+    #[arg(long, env = "FARM_SHUTDOWN_DELAY_SECONDS", default_value_t = 0)]
+    pub shutdown_delay_seconds: u64,
+
+    /// Seconds, after the listener closes, to let in-flight requests finish and watches end
+    /// before the remaining connections are closed.
     #[arg(long, env = "FARM_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
     pub shutdown_grace_seconds: u64,
 }

@@ -19,6 +19,8 @@ use tokio::sync::Semaphore;
 pub struct Limits {
     /// Permits for requests in flight.
     inflight: Arc<Semaphore>,
+    /// How many permits there are, to tell how many are taken.
+    max_inflight: usize,
     /// How long a request (not a watch) may take.
     timeout: Duration,
 }
@@ -26,7 +28,13 @@ pub struct Limits {
 impl Limits {
     /// At most `max_inflight` requests at once, each within `timeout`.
     pub fn new(max_inflight: usize, timeout: Duration) -> Self {
-        Self { inflight: Arc::new(Semaphore::new(max_inflight.max(1))), timeout }
+        let max_inflight = max_inflight.max(1);
+        Self { inflight: Arc::new(Semaphore::new(max_inflight)), max_inflight, timeout }
+    }
+
+    /// Requests (not watches) being handled now; shutdown waits for this to reach 0.
+    pub fn in_flight(&self) -> usize {
+        self.max_inflight.saturating_sub(self.inflight.available_permits())
     }
 }
 

@@ -66,7 +66,10 @@ async fn main() -> ExitCode {
                 }
             };
             match farm_apiserver::run(*args, listener, shutdown_signal()).await {
-                Ok(()) => ExitCode::SUCCESS,
+                Ok(()) => {
+                    tracing::info!("stopped: every connection is closed");
+                    ExitCode::SUCCESS
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "server failed");
                     ExitCode::FAILURE

@@ -163,8 +163,9 @@ pub fn all_resources() -> Vec<ResourceDescriptor> {
     vec![ResourceDescriptor::of::<Llama>(), ResourceDescriptor::of::<FarmPod>()]
 }
 
-fn watch_settings(args: &ServeArgs) -> WatchSettings {
+fn watch_settings(args: &ServeArgs, stopping: &tokio_util::sync::CancellationToken) -> WatchSettings {
     WatchSettings {
+        stopping: stopping.clone(),
         buffer: args.watch_buffer_size,
         bookmark_interval: Duration::from_secs(args.watch_bookmark_interval_seconds.max(1)),
         min_request_timeout: Duration::from_secs(args.min_request_timeout_seconds.max(1)),
@@ -187,8 +188,12 @@ impl Resources {
 }
 
 /// Llamas always; FarmPods when there is a cluster, fed by the Pod cache started here.
-fn resources(args: &ServeArgs, cluster: Option<(kube::Config, kube::Client)>) -> Result<Resources, StartError> {
-    let settings = watch_settings(args);
+fn resources(
+    args: &ServeArgs,
+    cluster: Option<(kube::Config, kube::Client)>,
+    stopping: &tokio_util::sync::CancellationToken,
+) -> Result<Resources, StartError> {
+    let settings = watch_settings(args, stopping);
     let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health: Health::default() };
     let llamas = MemoryStore::<Llama>::new(Arc::new(Revision::default()), args.watch_history_size);
     served.add(Registry::new(Arc::new(llamas), settings.clone()));
@@ -255,6 +260,44 @@ pub fn client_url(addr: SocketAddr) -> String {
     }
 }
 
+/// What a graceful shutdown acts on.
+struct Drain {
+    handle: axum_server::Handle<SocketAddr>,
+    health: Arc<Health>,
+    limits: Limits,
+    /// Ends the watches.
+    stopping: tokio_util::sync::CancellationToken,
+    delay: Duration,
+    grace: Duration,
+}
+
+/// After `shutdown`: fail readiness and keep serving for the delay; stop accepting and let
+/// in-flight requests finish; once no request (other than watches) has been in flight for a
+/// moment, end the watches, which first send every event already committed, so a watcher sees
+/// every acknowledged write. Connections still open when the grace period ends are closed.
+async fn drain(shutdown: impl Future<Output = ()>, drain: Drain) {
+    shutdown.await;
+    tracing::info!(
+        delay_seconds = drain.delay.as_secs(),
+        grace_seconds = drain.grace.as_secs(),
+        "shutting down: readiness fails now"
+    );
+    drain.health.begin_shutdown();
+    tokio::time::sleep(drain.delay).await;
+    tracing::info!("shutting down: no new connections; waiting for requests in flight");
+    drain.handle.graceful_shutdown(Some(drain.grace));
+    let deadline = tokio::time::Instant::now() + drain.grace;
+    let mut idle_polls = 0;
+    // Two idle polls in a row, so a request just read off a connection is counted before this
+    // decides nothing is in flight.
+    while idle_polls < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        idle_polls = if drain.limits.in_flight() == 0 { idle_polls + 1 } else { 0 };
+    }
+    tracing::info!(connections = drain.handle.connection_count(), "shutting down: ending watches");
+    drain.stopping.cancel();
+}
+
 /// Runs the server on `listener` until `shutdown` completes, then drains gracefully.
 pub async fn run(
     args: ServeArgs,
@@ -303,26 +346,28 @@ pub async fn run(
     }
     let server_config = tls::server_config(certificate, !args.standalone)?;
     let limits = Limits::new(args.max_requests_inflight, Duration::from_secs(args.request_timeout_seconds.max(1)));
-    let served = resources(&args, cluster.zip(client))?;
+    let stopping = tokio_util::sync::CancellationToken::new();
+    let served = resources(&args, cluster.zip(client), &stopping)?;
     let shared = Arc::new(Shared {
         discovery: Discovery::new(served.descriptors.clone()),
         openapi: Documents::build(&served.descriptors),
         address: url.trim_start_matches("https://").to_string(),
     });
     let health = Arc::new(served.health);
-    let app = router(served.routes, shared, health.clone(), authenticator, limits);
+    let app = router(served.routes, shared, health.clone(), authenticator, limits.clone());
 
     let handle = axum_server::Handle::new();
-    let grace = Duration::from_secs(args.shutdown_grace_seconds);
-    {
-        let handle = handle.clone();
-        tokio::spawn(async move {
-            shutdown.await;
-            tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
-            health.begin_shutdown();
-            handle.graceful_shutdown(Some(grace));
-        });
-    }
+    tokio::spawn(drain(
+        shutdown,
+        Drain {
+            handle: handle.clone(),
+            health,
+            limits,
+            stopping,
+            delay: Duration::from_secs(args.shutdown_delay_seconds),
+            grace: Duration::from_secs(args.shutdown_grace_seconds),
+        },
+    ));
     listener.set_nonblocking(true).map_err(StartError::Listener)?;
     tracing::info!(%url, standalone = args.standalone, "serving");
     let rustls = axum_server::tls_rustls::RustlsConfig::from_config(server_config);

@@ -43,6 +43,8 @@ pub struct WatchSettings {
     pub future_revision_wait: std::time::Duration,
     /// How long a read waits for a store that is not ready before 503.
     pub not_ready_wait: std::time::Duration,
+    /// Cancelled when the server shuts down: watches send what they hold and end cleanly.
+    pub stopping: tokio_util::sync::CancellationToken,
 }
 
 impl Default for WatchSettings {
@@ -53,6 +55,7 @@ impl Default for WatchSettings {
             min_request_timeout: std::time::Duration::from_secs(1800),
             future_revision_wait: std::time::Duration::from_secs(3),
             not_ready_wait: std::time::Duration::from_secs(1),
+            stopping: tokio_util::sync::CancellationToken::new(),
         }
     }
 }

@@ -13,6 +13,8 @@
 //!   `ADDED`, one that stops matching as `DELETED`.
 //! - `timeoutSeconds`, or the server's minimum request timeout with up to 100% jitter, ends the
 //!   stream cleanly.
+//! - Shutdown ends the stream cleanly too, after the events already committed for this watcher
+//!   (the server stops watches only once no write is in flight, so none is left out).
 //!
 //! The plain JSON frame of each event is encoded once and shared by every watcher. A watcher that
 //! stops reading holds at most its bounded subscription buffer; beyond it the store drops the
@@ -199,8 +201,13 @@ pub async fn serve<K: ApiResource>(
             let selects = move |o: &K| Registry::<K>::selects(&options, o);
             tokio::spawn(async move {
                 let mut last_sent = subscription.revision;
+                let stopping = settings.stopping.clone();
                 if send_initial {
                     for object in subscription.snapshot.iter().filter(|o| selects(o)) {
+                        if stopping.is_cancelled() {
+                            // An unfinished initial list: the client lists again elsewhere.
+                            return;
+                        }
                         let Ok(f) = encoder.object("ADDED", object.as_ref()) else { return };
                         if !send(&tx, f, deadline).await {
                             return;
@@ -252,6 +259,15 @@ pub async fn serve<K: ApiResource>(
                                 tracing::debug!(last_sent, "watch ends: the client went away");
                                 return;
                             },
+                            () = stopping.cancelled() => {
+                                while let Ok(e) = subscription.receiver.try_recv() {
+                                    if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent).await {
+                                        return;
+                                    }
+                                }
+                                tracing::debug!(last_sent, "watch ends: the server is shutting down");
+                                return;
+                            },
                         },
                     };
                     if let Some(event) = event
@@ -288,4 +304,44 @@ async fn deliver<K: ApiResource>(
     let Ok(f) = encoded else { return false };
     *last_sent = (*last_sent).max(event.revision);
     send(tx, f, deadline).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::registry::{WatchSettings, WriteContext};
+    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::store::{Revision, memory::MemoryStore};
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn shutdown_sends_every_committed_event_before_ending_the_stream() {
+        let settings = WatchSettings::default();
+        let stopping = settings.stopping.clone();
+        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), 1_000);
+        let registry = Arc::new(Registry::new(Arc::new(store), settings));
+        let query = Query::parse(Some("watch=true"));
+        let options = ListOptions::parse(&query, &[]).unwrap();
+        let response =
+            serve(registry.clone(), Some("farm".into()), options, Representation::Object, &query).await.unwrap();
+        // Far more events than the body's buffer: most still wait in the subscription when
+        // shutdown comes, because nobody reads the body yet.
+        for i in 0..200 {
+            let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
+            registry.create("farm", llama, &WriteContext::default()).unwrap();
+        }
+        stopping.cancel();
+        let body = tokio::time::timeout(std::time::Duration::from_secs(5), response.into_body().collect())
+            .await
+            .expect("the stream ends")
+            .unwrap()
+            .to_bytes();
+        let names: Vec<String> = body
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice::<serde_json::Value>(line).unwrap())
+            .map(|event| event["object"]["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, (0..200).map(|i| format!("l{i}")).collect::<Vec<_>>());
+    }
 }

@@ -89,6 +89,31 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM, as the kubelet does when a Pod is deleted.
+    pub fn terminate(&self) {
+        let status = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits up to `within` for the process to exit; its exit status, or `None` if still running.
+    pub async fn exit_status(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// A client trusting the CA without the token.
     pub fn anonymous(&self) -> reqwest::Client {
         Self::client_with(&self.ca_pem, None)
@@ -270,4 +295,11 @@ pub fn event_summary(event: &serde_json::Value) -> (String, String) {
         event["type"].as_str().unwrap_or_default().to_string(),
         event["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string(),
     )
+}
+
+impl Server {
+    /// The server process's id (for reading `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
