@@ -297,9 +297,3 @@ pub fn event_summary(event: &serde_json::Value) -> (String, String) {
     )
 }
 
-impl Server {
-    /// The server process's id (for reading `/proc/<pid>/status`).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
