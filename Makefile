@@ -5,7 +5,10 @@ KUBECONFIG_OUT ?= ./farm.kubeconfig
 IMAGE ?= farm-apiserver:0.1.0
 CARGO ?= cargo
 
-.PHONY: build run test unit e2e bench fmt lint openapi certs manifests image clean
+SOAK_SECONDS ?= 60
+FUZZ_SECONDS ?= 15
+
+.PHONY: build run test unit e2e bench soak fuzz fmt lint openapi certs manifests image clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -30,6 +33,12 @@ e2e: ## Only the tests against a real etcd + kube-apiserver (KUBE_APISERVER / ET
 
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	$(CARGO) bench --locked --bench load
+
+soak: ## Writers, listers, pagers and watchers at once for SOAK_SECONDS, checked against a model of the acknowledged writes.
+	SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --locked --test soak -- --nocapture
+
+fuzz: ## cargo-fuzz on the selector parsers, body decoding, both patch types and the continue token, FUZZ_SECONDS per target.
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
 fmt: ## Format the code.
 	$(CARGO) fmt

@@ -1,9 +1,23 @@
 //! Applying PATCH bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902), both through the
 //! `json-patch` crate. Strategic merge patch is refused with 415, as for custom resources, and
 //! server-side apply is not served yet.
+//!
+//! A JSON patch is applied one operation at a time, and an operation that would nest the object
+//! deeper than a request body may nest ([`MAX_DEPTH`]) or make the patch's copies add more than
+//! [`MAX_COPY_BYTES`] in all is refused with 422 before it runs. Without these bounds a small patch
+//! grows the object exponentially with `copy`, or nests it so deep that cloning, decoding or
+//! dropping it overflows the worker's stack, which aborts the server.
 
 use super::error::{Error, Result};
 use serde_json::Value;
+
+/// How deep a patched object may nest arrays and objects: as deep as a request body may
+/// (serde_json's limit), so that what a PATCH stores can be sent back with PUT.
+pub const MAX_DEPTH: usize = 127;
+
+/// How many bytes (as JSON) the `copy` operations of one JSON patch may add in all: the request
+/// body limit, as the kube-apiserver limits them (`--max-request-bytes` for `JSONPatchMaxCopyBytes`).
+pub const MAX_COPY_BYTES: usize = super::decode::MAX_BODY_BYTES;
 
 /// The patch types this server applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,17 +71,108 @@ impl Patch {
         }
     }
 
-    /// Applies the patch to a copy of `current`; a JSON patch whose operation cannot apply is 422.
+    /// Applies the patch to a copy of `current`; a JSON patch whose operation cannot apply, or
+    /// would exceed [`MAX_DEPTH`] or [`MAX_COPY_BYTES`], is 422.
     pub fn apply(&self, current: &Value) -> Result<Value> {
         let mut doc = current.clone();
         match self {
             Self::Merge(patch) => json_patch::merge(&mut doc, patch),
-            Self::Json(ops) => {
-                json_patch::patch(&mut doc, ops).map_err(|e| Error::Unprocessable(e.to_string()))?;
-            }
+            Self::Json(ops) => apply_json_patch(&mut doc, ops)?,
         }
         Ok(doc)
     }
+}
+
+/// How many arrays and objects nest in `value` (0 for a scalar). Recursion is bounded: documents
+/// are parsed with serde_json's limit and patched within [`MAX_DEPTH`].
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Counts the bytes written to it, failing once they pass `limit` so a large value stops early.
+struct ByteCount {
+    bytes: usize,
+    limit: usize,
+}
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += buf.len();
+        if self.bytes > self.limit {
+            return Err(std::io::Error::other("over the limit"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The size of `value` as JSON, or some size above `limit` when it is larger.
+fn json_size(value: &Value, limit: usize) -> usize {
+    let mut count = ByteCount { bytes: 0, limit };
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.bytes,
+        Err(_) => limit.saturating_add(1),
+    }
+}
+
+/// Applies `ops` in order, checking each against [`MAX_DEPTH`] and [`MAX_COPY_BYTES`] before it
+/// runs (see the module documentation).
+fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<()> {
+    use json_patch::PatchOperation as Op;
+    let failed = |i: usize, path: &str, why: String| {
+        Error::Unprocessable(format!("operation '/{i}' failed at path '{path}': {why}"))
+    };
+    // An upper bound of the document's depth, exact to begin with.
+    let mut bound = depth(doc);
+    let mut copied = 0usize;
+    for (i, op) in ops.iter().enumerate() {
+        // How deep the document nests where the operation puts a value, at most.
+        let placed = match op {
+            Op::Add(op) => Some(op.path.count() + depth(&op.value)),
+            Op::Replace(op) => Some(op.path.count() + depth(&op.value)),
+            // A moved value nests at most `bound - from.count()` deep below where it was. Not
+            // measuring it keeps a move O(path); a patch that moves values deeper a hundred times
+            // over may be refused early.
+            Op::Move(op) => Some((op.path.count() + bound).saturating_sub(op.from.count())),
+            Op::Copy(op) => match doc.pointer(op.from.as_str()) {
+                Some(source) => {
+                    copied = copied.saturating_add(json_size(source, MAX_COPY_BYTES - copied));
+                    if copied > MAX_COPY_BYTES {
+                        return Err(failed(
+                            i,
+                            op.path.as_str(),
+                            format!(
+                                "unable to complete the copy: the copies would add more than {MAX_COPY_BYTES} bytes"
+                            ),
+                        ));
+                    }
+                    Some(op.path.count() + depth(source))
+                }
+                // The operation below fails and says why.
+                None => None,
+            },
+            Op::Remove(_) | Op::Test(_) => None,
+        };
+        if let Some(placed) = placed {
+            if placed > MAX_DEPTH {
+                return Err(failed(
+                    i,
+                    op.path().as_str(),
+                    format!("the patched object would nest more than {MAX_DEPTH} levels deep"),
+                ));
+            }
+            bound = bound.max(placed);
+        }
+        json_patch::patch(doc, std::slice::from_ref(op)).map_err(|e| failed(i, e.path.as_str(), e.kind.to_string()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -94,6 +199,109 @@ mod tests {
         assert_eq!(Patch::parse(PatchType::Json, b"{").unwrap_err().code(), 400);
         assert_eq!(Patch::parse(PatchType::Json, br#"[{"op":"jump"}]"#).unwrap_err().code(), 400);
         assert_eq!(Patch::parse(PatchType::Merge, b"[1]").unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn a_json_patch_error_names_the_operation_that_failed() {
+        let p = Patch::parse(
+            PatchType::Json,
+            br#"[{"op":"replace","path":"/spec/weight","value":2},{"op":"remove","path":"/spec/horns"}]"#,
+        )
+        .unwrap();
+        let err = p.apply(&json!({"spec": {"weight": 1}})).unwrap_err();
+        assert_eq!(err.to_string(), "operation '/1' failed at path '/spec/horns': path is invalid");
+    }
+
+    /// A Llama as the registry serializes it before patching.
+    fn stored() -> Value {
+        json!({
+            "apiVersion": "farm.example.com/v1alpha",
+            "kind": "Llama",
+            "metadata": {"name": "dolly", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"weight": 120.5, "height": 170, "color": "white"}
+        })
+    }
+
+    /// `{"x":{"x":...}}`, `levels` objects deep.
+    fn chain(levels: usize) -> String {
+        format!("{}{}", r#"{"x":"#.repeat(levels - 1) + "{", "}".repeat(levels))
+    }
+
+    #[test]
+    fn a_json_patch_may_nest_as_deep_as_a_request_body_and_no_deeper() {
+        // A chain of 100 objects at /spec/x, then a chain of `levels` in its innermost object:
+        // 102 levels above that one.
+        let nest = |levels: usize| {
+            let body = format!(
+                r#"[{{"op":"add","path":"/spec/x","value":{}}},{{"op":"add","path":"/spec/x{}/y","value":{}}}]"#,
+                chain(100),
+                "/x".repeat(99),
+                chain(levels)
+            );
+            Patch::parse(PatchType::Json, body.as_bytes()).unwrap().apply(&stored())
+        };
+        let patched = nest(MAX_DEPTH - 102).unwrap();
+        assert_eq!(depth(&patched), MAX_DEPTH);
+        serde_json::from_str::<Value>(&patched.to_string()).expect("what PATCH stores can be PUT back");
+        let err = nest(MAX_DEPTH - 101).unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "operation '/1' failed at path '/spec/x{}/y': the patched object would nest more than 127 levels deep",
+                "/x".repeat(99)
+            )
+        );
+    }
+
+    /// Runs `f` on a thread with a tokio worker's stack (2 MiB), where the server applies patches.
+    fn on_a_worker_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new().stack_size(2 * 1024 * 1024).spawn(f).unwrap().join().unwrap()
+    }
+
+    #[test]
+    fn json_patches_that_nest_the_object_thousands_deep_are_refused_instead_of_overflowing_the_stack() {
+        // Run through the json_patch fuzz target (fuzz/), both bodies, under the 3 MiB limit,
+        // aborted the process with a stack overflow when the patched object was cloned or dropped.
+        // 1. Adds, each nesting 120 levels below the last: 159 operations, ~19,000 levels.
+        let mut adds = Vec::new();
+        let mut path = "/spec/x".to_string();
+        for _ in 0..159 {
+            adds.push(format!(r#"{{"op":"add","path":"{path}","value":{}}}"#, chain(120)));
+            path.push_str(&"/x".repeat(120));
+        }
+        // 2. Copies of a chain into its own deepest object, doubling it: 20 operations, 2^20 levels.
+        let mut copies = vec![r#"{"op":"add","path":"/spec/x","value":{}}"#.to_string()];
+        for doubling in 0..20 {
+            let leaf = "/x".repeat(1 << doubling);
+            copies.push(format!(r#"{{"op":"copy","from":"/spec/x","path":"/spec/x{leaf}"}}"#));
+        }
+        for ops in [adds, copies] {
+            let body = format!("[{}]", ops.join(","));
+            assert!(body.len() < super::super::decode::MAX_BODY_BYTES);
+            let err = on_a_worker_stack(move || {
+                let patch = Patch::parse(PatchType::Json, body.as_bytes()).unwrap();
+                patch.apply(&stored()).map(drop).unwrap_err()
+            });
+            assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
+            assert!(err.to_string().ends_with("the patched object would nest more than 127 levels deep"), "{err}");
+        }
+    }
+
+    #[test]
+    fn json_patch_copies_that_double_the_object_are_refused_before_they_exhaust_memory() {
+        // Run through the json_patch fuzz target (fuzz/), 80 copies of /spec into itself (3.6 KiB)
+        // grew it like the Fibonacci numbers and used up the fuzzer's 2 GiB within 40.
+        let ops: Vec<String> = (0..80)
+            .map(|i| format!(r#"{{"op":"copy","from":"/spec","path":"/spec/{}"}}"#, if i % 2 == 0 { "a" } else { "b" }))
+            .collect();
+        let patch = Patch::parse(PatchType::Json, format!("[{}]", ops.join(",")).as_bytes()).unwrap();
+        let err = patch.apply(&stored()).unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(err.to_string().ends_with("the copies would add more than 3145728 bytes"), "{err}");
+        // A few copies of the same kind are fine.
+        let few = Patch::parse(PatchType::Json, format!("[{}]", ops[..4].join(",")).as_bytes()).unwrap();
+        assert_eq!(few.apply(&stored()).unwrap()["spec"]["b"]["a"]["weight"], 120.5);
     }
 
     #[test]
