@@ -34,7 +34,7 @@ e2e: ## Only the tests against a real etcd + kube-apiserver (KUBE_APISERVER / ET
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	$(CARGO) bench --locked --bench load
 
-soak: ## Writers, listers, pagers and watchers at once for SOAK_SECONDS, checked against a model of the acknowledged writes.
+soak: ## The soak test alone, for SOAK_SECONDS (default 60): writers, listers, pagers, watchers vs a model (`make test` runs it for 20 s).
 	SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --locked --test soak -- --nocapture
 
 fuzz: ## cargo-fuzz on the selector parsers, body decoding, both patch types and the continue token, FUZZ_SECONDS per target.

@@ -3,95 +3,242 @@
 //! targets require). Prints one table:
 //!
 //! - time from process start to `/readyz` OK;
-//! - GET of one llama, LIST of 1,000 and of 10,000 llamas as JSON and as Table (req/s, p50, p99);
-//! - create throughput;
+//! - GET of one llama, LIST of 1,000 and of 10,000 llamas as JSON and as Table, create throughput
+//!   (req/s, p50, p99);
 //! - watch fan-out: 1,000 watchers, time from a write's acknowledgement to its delivery to the
 //!   last watcher (p50, p99 over the writes);
+//! - FarmPod LIST with 10,000 Pods in the cache;
 //! - the server's RSS with 100,000 llamas.
 //!
-//! `BENCH_SECONDS` sets each load phase's length (default 5).
+//! When the real control plane of the e2e tests can run (`scripts/control-plane.sh`; set
+//! `BENCH_CONTROL_PLANE=0` to skip it), the same request loads also run, in the same process and
+//! run, against a Llama CustomResourceDefinition in that kube-apiserver (backed by etcd), and the
+//! 10,000 Pods are listed from the kube-apiserver too; the table prints both and the ratio
+//! ours / kube-apiserver. Like kubectl, the lists carry no resourceVersion, so the kube-apiserver
+//! reads them from etcd.
+//!
+//! `BENCH_SECONDS` sets each load phase's length (default 5); `BENCH_ONLY=rss` measures only the
+//! memory.
 
 use hdrhistogram::Histogram;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+const LLAMAS: &str = "/apis/farm.example.com/v1alpha/namespaces";
 
-struct Server {
-    child: Child,
+/// How a target authenticates clients.
+#[derive(Clone)]
+enum Credentials {
+    /// farm-apiserver standalone: the bearer token from the kubeconfig it wrote.
+    Token(String),
+    /// The kube-apiserver: the admin client certificate and key (PEM).
+    Certificate(Vec<u8>),
+}
+
+/// Something to send load to.
+#[derive(Clone)]
+struct Target {
     base: String,
-    token: String,
     ca: Vec<u8>,
+    credentials: Credentials,
+}
+
+impl Target {
+    /// A client with its own keep-alive connection (HTTP/1.1) or one multiplexed HTTP/2 connection.
+    fn client(&self, http2: bool) -> reqwest::Client {
+        let mut builder = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&self.ca).expect("CA"))
+            .pool_max_idle_per_host(1);
+        match &self.credentials {
+            Credentials::Token(token) => {
+                let mut headers = reqwest::header::HeaderMap::new();
+                headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().expect("header"));
+                builder = builder.default_headers(headers);
+            }
+            Credentials::Certificate(pem) => builder = builder.identity(reqwest::Identity::from_pem(pem).expect("key")),
+        }
+        let builder = if http2 { builder } else { builder.http1_only() };
+        builder.build().expect("client")
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+/// farm-apiserver, stopped when dropped.
+struct Farm {
+    child: Child,
+    target: Target,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Server {
+impl Drop for Farm {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-fn binary() -> std::path::PathBuf {
+fn binary() -> PathBuf {
     let status =
         Command::new(env!("CARGO")).args(["build", "--release", "--locked", "--quiet"]).status().expect("cargo build");
     assert!(status.success());
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/farm-apiserver")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/farm-apiserver")
 }
 
-/// Starts the server; returns it and the time from spawn to `/readyz` OK.
-async fn start(binary: &std::path::Path) -> (Server, Duration) {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts farm-apiserver standalone (with `extra` flags); returns it and the time from spawn to
+/// `/readyz` OK.
+async fn start(binary: &Path, extra: &[&str]) -> (Farm, Duration) {
+    let dir = tempfile::tempdir().expect("temp dir");
     let kubeconfig = dir.path().join("kubeconfig");
     let started = Instant::now();
     let child = Command::new(binary)
         .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0", "--write-kubeconfig"])
         .arg(&kubeconfig)
         .args(["--watch-buffer-size", "10000"])
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()
-        .unwrap();
+        .expect("start farm-apiserver");
     while !kubeconfig.exists() {
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
-    let config: serde_json::Value = serde_json::from_slice(&std::fs::read(&kubeconfig).unwrap()).unwrap();
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&kubeconfig).expect("kubeconfig")).expect("kubeconfig is JSON");
     let cluster = &config["clusters"][0]["cluster"];
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD
-        .decode(cluster["certificate-authority-data"].as_str().unwrap())
-        .unwrap();
-    let server = Server {
-        child,
-        base: cluster["server"].as_str().unwrap().into(),
-        token: config["users"][0]["user"]["token"].as_str().unwrap().into(),
+        .decode(cluster["certificate-authority-data"].as_str().expect("CA"))
+        .expect("CA is base64");
+    let target = Target {
+        base: cluster["server"].as_str().expect("server").into(),
         ca,
-        _dir: dir,
+        credentials: Credentials::Token(config["users"][0]["user"]["token"].as_str().expect("token").into()),
     };
-    let probe = client(&server, false);
+    let farm = Farm { child, target, _dir: dir };
+    let probe = farm.target.client(false);
     loop {
-        if let Ok(r) = probe.get(format!("{}/readyz", server.base)).send().await
+        if let Ok(r) = probe.get(farm.target.url("/readyz")).send().await
             && r.status() == 200
         {
             break;
         }
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
-    let ready = started.elapsed();
-    (server, ready)
+    (farm, started.elapsed())
 }
 
-/// A client with its own keep-alive connection (HTTP/1.1) or one multiplexed HTTP/2 connection.
-fn client(server: &Server, http2: bool) -> reqwest::Client {
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {}", server.token).parse().unwrap());
-    let builder = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&server.ca).unwrap())
-        .default_headers(headers)
-        .pool_max_idle_per_host(1);
-    let builder = if http2 { builder } else { builder.http1_only() };
-    builder.build().unwrap()
+/// etcd + kube-apiserver from `scripts/control-plane.sh`, stopped when dropped.
+struct ControlPlane {
+    dir: tempfile::TempDir,
+    target: Target,
+}
+
+impl ControlPlane {
+    /// Starts one, or `None` (with the reason printed) when it cannot run here.
+    fn up() -> Option<Self> {
+        if std::env::var("BENCH_CONTROL_PLANE").is_ok_and(|v| v == "0") {
+            println!("kube-apiserver comparison skipped: BENCH_CONTROL_PLANE=0");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let status = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+            .arg("up")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !status.is_ok_and(|s| s.success()) {
+            println!("kube-apiserver comparison skipped: scripts/control-plane.sh up failed");
+            return None;
+        }
+        let env = std::fs::read_to_string(dir.path().join("env")).expect("control plane env");
+        let port = env.lines().find_map(|l| l.strip_prefix("KUBE_APISERVER_PORT=")).expect("port").to_string();
+        let mut identity = std::fs::read(dir.path().join("admin.crt")).expect("admin.crt");
+        identity.extend(std::fs::read(dir.path().join("admin.key")).expect("admin.key"));
+        let target = Target {
+            base: format!("https://127.0.0.1:{port}"),
+            ca: std::fs::read(dir.path().join("ca.crt")).expect("ca.crt"),
+            credentials: Credentials::Certificate(identity),
+        };
+        Some(Self { dir, target })
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("admin.kubeconfig")
+    }
+
+    /// Namespaces, and the Llama CRD (same schema and printer columns as farm-apiserver's
+    /// Llamas), established.
+    async fn prepare(&self, namespaces: &[&str]) {
+        let client = self.target.client(false);
+        for ns in namespaces {
+            let r = client
+                .post(self.target.url("/api/v1/namespaces"))
+                .json(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+                .send()
+                .await
+                .expect("create namespace");
+            assert!(r.status().is_success(), "namespace {ns}: {}", r.status());
+        }
+        let r = client
+            .post(self.target.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"))
+            .json(&llama_crd())
+            .send()
+            .await
+            .expect("create CRD");
+        assert!(r.status().is_success(), "CRD: {} {}", r.status(), r.text().await.unwrap_or_default());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let r = client.get(self.target.url(&format!("{LLAMAS}/{}/llamas", namespaces[0]))).send().await;
+            if r.is_ok_and(|r| r.status() == 200) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the Llama CRD was not served within 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+            .arg("down")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn llama_crd() -> serde_json::Value {
+    let number = serde_json::json!({"type": "number", "minimum": 0, "exclusiveMinimum": true});
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "llamas.farm.example.com"},
+        "spec": {
+            "group": "farm.example.com", "scope": "Namespaced",
+            "names": {"plural": "llamas", "singular": "llama", "kind": "Llama", "listKind": "LlamaList", "shortNames": ["lm"]},
+            "versions": [{
+                "name": "v1alpha", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "required": ["weight", "height"], "properties": {
+                        "weight": number, "height": number, "color": {"type": "string"}}}}}},
+                "additionalPrinterColumns": [
+                    {"name": "Weight", "type": "number", "jsonPath": ".spec.weight"},
+                    {"name": "Height", "type": "number", "jsonPath": ".spec.height"},
+                    {"name": "Color", "type": "string", "jsonPath": ".spec.color", "priority": 1},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+            }]
+        }
+    })
 }
 
 fn llama(name: &str) -> serde_json::Value {
@@ -99,8 +246,14 @@ fn llama(name: &str) -> serde_json::Value {
         "metadata": {"name": name, "labels": {"herd": "bench"}}, "spec": {"weight": 120.5, "height": 170, "color": "white"}})
 }
 
-fn rss_mb(server: &Server) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+fn pod(name: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "app", "image": "registry.example/app:1"}]}})
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let kb: f64 = status
         .lines()
         .find(|l| l.starts_with("VmRSS:"))
@@ -117,8 +270,18 @@ struct Stats {
     latency: Histogram<u64>,
 }
 
+impl Stats {
+    fn rate(&self) -> f64 {
+        self.requests.saturating_sub(self.errors) as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn ms(&self, quantile: f64) -> f64 {
+        self.latency.value_at_quantile(quantile) as f64 / 1000.0
+    }
+}
+
 /// Runs `concurrency` loops, each on its own connection, issuing `request(i)` for `duration`.
-async fn load<F>(server: &Server, concurrency: usize, duration: Duration, request: F) -> Stats
+async fn load<F>(target: &Target, concurrency: usize, duration: Duration, request: F) -> Stats
 where
     F: Fn(&reqwest::Client, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
 {
@@ -127,18 +290,20 @@ where
     let deadline = started + duration;
     let mut tasks = Vec::new();
     for worker in 0..concurrency {
-        let client = client(server, false);
+        let client = target.client(false);
         let request = request.clone();
         tasks.push(tokio::spawn(async move {
-            let mut hist = Histogram::<u64>::new(3).unwrap();
+            let mut hist = Histogram::<u64>::new(3).expect("histogram");
             let (mut n, mut errors) = (0u64, 0u64);
             while Instant::now() < deadline {
                 let t = Instant::now();
                 match request(&client, worker as u64 * 1_000_000 + n).send().await {
-                    Ok(r) if r.status().is_success() => {
-                        let _ = r.bytes().await;
-                        let _ = hist.record(t.elapsed().as_micros() as u64);
-                    }
+                    Ok(r) if r.status().is_success() => match r.bytes().await {
+                        Ok(_) => {
+                            let _ = hist.record(t.elapsed().as_micros() as u64);
+                        }
+                        Err(_) => errors += 1,
+                    },
                     _ => errors += 1,
                 }
                 n += 1;
@@ -146,50 +311,95 @@ where
             (n, errors, hist)
         }));
     }
-    let mut stats = Stats { requests: 0, errors: 0, elapsed: Duration::ZERO, latency: Histogram::new(3).unwrap() };
+    let mut stats =
+        Stats { requests: 0, errors: 0, elapsed: Duration::ZERO, latency: Histogram::new(3).expect("histogram") };
     for t in tasks {
-        let (n, e, h) = t.await.unwrap();
+        let (n, e, h) = t.await.expect("load task");
         stats.requests += n;
         stats.errors += e;
-        stats.latency.add(h).unwrap();
+        stats.latency.add(h).expect("same histogram bounds");
     }
     stats.elapsed = started.elapsed();
     stats
 }
 
-fn row(name: &str, stats: &Stats) {
-    println!(
-        "| {name:<34} | {:>10.0} | {:>9.2} | {:>9.2} | {:>6} |",
-        stats.requests as f64 / stats.elapsed.as_secs_f64(),
-        stats.latency.value_at_quantile(0.5) as f64 / 1000.0,
-        stats.latency.value_at_quantile(0.99) as f64 / 1000.0,
-        stats.errors
-    );
-}
-
-async fn fill(server: &Server, namespace: &str, count: usize) {
+/// Creates `count` objects from `body(i)` at `path`, 32 at a time.
+async fn fill(target: &Target, path: &str, count: usize, body: fn(&str) -> serde_json::Value, prefix: &'static str) {
     let concurrency = 32;
     let mut tasks = Vec::new();
     for worker in 0..concurrency {
-        let client = client(server, false);
-        let url = format!("{}/apis/farm.example.com/v1alpha/namespaces/{namespace}/llamas", server.base);
+        let client = target.client(false);
+        let url = target.url(path);
         tasks.push(tokio::spawn(async move {
             for i in (worker..count).step_by(concurrency) {
-                let r = client.post(&url).json(&llama(&format!("l{i:06}"))).send().await.unwrap();
-                assert_eq!(r.status(), 201);
+                let r = client.post(&url).json(&body(&format!("{prefix}{i:06}"))).send().await.expect("create");
+                assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
             }
         }));
     }
     for t in tasks {
-        t.await.unwrap();
+        t.await.expect("fill task");
     }
 }
 
+/// One row of the table: ours, and the kube-apiserver's when measured.
+fn row(name: &str, ours: &Stats, theirs: Option<&Stats>) {
+    let errors = ours.errors + theirs.map_or(0, |t| t.errors);
+    match theirs {
+        Some(t) => println!(
+            "| {name:<36} | {:>9.0} | {:>7.2} | {:>7.2} | {:>9.0} | {:>7.2} | {:>7.2} | {:>6.1}x | {errors:>6} |",
+            ours.rate(),
+            ours.ms(0.5),
+            ours.ms(0.99),
+            t.rate(),
+            t.ms(0.5),
+            t.ms(0.99),
+            ours.rate() / t.rate().max(f64::MIN_POSITIVE),
+        ),
+        None => println!(
+            "| {name:<36} | {:>9.0} | {:>7.2} | {:>7.2} | {:>9} | {:>7} | {:>7} | {:>7} | {errors:>6} |",
+            ours.rate(),
+            ours.ms(0.5),
+            ours.ms(0.99),
+            "-",
+            "-",
+            "-",
+            "-"
+        ),
+    }
+}
+
+/// The request phases, run against one target: (row name, stats) in table order.
+async fn request_phases(target: &Target, phase: Duration) -> Vec<(String, Stats)> {
+    let mut rows = Vec::new();
+    let t = target.clone();
+    let get = load(target, 32, phase, move |c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500")))).await;
+    rows.push(("GET one llama (32 conns)".to_string(), get));
+    for (ns, label, conns) in [("small", "1,000", 8), ("large", "10,000", 2)] {
+        let t = target.clone();
+        let json = load(target, conns, phase, move |c, _| c.get(t.url(&format!("{LLAMAS}/{ns}/llamas")))).await;
+        rows.push((format!("LIST {label} llamas, JSON ({conns} conns)"), json));
+        let t = target.clone();
+        let table = load(target, conns, phase, move |c, _| {
+            c.get(t.url(&format!("{LLAMAS}/{ns}/llamas"))).header("accept", TABLE)
+        })
+        .await;
+        rows.push((format!("LIST {label} llamas, Table ({conns} conns)"), table));
+    }
+    let t = target.clone();
+    let create = load(target, 32, phase, move |c, i| {
+        c.post(t.url(&format!("{LLAMAS}/create/llamas"))).json(&llama(&format!("c{i}")))
+    })
+    .await;
+    rows.push(("create (32 conns)".to_string(), create));
+    rows
+}
+
 /// 1,000 watchers; returns per-write delivery latency to the last watcher, in microseconds.
-async fn fan_out(server: &Server, watchers: usize, writes: usize) -> Histogram<u64> {
-    let url = format!("{}/apis/farm.example.com/v1alpha/namespaces/fan/llamas", server.base);
+async fn fan_out(target: &Target, watchers: usize, writes: usize) -> Histogram<u64> {
+    let url = target.url(&format!("{LLAMAS}/fan/llamas"));
     let connections = 10;
-    let clients: Vec<reqwest::Client> = (0..connections).map(|_| client(server, true)).collect();
+    let clients: Vec<reqwest::Client> = (0..connections).map(|_| target.client(true)).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
     let mut handles = Vec::new();
     let ready = Arc::new(tokio::sync::Barrier::new(watchers + 1));
@@ -197,9 +407,8 @@ async fn fan_out(server: &Server, watchers: usize, writes: usize) -> Histogram<u
         let c = clients[w % connections].clone();
         let (url, tx, ready) = (url.clone(), tx.clone(), ready.clone());
         handles.push(tokio::spawn(async move {
-            let r = c.get(format!("{url}?watch=true")).send().await.unwrap();
+            let mut r = c.get(format!("{url}?watch=true")).send().await.expect("watch");
             ready.wait().await;
-            let mut r = r;
             let mut buf = Vec::new();
             let mut seen = 0;
             while seen < writes {
@@ -207,9 +416,10 @@ async fn fan_out(server: &Server, watchers: usize, writes: usize) -> Histogram<u
                 buf.extend_from_slice(&chunk);
                 while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
                     let line: Vec<u8> = buf.drain(..=pos).collect();
-                    let e: serde_json::Value = serde_json::from_slice(&line).unwrap();
+                    let e: serde_json::Value = serde_json::from_slice(&line).expect("watch frame");
                     if e["type"] == "ADDED" {
-                        let i: usize = e["object"]["metadata"]["name"].as_str().unwrap()[1..].parse().unwrap();
+                        let name = e["object"]["metadata"]["name"].as_str().unwrap_or_default();
+                        let i: usize = name[1..].parse().expect("bench name");
                         let _ = tx.send((i, Instant::now()));
                         seen += 1;
                     }
@@ -218,10 +428,10 @@ async fn fan_out(server: &Server, watchers: usize, writes: usize) -> Histogram<u
         }));
     }
     ready.wait().await;
-    let writer = client(server, false);
+    let writer = target.client(false);
     let mut acked = Vec::new();
     for i in 0..writes {
-        let r = writer.post(&url).json(&llama(&format!("f{i:06}"))).send().await.unwrap();
+        let r = writer.post(&url).json(&llama(&format!("f{i:06}"))).send().await.expect("create");
         assert_eq!(r.status(), 201);
         acked.push(Instant::now());
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -236,13 +446,55 @@ async fn fan_out(server: &Server, watchers: usize, writes: usize) -> Histogram<u
     for h in handles {
         let _ = h.await;
     }
-    let mut hist = Histogram::<u64>::new(3).unwrap();
+    let mut hist = Histogram::<u64>::new(3).expect("histogram");
     for i in 0..writes {
         assert_eq!(counts[i], watchers, "every watcher saw write {i}");
-        let delay = last[i].unwrap().saturating_duration_since(acked[i]);
+        let delay = last[i].map_or(Duration::ZERO, |l| l.saturating_duration_since(acked[i]));
         let _ = hist.record(delay.as_micros() as u64);
     }
     hist
+}
+
+/// 10,000 Pods created in the control plane; farm-apiserver (standalone, reading that cluster)
+/// lists them as FarmPods, the kube-apiserver as Pods.
+async fn farmpods(binary: &Path, cp: &ControlPlane, phase: Duration) -> (Stats, Stats) {
+    const PODS: usize = 10_000;
+    fill(&cp.target, "/api/v1/namespaces/pods/pods", PODS, pod, "p").await;
+    let kubeconfig = cp.kubeconfig();
+    let (farm, _) = start(binary, &["--kubeconfig", &kubeconfig.to_string_lossy()]).await;
+    let client = farm.target.client(false);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let r = client.get(farm.target.url("/apis/farm.example.com/v1alpha/namespaces/pods/farmpods?limit=1")).send().await;
+        let remaining = match r {
+            Ok(r) if r.status() == 200 => {
+                let list: serde_json::Value = r.json().await.unwrap_or_default();
+                list["metadata"]["remainingItemCount"].as_u64().map(|n| n + 1)
+            }
+            _ => None,
+        };
+        if remaining == Some(PODS as u64) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the Pod cache did not fill within 120 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let t = farm.target.clone();
+    let ours =
+        load(&farm.target, 2, phase, move |c, _| c.get(t.url("/apis/farm.example.com/v1alpha/namespaces/pods/farmpods")))
+            .await;
+    drop(farm);
+    let t = cp.target.clone();
+    let theirs = load(&cp.target, 2, phase, move |c, _| c.get(t.url("/api/v1/namespaces/pods/pods"))).await;
+    (ours, theirs)
+}
+
+async fn rss(binary: &Path) {
+    let (farm, _) = start(binary, &[]).await;
+    let before = rss_mb(farm.child.id());
+    fill(&farm.target, &format!("{LLAMAS}/rss/llamas"), 100_000, llama, "l").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    println!("RSS: {before:.1} MB empty, {:.1} MB with 100,000 llamas", rss_mb(farm.child.id()));
 }
 
 #[tokio::main]
@@ -256,70 +508,70 @@ async fn main() {
     let seconds: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let phase = Duration::from_secs(seconds);
     let binary = binary();
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "rss") {
+        rss(&binary).await;
+        return;
+    }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!("farm-apiserver load benchmark: {cores} cores, load generator on the same machine, {seconds} s per phase");
 
-    let mut ready = Histogram::<u64>::new(3).unwrap();
+    let mut ready = Histogram::<u64>::new(3).expect("histogram");
     for _ in 0..5 {
-        let (_, t) = start(&binary).await;
-        ready.record(t.as_micros() as u64).unwrap();
+        let (_, t) = start(&binary, &[]).await;
+        ready.record(t.as_micros() as u64).expect("record");
     }
     println!(
         "time from process start to /readyz OK: median {:.1} ms over 5 starts",
         ready.value_at_quantile(0.5) as f64 / 1000.0
     );
-    println!();
-    println!("| {:<34} | {:>10} | {:>9} | {:>9} | {:>6} |", "operation", "req/s", "p50 ms", "p99 ms", "errors");
-    println!("|{:-<36}|{:->12}|{:->11}|{:->11}|{:->8}|", "", "", "", "", "");
 
-    let (server, _) = start(&binary).await;
-    fill(&server, "small", 1_000).await;
-    fill(&server, "large", 10_000).await;
-    let base = server.base.clone();
-    let get = load(&server, 32, phase, move |c, _| {
-        c.get(format!("{base}/apis/farm.example.com/v1alpha/namespaces/small/llamas/l000500"))
-    })
-    .await;
-    row("GET one llama (32 conns)", &get);
-    for (ns, label) in [("small", "1,000"), ("large", "10,000")] {
-        let base = server.base.clone();
-        let conns = if ns == "small" { 8 } else { 2 };
-        let json = load(&server, conns, phase, move |c, _| {
-            c.get(format!("{base}/apis/farm.example.com/v1alpha/namespaces/{ns}/llamas"))
-        })
-        .await;
-        row(&format!("LIST {label} llamas, JSON ({conns} conns)"), &json);
-        let base = server.base.clone();
-        let table = load(&server, conns, phase, move |c, _| {
-            c.get(format!("{base}/apis/farm.example.com/v1alpha/namespaces/{ns}/llamas")).header("accept", TABLE)
-        })
-        .await;
-        row(&format!("LIST {label} llamas, Table ({conns} conns)"), &table);
+    let (farm, _) = start(&binary, &[]).await;
+    fill(&farm.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
+    fill(&farm.target, &format!("{LLAMAS}/large/llamas"), 10_000, llama, "l").await;
+    let ours = request_phases(&farm.target, phase).await;
+    drop(farm);
+
+    let control_plane = ControlPlane::up();
+    let mut theirs = None;
+    let mut pods = None;
+    if let Some(cp) = &control_plane {
+        cp.prepare(&["small", "large", "create", "pods"]).await;
+        fill(&cp.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
+        fill(&cp.target, &format!("{LLAMAS}/large/llamas"), 10_000, llama, "l").await;
+        theirs = Some(request_phases(&cp.target, phase).await);
+        pods = Some(farmpods(&binary, cp, phase).await);
     }
-    let base = server.base.clone();
-    let create = load(&server, 32, phase, move |c, i| {
-        c.post(format!("{base}/apis/farm.example.com/v1alpha/namespaces/create/llamas")).json(&llama(&format!("c{i}")))
-    })
-    .await;
-    row("create (32 conns)", &create);
-    drop(server);
+    drop(control_plane);
 
-    let (server, _) = start(&binary).await;
-    let fan = fan_out(&server, 1_000, 100).await;
+    println!();
     println!(
-        "| {:<34} | {:>10} | {:>9.2} | {:>9.2} | {:>6} |",
+        "| {:<36} | {:>9} | {:>7} | {:>7} | {:>9} | {:>7} | {:>7} | {:>7} | {:>6} |",
+        "operation", "req/s", "p50 ms", "p99 ms", "kube req/s", "p50 ms", "p99 ms", "ours/kube", "errors"
+    );
+    println!("|{:-<38}|{:->11}|{:->9}|{:->9}|{:->11}|{:->9}|{:->9}|{:->9}|{:->8}|", "", "", "", "", "", "", "", "", "");
+    for (i, (name, stats)) in ours.iter().enumerate() {
+        row(name, stats, theirs.as_ref().map(|t: &Vec<(String, Stats)>| &t[i].1));
+    }
+    match &pods {
+        Some((farm, kube)) => row("LIST 10,000 FarmPods / Pods (2 conns)", farm, Some(kube)),
+        None => println!("| {:<36} | skipped: needs the control plane", "LIST 10,000 FarmPods"),
+    }
+
+    let (farm, _) = start(&binary, &[]).await;
+    let fan = fan_out(&farm.target, 1_000, 100).await;
+    println!(
+        "| {:<36} | {:>9} | {:>7.2} | {:>7.2} | {:>9} | {:>7} | {:>7} | {:>7} | {:>6} |",
         "watch fan-out, 1,000 watchers",
         "-",
         fan.value_at_quantile(0.5) as f64 / 1000.0,
         fan.value_at_quantile(0.99) as f64 / 1000.0,
+        "-",
+        "-",
+        "-",
+        "-",
         0
     );
-    drop(server);
-
-    let (server, _) = start(&binary).await;
-    let before = rss_mb(&server);
-    fill(&server, "rss", 100_000).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(farm);
     println!();
-    println!("RSS: {before:.1} MB empty, {:.1} MB with 100,000 llamas", rss_mb(&server));
+    rss(&binary).await;
 }

@@ -296,4 +296,3 @@ pub fn event_summary(event: &serde_json::Value) -> (String, String) {
         event["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string(),
     )
 }
-
