@@ -465,7 +465,8 @@ async fn farmpods(binary: &Path, cp: &ControlPlane, phase: Duration) -> (Stats, 
     let client = farm.target.client(false);
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let r = client.get(farm.target.url("/apis/farm.example.com/v1alpha/namespaces/pods/farmpods?limit=1")).send().await;
+        let r =
+            client.get(farm.target.url("/apis/farm.example.com/v1alpha/namespaces/pods/farmpods?limit=1")).send().await;
         let remaining = match r {
             Ok(r) if r.status() == 200 => {
                 let list: serde_json::Value = r.json().await.unwrap_or_default();
@@ -480,9 +481,10 @@ async fn farmpods(binary: &Path, cp: &ControlPlane, phase: Duration) -> (Stats, 
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let t = farm.target.clone();
-    let ours =
-        load(&farm.target, 2, phase, move |c, _| c.get(t.url("/apis/farm.example.com/v1alpha/namespaces/pods/farmpods")))
-            .await;
+    let ours = load(&farm.target, 2, phase, move |c, _| {
+        c.get(t.url("/apis/farm.example.com/v1alpha/namespaces/pods/farmpods"))
+    })
+    .await;
     drop(farm);
     let t = cp.target.clone();
     let theirs = load(&cp.target, 2, phase, move |c, _| c.get(t.url("/api/v1/namespaces/pods/pods"))).await;
