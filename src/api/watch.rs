@@ -238,11 +238,23 @@ pub async fn serve<K: ApiResource>(
                             },
                             _ = ticker.tick(), if bookmarks => {
                                 // Every event up to `revision` is already in our buffer: send
-                                // those first, then the bookmark.
+                                // those first, then the bookmark. A closed buffer means the
+                                // store dropped us for falling behind, so events after the
+                                // buffered ones are missing: end without a bookmark, or the
+                                // client would resume past them.
                                 let revision = registry.revision();
-                                while let Ok(e) = subscription.receiver.try_recv() {
-                                    if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent).await {
-                                        return;
+                                loop {
+                                    match subscription.receiver.try_recv() {
+                                        Ok(e) => {
+                                            if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent).await {
+                                                return;
+                                            }
+                                        }
+                                        Err(mpsc::error::TryRecvError::Empty) => break,
+                                        Err(mpsc::error::TryRecvError::Disconnected) => {
+                                            tracing::debug!(last_sent, "watch ends: the watcher fell behind");
+                                            return;
+                                        }
                                     }
                                 }
                                 let Ok(f) = encoder.bookmark(revision.max(last_sent), false) else { return };
@@ -313,6 +325,52 @@ mod tests {
     use crate::resources::llama::{Llama, LlamaSpec};
     use crate::store::{Revision, memory::MemoryStore};
     use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn a_watcher_dropped_for_falling_behind_gets_no_bookmark_past_its_last_event() {
+        // Found by tests/soak.rs: a bookmark sent after the store dropped the watcher carried
+        // the store's revision, and a client resuming from it skipped every event in between.
+        let settings = WatchSettings {
+            buffer: 40,
+            bookmark_interval: std::time::Duration::from_millis(20),
+            ..WatchSettings::default()
+        };
+        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), 1_000);
+        let registry = Arc::new(Registry::new(Arc::new(store), settings));
+        let query = Query::parse(Some("watch=true&allowWatchBookmarks=true"));
+        let options = ListOptions::parse(&query, &[]).unwrap();
+        let response =
+            serve(registry.clone(), Some("farm".into()), options, Representation::Object, &query).await.unwrap();
+        let create = |range: std::ops::Range<usize>| {
+            for i in range {
+                let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
+                registry.create("farm", llama, &WriteContext::default()).unwrap();
+            }
+        };
+        // Nobody reads the body: the watch fills it and blocks with events still in its
+        // subscription, while its first bookmark tick falls due.
+        create(0..30);
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        // The subscription overflows and the store drops the watcher.
+        create(30..100);
+        let body = tokio::time::timeout(std::time::Duration::from_secs(5), response.into_body().collect())
+            .await
+            .expect("the stream ends")
+            .unwrap()
+            .to_bytes();
+        let mut last_event = 0;
+        for line in body.split(|b| *b == b'\n').filter(|line| !line.is_empty()) {
+            let event: serde_json::Value = serde_json::from_slice(line).unwrap();
+            let rv: u64 = event["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+            if event["type"] == "BOOKMARK" {
+                assert!(rv <= last_event, "a bookmark at {rv} after the last event at {last_event}: {event}");
+            } else {
+                assert_eq!(rv, last_event + 1, "events in order without a gap");
+                last_event = rv;
+            }
+        }
+        assert!(last_event < 100, "the watcher was dropped, so it cannot have seen every event");
+    }
 
     #[tokio::test]
     async fn shutdown_sends_every_committed_event_before_ending_the_stream() {
