@@ -347,7 +347,7 @@ fn row(name: &str, ours: &Stats, theirs: Option<&Stats>) {
     let errors = ours.errors + theirs.map_or(0, |t| t.errors);
     match theirs {
         Some(t) => println!(
-            "| {name:<36} | {:>9.0} | {:>7.2} | {:>7.2} | {:>9.0} | {:>7.2} | {:>7.2} | {:>6.1}x | {errors:>6} |",
+            "| {name:<38} | {:>9.0} | {:>7.2} | {:>7.2} | {:>10.0} | {:>7.2} | {:>7.2} | {:>8.1}x | {errors:>6} |",
             ours.rate(),
             ours.ms(0.5),
             ours.ms(0.99),
@@ -357,7 +357,7 @@ fn row(name: &str, ours: &Stats, theirs: Option<&Stats>) {
             ours.rate() / t.rate().max(f64::MIN_POSITIVE),
         ),
         None => println!(
-            "| {name:<36} | {:>9.0} | {:>7.2} | {:>7.2} | {:>9} | {:>7} | {:>7} | {:>7} | {errors:>6} |",
+            "| {name:<38} | {:>9.0} | {:>7.2} | {:>7.2} | {:>10} | {:>7} | {:>7} | {:>9} | {errors:>6} |",
             ours.rate(),
             ours.ms(0.5),
             ours.ms(0.99),
@@ -547,22 +547,25 @@ async fn main() {
 
     println!();
     println!(
-        "| {:<36} | {:>9} | {:>7} | {:>7} | {:>9} | {:>7} | {:>7} | {:>7} | {:>6} |",
+        "| {:<38} | {:>9} | {:>7} | {:>7} | {:>10} | {:>7} | {:>7} | {:>9} | {:>6} |",
         "operation", "req/s", "p50 ms", "p99 ms", "kube req/s", "p50 ms", "p99 ms", "ours/kube", "errors"
     );
-    println!("|{:-<38}|{:->11}|{:->9}|{:->9}|{:->11}|{:->9}|{:->9}|{:->9}|{:->8}|", "", "", "", "", "", "", "", "", "");
+    println!(
+        "|{:-<40}|{:->11}|{:->9}|{:->9}|{:->12}|{:->9}|{:->9}|{:->11}|{:->8}|",
+        "", "", "", "", "", "", "", "", ""
+    );
     for (i, (name, stats)) in ours.iter().enumerate() {
         row(name, stats, theirs.as_ref().map(|t: &Vec<(String, Stats)>| &t[i].1));
     }
     match &pods {
         Some((farm, kube)) => row("LIST 10,000 FarmPods / Pods (2 conns)", farm, Some(kube)),
-        None => println!("| {:<36} | skipped: needs the control plane", "LIST 10,000 FarmPods"),
+        None => println!("| {:<38} | skipped: needs the control plane", "LIST 10,000 FarmPods"),
     }
 
     let (farm, _) = start(&binary, &[]).await;
     let fan = fan_out(&farm.target, 1_000, 100).await;
     println!(
-        "| {:<36} | {:>9} | {:>7.2} | {:>7.2} | {:>9} | {:>7} | {:>7} | {:>7} | {:>6} |",
+        "| {:<38} | {:>9} | {:>7.2} | {:>7.2} | {:>10} | {:>7} | {:>7} | {:>9} | {:>6} |",
         "watch fan-out, 1,000 watchers",
         "-",
         fan.value_at_quantile(0.5) as f64 / 1000.0,
