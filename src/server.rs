@@ -1,7 +1,8 @@
 //! Assembles the server: TLS material, authentication, the stores and registries of each
 //! resource, discovery, OpenAPI and health, behind one axum router served by axum-server on a
-//! rustls listener. Shutdown is graceful: readiness fails first, in-flight requests get the grace
-//! period, then connections close.
+//! rustls listener. Shutdown is graceful: readiness fails first (for the shutdown delay), the
+//! listener closes, in-flight requests finish, then watches send what was committed and end;
+//! connections still open after the grace period are closed.
 
 use crate::api::discovery::{self, Discovery};
 use crate::api::error::Error as ApiError;
@@ -262,12 +263,17 @@ pub fn client_url(addr: SocketAddr) -> String {
 
 /// What a graceful shutdown acts on.
 struct Drain {
+    /// Stops the listener and closes connections.
     handle: axum_server::Handle<SocketAddr>,
+    /// Where readiness is failed.
     health: Arc<Health>,
+    /// Counts the requests in flight, which must finish before watches end.
     limits: Limits,
     /// Ends the watches.
     stopping: tokio_util::sync::CancellationToken,
+    /// `--shutdown-delay-seconds`.
     delay: Duration,
+    /// `--shutdown-grace-seconds`.
     grace: Duration,
 }
 
