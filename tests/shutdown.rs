@@ -42,21 +42,28 @@ struct Outcome {
     broken: Vec<String>,
 }
 
+/// Sends `request`: `None` when no response head arrived (a refused or closed connection), else
+/// the status and the body as JSON, or why the body did not arrive whole.
+async fn exchange(request: reqwest::RequestBuilder) -> Option<(u16, Result<Value, String>)> {
+    let response = request.send().await.ok()?;
+    let status = response.status().as_u16();
+    let body = match response.bytes().await {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("unparsable body: {e}")),
+        Err(e) => Err(format!("body cut off: {e:?}")),
+    };
+    Some((status, body))
+}
+
 async fn write_until_refused(client: reqwest::Client, url: String, prefix: String, out: Arc<Mutex<Outcome>>) {
     for i in 0.. {
         let name = format!("{prefix}-{i}");
-        let response = match client.post(&url).json(&llama(&name, 1.0, 1.0)).send().await {
-            Ok(r) => r,
-            Err(_) => {
-                out.lock().unwrap().not_answered += 1;
-                return;
-            }
+        let Some(answer) = exchange(client.post(&url).json(&llama(&name, 1.0, 1.0))).await else {
+            out.lock().unwrap().not_answered += 1;
+            return;
         };
-        let status = response.status();
-        let body = response.bytes().await;
         let mut o = out.lock().unwrap();
-        match (status.as_u16(), body.map(|b| serde_json::from_slice::<Value>(&b))) {
-            (201, Ok(Ok(object))) => {
+        match answer {
+            (201, Ok(object)) => {
                 o.acknowledged.push((name, rv(&object)));
                 o.completed += 1;
             }
@@ -67,21 +74,16 @@ async fn write_until_refused(client: reqwest::Client, url: String, prefix: Strin
 
 async fn list_until_refused(client: reqwest::Client, url: String, out: Arc<Mutex<Outcome>>) {
     loop {
-        let response = match client.get(&url).send().await {
-            Ok(r) => r,
-            Err(_) => {
-                out.lock().unwrap().not_answered += 1;
-                return;
-            }
+        let Some(answer) = exchange(client.get(&url)).await else {
+            out.lock().unwrap().not_answered += 1;
+            return;
         };
-        let status = response.status();
-        let body = response.bytes().await;
         let mut o = out.lock().unwrap();
-        match (status.as_u16(), body.map(|b| serde_json::from_slice::<Value>(&b))) {
-            (200, Ok(Ok(list))) if list["items"].as_array().map(Vec::len) == Some(BIG) => o.completed += 1,
-            (code, body) => o
-                .broken
-                .push(format!("list: {code} {:?}", body.map(|b| b.map(|l| l["items"].as_array().map(Vec::len))))),
+        match answer {
+            (200, Ok(list)) if list["items"].as_array().map(Vec::len) == Some(BIG) => o.completed += 1,
+            (code, body) => {
+                o.broken.push(format!("list: {code} {:?} items", body.map(|l| l["items"].as_array().map(Vec::len))))
+            }
         }
     }
 }

@@ -692,6 +692,20 @@ fn check_list(what: &str, body: &Value, scope: Scope, after: Option<Key>) -> Res
     Ok((rv, out))
 }
 
+/// A full LIST of `scope`, checked by [`check_list`].
+async fn list_scope(
+    shared: &Shared,
+    client: &reqwest::Client,
+    what: &str,
+    scope: Scope,
+) -> Result<(u64, Vec<(Key, Obj)>), String> {
+    let (code, body) = call(what, client.get(shared.url(&scope.path("")))).await?;
+    if code != 200 {
+        return Err(unexpected(what, code, &body));
+    }
+    check_list(what, &body, scope, None)
+}
+
 async fn lister(shared: Arc<Shared>, id: usize, seed: u64, stop: watch::Receiver<bool>) -> Vec<ListObs> {
     let client = shared.client(None);
     let mut rng = StdRng::seed_from_u64(seed);
@@ -700,14 +714,7 @@ async fn lister(shared: Arc<Shared>, id: usize, seed: u64, stop: watch::Receiver
         // Lister 0 lists everything; the others random namespaces and selectors.
         let scope = if id == 0 { Scope { namespace: None, herd: None } } else { Scope::random(&mut rng, 0.3) };
         let what = format!("lister {id}: LIST {scope}");
-        let result = async {
-            let (code, body) = call(&what, client.get(shared.url(&scope.path("")))).await?;
-            if code != 200 {
-                return Err(unexpected(&what, code, &body));
-            }
-            check_list(&what, &body, scope, None)
-        }
-        .await;
+        let result = list_scope(&shared, &client, &what, scope).await;
         match result {
             Ok((rv, items)) => {
                 shared.count("list 200");
@@ -1289,14 +1296,7 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
     final_scopes.extend((0..NAMESPACES.len()).map(|n| Scope { namespace: Some(n), herd: None }));
     for scope in final_scopes {
         let what = format!("final LIST {scope}");
-        let result = async {
-            let (code, body) = call(&what, client.get(shared.url(&scope.path("")))).await?;
-            if code != 200 {
-                return Err(unexpected(&what, code, &body));
-            }
-            check_list(&what, &body, scope, None)
-        }
-        .await;
+        let result = list_scope(&shared, &client, &what, scope).await;
         let (rv, items) = match result {
             Ok(list) => list,
             Err(e) => {
