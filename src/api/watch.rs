@@ -326,6 +326,38 @@ mod tests {
     use crate::store::{Revision, memory::MemoryStore};
     use http_body_util::BodyExt;
 
+    /// A registry with `settings` and a watch of its namespace `farm` with `query`, not yet read.
+    async fn watch_farm(settings: WatchSettings, query: &str) -> (Arc<Registry<Llama>>, Response) {
+        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), 1_000);
+        let registry = Arc::new(Registry::new(Arc::new(store), settings));
+        let query = Query::parse(Some(query));
+        let options = ListOptions::parse(&query, &[]).unwrap();
+        let response =
+            serve(registry.clone(), Some("farm".into()), options, Representation::Object, &query).await.unwrap();
+        (registry, response)
+    }
+
+    /// Creates llamas `l<i>` in `farm` for every `i` of `range`.
+    fn create(registry: &Registry<Llama>, range: std::ops::Range<usize>) {
+        for i in range {
+            let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
+            registry.create("farm", llama, &WriteContext::default()).unwrap();
+        }
+    }
+
+    /// Every frame of the watch, once its stream has ended.
+    async fn frames(response: Response) -> Vec<serde_json::Value> {
+        let body = tokio::time::timeout(std::time::Duration::from_secs(5), response.into_body().collect())
+            .await
+            .expect("the stream ends")
+            .unwrap()
+            .to_bytes();
+        body.split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).unwrap())
+            .collect()
+    }
+
     #[tokio::test]
     async fn a_watcher_dropped_for_falling_behind_gets_no_bookmark_past_its_last_event() {
         // Found by tests/soak.rs: a bookmark sent after the store dropped the watcher carried
@@ -335,32 +367,15 @@ mod tests {
             bookmark_interval: std::time::Duration::from_millis(20),
             ..WatchSettings::default()
         };
-        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), 1_000);
-        let registry = Arc::new(Registry::new(Arc::new(store), settings));
-        let query = Query::parse(Some("watch=true&allowWatchBookmarks=true"));
-        let options = ListOptions::parse(&query, &[]).unwrap();
-        let response =
-            serve(registry.clone(), Some("farm".into()), options, Representation::Object, &query).await.unwrap();
-        let create = |range: std::ops::Range<usize>| {
-            for i in range {
-                let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
-                registry.create("farm", llama, &WriteContext::default()).unwrap();
-            }
-        };
+        let (registry, response) = watch_farm(settings, "watch=true&allowWatchBookmarks=true").await;
         // Nobody reads the body: the watch fills it and blocks with events still in its
         // subscription, while its first bookmark tick falls due.
-        create(0..30);
+        create(&registry, 0..30);
         tokio::time::sleep(std::time::Duration::from_millis(60)).await;
         // The subscription overflows and the store drops the watcher.
-        create(30..100);
-        let body = tokio::time::timeout(std::time::Duration::from_secs(5), response.into_body().collect())
-            .await
-            .expect("the stream ends")
-            .unwrap()
-            .to_bytes();
+        create(&registry, 30..100);
         let mut last_event = 0;
-        for line in body.split(|b| *b == b'\n').filter(|line| !line.is_empty()) {
-            let event: serde_json::Value = serde_json::from_slice(line).unwrap();
+        for event in frames(response).await {
             let rv: u64 = event["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
             if event["type"] == "BOOKMARK" {
                 assert!(rv <= last_event, "a bookmark at {rv} after the last event at {last_event}: {event}");
@@ -376,28 +391,14 @@ mod tests {
     async fn shutdown_sends_every_committed_event_before_ending_the_stream() {
         let settings = WatchSettings::default();
         let stopping = settings.stopping.clone();
-        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), 1_000);
-        let registry = Arc::new(Registry::new(Arc::new(store), settings));
-        let query = Query::parse(Some("watch=true"));
-        let options = ListOptions::parse(&query, &[]).unwrap();
-        let response =
-            serve(registry.clone(), Some("farm".into()), options, Representation::Object, &query).await.unwrap();
+        let (registry, response) = watch_farm(settings, "watch=true").await;
         // Far more events than the body's buffer: most still wait in the subscription when
         // shutdown comes, because nobody reads the body yet.
-        for i in 0..200 {
-            let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
-            registry.create("farm", llama, &WriteContext::default()).unwrap();
-        }
+        create(&registry, 0..200);
         stopping.cancel();
-        let body = tokio::time::timeout(std::time::Duration::from_secs(5), response.into_body().collect())
+        let names: Vec<String> = frames(response)
             .await
-            .expect("the stream ends")
-            .unwrap()
-            .to_bytes();
-        let names: Vec<String> = body
-            .split(|b| *b == b'\n')
-            .filter(|line| !line.is_empty())
-            .map(|line| serde_json::from_slice::<serde_json::Value>(line).unwrap())
+            .iter()
             .map(|event| event["object"]["metadata"]["name"].as_str().unwrap().to_string())
             .collect();
         assert_eq!(names, (0..200).map(|i| format!("l{i}")).collect::<Vec<_>>());
