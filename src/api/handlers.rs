@@ -167,7 +167,7 @@ async fn get<K: ApiResource>(
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     registry.ensure_ready().await?;
-    let object = registry.get(&namespace, &name)?;
+    let object = registry.get(&namespace, &name).await?;
     render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
 }
 
@@ -253,7 +253,7 @@ async fn create<K: ApiResource>(
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create)?;
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
-    let created = registry.create(&namespace, decoded.object, &request.context())?;
+    let created = registry.create(&namespace, decoded.object, &request.context()).await?;
     render_object(created.as_ref(), request.representation, &request.query, StatusCode::CREATED, &decoded.warnings)
 }
 
@@ -266,7 +266,7 @@ async fn update<K: ApiResource>(
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update)?;
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
-    let updated = registry.update(&namespace, &name, decoded.object, &request.context())?;
+    let updated = registry.update(&namespace, &name, decoded.object, &request.context()).await?;
     render_object(updated.as_ref(), request.representation, &request.query, StatusCode::OK, &decoded.warnings)
 }
 
@@ -280,7 +280,7 @@ async fn patch<K: ApiResource>(
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Patch)?;
     let bytes = read_body(body).await?;
     let patch = Patch::parse(PatchType::from_headers(&headers)?, &bytes)?;
-    let written = registry.patch(&namespace, &name, &patch, &request.context())?;
+    let written = registry.patch(&namespace, &name, &patch, &request.context()).await?;
     render_object(written.object.as_ref(), request.representation, &request.query, StatusCode::OK, &written.warnings)
 }
 
@@ -328,7 +328,7 @@ async fn delete<K: ApiResource>(
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
-    let committed = registry.delete(&namespace, &name, &options, dry_run)?;
+    let committed = registry.delete(&namespace, &name, &options, dry_run).await?;
     render_object(committed.object.as_ref(), representation, &query, StatusCode::OK, &[])
 }
 
@@ -343,8 +343,9 @@ async fn delete_collection<K: ApiResource>(
     let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
     let selection = ListOptions::parse(&query, K::INFO.selectable_fields)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
-    let deleted =
-        registry.delete_collection(Some(&namespace), &options, dry_run, &|o| Registry::<K>::selects(&selection, o))?;
-    let metadata = ListMeta { resource_version: Some(registry.revision().to_string()), ..Default::default() };
+    let deleted = registry
+        .delete_collection(Some(&namespace), &options, dry_run, &|o| Registry::<K>::selects(&selection, o))
+        .await?;
+    let metadata = ListMeta { resource_version: Some(registry.revision().await?.to_string()), ..Default::default() };
     render_list(&deleted, metadata, representation, &query)
 }

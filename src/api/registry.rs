@@ -179,8 +179,8 @@ impl<K: ApiResource> Registry<K> {
     }
 
     /// The store's latest revision; every event up to it has been published.
-    pub fn revision(&self) -> u64 {
-        self.store.revision()
+    pub async fn revision(&self) -> Result<u64> {
+        self.store.revision().await
     }
 
     /// Whether `object` passes the label and field selectors of `options`.
@@ -193,7 +193,7 @@ impl<K: ApiResource> Registry<K> {
     pub async fn wait_for_revision(&self, revision: u64) -> Result<()> {
         let deadline = tokio::time::Instant::now() + self.settings.future_revision_wait;
         loop {
-            let current = self.store.revision();
+            let current = self.store.revision().await?;
             if current >= revision {
                 return Ok(());
             }
@@ -226,7 +226,7 @@ impl<K: ApiResource> Registry<K> {
         if let ReadAt::Exact(rv) = at {
             self.wait_for_revision(rv).await?;
         }
-        let listing = match (self.store.list_at(namespace, at), &after) {
+        let listing = match (self.store.list_at(namespace, at).await, &after) {
             (Err(Error::Expired(_)), Some(after)) => {
                 return Err(Error::ExpiredContinue { token: Continue::encode(None, after) });
             }
@@ -243,8 +243,8 @@ impl<K: ApiResource> Registry<K> {
     }
 
     /// Subscribes to events of `namespace` (or all) from `from`.
-    pub fn subscribe(&self, namespace: Option<&str>, from: WatchFrom) -> Result<Subscription<K>> {
-        self.store.subscribe(namespace, from, self.settings.buffer)
+    pub async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom) -> Result<Subscription<K>> {
+        self.store.subscribe(namespace, from, self.settings.buffer).await
     }
 
     fn not_found(name: &str) -> Error {
@@ -252,12 +252,12 @@ impl<K: ApiResource> Registry<K> {
     }
 
     /// One object; 404 when absent.
-    pub fn get(&self, namespace: &str, name: &str) -> Result<Arc<K>> {
-        self.store.get(&ObjectKey::new(namespace, name))?.ok_or_else(|| Self::not_found(name))
+    pub async fn get(&self, namespace: &str, name: &str) -> Result<Arc<K>> {
+        self.store.get(&ObjectKey::new(namespace, name)).await?.ok_or_else(|| Self::not_found(name))
     }
 
     /// Creates `object` in `namespace` (the request path's).
-    pub fn create(&self, namespace: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
+    pub async fn create(&self, namespace: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
         check_namespace(&mut object, namespace)?;
         let meta = object.meta_mut();
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
@@ -279,7 +279,7 @@ impl<K: ApiResource> Registry<K> {
             }
             validate(&object, Vec::new())?;
             let name = object.meta().name.clone().unwrap_or_default();
-            match self.store.create(ObjectKey::new(namespace, &name), object.clone(), ctx.dry_run) {
+            match self.store.create(ObjectKey::new(namespace, &name), object.clone(), ctx.dry_run).await {
                 Err(Error::AlreadyExists { .. }) if attempt < attempts => continue,
                 other => return other,
             }
@@ -288,7 +288,7 @@ impl<K: ApiResource> Registry<K> {
     }
 
     /// Replaces the object `name` with `object` (PUT).
-    pub fn update(&self, namespace: &str, name: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
+    pub async fn update(&self, namespace: &str, name: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
         check_namespace(&mut object, namespace)?;
         match object.meta().name.as_deref() {
             Some(n) if n == name => {}
@@ -301,58 +301,70 @@ impl<K: ApiResource> Registry<K> {
         }
         let key = ObjectKey::new(namespace, name);
         let committed =
-            self.store.mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true))?;
+            self.store.mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true)).await?;
         Ok(committed.object)
     }
 
     /// Applies `patch` to the current object and stores the result, re-validated.
-    pub fn patch(&self, namespace: &str, name: &str, patch: &Patch, ctx: &WriteContext) -> Result<Written<K>> {
+    pub async fn patch(&self, namespace: &str, name: &str, patch: &Patch, ctx: &WriteContext) -> Result<Written<K>> {
         let key = ObjectKey::new(namespace, name);
         let mut warnings = Vec::new();
-        let committed = self.store.mutate(&key, ctx.dry_run, &mut |current| {
-            let document = serde_json::to_value(current.as_ref()).map_err(|e| Error::Internal(e.to_string()))?;
-            let patched = patch.apply(&document)?;
-            let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
-            warnings = decoded.warnings;
-            let object = decoded.object;
-            let meta = object.meta();
-            let changed = if meta.name.as_deref() != Some(name) {
-                Some(("metadata.name", &meta.name))
-            } else if meta.namespace.as_deref() != Some(namespace) {
-                Some(("metadata.namespace", &meta.namespace))
-            } else {
-                None
-            };
-            if let Some((field, value)) = changed {
-                return Err(invalid::<K>(name, vec![FieldError::invalid(field, &json!(value), "field is immutable")]));
-            }
-            prepare_update(current, object, false)
-        })?;
+        let committed = self
+            .store
+            .mutate(&key, ctx.dry_run, &mut |current| {
+                let document = serde_json::to_value(current.as_ref()).map_err(|e| Error::Internal(e.to_string()))?;
+                let patched = patch.apply(&document)?;
+                let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
+                warnings = decoded.warnings;
+                let object = decoded.object;
+                let meta = object.meta();
+                let changed = if meta.name.as_deref() != Some(name) {
+                    Some(("metadata.name", &meta.name))
+                } else if meta.namespace.as_deref() != Some(namespace) {
+                    Some(("metadata.namespace", &meta.namespace))
+                } else {
+                    None
+                };
+                if let Some((field, value)) = changed {
+                    return Err(invalid::<K>(
+                        name,
+                        vec![FieldError::invalid(field, &json!(value), "field is immutable")],
+                    ));
+                }
+                prepare_update(current, object, false)
+            })
+            .await?;
         Ok(Written { object: committed.object, warnings })
     }
 
     /// Deletes `name`, or marks it for deletion when it has finalizers.
-    pub fn delete(&self, namespace: &str, name: &str, options: &DeleteOptions, dry_run: bool) -> Result<Committed<K>> {
+    pub async fn delete(
+        &self,
+        namespace: &str,
+        name: &str,
+        options: &DeleteOptions,
+        dry_run: bool,
+    ) -> Result<Committed<K>> {
         validate_delete_options(options)?;
         let key = ObjectKey::new(namespace, name);
-        self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options))
+        self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options)).await
     }
 
     /// Deletes every object of `namespace` (or all namespaces) that `keep` selects, returning what
     /// was deleted or marked. Objects that disappear meanwhile are skipped.
-    pub fn delete_collection(
+    pub async fn delete_collection(
         &self,
         namespace: Option<&str>,
         options: &DeleteOptions,
         dry_run: bool,
-        keep: &dyn Fn(&K) -> bool,
+        keep: &(dyn Fn(&K) -> bool + Sync),
     ) -> Result<Vec<Arc<K>>> {
         validate_delete_options(options)?;
-        let listing = self.store.list(namespace)?;
+        let listing = self.store.list(namespace).await?;
         let mut out = Vec::new();
         for object in listing.items.iter().filter(|o| keep(o)) {
             let key = ObjectKey::of(object.as_ref());
-            match self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options)) {
+            match self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options)).await {
                 Ok(committed) => out.push(committed.object),
                 Err(Error::NotFound { .. }) => {}
                 Err(err) => return Err(err),
@@ -508,14 +520,14 @@ mod tests {
         Llama::new(name, LlamaSpec { weight, height: 1.0, color: None })
     }
 
-    #[test]
-    fn create_fills_system_fields_and_ignores_client_set_ones() {
+    #[tokio::test]
+    async fn create_fills_system_fields_and_ignores_client_set_ones() {
         let r = registry();
         let mut l = llama("dolly", 1.0);
         l.metadata.uid = Some("mine".into());
         l.metadata.resource_version = Some("999".into());
         l.metadata.generation = Some(7);
-        let created = r.create("default", l, &WriteContext::default()).unwrap();
+        let created = r.create("default", l, &WriteContext::default()).await.unwrap();
         assert_ne!(created.metadata.uid.as_deref(), Some("mine"));
         assert_eq!(created.metadata.resource_version.as_deref(), Some("1"));
         assert_eq!(created.metadata.generation, Some(1));
@@ -523,62 +535,62 @@ mod tests {
         assert!(created.metadata.creation_timestamp.is_some());
     }
 
-    #[test]
-    fn generate_name_appends_five_characters() {
+    #[tokio::test]
+    async fn generate_name_appends_five_characters() {
         let r = registry();
         let mut l = llama("", 1.0);
         l.metadata.name = None;
         l.metadata.generate_name = Some("herd-".into());
-        let created = r.create("default", l, &WriteContext::default()).unwrap();
+        let created = r.create("default", l, &WriteContext::default()).await.unwrap();
         let name = created.metadata.name.clone().unwrap();
         assert!(name.starts_with("herd-") && name.len() == 10, "{name}");
     }
 
-    #[test]
-    fn stale_update_conflicts_and_spec_change_bumps_generation() {
+    #[tokio::test]
+    async fn stale_update_conflicts_and_spec_change_bumps_generation() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).unwrap();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap();
         let mut next = (*created).clone();
         next.spec.weight = 2.0;
-        let updated = r.update("default", "dolly", next.clone(), &ctx).unwrap();
+        let updated = r.update("default", "dolly", next.clone(), &ctx).await.unwrap();
         assert_eq!(updated.metadata.generation, Some(2));
-        let err = r.update("default", "dolly", next, &ctx).unwrap_err();
+        let err = r.update("default", "dolly", next, &ctx).await.unwrap_err();
         assert_eq!(err.code(), http::StatusCode::CONFLICT);
     }
 
-    #[test]
-    fn an_update_that_changes_nothing_keeps_the_resource_version() {
+    #[tokio::test]
+    async fn an_update_that_changes_nothing_keeps_the_resource_version() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).unwrap();
-        let same = r.update("default", "dolly", (*created).clone(), &ctx).unwrap();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap();
+        let same = r.update("default", "dolly", (*created).clone(), &ctx).await.unwrap();
         assert_eq!(same.metadata.resource_version, created.metadata.resource_version);
     }
 
-    #[test]
-    fn finalizers_delay_deletion_until_the_last_one_is_removed() {
+    #[tokio::test]
+    async fn finalizers_delay_deletion_until_the_last_one_is_removed() {
         let r = registry();
         let ctx = WriteContext::default();
         let mut l = llama("dolly", 1.0);
         l.metadata.finalizers = Some(vec!["farm.example.com/shear".into()]);
-        r.create("default", l, &ctx).unwrap();
-        let marked = r.delete("default", "dolly", &DeleteOptions::default(), false).unwrap();
+        r.create("default", l, &ctx).await.unwrap();
+        let marked = r.delete("default", "dolly", &DeleteOptions::default(), false).await.unwrap();
         assert!(!marked.deleted);
         assert!(marked.object.metadata.deletion_timestamp.is_some());
         let mut adding = (*marked.object).clone();
         adding.metadata.finalizers = Some(vec!["farm.example.com/shear".into(), "farm.example.com/other".into()]);
-        assert_eq!(r.update("default", "dolly", adding, &ctx).unwrap_err().code(), 422);
+        assert_eq!(r.update("default", "dolly", adding, &ctx).await.unwrap_err().code(), 422);
         let mut cleared = (*marked.object).clone();
         cleared.metadata.finalizers = None;
-        r.update("default", "dolly", cleared, &ctx).unwrap();
-        assert_eq!(r.get("default", "dolly").unwrap_err().code(), 404);
+        r.update("default", "dolly", cleared, &ctx).await.unwrap();
+        assert_eq!(r.get("default", "dolly").await.unwrap_err().code(), 404);
     }
 
-    #[test]
-    fn delete_preconditions_are_checked() {
+    #[tokio::test]
+    async fn delete_preconditions_are_checked() {
         let r = registry();
-        r.create("default", llama("dolly", 1.0), &WriteContext::default()).unwrap();
+        r.create("default", llama("dolly", 1.0), &WriteContext::default()).await.unwrap();
         let options = DeleteOptions {
             preconditions: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
                 uid: Some("nope".into()),
@@ -586,7 +598,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert_eq!(r.delete("default", "dolly", &options, false).unwrap_err().code(), 409);
-        assert!(r.get("default", "dolly").is_ok());
+        assert_eq!(r.delete("default", "dolly", &options, false).await.unwrap_err().code(), 409);
+        assert!(r.get("default", "dolly").await.is_ok());
     }
 }

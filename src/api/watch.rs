@@ -189,7 +189,7 @@ pub async fn serve<K: ApiResource>(
     let deadline = deadline(&options, settings.min_request_timeout);
     let (tx, rx) = mpsc::channel(BODY_BUFFER);
     let mut encoder = Encoder::<K> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
-    match registry.subscribe(namespace.as_deref(), from) {
+    match registry.subscribe(namespace.as_deref(), from).await {
         Err(err @ Error::Expired(_)) => {
             // An expired watch is a 200 with one ERROR event, so clients re-list.
             let _ = tx.try_send(Ok(error_frame(&err)));
@@ -242,7 +242,7 @@ pub async fn serve<K: ApiResource>(
                                 // store dropped us for falling behind, so events after the
                                 // buffered ones are missing: end without a bookmark, or the
                                 // client would resume past them.
-                                let revision = registry.revision();
+                                let revision = subscription.progress.get();
                                 loop {
                                     match subscription.receiver.try_recv() {
                                         Ok(e) => {
@@ -338,10 +338,10 @@ mod tests {
     }
 
     /// Creates llamas `l<i>` in `farm` for every `i` of `range`.
-    fn create(registry: &Registry<Llama>, range: std::ops::Range<usize>) {
+    async fn create(registry: &Registry<Llama>, range: std::ops::Range<usize>) {
         for i in range {
             let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
-            registry.create("farm", llama, &WriteContext::default()).unwrap();
+            registry.create("farm", llama, &WriteContext::default()).await.unwrap();
         }
     }
 
@@ -370,10 +370,10 @@ mod tests {
         let (registry, response) = watch_farm(settings, "watch=true&allowWatchBookmarks=true").await;
         // Nobody reads the body: the watch fills it and blocks with events still in its
         // subscription, while its first bookmark tick falls due.
-        create(&registry, 0..30);
+        create(&registry, 0..30).await;
         tokio::time::sleep(std::time::Duration::from_millis(60)).await;
         // The subscription overflows and the store drops the watcher.
-        create(&registry, 30..100);
+        create(&registry, 30..100).await;
         let mut last_event = 0;
         for event in frames(response).await {
             let rv: u64 = event["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
@@ -394,7 +394,7 @@ mod tests {
         let (registry, response) = watch_farm(settings, "watch=true").await;
         // Far more events than the body's buffer: most still wait in the subscription when
         // shutdown comes, because nobody reads the body yet.
-        create(&registry, 0..200);
+        create(&registry, 0..200).await;
         stopping.cancel();
         let names: Vec<String> = frames(response)
             .await

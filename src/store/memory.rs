@@ -12,7 +12,8 @@
 //! state at `r`.
 
 use super::{
-    Committed, Event, EventType, Listing, Mutation, ObjectKey, ReadAt, Revision, Store, Subscription, WatchFrom,
+    Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Revision, Store, Subscription,
+    UpdateFn, WatchFrom,
 };
 use crate::api::error::{Error, Result};
 use crate::resources::ApiResource;
@@ -47,6 +48,9 @@ pub struct MemoryStore<K> {
     revision: Arc<Revision>,
     /// How many events the history keeps.
     history_capacity: usize,
+    /// The revision of the newest published event (or bookmark): every subscriber has every
+    /// event up to it in its buffer.
+    published: Progress,
 }
 
 impl<K: ApiResource> MemoryStore<K> {
@@ -61,6 +65,7 @@ impl<K: ApiResource> MemoryStore<K> {
             }),
             revision,
             history_capacity: history_capacity.max(1),
+            published: Progress::default(),
         }
     }
 }
@@ -121,6 +126,13 @@ impl<K: ApiResource> State<K> {
 /// Replication: a store that mirrors objects kept elsewhere (FarmPods mirror the cluster's Pods)
 /// takes their changes at the revisions they had there, instead of drawing its own.
 impl<K: ApiResource> MemoryStore<K> {
+    /// Appends `event` to the history, fans it out, and records it as published.
+    fn publish(&self, state: &mut State<K>, event: Event<K>) {
+        let revision = event.revision;
+        state.publish(event, self.history_capacity);
+        self.published.advance_to(revision);
+    }
+
     /// Applies an upsert (`Some`) or a deletion (`None`) of `key` observed at `revision`.
     /// Changes older than the store's revision are ignored, so the history stays ordered.
     pub fn replicate(&self, key: ObjectKey, object: Option<K>, revision: u64) {
@@ -159,13 +171,14 @@ impl<K: ApiResource> MemoryStore<K> {
             }
             (None, None) => return,
         };
-        state.publish(event, self.history_capacity);
+        self.publish(state, event);
     }
 
     /// Records that the source has reached `revision` with no change here (a watch bookmark).
     pub fn advance(&self, revision: u64) {
         let _state = self.state.write();
         self.revision.advance_to(revision);
+        self.published.advance_to(revision);
     }
 
     /// Replaces the whole content with `objects`, as listed at `revision` (each object carrying
@@ -194,15 +207,24 @@ impl<K: ApiResource> MemoryStore<K> {
             self.apply_replicated(&mut state, key, None, deletion);
         }
         self.revision.advance_to(revision);
+        self.published.advance_to(revision);
     }
 }
 
-impl<K: ApiResource> Store<K> for MemoryStore<K> {
-    fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
+/// The [`Store`] operations, synchronous: nothing here waits for anything but the lock.
+impl<K: ApiResource> MemoryStore<K> {
+    /// See [`Store::get`].
+    pub fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
         Ok(self.state.read().objects.get(key).cloned())
     }
 
-    fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
+    /// See [`Store::list`].
+    pub fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
+        self.list_at(namespace, ReadAt::Latest)
+    }
+
+    /// See [`Store::list_at`].
+    pub fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
         let state = self.state.read();
         let current = self.revision.current();
         let ReadAt::Exact(revision) = at else {
@@ -230,7 +252,8 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
         Ok(Listing { items: items.into_values().collect(), revision })
     }
 
-    fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
+    /// See [`Store::subscribe`].
+    pub fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
         let mut state = self.state.write();
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         let current = self.revision.current();
@@ -251,14 +274,17 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
             }
         };
         state.subscribers.push(Subscriber { namespace: namespace.map(str::to_string), sender });
-        Ok(Subscription { snapshot, replay, revision, receiver })
+        Ok(Subscription { snapshot, replay, revision, receiver, progress: self.published.clone() })
     }
 
-    fn compacted_revision(&self) -> u64 {
+    /// The newest revision that can no longer be read or watched from: reads at or after it
+    /// are served, older ones get 410.
+    pub fn compacted_revision(&self) -> u64 {
         self.state.read().compacted
     }
 
-    fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
+    /// See [`Store::create`].
+    pub fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
         let mut state = self.state.write();
         if state.objects.contains_key(&key) {
             return Err(Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name });
@@ -276,16 +302,12 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
             previous: None,
             frame: Default::default(),
         };
-        state.publish(event, self.history_capacity);
+        self.publish(&mut state, event);
         Ok(stored)
     }
 
-    fn mutate(
-        &self,
-        key: &ObjectKey,
-        dry_run: bool,
-        update: &mut dyn FnMut(&Arc<K>) -> Result<Mutation<K>>,
-    ) -> Result<Committed<K>> {
+    /// See [`Store::mutate`].
+    pub fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>> {
         let mut state = self.state.write();
         let current = state
             .objects
@@ -308,15 +330,40 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
         }
         let event =
             Event { revision, kind, object: stored.clone(), previous: Some(current), frame: Default::default() };
-        state.publish(event, self.history_capacity);
+        self.publish(&mut state, event);
         Ok(Committed { object: stored, deleted: kind == EventType::Deleted })
     }
 
-    fn revision(&self) -> u64 {
-        // Under the read lock no write of this store is half-done, so every event of this store
-        // up to the returned revision has been published.
-        let _state = self.state.read();
-        self.revision.current()
+    /// See [`Store::revision`]: every event up to it has been published.
+    pub fn revision(&self) -> u64 {
+        self.published.get()
+    }
+}
+
+#[async_trait::async_trait]
+impl<K: ApiResource> Store<K> for MemoryStore<K> {
+    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
+        MemoryStore::get(self, key)
+    }
+
+    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
+        MemoryStore::list_at(self, namespace, at)
+    }
+
+    async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
+        MemoryStore::subscribe(self, namespace, from, capacity)
+    }
+
+    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
+        MemoryStore::create(self, key, object, dry_run)
+    }
+
+    async fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>> {
+        MemoryStore::mutate(self, key, dry_run, update)
+    }
+
+    async fn revision(&self) -> Result<u64> {
+        Ok(MemoryStore::revision(self))
     }
 }
 

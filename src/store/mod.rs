@@ -1,5 +1,5 @@
-//! Storage of objects behind one trait, so the memory store of today and the etcd store of a
-//! later issue are interchangeable.
+//! Storage of objects behind one trait, so the memory store (the default) and the etcd store
+//! (for several replicas sharing one durable state) are interchangeable.
 //!
 //! The contract mirrors the kube-apiserver's storage interface: every committed write gets the
 //! next value of one global, increasing revision, which becomes the object's `resourceVersion`;
@@ -120,46 +120,69 @@ pub struct Subscription<K> {
     pub replay: Vec<Arc<Event<K>>>,
     /// The revision the subscription starts from; later events arrive on `receiver`.
     pub revision: u64,
-    /// Events committed after `revision`, in order. It closes when the subscriber fell behind.
+    /// Events committed after `revision`, in order. It closes when the subscriber fell behind
+    /// (or, for a remote store, when the store's watch broke).
     pub receiver: tokio::sync::mpsc::Receiver<Arc<Event<K>>>,
+    /// How far the events in `receiver` reach: a bookmark may carry this revision.
+    pub progress: Progress,
 }
 
+/// The revision up to which every event of a subscription is already in its buffer (or was
+/// before the subscription started), so a bookmark at it never skips an event.
+#[derive(Clone, Debug, Default)]
+pub struct Progress(Arc<std::sync::atomic::AtomicU64>);
+
+impl Progress {
+    /// Progress starting at `revision`.
+    pub fn at(revision: u64) -> Self {
+        Self(Arc::new(std::sync::atomic::AtomicU64::new(revision)))
+    }
+
+    /// The revision reached.
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Moves to `revision` when it is newer.
+    pub fn advance_to(&self, revision: u64) {
+        self.0.fetch_max(revision, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// The function a [`Store::mutate`] runs on the current object to decide the change.
+pub type UpdateFn<'f, K> = dyn FnMut(&Arc<K>) -> Result<Mutation<K>> + Send + 'f;
+
 /// Storage for one resource type. Implementations set `metadata.resourceVersion` on commit.
+///
+/// Every method may fail with 503 `Unavailable` when the storage cannot be reached.
+#[async_trait::async_trait]
 pub trait Store<K>: Send + Sync + 'static {
-    /// The object at `key`, if any.
-    fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>>;
+    /// The object at `key`, if any, as of now (a linearizable read).
+    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>>;
 
     /// Every object, or those of one namespace, at one consistent revision.
-    fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
-        self.list_at(namespace, ReadAt::Latest)
+    async fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
+        self.list_at(namespace, ReadAt::Latest).await
     }
 
     /// Like [`Store::list`], at the latest or an exact past revision.
-    fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>>;
+    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>>;
 
     /// Subscribes to the events of one namespace (or all) from `from`; the subscriber's buffer
     /// holds `capacity` events.
-    fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>>;
-
-    /// The newest revision that can no longer be read or watched from: reads at or after it
-    /// are served, older ones get 410.
-    fn compacted_revision(&self) -> u64;
+    async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>>;
 
     /// Stores a new object; 409 `AlreadyExists` if its key is taken. With `dry_run` the checks
     /// run but nothing is stored.
-    fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>>;
+    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>>;
 
     /// Runs `update` on the current object at `key` and applies its decision atomically;
     /// 404 when there is no object. With `dry_run` the decision is returned but not applied.
-    fn mutate(
-        &self,
-        key: &ObjectKey,
-        dry_run: bool,
-        update: &mut dyn FnMut(&Arc<K>) -> Result<Mutation<K>>,
-    ) -> Result<Committed<K>>;
+    /// `update` may run more than once: again on the newer object when another writer won.
+    async fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>>;
 
-    /// The latest revision handed out.
-    fn revision(&self) -> u64;
+    /// The latest revision committed; every event up to it can be read and watched.
+    async fn revision(&self) -> Result<u64>;
 }
 
 /// The global revision counter shared by every store of a server.
