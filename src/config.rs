@@ -36,6 +36,15 @@ pub enum LogFormat {
     Json,
 }
 
+/// Where Llamas are stored.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageKind {
+    /// In this process's memory.
+    Memory,
+    /// In etcd (v3 API).
+    Etcd,
+}
+
 /// Options of `serve`.
 #[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
@@ -89,7 +98,43 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Events each resource keeps for watches and paged or exact lists; older resourceVersions get 410.
+    /// Where Llamas are kept: `memory` (this process only, lost on restart) or `etcd` (durable,
+    /// shared by every replica pointed at the same etcd and prefix).
+    #[arg(long, env = "FARM_STORAGE", value_enum, default_value_t = StorageKind::Memory)]
+    pub storage: StorageKind,
+
+    /// etcd client URLs (repeatable, or comma-separated), e.g. `https://etcd-0.etcd:2379`.
+    #[arg(long, env = "FARM_ETCD_ENDPOINTS", value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    pub etcd_endpoints: Vec<String>,
+
+    /// Key prefix of this server's objects in etcd: a Llama is `<prefix>/llamas/<namespace>/<name>`.
+    #[arg(long, env = "FARM_ETCD_PREFIX", default_value = "/registry/farm.example.com")]
+    pub etcd_prefix: String,
+
+    /// PEM CA bundle that signed etcd's serving certificate (TLS to etcd).
+    #[arg(long, env = "FARM_ETCD_CAFILE")]
+    pub etcd_cafile: Option<PathBuf>,
+
+    /// PEM client certificate for etcd.
+    #[arg(long, env = "FARM_ETCD_CERTFILE", requires = "etcd_keyfile")]
+    pub etcd_certfile: Option<PathBuf>,
+
+    /// PEM private key of `--etcd-certfile`.
+    #[arg(long, env = "FARM_ETCD_KEYFILE", requires = "etcd_certfile")]
+    pub etcd_keyfile: Option<PathBuf>,
+
+    /// Seconds an etcd request may take before the API request gets 503 (etcd unreachable).
+    #[arg(long, env = "FARM_ETCD_REQUEST_TIMEOUT_SECONDS", default_value_t = 5)]
+    pub etcd_request_timeout_seconds: u64,
+
+    /// Seconds between compactions of etcd's history (0: never; leave it to etcd's own
+    /// `--auto-compaction-retention`). Replicas coordinate, so one compacts per interval, keeping
+    /// at least one interval of history for watches and paged lists, as the kube-apiserver does.
+    #[arg(long, env = "FARM_ETCD_COMPACTION_INTERVAL_SECONDS", default_value_t = 300)]
+    pub etcd_compaction_interval_seconds: u64,
+
+    /// Memory storage: events each resource keeps for watches and paged or exact lists; older
+    /// resourceVersions get 410. (With etcd, the history is etcd's, up to its last compaction.)
     #[arg(long, env = "FARM_WATCH_HISTORY_SIZE", default_value_t = 10_000)]
     pub watch_history_size: usize,
 

@@ -10,17 +10,20 @@ use http::{HeaderValue, StatusCode, header};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A check whose result is reported by `/readyz?verbose` and `/readyz/<name>` without failing
-/// `/readyz` itself (the server keeps serving what does not depend on it).
-pub type InformationalCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+/// A readiness check: `Err` with the reason when it fails.
+pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// The health state the checks read.
 #[derive(Default)]
 pub struct Health {
     /// Set when shutdown begins: readiness fails so load balancers stop sending traffic.
     shutting_down: AtomicBool,
-    /// Named informational readiness checks (the Pod cache).
-    informational: Vec<(&'static str, InformationalCheck)>,
+    /// Named readiness checks that fail `/readyz` (etcd).
+    required: Vec<(&'static str, Check)>,
+    /// Named informational readiness checks, reported by `/readyz?verbose` and
+    /// `/readyz/<name>` without failing `/readyz` itself: the server keeps serving what does
+    /// not depend on them (the Pod cache).
+    informational: Vec<(&'static str, Check)>,
 }
 
 impl std::fmt::Debug for Health {
@@ -30,8 +33,14 @@ impl std::fmt::Debug for Health {
 }
 
 impl Health {
+    /// Adds a readiness check that fails `/readyz` while it fails.
+    pub fn with_required(mut self, name: &'static str, check: Check) -> Self {
+        self.required.push((name, check));
+        self
+    }
+
     /// Adds an informational readiness check.
-    pub fn with_informational(mut self, name: &'static str, check: InformationalCheck) -> Self {
+    pub fn with_informational(mut self, name: &'static str, check: Check) -> Self {
         self.informational.push((name, check));
         self
     }
@@ -48,6 +57,9 @@ impl Health {
             let shutdown =
                 if self.shutting_down.load(Ordering::SeqCst) { Err("shutting down".to_string()) } else { Ok(()) };
             checks.push(("shutdown", shutdown, true));
+            for (name, check) in &self.required {
+                checks.push((name, check(), true));
+            }
             for (name, check) in &self.informational {
                 checks.push((name, check(), false));
             }

@@ -12,10 +12,12 @@ use crate::api::registry::{Registry, WatchSettings};
 use crate::auth::delegated::{Delegated, DelegationSettings};
 use crate::auth::{self, Authenticator};
 use crate::config::ServeArgs;
+use crate::config::StorageKind;
 use crate::health::{self, Health};
 use crate::limits::Limits;
 use crate::resources::{ApiResource, ResourceDescriptor, farmpod::FarmPod, llama::Llama};
-use crate::store::{Revision, memory::MemoryStore};
+use crate::store::etcd::{self, EtcdStore, connection::EtcdConfig};
+use crate::store::{Revision, Store, memory::MemoryStore};
 use crate::{kubeconfig, pods, tls};
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -48,6 +50,9 @@ pub enum StartError {
     /// Aggregated mode without a usable cluster configuration.
     #[error("no cluster configuration ({0}); pass --standalone to run without a cluster, or --kubeconfig")]
     Cluster(String),
+    /// The storage could not be set up.
+    #[error("storage: {0}")]
+    Storage(String),
     /// The server failed while serving.
     #[error("serving: {0}")]
     Serve(std::io::Error),
@@ -188,16 +193,50 @@ impl Resources {
     }
 }
 
+/// The store of Llamas the arguments ask for; with etcd, also its health check and compactor.
+async fn llama_store(
+    args: &ServeArgs,
+    stopping: &tokio_util::sync::CancellationToken,
+    health: Health,
+) -> Result<(Arc<dyn Store<Llama>>, Health), StartError> {
+    if args.storage == StorageKind::Memory {
+        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), args.watch_history_size);
+        return Ok((Arc::new(store), health));
+    }
+    let config = EtcdConfig {
+        endpoints: args.etcd_endpoints.clone(),
+        prefix: args.etcd_prefix.trim_end_matches('/').to_string(),
+        ca_file: args.etcd_cafile.clone(),
+        client_cert: args.etcd_certfile.clone().zip(args.etcd_keyfile.clone()),
+        request_timeout: Duration::from_secs(args.etcd_request_timeout_seconds.max(1)),
+    };
+    let client = etcd::connection::connect(&config).await.map_err(|e| StartError::Storage(e.to_string()))?;
+    tracing::info!(endpoints = ?config.endpoints, prefix = config.prefix, "storing llamas in etcd");
+    let probe = format!("{}/health", config.prefix);
+    let etcd_health = etcd::connection::monitor(client.clone(), probe, Duration::from_secs(1), stopping.clone());
+    if args.etcd_compaction_interval_seconds > 0 {
+        let interval = Duration::from_secs(args.etcd_compaction_interval_seconds);
+        etcd::compactor::start(
+            client.clone(),
+            format!("{}/compact_rev_key", config.prefix),
+            interval,
+            stopping.clone(),
+        );
+    }
+    let health = health.with_required("etcd", Arc::new(move || etcd_health.check()));
+    Ok((Arc::new(EtcdStore::<Llama>::new(client, &config.prefix)), health))
+}
+
 /// Llamas always; FarmPods when there is a cluster, fed by the Pod cache started here.
-fn resources(
+async fn resources(
     args: &ServeArgs,
     cluster: Option<(kube::Config, kube::Client)>,
     stopping: &tokio_util::sync::CancellationToken,
 ) -> Result<Resources, StartError> {
     let settings = watch_settings(args, stopping);
-    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health: Health::default() };
-    let llamas = MemoryStore::<Llama>::new(Arc::new(Revision::default()), args.watch_history_size);
-    served.add(Registry::new(Arc::new(llamas), settings.clone()));
+    let (llamas, health) = llama_store(args, stopping, Health::default()).await?;
+    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health };
+    served.add(Registry::new(llamas, settings.clone()));
     if let Some((config, client)) = cluster {
         let server = config.cluster_url.to_string();
         // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
@@ -353,7 +392,7 @@ pub async fn run(
     let server_config = tls::server_config(certificate, !args.standalone)?;
     let limits = Limits::new(args.max_requests_inflight, Duration::from_secs(args.request_timeout_seconds.max(1)));
     let stopping = tokio_util::sync::CancellationToken::new();
-    let served = resources(&args, cluster.zip(client), &stopping)?;
+    let served = resources(&args, cluster.zip(client), &stopping).await?;
     let shared = Arc::new(Shared {
         discovery: Discovery::new(served.descriptors.clone()),
         openapi: Documents::build(&served.descriptors),

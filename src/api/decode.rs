@@ -25,7 +25,7 @@ pub async fn read_body(body: axum::body::Body) -> Result<Bytes> {
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
         while let Some(e) = source {
             if e.is::<http_body_util::LengthLimitError>() {
-                return Error::TooLarge(MAX_BODY_BYTES);
+                return Error::TooLarge(format!("Request entity too large: limit is {MAX_BODY_BYTES}"));
             }
             source = e.source();
         }

@@ -222,8 +222,8 @@ pub enum Error {
         current: u64,
     },
     /// 413 `RequestEntityTooLarge`.
-    #[error("Request entity too large: limit is {0}")]
-    TooLarge(usize),
+    #[error("{0}")]
+    TooLarge(String),
     /// 415 `UnsupportedMediaType`.
     #[error("{0}")]
     UnsupportedMediaType(String),

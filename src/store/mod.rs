@@ -11,6 +11,7 @@
 //! paged/`Exact` list can reach back to) and fanned out to subscribers through bounded channels:
 //! a subscriber that does not keep up is dropped, never waited for.
 
+pub mod etcd;
 pub mod memory;
 
 use crate::api::error::Result;

@@ -1,0 +1,345 @@
+//! The etcd store: objects as JSON under `<prefix>/<plural>/<namespace>/<name>`, shared by every
+//! replica pointed at the same etcd and prefix, as the kube-apiserver keeps its own objects.
+//!
+//! - resourceVersion = the key's etcd mod revision (not stored in the JSON; stamped on read);
+//! - create is a transaction "the key does not exist" → put (409 `AlreadyExists` otherwise);
+//! - update and delete read the object, run the caller's decision, and commit it in a
+//!   transaction "the mod revision is still the one read", retrying on the newer object when
+//!   another writer (another replica) won, as `GuaranteedUpdate` does;
+//! - get and lists at the latest revision are linearizable reads; lists at an exact revision
+//!   (paging, `resourceVersionMatch=Exact`) read etcd's history at it; reads and watches before
+//!   etcd's last compaction get 410;
+//! - every watcher has its own etcd watch from its revision, with the previous values, so each
+//!   sees every event in order with no gap, whatever replica wrote it.
+
+pub mod compactor;
+pub mod connection;
+
+use super::{
+    Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Store, Subscription, UpdateFn,
+    WatchFrom,
+};
+use crate::api::error::{Error, Result};
+use crate::resources::ApiResource;
+use connection::api_error;
+use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, WatchOptions};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// How many objects one etcd range request of a list reads.
+const LIST_CHUNK: i64 = 500;
+/// The largest etcd response accepted (etcd caps one object at 1.5 MiB by default).
+const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Objects of one resource type, in etcd.
+pub struct EtcdStore<K> {
+    client: Client,
+    /// `<prefix>/<plural>/`: every key of this resource starts with it.
+    prefix: String,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K: ApiResource> EtcdStore<K> {
+    /// A store of `K` under `prefix` (without a trailing slash) in the etcd `client` talks to.
+    pub fn new(client: Client, prefix: &str) -> Self {
+        Self { client, prefix: format!("{}/{}/", prefix.trim_end_matches('/'), K::INFO.plural), _kind: PhantomData }
+    }
+
+    fn key(&self, key: &ObjectKey) -> String {
+        format!("{}{}/{}", self.prefix, key.namespace, key.name)
+    }
+
+    /// The key prefix of one namespace, or of all.
+    fn range(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) => format!("{}{ns}/", self.prefix),
+            None => self.prefix.clone(),
+        }
+    }
+
+    fn kv(&self) -> etcd_client::KvClient {
+        self.client.kv_client().max_decoding_message_size(MAX_RESPONSE_BYTES)
+    }
+}
+
+fn encode<K: ApiResource>(object: &K) -> Result<Vec<u8>> {
+    let mut stored = object.clone();
+    // The revision is etcd's to give; it is stamped back on every read.
+    stored.meta_mut().resource_version = None;
+    serde_json::to_vec(&stored).map_err(|e| Error::Internal(format!("encoding for storage: {e}")))
+}
+
+fn revision_of(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn decode<K: ApiResource>(kv: &KeyValue) -> Result<K> {
+    let mut object: K = serde_json::from_slice(kv.value()).map_err(|e| {
+        Error::Internal(format!("the object stored at {} cannot be decoded: {e}", String::from_utf8_lossy(kv.key())))
+    })?;
+    object.meta_mut().resource_version = Some(kv.mod_revision().to_string());
+    Ok(object)
+}
+
+fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<K> {
+    object.meta_mut().resource_version = Some(revision.to_string());
+    Arc::new(object)
+}
+
+fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<u64> {
+    header.map(|h| revision_of(h.revision())).ok_or_else(|| Error::Internal("etcd answered without a revision".into()))
+}
+
+/// The key after every key starting with `prefix` (etcd's "range end" of a prefix).
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+impl<K: ApiResource> EtcdStore<K> {
+    /// The object at `key` with its mod revision, read now.
+    async fn read(&self, key: &str) -> Result<Option<(Arc<K>, i64)>> {
+        let response = self.kv().get(key, None).await.map_err(api_error)?;
+        match response.kvs().first() {
+            Some(kv) => Ok(Some((Arc::new(decode(kv)?), kv.mod_revision()))),
+            None => Ok(None),
+        }
+    }
+
+    /// Every object under `range` at `revision` (0: now), in chunks, and the revision read at.
+    async fn read_range(&self, range: &str, revision: u64) -> Result<(Vec<Arc<K>>, u64)> {
+        let mut kv = self.kv();
+        let end = prefix_end(range);
+        let mut start = range.as_bytes().to_vec();
+        let mut at = i64::try_from(revision).map_err(|_| Error::BadRequest("resourceVersion is too large".into()))?;
+        let mut items: Vec<Arc<K>> = Vec::new();
+        loop {
+            let options = GetOptions::new().with_range(end.clone()).with_limit(LIST_CHUNK).with_revision(at);
+            let response = kv.get(start.clone(), Some(options)).await.map_err(api_error)?;
+            if at == 0 {
+                // Later chunks read at the first one's revision: one consistent snapshot.
+                at = response.header().map(|h| h.revision()).unwrap_or_default();
+            }
+            for kv in response.kvs() {
+                items.push(Arc::new(decode(kv)?));
+            }
+            match response.kvs().last() {
+                Some(last) if response.more() => {
+                    start = last.key().to_vec();
+                    start.push(0);
+                }
+                _ => break,
+            }
+        }
+        // etcd orders by bytes ("a-b/" before "a/"); the API orders by namespace, then name.
+        items.sort_by_cached_key(|o| ObjectKey::of(o.as_ref()));
+        Ok((items, revision_of(at)))
+    }
+
+    /// 410 when `revision` is older than etcd's last compaction.
+    async fn ensure_readable(&self, namespace: Option<&str>, revision: u64) -> Result<()> {
+        let at = i64::try_from(revision).map_err(|_| Error::BadRequest("resourceVersion is too large".into()))?;
+        // A read of one (absent) key at the revision fails the same way a range would.
+        let options = GetOptions::new().with_revision(at);
+        self.kv().get(self.range(namespace), Some(options)).await.map_err(api_error)?;
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl<K: ApiResource> Store<K> for EtcdStore<K> {
+    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
+        Ok(self.read(&self.key(key)).await?.map(|(object, _)| object))
+    }
+
+    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
+        let revision = match at {
+            ReadAt::Latest => 0,
+            ReadAt::Exact(0) => return Err(Error::BadRequest("resourceVersion 0 cannot be read exactly".into())),
+            ReadAt::Exact(revision) => revision,
+        };
+        let (items, revision) = self.read_range(&self.range(namespace), revision).await?;
+        Ok(Listing { items, revision })
+    }
+
+    async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
+        let range = self.range(namespace);
+        let (snapshot, revision) = match from {
+            WatchFrom::Now => self.read_range(&range, 0).await?,
+            WatchFrom::After(revision) => {
+                self.ensure_readable(namespace, revision).await?;
+                (Vec::new(), revision)
+            }
+        };
+        let start =
+            i64::try_from(revision + 1).map_err(|_| Error::BadRequest("resourceVersion is too large".into()))?;
+        let options = WatchOptions::new().with_prefix().with_start_revision(start).with_prev_key();
+        let stream = self.client.watch_client().watch(range, Some(options)).await.map_err(api_error)?;
+        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        let progress = Progress::at(revision);
+        tokio::spawn(forward::<K>(stream, sender, progress.clone()));
+        Ok(Subscription { snapshot, replay: Vec::new(), revision, receiver, progress })
+    }
+
+    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
+        let path = self.key(&key);
+        let exists = || Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name.clone() };
+        if dry_run {
+            return match self.read(&path).await? {
+                Some(_) => Err(exists()),
+                None => Ok(Arc::new(object)),
+            };
+        }
+        let txn = Txn::new()
+            .when([Compare::create_revision(path.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(path, encode(&object)?, None)]);
+        let response = self.kv().txn(txn).await.map_err(api_error)?;
+        if !response.succeeded() {
+            return Err(exists());
+        }
+        Ok(stamp(object, header_revision(response.header())?))
+    }
+
+    async fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>> {
+        let path = self.key(key);
+        let not_found = || Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() };
+        let (mut current, mut read_at) = self.read(&path).await?.ok_or_else(not_found)?;
+        loop {
+            let (object, deleted) = match update(&current)? {
+                Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
+                Mutation::Put(object) => (object, false),
+                Mutation::Delete(object) => (object, true),
+            };
+            if dry_run {
+                return Ok(Committed { object: Arc::new(object), deleted });
+            }
+            let write = if deleted {
+                TxnOp::delete(path.clone(), None)
+            } else {
+                TxnOp::put(path.clone(), encode(&object)?, None)
+            };
+            let txn = Txn::new()
+                .when([Compare::mod_revision(path.clone(), CompareOp::Equal, read_at)])
+                .and_then([write])
+                .or_else([TxnOp::get(path.clone(), None)]);
+            let response = self.kv().txn(txn).await.map_err(api_error)?;
+            if response.succeeded() {
+                return Ok(Committed { object: stamp(object, header_revision(response.header())?), deleted });
+            }
+            // Another writer changed the object since it was read: decide again on its state.
+            let newer = response.op_responses().into_iter().find_map(|op| match op {
+                TxnOpResponse::Get(get) => Some(get.kvs().first().map(|kv| (decode::<K>(kv), kv.mod_revision()))),
+                _ => None,
+            });
+            match newer.flatten() {
+                Some((object, revision)) => {
+                    current = Arc::new(object?);
+                    read_at = revision;
+                }
+                None => return Err(not_found()),
+            }
+        }
+    }
+
+    async fn revision(&self) -> Result<u64> {
+        // Any read answers with etcd's current revision; this key never exists.
+        let response = self.kv().get(self.prefix.as_bytes(), None).await.map_err(api_error)?;
+        header_revision(response.header())
+    }
+}
+
+/// The API event of one etcd event.
+fn event_of<K: ApiResource>(event: &etcd_client::Event) -> Result<Event<K>> {
+    let kv = event.kv().ok_or_else(|| Error::Internal("an etcd event without a key".into()))?;
+    let revision = revision_of(kv.mod_revision());
+    let previous = event.prev_kv().map(|p| decode::<K>(p).map(Arc::new)).transpose()?;
+    match event.event_type() {
+        etcd_client::EventType::Put => {
+            let kind = if kv.create_revision() == kv.mod_revision() { EventType::Added } else { EventType::Modified };
+            let object = Arc::new(decode::<K>(kv)?);
+            Ok(Event { revision, kind, object, previous, frame: Default::default() })
+        }
+        etcd_client::EventType::Delete => {
+            let last = previous.clone().ok_or_else(|| {
+                Error::Internal(format!(
+                    "the deletion of {} came without the object's last state",
+                    String::from_utf8_lossy(kv.key())
+                ))
+            })?;
+            let object = stamp((*last).clone(), revision);
+            Ok(Event { revision, kind: EventType::Deleted, object, previous, frame: Default::default() })
+        }
+    }
+}
+
+/// Moves one etcd watch's events into a watcher's buffer until the watcher goes away, falls
+/// behind (its buffer is full: it is dropped, as in memory), or the etcd watch ends. Closing the
+/// buffer ends the API watch; the client re-watches from the last revision it saw.
+async fn forward<K: ApiResource>(
+    mut stream: etcd_client::WatchStream,
+    sender: mpsc::Sender<Arc<Event<K>>>,
+    progress: Progress,
+) {
+    loop {
+        let message = tokio::select! {
+            message = stream.message() => message,
+            () = sender.closed() => return,
+        };
+        let response = match message {
+            Ok(Some(response)) => response,
+            Ok(None) => {
+                tracing::debug!("etcd watch ended");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "etcd watch broke; the watcher will re-watch");
+                return;
+            }
+        };
+        if response.canceled() {
+            tracing::debug!(
+                compact_revision = response.compact_revision(),
+                reason = response.cancel_reason(),
+                "etcd cancelled a watch"
+            );
+            return;
+        }
+        for event in response.events() {
+            let event = match event_of::<K>(event) {
+                Ok(event) => event,
+                Err(error) => {
+                    tracing::warn!(%error, "ending a watch on an event that cannot be read");
+                    return;
+                }
+            };
+            let revision = event.revision;
+            match sender.try_send(Arc::new(event)) {
+                Ok(()) => progress.advance_to(revision),
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::info!(revision, "dropping a watcher that fell behind");
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_ends_at_the_next_key() {
+        assert_eq!(prefix_end("/a/"), b"/a0".to_vec());
+        assert_eq!(prefix_end("a\u{7f}"), b"a\x80".to_vec());
+        assert_eq!(prefix_end(""), vec![0]);
+    }
+}
