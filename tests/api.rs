@@ -1,10 +1,12 @@
 //! Black-box tests of the Llama API over HTTPS against the real binary in standalone mode:
 //! every verb, every representation and every error, asserting codes and `Status` bodies.
+//! Each test runs twice: Llamas in memory, and in a real etcd.
 
 mod common;
 
-use common::{Server, assert_status, llama, llama_path, llamas};
+use common::{Backend, Server, assert_status, backends, llama, llama_path, llamas};
 use reqwest::StatusCode;
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -40,9 +42,9 @@ impl Server {
     }
 }
 
-#[tokio::test]
-async fn health_endpoints_are_open_and_verbose_lists_checks() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn health_endpoints_are_open_and_verbose_lists_checks(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     for path in ["/healthz", "/livez", "/readyz"] {
         let r = send(s.anonymous().get(s.url(path))).await;
         assert_eq!(r.code, 200, "{path}");
@@ -58,9 +60,9 @@ async fn health_endpoints_are_open_and_verbose_lists_checks() {
     assert_status(&send(s.anonymous().get(s.url("/livez/nothing"))).await.body, 404, "NotFound");
 }
 
-#[tokio::test]
-async fn requests_without_the_token_get_401_status() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn requests_without_the_token_get_401_status(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let r = send(s.anonymous().get(s.url("/apis"))).await;
     assert_status(&r.body, 401, "Unauthorized");
     let wrong = Server::client_with(&s.ca_pem, Some("not-the-token"));
@@ -73,9 +75,9 @@ async fn requests_without_the_token_get_401_status() {
     assert_status(&forged.body, 401, "Unauthorized");
 }
 
-#[tokio::test]
-async fn unknown_paths_and_methods_get_status_bodies() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn unknown_paths_and_methods_get_status_bodies(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     assert_status(&s.get_json("/nothing/here").await.body, 404, "NotFound");
     assert_status(&s.get_json("/apis/farm.example.com/v1alpha/namespaces/default/cows").await.body, 404, "NotFound");
     let r = send(s.client.post(s.url("/apis")).body("{}")).await;
@@ -86,9 +88,9 @@ async fn unknown_paths_and_methods_get_status_bodies() {
     assert_status(&r.body, 405, "MethodNotAllowed");
 }
 
-#[tokio::test]
-async fn discovery_documents_describe_llamas() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn discovery_documents_describe_llamas(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let groups = s.get_json("/apis").await;
     assert_eq!(groups.body["kind"], "APIGroupList");
     assert_eq!(groups.body["groups"][0]["name"], "farm.example.com");
@@ -137,12 +139,12 @@ async fn discovery_documents_describe_llamas() {
     assert!(version.body["gitVersion"].as_str().unwrap().starts_with("v1."));
 }
 
-#[tokio::test]
-async fn served_openapi_matches_the_checked_in_documents() {
+#[apply(backends)]
+async fn served_openapi_matches_the_checked_in_documents(#[case] backend: Backend) {
     // With a cluster configured every resource is served (FarmPods too, even before the cluster answers).
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = common::unreachable_cluster_kubeconfig(dir.path());
-    let s = Server::start_with(&["--kubeconfig", kubeconfig.to_str().unwrap()]).await;
+    let s = Server::start_on_with(backend, &["--kubeconfig", kubeconfig.to_str().unwrap()]).await;
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi");
     let read = |name: &str| {
         std::fs::read_to_string(format!("{dir}/{name}")).expect("checked-in OpenAPI file (run `make openapi`)")
@@ -199,9 +201,9 @@ async fn served_openapi_matches_the_checked_in_documents() {
     assert_status(&protobuf_only.body, 406, "NotAcceptable");
 }
 
-#[tokio::test]
-async fn create_sets_system_fields_and_ignores_client_set_ones() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn create_sets_system_fields_and_ignores_client_set_ones(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let mut body = llama("dolly", 120.0, 170.5);
     body["metadata"]["uid"] = json!("client-uid");
     body["metadata"]["resourceVersion"] = json!("12345");
@@ -224,9 +226,9 @@ async fn create_sets_system_fields_and_ignores_client_set_ones() {
     assert_eq!(got.body, r.body);
 }
 
-#[tokio::test]
-async fn resource_versions_increase_globally_across_namespaces() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn resource_versions_increase_globally_across_namespaces(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let mut last = 0u64;
     for (i, ns) in ["a", "b", "a", "c"].iter().enumerate() {
         let r = s.create(ns, &llama(&format!("l{i}"), 1.0, 1.0)).await;
@@ -238,9 +240,9 @@ async fn resource_versions_increase_globally_across_namespaces() {
     assert_eq!(list.body["metadata"]["resourceVersion"], last.to_string());
 }
 
-#[tokio::test]
-async fn generate_name_makes_a_unique_name() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn generate_name_makes_a_unique_name(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let mut body = llama("", 1.0, 1.0);
     body["metadata"] = json!({"generateName": "cria-"});
     let a = s.create("default", &body).await;
@@ -254,9 +256,9 @@ async fn generate_name_makes_a_unique_name() {
     assert!(r.body["message"].as_str().unwrap().contains("metadata.name: Required value"), "{}", r.body);
 }
 
-#[tokio::test]
-async fn creating_a_duplicate_is_already_exists() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn creating_a_duplicate_is_already_exists(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     assert_eq!(s.create("default", &llama("dolly", 1.0, 1.0)).await.code, 201);
     let r = s.create("default", &llama("dolly", 2.0, 2.0)).await;
     assert_status(&r.body, 409, "AlreadyExists");
@@ -265,9 +267,9 @@ async fn creating_a_duplicate_is_already_exists() {
     assert_eq!(s.get_json(&llama_path("default", "dolly")).await.body["spec"]["weight"], 1.0);
 }
 
-#[tokio::test]
-async fn getting_a_missing_llama_returns_not_found_status() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn getting_a_missing_llama_returns_not_found_status(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let r = s.get_json(&llama_path("default", "ghost")).await;
     assert_status(&r.body, 404, "NotFound");
     assert_eq!(r.body["message"], "llamas.farm.example.com \"ghost\" not found");
@@ -275,9 +277,9 @@ async fn getting_a_missing_llama_returns_not_found_status() {
     assert_eq!(r.body["details"]["kind"], "llamas");
 }
 
-#[tokio::test]
-async fn invalid_llamas_get_one_422_listing_every_field_and_nothing_is_stored() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn invalid_llamas_get_one_422_listing_every_field_and_nothing_is_stored(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let mut body = llama("Bad_Name", -1.0, 0.0);
     body["metadata"]["labels"] = json!({"bad key": "ok"});
     let r = s.create("default", &body).await;
@@ -314,9 +316,9 @@ async fn invalid_llamas_get_one_422_listing_every_field_and_nothing_is_stored() 
     assert_eq!(list.body["items"], json!([]));
 }
 
-#[tokio::test]
-async fn malformed_requests_are_bad_requests() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn malformed_requests_are_bad_requests(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let mut other_ns = llama("a", 1.0, 1.0);
     other_ns["metadata"]["namespace"] = json!("elsewhere");
     let r = s.create("default", &other_ns).await;
@@ -344,9 +346,9 @@ async fn malformed_requests_are_bad_requests() {
     assert_eq!(s.get_json(&llamas("default")).await.body["items"], json!([]));
 }
 
-#[tokio::test]
-async fn field_validation_controls_unknown_fields() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn field_validation_controls_unknown_fields(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let mut body = llama("dolly", 1.0, 1.0);
     body["spec"]["horns"] = json!(2);
     body["metadata"]["nickname"] = json!("d");
@@ -377,9 +379,9 @@ async fn field_validation_controls_unknown_fields() {
     assert!(bad.body["message"].as_str().unwrap().starts_with("CreateOptions.meta.k8s.io"), "{}", bad.body);
 }
 
-#[tokio::test]
-async fn update_checks_resource_version_and_bumps_generation_on_spec_change() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn update_checks_resource_version_and_bumps_generation_on_spec_change(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let created = s.create("default", &llama("dolly", 1.0, 1.0)).await.body;
     let path = llama_path("default", "dolly");
 
@@ -416,9 +418,9 @@ async fn update_checks_resource_version_and_bumps_generation_on_spec_change() {
     assert_eq!(s.get_json(&path).await.body, relabelled.body, "a refused update changes nothing");
 }
 
-#[tokio::test]
-async fn merge_and_json_patches_apply_and_strategic_merge_is_unsupported() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn merge_and_json_patches_apply_and_strategic_merge_is_unsupported(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     s.create("default", &llama("dolly", 1.0, 1.0)).await;
     let path = llama_path("default", "dolly");
 
@@ -461,9 +463,9 @@ async fn merge_and_json_patches_apply_and_strategic_merge_is_unsupported() {
     assert_status(&missing.body, 404, "NotFound");
 }
 
-#[tokio::test]
-async fn delete_returns_the_deleted_object_and_honours_preconditions() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn delete_returns_the_deleted_object_and_honours_preconditions(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let created = s.create("default", &llama("dolly", 1.0, 1.0)).await.body;
     let path = llama_path("default", "dolly");
 
@@ -487,9 +489,9 @@ async fn delete_returns_the_deleted_object_and_honours_preconditions() {
     assert_status(&send(s.client.delete(s.url(&path))).await.body, 404, "NotFound");
 }
 
-#[tokio::test]
-async fn finalizers_delay_deletion_until_the_last_is_removed() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn finalizers_delay_deletion_until_the_last_is_removed(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let mut body = llama("dolly", 1.0, 1.0);
     body["metadata"]["finalizers"] = json!(["farm.example.com/shear"]);
     s.create("default", &body).await;
@@ -522,9 +524,9 @@ async fn finalizers_delay_deletion_until_the_last_is_removed() {
     assert_status(&s.get_json(&path).await.body, 404, "NotFound");
 }
 
-#[tokio::test]
-async fn dry_run_validates_everything_and_stores_nothing() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn dry_run_validates_everything_and_stores_nothing(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let dry = |p: &str| format!("{p}?dryRun=All");
     let created = send(s.client.post(s.url(&dry(&llamas("default")))).json(&llama("dolly", 1.0, 1.0))).await;
     assert_eq!(created.code, 201);
@@ -548,9 +550,9 @@ async fn dry_run_validates_everything_and_stores_nothing() {
     assert_eq!(revision, real["metadata"]["resourceVersion"], "dry runs used no revision");
 }
 
-#[tokio::test]
-async fn lists_are_typed_sorted_and_scoped() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn lists_are_typed_sorted_and_scoped(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     for (ns, name) in [("b", "z"), ("a", "y"), ("a", "x")] {
         s.create(ns, &llama(name, 1.0, 1.0)).await;
     }
@@ -564,9 +566,9 @@ async fn lists_are_typed_sorted_and_scoped() {
     assert_eq!(a.body["items"].as_array().unwrap().len(), 2);
 }
 
-#[tokio::test]
-async fn deletecollection_empties_one_namespace_only() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn deletecollection_empties_one_namespace_only(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     for (ns, name) in [("a", "x"), ("a", "y"), ("b", "z")] {
         s.create(ns, &llama(name, 1.0, 1.0)).await;
     }
@@ -578,9 +580,9 @@ async fn deletecollection_empties_one_namespace_only() {
     assert_eq!(s.get_json(&llamas("b")).await.body["items"].as_array().unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn tables_render_name_weight_height_and_age() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn tables_render_name_weight_height_and_age(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     s.create("default", &llama("dolly", 120.0, 170.5)).await;
     let list =
         send(s.client.get(s.url(&llamas("default"))).header("accept", format!("{TABLE},application/json"))).await;
@@ -613,9 +615,9 @@ async fn tables_render_name_weight_height_and_age() {
     assert_status(&bad.body, 400, "BadRequest");
 }
 
-#[tokio::test]
-async fn metadata_only_and_protobuf_first_requests_are_negotiated() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn metadata_only_and_protobuf_first_requests_are_negotiated(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     s.create("default", &llama("dolly", 1.0, 1.0)).await;
     let meta = send(
         s.client
@@ -649,9 +651,9 @@ async fn metadata_only_and_protobuf_first_requests_are_negotiated() {
     assert_status(&proto_only.body, 406, "NotAcceptable");
 }
 
-#[tokio::test]
-async fn http2_is_negotiated_over_tls() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn http2_is_negotiated_over_tls(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let r = s.client.get(s.url("/apis")).send().await.unwrap();
     assert_eq!(r.version(), reqwest::Version::HTTP_2);
 }

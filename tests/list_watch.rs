@@ -1,10 +1,12 @@
 //! Black-box tests of list and watch semantics over HTTPS: selectors, paging, resourceVersion,
 //! watch streams (initial events, resume, 410, bookmarks, streaming lists, timeouts, selector
 //! transitions, representations), slow watchers and deletecollection with selectors.
+//! Each test runs twice: Llamas in memory, and in a real etcd.
 
 mod common;
 
-use common::{Server, WatchStream, assert_status, event_summary, llama, llama_path, llamas};
+use common::{Backend, Server, WatchStream, assert_status, backends, event_summary, llama, llama_path, llamas};
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -50,9 +52,9 @@ fn rv(object: &Value) -> u64 {
     object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
 }
 
-#[tokio::test]
-async fn label_selectors_support_the_whole_grammar() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn label_selectors_support_the_whole_grammar(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     create(&s, "default", "a", json!({"herd": "a", "tier": "top"})).await;
     create(&s, "default", "b", json!({"herd": "b"})).await;
     create(&s, "default", "c", json!({"herd": "c", "shorn": "yes"})).await;
@@ -84,9 +86,9 @@ fn urlencode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-#[tokio::test]
-async fn field_selectors_support_metadata_and_declared_fields() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn field_selectors_support_metadata_and_declared_fields(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     create(&s, "a", "x", json!({})).await;
     create(&s, "b", "x", json!({})).await;
     create(&s, "b", "y", json!({})).await;
@@ -102,9 +104,9 @@ async fn field_selectors_support_metadata_and_declared_fields() {
     assert_eq!(body["message"], "field label not supported: spec.weight");
 }
 
-#[tokio::test]
-async fn paging_returns_every_object_once_with_remaining_counts() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn paging_returns_every_object_once_with_remaining_counts(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     for i in 0..5 {
         create(&s, "default", &format!("l{i}"), json!({})).await;
     }
@@ -141,9 +143,9 @@ async fn paging_returns_every_object_once_with_remaining_counts() {
     assert_eq!(code, 400, "a token of another namespace is refused");
 }
 
-#[tokio::test]
-async fn an_expired_continue_token_is_410_with_an_inconsistent_continuation() {
-    let s = Server::start_with(&["--watch-history-size", "3"]).await;
+#[apply(backends)]
+async fn an_expired_continue_token_is_410_with_an_inconsistent_continuation(#[case] backend: Backend) {
+    let s = Server::start_isolated(backend, &["--watch-history-size", "3"]).await;
     for i in 0..4 {
         create(&s, "default", &format!("l{i}"), json!({})).await;
     }
@@ -152,6 +154,7 @@ async fn an_expired_continue_token_is_410_with_an_inconsistent_continuation() {
     for i in 0..5 {
         merge(&s, "default", "l0", json!({"spec": {"weight": i + 2}})).await;
     }
+    s.expire_history().await;
     let (code, body) = get(&s, &format!("{}?limit=2&continue={token}", llamas("default"))).await;
     assert_eq!(code, 410);
     assert_status(&body, 410, "Expired");
@@ -161,9 +164,9 @@ async fn an_expired_continue_token_is_410_with_an_inconsistent_continuation() {
     assert_eq!(names(&rest), ["l2", "l3"]);
 }
 
-#[tokio::test]
-async fn list_resource_version_semantics() {
-    let s = Server::start_with(&["--watch-history-size", "4"]).await;
+#[apply(backends)]
+async fn list_resource_version_semantics(#[case] backend: Backend) {
+    let s = Server::start_isolated(backend, &["--watch-history-size", "4"]).await;
     let a = create(&s, "default", "a", json!({})).await;
     let b = merge(&s, "default", "a", json!({"spec": {"weight": 2}})).await;
     create(&s, "default", "b", json!({})).await;
@@ -182,6 +185,7 @@ async fn list_resource_version_semantics() {
     for i in 0..6 {
         merge(&s, "default", "b", json!({"spec": {"weight": i + 3}})).await;
     }
+    s.expire_history().await;
     let (code, body) =
         get(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=Exact", llamas("default"), rv(&a))).await;
     assert_eq!(code, 410);
@@ -198,9 +202,9 @@ async fn list_resource_version_semantics() {
     assert_status(&body, 422, "Invalid");
 }
 
-#[tokio::test]
-async fn watch_without_resource_version_starts_with_the_current_objects() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn watch_without_resource_version_starts_with_the_current_objects(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     create(&s, "default", "a", json!({})).await;
     create(&s, "other", "b", json!({})).await;
     let mut w = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
@@ -224,9 +228,9 @@ async fn watch_without_resource_version_starts_with_the_current_objects() {
     let _ = all.next().await; // d
 }
 
-#[tokio::test]
-async fn watch_from_a_resource_version_replays_every_later_event_in_order() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn watch_from_a_resource_version_replays_every_later_event_in_order(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let a = create(&s, "default", "a", json!({})).await;
     let b = create(&s, "default", "b", json!({})).await;
     merge(&s, "default", "a", json!({"spec": {"weight": 2}})).await;
@@ -245,13 +249,14 @@ async fn watch_from_a_resource_version_replays_every_later_event_in_order() {
     assert!(w.quiet_for(Duration::from_millis(200)).await);
 }
 
-#[tokio::test]
-async fn watch_from_a_compacted_resource_version_gets_an_expired_error_event() {
-    let s = Server::start_with(&["--watch-history-size", "2"]).await;
+#[apply(backends)]
+async fn watch_from_a_compacted_resource_version_gets_an_expired_error_event(#[case] backend: Backend) {
+    let s = Server::start_isolated(backend, &["--watch-history-size", "2"]).await;
     let a = create(&s, "default", "a", json!({})).await;
     for i in 0..4 {
         merge(&s, "default", "a", json!({"spec": {"weight": i + 2}})).await;
     }
+    s.expire_history().await;
     let mut w = WatchStream::open(&s, &format!("{}?watch=true&resourceVersion={}", llamas("default"), rv(&a))).await;
     let e = w.next().await.unwrap();
     assert_eq!(e["type"], "ERROR");
@@ -259,9 +264,9 @@ async fn watch_from_a_compacted_resource_version_gets_an_expired_error_event() {
     assert!(w.next().await.is_none(), "the stream ends after the error");
 }
 
-#[tokio::test]
-async fn bookmarks_report_progress_and_streaming_lists_end_with_an_annotated_bookmark() {
-    let s = Server::start_with(&["--watch-bookmark-interval-seconds", "1"]).await;
+#[apply(backends)]
+async fn bookmarks_report_progress_and_streaming_lists_end_with_an_annotated_bookmark(#[case] backend: Backend) {
+    let s = Server::start_on_with(backend, &["--watch-bookmark-interval-seconds", "1"]).await;
     create(&s, "default", "a", json!({})).await;
     let b = create(&s, "default", "b", json!({})).await;
     let path = format!(
@@ -293,9 +298,9 @@ async fn bookmarks_report_progress_and_streaming_lists_end_with_an_annotated_boo
     assert_status(&body, 422, "Invalid");
 }
 
-#[tokio::test]
-async fn timeout_seconds_ends_the_watch_cleanly() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn timeout_seconds_ends_the_watch_cleanly(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let started = std::time::Instant::now();
     let mut w = WatchStream::open(&s, &format!("{}?watch=true&timeoutSeconds=1", llamas("default"))).await;
     assert!(w.next_within(Duration::from_secs(5)).await.is_none());
@@ -303,9 +308,9 @@ async fn timeout_seconds_ends_the_watch_cleanly() {
     assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
 }
 
-#[tokio::test]
-async fn selectors_turn_changes_into_added_and_deleted_events() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn selectors_turn_changes_into_added_and_deleted_events(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     create(&s, "default", "a", json!({"herd": "x"})).await;
     create(&s, "default", "b", json!({})).await;
     let mut w = WatchStream::open(&s, &format!("{}?watch=true&labelSelector=herd%3Dx", llamas("default"))).await;
@@ -327,9 +332,9 @@ async fn selectors_turn_changes_into_added_and_deleted_events() {
     assert_eq!(event_summary(&one.next().await.unwrap()), ("DELETED".into(), "b".into()));
 }
 
-#[tokio::test]
-async fn table_and_metadata_watches_carry_their_representation() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn table_and_metadata_watches_carry_their_representation(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     create(&s, "default", "a", json!({})).await;
     let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
     let mut t = WatchStream::open_accepting(&s, &format!("{}?watch=true", llamas("default")), table).await;
@@ -349,9 +354,9 @@ async fn table_and_metadata_watches_carry_their_representation() {
     assert!(e["object"].get("spec").is_none());
 }
 
-#[tokio::test]
-async fn a_watcher_that_stops_reading_is_dropped_without_slowing_writers_or_others() {
-    let s = Server::start_with(&["--watch-buffer-size", "8"]).await;
+#[apply(backends)]
+async fn a_watcher_that_stops_reading_is_dropped_without_slowing_writers_or_others(#[case] backend: Backend) {
+    let s = Server::start_on_with(backend, &["--watch-buffer-size", "8"]).await;
     let mut stalled = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
     let mut reader = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
     let big = "x".repeat(20_000);
@@ -382,9 +387,9 @@ async fn a_watcher_that_stops_reading_is_dropped_without_slowing_writers_or_othe
     assert!(delivered < total, "the stalled watcher was cut off (got {delivered} of {total})");
 }
 
-#[tokio::test]
-async fn deletecollection_honours_label_and_field_selectors() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn deletecollection_honours_label_and_field_selectors(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     create(&s, "default", "a", json!({"herd": "x"})).await;
     create(&s, "default", "b", json!({"herd": "x"})).await;
     create(&s, "default", "c", json!({"herd": "y"})).await;

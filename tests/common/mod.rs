@@ -2,8 +2,11 @@
 //! tests an HTTPS client that trusts its CA and carries its token, read from the kubeconfig the
 //! server writes, exactly as kubectl would.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
+pub mod etcd;
+
+pub use etcd::Backend;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,13 +24,72 @@ pub struct Server {
     pub kubeconfig: PathBuf,
     /// A client trusting the CA and sending the token.
     pub client: reqwest::Client,
+    /// Where it keeps Llamas.
+    pub backend: Backend,
+    /// An etcd of its own (stopped after the server).
+    own_etcd: Option<etcd::Etcd>,
     _dir: tempfile::TempDir,
 }
+
+/// Runs a test once per storage backend: `#[apply(backends)]` on an `async fn` taking
+/// `#[case] backend: Backend` gives `name::case_1_memory` and `name::case_2_etcd`.
+#[rstest_reuse::template]
+#[rstest::rstest]
+#[case::memory(Backend::Memory)]
+#[case::etcd(Backend::Etcd)]
+#[tokio::test]
+pub async fn backends(#[case] backend: Backend) {}
 
 impl Server {
     /// Starts a server and waits until `/readyz` answers 200.
     pub async fn start() -> Self {
         Self::start_with(&[]).await
+    }
+
+    /// Starts a server storing Llamas in `backend`.
+    pub async fn start_on(backend: Backend) -> Self {
+        Self::start_on_with(backend, &[]).await
+    }
+
+    /// Starts a server storing Llamas in `backend`, with extra `serve` flags. With etcd, it
+    /// uses the test binary's shared etcd under a prefix of its own.
+    pub async fn start_on_with(backend: Backend, extra: &[&str]) -> Self {
+        match backend {
+            Backend::Memory => Self::start_with(extra).await,
+            Backend::Etcd => Self::start_on_etcd(etcd::Etcd::shared(), extra).await,
+        }
+    }
+
+    /// Like [`Server::start_on_with`], but with etcd, on an etcd of its own (for tests that
+    /// compact the history, which is global to an etcd).
+    pub async fn start_isolated(backend: Backend, extra: &[&str]) -> Self {
+        match backend {
+            Backend::Memory => Self::start_with(extra).await,
+            Backend::Etcd => {
+                let etcd = etcd::Etcd::start();
+                let mut server = Self::start_on_etcd(&etcd, extra).await;
+                server.own_etcd = Some(etcd);
+                server
+            }
+        }
+    }
+
+    /// Starts a server storing Llamas in `etcd` under a new prefix.
+    pub async fn start_on_etcd(etcd: &etcd::Etcd, extra: &[&str]) -> Self {
+        let mut flags = etcd::storage_flags(etcd, &etcd::unique_prefix());
+        flags.extend(extra.iter().map(|f| f.to_string()));
+        let mut server = Self::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        server.backend = Backend::Etcd;
+        server
+    }
+
+    /// Makes every revision before now unreadable, as a short history does: with etcd, compacts
+    /// the server's own etcd (see [`Server::start_isolated`]); in memory, a test passes a small
+    /// `--watch-history-size` and writes past it instead.
+    pub async fn expire_history(&self) {
+        if self.backend == Backend::Etcd {
+            self.own_etcd.as_ref().expect("compaction needs Server::start_isolated").compact_all().await;
+        }
     }
 
     /// Starts a server with extra `serve` flags.
@@ -58,7 +120,17 @@ impl Server {
             .expect("CA is base64");
         let token = config["users"][0]["user"]["token"].as_str().expect("token").to_string();
         let client = Self::client_with(&ca_pem, Some(&token));
-        let server = Self { child, base, token, ca_pem, kubeconfig, client, _dir: dir };
+        let server = Self {
+            child,
+            base,
+            token,
+            ca_pem,
+            kubeconfig,
+            client,
+            backend: Backend::Memory,
+            own_etcd: None,
+            _dir: dir,
+        };
         loop {
             if let Ok(r) = server.client.get(server.url("/readyz")).send().await
                 && r.status() == 200

@@ -1,0 +1,159 @@
+//! A real etcd on loopback for the tests (Debian's `etcd-server`, or `ETCD`), and the storage
+//! backends the black-box suites run against.
+//!
+//! etcd runs under a small shell that kills it when its standard input closes, so an etcd
+//! shared by a whole test binary goes away with that binary however it ends.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where a test server keeps Llamas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The default in-memory store.
+    Memory,
+    /// etcd: a test binary's shared etcd, under a prefix of the server's own.
+    Etcd,
+}
+
+/// An etcd process on two free loopback ports.
+pub struct Etcd {
+    /// `http://127.0.0.1:PORT`
+    pub endpoint: String,
+    peer: String,
+    data: PathBuf,
+    /// Closing it stops etcd.
+    stdin: Option<ChildStdin>,
+    child: Option<Child>,
+    /// Removes the data when an owned instance is dropped.
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+}
+
+/// The etcd binary: `ETCD`, else the one on the PATH (`scripts/control-plane.sh binaries`
+/// installs Debian's etcd-server).
+pub fn etcd_path() -> String {
+    std::env::var("ETCD").unwrap_or_else(|_| "etcd".into())
+}
+
+impl Etcd {
+    /// Starts a private etcd, stopped and removed when dropped.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut etcd = Self {
+            endpoint: format!("http://127.0.0.1:{}", free_port()),
+            peer: format!("http://127.0.0.1:{}", free_port()),
+            data: dir.path().join("data"),
+            stdin: None,
+            child: None,
+            _dir: Some(dir),
+        };
+        etcd.run();
+        etcd
+    }
+
+    /// The etcd shared by every test of this binary that does not need its own.
+    pub fn shared() -> &'static Etcd {
+        static SHARED: OnceLock<Etcd> = OnceLock::new();
+        SHARED.get_or_init(|| {
+            let dir = std::env::temp_dir().join(format!("farm-test-etcd-{}", std::process::id()));
+            let mut etcd = Self {
+                endpoint: format!("http://127.0.0.1:{}", free_port()),
+                peer: format!("http://127.0.0.1:{}", free_port()),
+                data: dir,
+                stdin: None,
+                child: None,
+                _dir: None,
+            };
+            etcd.run();
+            etcd
+        })
+    }
+
+    fn run(&mut self) {
+        let remove = if self._dir.is_some() { "0" } else { "1" };
+        let script = r#"etcd="$1"; data="$2"; client="$3"; peer="$4"; remove="$5"
+"$etcd" --name test --data-dir "$data" --listen-client-urls "$client" --advertise-client-urls "$client" \
+  --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" --initial-cluster "test=$peer" \
+  --unsafe-no-fsync --log-level error >"$data.log" 2>&1 &
+pid=$!
+cat >/dev/null
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+[ "$remove" = 1 ] && rm -rf "$data" "$data.log"
+exit 0"#;
+        let mut child = Command::new("sh")
+            .args(["-c", script, "etcd-wrapper", &etcd_path()])
+            .arg(&self.data)
+            .args([&self.endpoint, &self.peer, remove])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start etcd (install it with scripts/control-plane.sh binaries, or set ETCD)");
+        self.stdin = child.stdin.take();
+        self.child = Some(child);
+        self.wait_until_serving();
+    }
+
+    fn wait_until_serving(&self) {
+        let address = self.endpoint.trim_start_matches("http://").to_string();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(&address).is_err() {
+            assert!(Instant::now() < deadline, "etcd did not start; see {}.log", self.data.display());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops etcd (SIGTERM), keeping its data.
+    pub fn stop(&mut self) {
+        drop(self.stdin.take());
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts etcd again on the same ports and data.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.run();
+    }
+
+    /// A client of this etcd.
+    pub async fn client(&self) -> etcd_client::Client {
+        etcd_client::Client::connect([&self.endpoint], None).await.expect("connect to etcd")
+    }
+
+    /// Compacts etcd's history up to its current revision: every older revision gets 410.
+    pub async fn compact_all(&self) {
+        let mut client = self.client().await;
+        let revision = client.get("/", None).await.expect("read").header().expect("header").revision();
+        client.compact(revision, None).await.expect("compact");
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A key prefix no other server of this test binary uses.
+pub fn unique_prefix() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!("/farm-test/{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+/// The `serve` flags of a server storing in `etcd` under `prefix`.
+pub fn storage_flags(etcd: &Etcd, prefix: &str) -> Vec<String> {
+    let flags = ["--storage", "etcd", "--etcd-endpoints", &etcd.endpoint, "--etcd-prefix", prefix];
+    // Compaction is global to an etcd: only tests that ask for it compact (`compact_all`).
+    let more = ["--etcd-request-timeout-seconds", "2", "--etcd-compaction-interval-seconds", "0"];
+    flags.iter().chain(more.iter()).map(|f| f.to_string()).collect()
+}
