@@ -150,10 +150,14 @@ pub fn unique_prefix() -> String {
     format!("/farm-test/{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
 }
 
-/// The `serve` flags of a server storing in `etcd` under `prefix`.
-pub fn storage_flags(etcd: &Etcd, prefix: &str) -> Vec<String> {
-    let flags = ["--storage", "etcd", "--etcd-endpoints", &etcd.endpoint, "--etcd-prefix", prefix];
-    // Compaction is global to an etcd: only tests that ask for it compact (`compact_all`).
-    let more = ["--etcd-request-timeout-seconds", "2", "--etcd-compaction-interval-seconds", "0"];
-    flags.iter().chain(more.iter()).map(|f| f.to_string()).collect()
+/// The `serve` flags of a server storing in `etcd` under `prefix`, then `extra`.
+pub fn storage_flags(etcd: &Etcd, prefix: &str, extra: &[&str]) -> Vec<String> {
+    let mut flags = vec!["--storage", "etcd", "--etcd-endpoints", &etcd.endpoint, "--etcd-prefix", prefix];
+    flags.extend(["--etcd-request-timeout-seconds", "2"]);
+    // Compaction is global to an etcd: only tests that ask for it compact.
+    if !extra.contains(&"--etcd-compaction-interval-seconds") {
+        flags.extend(["--etcd-compaction-interval-seconds", "0"]);
+    }
+    flags.extend(extra);
+    flags.iter().map(|f| f.to_string()).collect()
 }

@@ -56,7 +56,7 @@ impl Server {
     pub async fn start_on_with(backend: Backend, extra: &[&str]) -> Self {
         match backend {
             Backend::Memory => Self::start_with(extra).await,
-            Backend::Etcd => Self::start_on_etcd(etcd::Etcd::shared(), extra).await,
+            Backend::Etcd => Self::start_on_etcd(etcd::Etcd::shared(), &etcd::unique_prefix(), extra).await,
         }
     }
 
@@ -67,17 +67,16 @@ impl Server {
             Backend::Memory => Self::start_with(extra).await,
             Backend::Etcd => {
                 let etcd = etcd::Etcd::start();
-                let mut server = Self::start_on_etcd(&etcd, extra).await;
+                let mut server = Self::start_on_etcd(&etcd, &etcd::unique_prefix(), extra).await;
                 server.own_etcd = Some(etcd);
                 server
             }
         }
     }
 
-    /// Starts a server storing Llamas in `etcd` under a new prefix.
-    pub async fn start_on_etcd(etcd: &etcd::Etcd, extra: &[&str]) -> Self {
-        let mut flags = etcd::storage_flags(etcd, &etcd::unique_prefix());
-        flags.extend(extra.iter().map(|f| f.to_string()));
+    /// Starts a server storing Llamas in `etcd` under `prefix` (replicas share one).
+    pub async fn start_on_etcd(etcd: &etcd::Etcd, prefix: &str, extra: &[&str]) -> Self {
+        let flags = etcd::storage_flags(etcd, prefix, extra);
         let mut server = Self::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
         server.backend = Backend::Etcd;
         server
@@ -170,6 +169,12 @@ impl Server {
     pub fn terminate(&self) {
         let status = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().expect("run kill");
         assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Kills the process at once (SIGKILL): no shutdown, no flushing.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("kill -9");
+        let _ = self.child.wait();
     }
 
     /// Waits up to `within` for the process to exit; its exit status, or `None` if still running.

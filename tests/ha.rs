@@ -1,0 +1,278 @@
+//! Several replicas over one real etcd: what one writes, the others serve (get, list, watch);
+//! concurrent writers through different replicas never lose an update; a replica killed with
+//! SIGKILL loses no acknowledged write; an etcd outage makes replicas unready and answer 503
+//! with Retry-After, and they recover by themselves when etcd returns.
+
+mod common;
+
+use common::etcd::{Etcd, unique_prefix};
+use common::{Server, WatchStream, assert_status, event_summary, llama, llama_path, llamas};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+async fn replicas(etcd: &Etcd, n: usize) -> Vec<Server> {
+    let prefix = unique_prefix();
+    let mut servers = Vec::new();
+    for _ in 0..n {
+        servers.push(Server::start_on_etcd(etcd, &prefix, &[]).await);
+    }
+    servers
+}
+
+async fn get(s: &Server, path: &str) -> (u16, Value) {
+    let r = s.client.get(s.url(path)).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+fn rv(object: &Value) -> u64 {
+    object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+}
+
+fn weights(list: &Value) -> BTreeMap<String, f64> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["metadata"]["name"].as_str().unwrap().to_string(), i["spec"]["weight"].as_f64().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_write_through_one_replica_is_served_by_the_others() {
+    let etcd = Etcd::start();
+    let servers = replicas(&etcd, 2).await;
+    let (a, b) = (&servers[0], &servers[1]);
+    let mut watch_b = WatchStream::open(b, &format!("{}?watch=true", llamas("default"))).await;
+
+    let created = a.client.post(a.url(&llamas("default"))).json(&llama("dolly", 50.0, 1.2)).send().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    let (code, through_b) = get(b, &llama_path("default", "dolly")).await;
+    assert_eq!(code, 200, "{through_b}");
+    assert_eq!(through_b["metadata"]["uid"], created["metadata"]["uid"]);
+    assert_eq!(rv(&through_b), rv(&created));
+    let (_, list_b) = get(b, &llamas("default")).await;
+    assert_eq!(weights(&list_b), BTreeMap::from([("dolly".to_string(), 50.0)]));
+    let list_revision: u64 = list_b["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    assert!(list_revision >= rv(&created), "B's list is at or after A's write");
+
+    let event = watch_b.next().await.unwrap();
+    assert_eq!(event_summary(&event), ("ADDED".into(), "dolly".into()));
+    assert_eq!(rv(&event["object"]), rv(&created));
+
+    // B changes it; A sees the change, and a stale update through A is a conflict.
+    let patched = b
+        .client
+        .patch(b.url(&llama_path("default", "dolly")))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"spec":{"weight":60}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 200);
+    let patched: Value = patched.json().await.unwrap();
+    let (_, through_a) = get(a, &llama_path("default", "dolly")).await;
+    assert_eq!(through_a["spec"]["weight"], 60.0);
+    assert_eq!(rv(&through_a), rv(&patched));
+    let stale = a.client.put(a.url(&llama_path("default", "dolly"))).json(&created).send().await.unwrap();
+    assert_eq!(stale.status(), 409);
+    assert_status(&stale.json().await.unwrap(), 409, "Conflict");
+    let duplicate = b.client.post(b.url(&llamas("default"))).json(&llama("dolly", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(duplicate.status(), 409);
+    assert_status(&duplicate.json().await.unwrap(), 409, "AlreadyExists");
+
+    // A watch through A resumed from the creation's revision replays B's change, then A deletes.
+    let mut watch_a =
+        WatchStream::open(a, &format!("{}?watch=true&resourceVersion={}", llamas("default"), rv(&created))).await;
+    let event = watch_a.next().await.unwrap();
+    assert_eq!(event_summary(&event), ("MODIFIED".into(), "dolly".into()));
+    assert_eq!(event["object"]["spec"]["weight"], 60.0);
+    let deleted = a.client.delete(a.url(&llama_path("default", "dolly"))).send().await.unwrap();
+    assert_eq!(deleted.status(), 200);
+    assert_eq!(event_summary(&watch_b.next().await.unwrap()), ("MODIFIED".into(), "dolly".into()));
+    let gone = watch_b.next().await.unwrap();
+    assert_eq!(event_summary(&gone), ("DELETED".into(), "dolly".into()));
+    assert_eq!(event_summary(&watch_a.next().await.unwrap()), ("DELETED".into(), "dolly".into()));
+    assert_eq!(get(b, &llama_path("default", "dolly")).await.0, 404);
+}
+
+/// GET, add one, PUT with the resourceVersion read; retry on 409. Returns the increments made.
+async fn increment(s: &Server, times: usize) -> usize {
+    let mut done = 0;
+    while done < times {
+        let (_, mut current) = get(s, &llama_path("default", "counter")).await;
+        let weight = current["spec"]["weight"].as_f64().unwrap();
+        current["spec"]["weight"] = json!(weight + 1.0);
+        let r = s.client.put(s.url(&llama_path("default", "counter"))).json(&current).send().await.unwrap();
+        match r.status().as_u16() {
+            200 => done += 1,
+            409 => {}
+            other => panic!("unexpected {other}: {}", r.text().await.unwrap()),
+        }
+    }
+    done
+}
+
+#[tokio::test]
+async fn concurrent_updates_through_different_replicas_never_lose_one() {
+    let etcd = Etcd::start();
+    let servers = Arc::new(replicas(&etcd, 2).await);
+    let s = &servers[0];
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("counter", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let mut tasks = Vec::new();
+    for writer in 0..6 {
+        let servers = servers.clone();
+        tasks.push(tokio::spawn(async move { increment(&servers[writer % 2], 25).await }));
+    }
+    let mut acknowledged = 0;
+    for task in tasks {
+        acknowledged += task.await.unwrap();
+    }
+    for s in servers.iter() {
+        let (_, counter) = get(s, &llama_path("default", "counter")).await;
+        assert_eq!(counter["spec"]["weight"], 1.0 + acknowledged as f64, "every acknowledged increment is there");
+        assert_eq!(counter["metadata"]["generation"], 1 + acknowledged as i64);
+    }
+}
+
+#[tokio::test]
+async fn a_replica_killed_during_writes_loses_no_acknowledged_write() {
+    let etcd = Etcd::start();
+    let prefix = unique_prefix();
+    let mut a = Server::start_on_etcd(&etcd, &prefix, &[]).await;
+    let client = a.client.clone();
+    let base = a.url("");
+    // Each writer creates its own llamas and then raises their weights; it records what the
+    // server acknowledged, until the server is gone.
+    let mut writers = Vec::new();
+    for writer in 0..4 {
+        let (client, base) = (client.clone(), base.clone());
+        writers.push(tokio::spawn(async move {
+            let mut acknowledged: BTreeMap<String, f64> = BTreeMap::new();
+            for i in 0.. {
+                let name = format!("w{writer}-{}", i % 20);
+                let (request, weight) = match acknowledged.get(&name) {
+                    None => (client.post(format!("{base}{}", llamas("default"))).json(&llama(&name, 1.0, 1.0)), 1.0),
+                    Some(w) => (
+                        client
+                            .patch(format!("{base}{}", llama_path("default", &name)))
+                            .header("content-type", "application/merge-patch+json")
+                            .body(json!({"spec": {"weight": w + 1.0}}).to_string()),
+                        w + 1.0,
+                    ),
+                };
+                match request.send().await {
+                    Ok(r) if r.status().is_success() => {
+                        // Acknowledged only once the whole response arrived.
+                        if r.bytes().await.is_ok() {
+                            acknowledged.insert(name, weight);
+                        }
+                    }
+                    Ok(r) => panic!("unexpected {}: {}", r.status(), r.text().await.unwrap_or_default()),
+                    Err(_) => break,
+                }
+            }
+            acknowledged
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    a.kill();
+    let mut acknowledged = BTreeMap::new();
+    for writer in writers {
+        acknowledged.extend(writer.await.unwrap());
+    }
+    assert!(acknowledged.len() >= 20, "the load ran: {} llamas acknowledged", acknowledged.len());
+
+    let restarted = Server::start_on_etcd(&etcd, &prefix, &[]).await;
+    let (code, list) = get(&restarted, &llamas("default")).await;
+    assert_eq!(code, 200);
+    let stored = weights(&list);
+    for (name, weight) in &acknowledged {
+        let kept = stored.get(name).unwrap_or_else(|| panic!("{name} was acknowledged but is gone"));
+        // A write in flight at the kill may have landed after the last acknowledged one.
+        assert!(kept >= weight, "{name}: acknowledged weight {weight}, stored {kept}");
+        assert!(*kept <= weight + 1.0, "{name}: stored {kept} was never sent");
+    }
+    println!("{} llamas, {} acknowledged weights, all present", stored.len(), acknowledged.len());
+}
+
+#[tokio::test]
+async fn an_etcd_outage_makes_replicas_unready_and_they_recover_by_themselves() {
+    let mut etcd = Etcd::start();
+    let s = Server::start_on_etcd(&etcd, &unique_prefix(), &[]).await;
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("before", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let mut watch = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
+    assert_eq!(event_summary(&watch.next().await.unwrap()), ("ADDED".into(), "before".into()));
+
+    etcd.stop();
+    // The watch ends (the client re-watches); readiness fails within a probe or two.
+    assert!(watch.next_within(Duration::from_secs(20)).await.is_none(), "the watch ends when etcd goes");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = s.anonymous().get(s.url("/readyz?verbose")).send().await.unwrap();
+        if r.status() == 500 {
+            let body = r.text().await.unwrap();
+            assert!(body.contains("[-]etcd failed"), "{body}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "readyz kept passing without etcd");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for request in [
+        s.client.get(s.url(&llamas("default"))),
+        s.client.get(s.url(&llama_path("default", "before"))),
+        s.client.post(s.url(&llamas("default"))).json(&llama("during", 1.0, 1.0)),
+        s.client.get(s.url(&format!("{}?watch=true", llamas("default")))),
+    ] {
+        let r = request.send().await.unwrap();
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()["retry-after"], "1");
+        assert_status(&r.json().await.unwrap(), 503, "ServiceUnavailable");
+    }
+
+    etcd.restart();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while s.anonymous().get(s.url("/readyz")).send().await.unwrap().status() != 200 {
+        assert!(tokio::time::Instant::now() < deadline, "the server did not become ready again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("after", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let (_, list) = get(&s, &llamas("default")).await;
+    assert_eq!(weights(&list).keys().collect::<Vec<_>>(), ["after", "before"], "nothing lost, nothing half-written");
+}
+
+#[tokio::test]
+async fn replicas_compact_the_history_so_old_revisions_expire() {
+    let etcd = Etcd::start();
+    let prefix = unique_prefix();
+    let flags = ["--etcd-compaction-interval-seconds", "1"];
+    let a = Server::start_on_etcd(&etcd, &prefix, &flags).await;
+    let _b = Server::start_on_etcd(&etcd, &prefix, &flags).await;
+    let r = a.client.post(a.url(&llamas("default"))).json(&llama("old", 1.0, 1.0)).send().await.unwrap();
+    let old = rv(&r.json().await.unwrap());
+    let exact = format!("{}?resourceVersion={old}&resourceVersionMatch=Exact", llamas("default"));
+    assert_eq!(get(&a, &exact).await.0, 200, "readable before a compaction");
+    // A compaction targets the revision seen one interval earlier: within a few intervals the
+    // creation's revision is gone.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (code, body) = get(&a, &exact).await;
+        if code == 410 {
+            assert_status(&body, 410, "Expired");
+            break;
+        }
+        assert_eq!(code, 200);
+        assert!(tokio::time::Instant::now() < deadline, "the history was never compacted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut watch = WatchStream::open(&a, &format!("{}?watch=true&resourceVersion={old}", llamas("default"))).await;
+    let event = watch.next().await.unwrap();
+    assert_eq!(event["type"], "ERROR");
+    assert_status(&event["object"], 410, "Expired");
+    assert_eq!(get(&a, &llama_path("default", "old")).await.0, 200, "compaction keeps current objects");
+}
