@@ -1,11 +1,12 @@
 //! A client this project did not write: kube-rs's `watcher` and `reflector`, configured from the
 //! standalone server's kubeconfig, follow creates, updates and deletes and stay in sync across a
 //! forced 410 (a stalled watch overflows its buffer, the history is too short to resume from, the
-//! watcher re-lists). Both initial-list strategies are exercised: list-then-watch and streaming lists.
+//! watcher re-lists). Both initial-list strategies are exercised: list-then-watch and streaming lists,
+//! each with Llamas in memory and in etcd (where a compaction makes the history too short).
 
 mod common;
 
-use common::Server;
+use common::{Backend, Server};
 use farm_apiserver::resources::llama::{Llama, LlamaSpec};
 use futures::{Stream, StreamExt};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -58,8 +59,8 @@ where
     }
 }
 
-async fn follows_changes_and_survives_a_forced_410(streaming: bool) {
-    let s = Server::start_with(&["--watch-history-size", "5", "--watch-buffer-size", "4"]).await;
+async fn follows_changes_and_survives_a_forced_410(backend: Backend, streaming: bool) {
+    let s = Server::start_isolated(backend, &["--watch-history-size", "5", "--watch-buffer-size", "4"]).await;
     let api: Api<Llama> = Api::namespaced(client(&s).await, "default");
     let (reader, writer) = reflector::store::<Llama>();
     let config = if streaming { watcher::Config::default().streaming_lists() } else { watcher::Config::default() };
@@ -86,6 +87,7 @@ async fn follows_changes_and_survives_a_forced_410(streaming: bool) {
     for i in 0..80 {
         api.create(&PostParams::default(), &llama(&format!("burst-{i}"), 200_000)).await.unwrap();
     }
+    s.expire_history().await;
     pump_until_synced(&mut stream, &reader, &api, &mut inits).await;
     assert_eq!(reader.state().len(), 82);
     assert!(inits >= 2, "the watcher re-listed after the 410 (inits: {inits})");
@@ -95,12 +97,18 @@ async fn follows_changes_and_survives_a_forced_410(streaming: bool) {
     assert_eq!(reader.state().len(), 81);
 }
 
+#[rstest::rstest]
+#[case::memory(Backend::Memory)]
+#[case::etcd(Backend::Etcd)]
 #[tokio::test]
-async fn kube_rs_watcher_with_list_then_watch_stays_in_sync() {
-    follows_changes_and_survives_a_forced_410(false).await;
+async fn kube_rs_watcher_with_list_then_watch_stays_in_sync(#[case] backend: Backend) {
+    follows_changes_and_survives_a_forced_410(backend, false).await;
 }
 
+#[rstest::rstest]
+#[case::memory(Backend::Memory)]
+#[case::etcd(Backend::Etcd)]
 #[tokio::test]
-async fn kube_rs_watcher_with_streaming_lists_stays_in_sync() {
-    follows_changes_and_survives_a_forced_410(true).await;
+async fn kube_rs_watcher_with_streaming_lists_stays_in_sync(#[case] backend: Backend) {
+    follows_changes_and_survives_a_forced_410(backend, true).await;
 }

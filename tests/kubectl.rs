@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::Server;
+use common::{Backend, Server, backends};
+use rstest_reuse::apply;
 
 const DOLLY: &str = "apiVersion: farm.example.com/v1alpha
 kind: Llama
@@ -23,18 +24,18 @@ fn ok(result: (bool, String, String)) -> String {
     stdout
 }
 
-#[tokio::test]
-async fn api_resources_lists_llamas_with_the_short_name() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn api_resources_lists_llamas_with_the_short_name(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let out = ok(s.kubectl(&["api-resources", "--api-group=farm.example.com"]));
     let line = out.lines().find(|l| l.starts_with("llamas")).unwrap_or_else(|| panic!("{out}"));
     let columns: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(columns, ["llamas", "lm", "farm.example.com/v1alpha", "true", "Llama"]);
 }
 
-#[tokio::test]
-async fn apply_creates_then_configures_and_get_shows_weight_and_height() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn apply_creates_then_configures_and_get_shows_weight_and_height(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let out = ok(s.kubectl_with_stdin(&["apply", "-f", "-"], Some(DOLLY)));
     assert_eq!(out.trim(), "llama.farm.example.com/dolly created");
     let out = ok(s.kubectl_with_stdin(&["apply", "-f", "-"], Some(&DOLLY.replace("weight: 120", "weight: 125"))));
@@ -53,9 +54,9 @@ async fn apply_creates_then_configures_and_get_shows_weight_and_height() {
     );
 }
 
-#[tokio::test]
-async fn get_output_round_trips_through_replace() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn get_output_round_trips_through_replace(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
     let yaml = ok(s.kubectl(&["get", "llama", "dolly", "-o", "yaml"]));
     assert!(
@@ -74,9 +75,9 @@ async fn get_output_round_trips_through_replace() {
     assert!(stderr.contains("the object has been modified"), "{stderr}");
 }
 
-#[tokio::test]
-async fn explain_prints_the_field_description() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn explain_prints_the_field_description(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let out = ok(s.kubectl(&["explain", "llama.spec.weight"]));
     assert!(out.contains("FIELD: weight <number>"), "{out}");
     assert!(out.contains("Weight of the llama in kilograms"), "{out}");
@@ -87,9 +88,9 @@ async fn explain_prints_the_field_description() {
     assert!(out.contains("labels <map[string]string>"), "{out}");
 }
 
-#[tokio::test]
-async fn creating_an_invalid_llama_prints_the_field_paths() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn creating_an_invalid_llama_prints_the_field_paths(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     let bad = DOLLY.replace("weight: 120", "weight: -3").replace("  height: 170.5\n", "");
     let (success, _, stderr) = s.kubectl_with_stdin(&["create", "-f", "-"], Some(&bad));
     assert!(!success);
@@ -102,9 +103,9 @@ async fn creating_an_invalid_llama_prints_the_field_paths() {
     assert!(stderr.contains("unknown field \"spec.horns\""), "{stderr}");
 }
 
-#[tokio::test]
-async fn delete_removes_the_llama() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn delete_removes_the_llama(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
     let out = ok(s.kubectl(&["delete", "llama", "dolly"]));
     assert_eq!(out.trim(), "llama.farm.example.com \"dolly\" deleted");
@@ -114,9 +115,9 @@ async fn delete_removes_the_llama() {
     assert!(ok(s.kubectl(&["get", "llamas"])).is_empty());
 }
 
-#[tokio::test]
-async fn patch_with_merge_and_json_types() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn patch_with_merge_and_json_types(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
     ok(s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"color":"brown"}}"#]));
     ok(s.kubectl(&[
@@ -140,9 +141,9 @@ fn llama_yaml(name: &str, herd: &str, weight: u32) -> String {
     )
 }
 
-#[tokio::test]
-async fn get_watch_prints_a_row_on_create_and_on_change() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn get_watch_prints_a_row_on_create_and_on_change(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml("dolly", "a", 120))));
     let mut command = std::process::Command::new(common::kubectl_path());
     command.args(["get", "llamas", "-w"]).env("KUBECONFIG", &s.kubeconfig);
@@ -158,9 +159,9 @@ async fn get_watch_prints_a_row_on_create_and_on_change() {
     assert_eq!(&changed[..3], ["dolly", "130", "100"]);
 }
 
-#[tokio::test]
-async fn label_selectors_filter_and_chunked_lists_return_everything() {
-    let s = Server::start().await;
+#[apply(backends)]
+async fn label_selectors_filter_and_chunked_lists_return_everything(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
     for (i, herd) in ["a", "b", "a", "b", "a"].iter().enumerate() {
         ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml(&format!("l{i}"), herd, 10 + i as u32))));
     }

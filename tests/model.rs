@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Server, WatchStream, llama, llama_path, llamas};
+use common::{Backend, Server, WatchStream, llama, llama_path, llamas};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -98,11 +98,14 @@ fn state_at(model: &[Write], rv: u64) -> BTreeMap<String, u64> {
     state
 }
 
+#[rstest::rstest]
+#[case::memory(Backend::Memory)]
+#[case::etcd(Backend::Etcd)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn watchers_see_exactly_the_acknowledged_writes_and_pages_never_lose_stable_objects() {
+async fn watchers_see_exactly_the_acknowledged_writes_and_pages_never_lose_stable_objects(#[case] backend: Backend) {
     let seed: u64 = std::env::var("MODEL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
     println!("MODEL_SEED={seed}");
-    let s = Arc::new(Server::start().await);
+    let s = Arc::new(Server::start_on(backend).await);
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut stable = BTreeSet::new();
     for i in 0..STABLE {
