@@ -25,11 +25,14 @@
 //! 5. nothing but the expected errors happened (every operation and error class is counted and
 //!    printed).
 //!
+//! It runs twice: Llamas in memory, and in a real etcd of its own (the RSS is the server's; with
+//! etcd, revisions start at etcd's own, and a bookmark carries the last event's revision).
+//!
 //! `SOAK_SEED` fixes the random choices (the interleaving still varies); the seed is printed.
 
 mod common;
 
-use common::{Server, llama_path, llamas};
+use common::{Backend, Server, llama_path, llamas};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -1158,9 +1161,13 @@ async fn sample_rss(pid: u32, stop: watch::Receiver<bool>) -> Vec<(Duration, u64
 // ---------------------------------------------------------------------------------------------
 // The test
 
+#[rstest::rstest]
+#[case::memory(Backend::Memory)]
+#[case::etcd(Backend::Etcd)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_acknowledged_writes_and_memory_stays_flat()
- {
+async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_acknowledged_writes_and_memory_stays_flat(
+    #[case] backend: Backend,
+) {
     let seconds: u64 = match std::env::var("SOAK_SECONDS") {
         Ok(s) => s.parse().expect("SOAK_SECONDS is a whole number of seconds"),
         Err(_) => 20,
@@ -1178,7 +1185,9 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
         format!("--watch-bookmark-interval-seconds={BOOKMARK_INTERVAL}"),
         format!("--min-request-timeout-seconds={MIN_REQUEST_TIMEOUT}"),
     ];
-    let server = Arc::new(Server::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await);
+    println!("storage: {backend:?}");
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = Arc::new(Server::start_isolated(backend, &flags).await);
     let pid = server.pid();
     let rss_empty = rss_bytes(pid).expect("the server's VmRSS");
     let shared = Arc::new(Shared {
@@ -1190,6 +1199,8 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
         acknowledged: AtomicU64::new(0),
     });
 
+    // The store's revision before the first write: 0 in memory, etcd's own (1 when new) in etcd.
+    let base_rv = shared.current_rv(&server.client).await.expect("the revision of the empty store");
     let prefill_started = Instant::now();
     let mut writes = prefill(&shared, seed).await;
     let prefill_writes = writes.len();
@@ -1255,7 +1266,7 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
     // state it changed.
     writes.sort_by_key(|w| w.obj.rv);
     let mut state: BTreeMap<Key, Obj> = BTreeMap::new();
-    let mut expected_rv = 1;
+    let mut expected_rv = base_rv + 1;
     for w in &writes {
         if w.obj.rv != expected_rv {
             problems.push(if w.obj.rv < expected_rv {
