@@ -276,3 +276,57 @@ async fn replicas_compact_the_history_so_old_revisions_expire() {
     assert_status(&event["object"], 410, "Expired");
     assert_eq!(get(&a, &llama_path("default", "old")).await.0, 200, "compaction keeps current objects");
 }
+
+#[tokio::test]
+async fn etcd_over_mutual_tls_with_a_client_certificate() {
+    let (etcd, tls) = Etcd::start_tls();
+    let files = [&tls.ca, &tls.client_cert, &tls.client_key].map(|p| p.display().to_string());
+    let flags = ["--etcd-cafile", &files[0], "--etcd-certfile", &files[1], "--etcd-keyfile", &files[2]];
+    let s = Server::start_on_etcd(&etcd, &unique_prefix(), &flags).await;
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("dolly", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(get(&s, &llama_path("default", "dolly")).await.0, 200);
+
+    // Without the client certificate etcd refuses the connection: never ready, requests 503.
+    let anonymous = Server::start_unready(&[
+        "--storage",
+        "etcd",
+        "--etcd-endpoints",
+        &etcd.endpoint,
+        "--etcd-cafile",
+        &files[0],
+        "--etcd-request-timeout-seconds",
+        "1",
+        "--etcd-compaction-interval-seconds",
+        "0",
+    ])
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let ready = anonymous.anonymous().get(anonymous.url("/readyz?verbose")).send().await.unwrap();
+    assert_eq!(ready.status(), 500);
+    assert!(ready.text().await.unwrap().contains("[-]etcd failed"));
+    let r = anonymous.client.get(anonymous.url(&llamas("default"))).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_status(&r.json().await.unwrap(), 503, "ServiceUnavailable");
+}
+
+#[tokio::test]
+async fn a_replica_started_before_etcd_becomes_ready_when_etcd_comes() {
+    let mut etcd = Etcd::start();
+    etcd.stop();
+    let flags = common::etcd::storage_flags(&etcd, &unique_prefix(), &[]);
+    let s = Server::start_unready(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(s.anonymous().get(s.url("/readyz")).send().await.unwrap().status(), 500);
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("early", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    etcd.restart();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while s.anonymous().get(s.url("/readyz")).send().await.unwrap().status() != 200 {
+        assert!(tokio::time::Instant::now() < deadline, "the server did not become ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("later", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let (_, list) = get(&s, &llamas("default")).await;
+    assert_eq!(weights(&list).keys().collect::<Vec<_>>(), ["later"], "the refused write left nothing behind");
+}

@@ -29,8 +29,63 @@ pub struct Etcd {
     /// Closing it stops etcd.
     stdin: Option<ChildStdin>,
     child: Option<Child>,
+    /// Extra etcd flags (TLS).
+    flags: Vec<String>,
     /// Removes the data when an owned instance is dropped.
     _dir: Option<tempfile::TempDir>,
+}
+
+/// Files of an etcd served over mutual TLS: its CA, and a client certificate it accepts.
+pub struct EtcdTls {
+    /// The CA that signed etcd's serving certificate and the client certificate.
+    pub ca: PathBuf,
+    /// A client certificate (CN farm-apiserver).
+    pub client_cert: PathBuf,
+    /// Its key.
+    pub client_key: PathBuf,
+}
+
+fn write_pem(dir: &std::path::Path, name: &str, pem: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, pem).expect("write PEM");
+    path
+}
+
+/// A CA, a serving certificate for 127.0.0.1 and a client certificate, written into `dir`;
+/// returns the client's files and etcd's TLS flags.
+fn tls_files(dir: &std::path::Path) -> (EtcdTls, Vec<String>) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "etcd-test-ca");
+    let ca_cert = ca_params.self_signed(&ca_key).expect("CA");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf = |names: Vec<String>, cn: &str, usage: ExtendedKeyUsagePurpose| {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(names).expect("params");
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![usage];
+        (params.signed_by(&key, &issuer).expect("certificate").pem(), key.serialize_pem())
+    };
+    let (server_cert, server_key) = leaf(vec!["127.0.0.1".into()], "etcd", ExtendedKeyUsagePurpose::ServerAuth);
+    let (client_cert, client_key) = leaf(Vec::new(), "farm-apiserver", ExtendedKeyUsagePurpose::ClientAuth);
+    let ca = write_pem(dir, "ca.crt", &ca_cert.pem());
+    let flags = vec![
+        "--cert-file".into(),
+        write_pem(dir, "server.crt", &server_cert).display().to_string(),
+        "--key-file".into(),
+        write_pem(dir, "server.key", &server_key).display().to_string(),
+        "--trusted-ca-file".into(),
+        ca.display().to_string(),
+        "--client-cert-auth".into(),
+    ];
+    let files = EtcdTls {
+        ca,
+        client_cert: write_pem(dir, "client.crt", &client_cert),
+        client_key: write_pem(dir, "client.key", &client_key),
+    };
+    (files, flags)
 }
 
 fn free_port() -> u16 {
@@ -53,10 +108,28 @@ impl Etcd {
             data: dir.path().join("data"),
             stdin: None,
             child: None,
+            flags: Vec::new(),
             _dir: Some(dir),
         };
         etcd.run();
         etcd
+    }
+
+    /// Starts a private etcd that serves HTTPS and requires a client certificate of its CA.
+    pub fn start_tls() -> (Self, EtcdTls) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (files, flags) = tls_files(dir.path());
+        let mut etcd = Self {
+            endpoint: format!("https://127.0.0.1:{}", free_port()),
+            peer: format!("http://127.0.0.1:{}", free_port()),
+            data: dir.path().join("data"),
+            stdin: None,
+            child: None,
+            flags,
+            _dir: Some(dir),
+        };
+        etcd.run();
+        (etcd, files)
     }
 
     /// The etcd shared by every test of this binary that does not need its own.
@@ -70,6 +143,7 @@ impl Etcd {
                 data: dir,
                 stdin: None,
                 child: None,
+                flags: Vec::new(),
                 _dir: None,
             };
             etcd.run();
@@ -79,8 +153,8 @@ impl Etcd {
 
     fn run(&mut self) {
         let remove = if self._dir.is_some() { "0" } else { "1" };
-        let script = r#"etcd="$1"; data="$2"; client="$3"; peer="$4"; remove="$5"
-"$etcd" --name test --data-dir "$data" --listen-client-urls "$client" --advertise-client-urls "$client" \
+        let script = r#"etcd="$1"; data="$2"; client="$3"; peer="$4"; remove="$5"; shift 5
+"$etcd" "$@" --name test --data-dir "$data" --listen-client-urls "$client" --advertise-client-urls "$client" \
   --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" --initial-cluster "test=$peer" \
   --unsafe-no-fsync --log-level error >"$data.log" 2>&1 &
 pid=$!
@@ -92,6 +166,7 @@ exit 0"#;
             .args(["-c", script, "etcd-wrapper", &etcd_path()])
             .arg(&self.data)
             .args([&self.endpoint, &self.peer, remove])
+            .args(&self.flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -103,7 +178,7 @@ exit 0"#;
     }
 
     fn wait_until_serving(&self) {
-        let address = self.endpoint.trim_start_matches("http://").to_string();
+        let address = self.endpoint.split("://").nth(1).expect("an endpoint URL").to_string();
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(&address).is_err() {
             assert!(Instant::now() < deadline, "etcd did not start; see {}.log", self.data.display());

@@ -93,6 +93,22 @@ impl Server {
 
     /// Starts a server with extra `serve` flags.
     pub async fn start_with(extra: &[&str]) -> Self {
+        let server = Self::start_unready(extra).await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = server.client.get(server.url("/readyz")).send().await
+                && r.status() == 200
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the server never became ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server
+    }
+
+    /// Starts a server with extra `serve` flags and returns once it serves, ready or not.
+    pub async fn start_unready(extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
         let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
@@ -130,13 +146,8 @@ impl Server {
             own_etcd: None,
             _dir: dir,
         };
-        loop {
-            if let Ok(r) = server.client.get(server.url("/readyz")).send().await
-                && r.status() == 200
-            {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the server never became ready");
+        while server.client.get(server.url("/livez")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "the server never answered");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         server
