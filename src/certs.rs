@@ -8,7 +8,8 @@
 //! and port-forwards). Then `--app-yaml` (default `manifests/app.yaml`, git-ignored because it
 //! holds the key) is assembled from the templates in `--manifests-dir`: Namespace,
 //! ServiceAccount, RBAC, the serving-certificate Secret, Deployment, Service and the APIService
-//! with its caBundle filled in.
+//! with its caBundle filled in; the same file goes to `--ha-app-yaml` (default
+//! `manifests/ha/app.yaml`), the base of the high-availability kustomize overlay.
 
 use crate::tls;
 use base64::Engine;
@@ -32,6 +33,10 @@ pub struct CertsArgs {
     /// The assembled manifest; `-` to skip it.
     #[arg(long, default_value = "manifests/app.yaml")]
     pub app_yaml: PathBuf,
+    /// The same manifest again as the base of the high-availability kustomize overlay (kustomize
+    /// loads nothing from outside an overlay's directory); `-` to skip it.
+    #[arg(long, default_value = "manifests/ha/app.yaml")]
+    pub ha_app_yaml: PathBuf,
 }
 
 /// Errors of `certs`.
@@ -114,8 +119,11 @@ pub fn run(args: &CertsArgs) -> Result<String, Error> {
     write(&args.out_dir.join("tls.key"), &certs.key_pem, true)?;
     let bundle = b64(&ca.cert_pem);
     write(&args.out_dir.join("ca-bundle.txt"), &format!("{bundle}\n"), false)?;
-    if args.app_yaml.as_os_str() != "-" {
-        write(&args.app_yaml, &app_yaml(args, &certs, &bundle)?, true)?;
+    let manifest = app_yaml(args, &certs, &bundle)?;
+    for path in [&args.app_yaml, &args.ha_app_yaml] {
+        if path.as_os_str() != "-" {
+            write(path, &manifest, true)?;
+        }
     }
     Ok(bundle)
 }
@@ -152,6 +160,7 @@ mod tests {
             namespace: "farm-system".into(),
             manifests_dir: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")),
             app_yaml: dir.join("app.yaml"),
+            ha_app_yaml: dir.join("ha/app.yaml"),
         }
     }
 
@@ -166,6 +175,7 @@ mod tests {
         assert!(!app.contains("CA_BUNDLE"));
         assert!(app.contains("kind: Secret") && app.contains(SECRET_NAME));
         assert_eq!(app.matches("\n---\n").count(), 9, "ten documents");
+        assert_eq!(std::fs::read_to_string(dir.path().join("ha/app.yaml")).unwrap(), app, "the overlay's base");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -84,9 +84,12 @@ async fn main() -> ExitCode {
         Command::Certs(args) => match farm_apiserver::certs::run(&args) {
             Ok(bundle) => {
                 println!("{bundle}");
-                if args.app_yaml.as_os_str() != "-" {
-                    eprintln!("wrote {} and {}", args.out_dir.display(), args.app_yaml.display());
-                }
+                let written: Vec<String> = [&args.out_dir, &args.app_yaml, &args.ha_app_yaml]
+                    .into_iter()
+                    .filter(|p| p.as_os_str() != "-")
+                    .map(|p| p.display().to_string())
+                    .collect();
+                eprintln!("wrote {}", written.join(", "));
                 ExitCode::SUCCESS
             }
             Err(e) => {

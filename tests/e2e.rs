@@ -314,12 +314,20 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     let cp = ControlPlane::up();
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app.yaml");
+    // The high-availability overlay, copied beside its generated base.
+    let ha = dir.path().join("ha");
+    std::fs::create_dir(&ha).unwrap();
+    for file in ["kustomization.yaml", "deployment-patch.yaml", "poddisruptionbudget.yaml"] {
+        std::fs::copy(format!("{}/manifests/ha/{file}", env!("CARGO_MANIFEST_DIR")), ha.join(file)).unwrap();
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
         .args(["certs", "--manifests-dir", concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")])
         .arg("--out-dir")
         .arg(dir.path().join("certs"))
         .arg("--app-yaml")
         .arg(&app)
+        .arg("--ha-app-yaml")
+        .arg(ha.join("app.yaml"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -335,6 +343,26 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         "service/farm-apiserver",
         "apiservice.apiregistration.k8s.io/v1alpha.farm.example.com",
     ] {
+        assert!(applied.contains(object), "{object} missing from:\n{applied}");
+    }
+
+    let rendered = Command::new(common::kubectl_path()).arg("kustomize").arg(&ha).output().unwrap();
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    let rendered = String::from_utf8(rendered.stdout).unwrap();
+    for expected in
+        ["replicas: 3", "kind: PodDisruptionBudget", "podAntiAffinity", "name: FARM_STORAGE\n          value: etcd"]
+    {
+        assert!(rendered.contains(expected), "{expected} missing from the HA overlay:\n{rendered}");
+    }
+    // policy/v1 PodDisruptionBudgets (every supported cluster; v1beta1 is gone since 1.25) came
+    // in 1.21, after this test's kube-apiserver 1.20: it validates the same fields as v1beta1.
+    assert!(rendered.contains("apiVersion: policy/v1\nkind: PodDisruptionBudget"));
+    let rendered = rendered.replace(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget",
+        "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget",
+    );
+    let applied = cp.ok(&["apply", "--dry-run=server", "-f", "-"], Some(&rendered));
+    for object in ["deployment.apps/farm-apiserver", "poddisruptionbudget.policy/farm-apiserver"] {
         assert!(applied.contains(object), "{object} missing from:\n{applied}");
     }
 }
