@@ -137,6 +137,8 @@ async fn start(binary: &Path, extra: &[&str]) -> (Farm, Duration) {
 struct ControlPlane {
     dir: tempfile::TempDir,
     target: Target,
+    /// The client URL of the control plane's etcd, which farm-apiserver's etcd column shares.
+    etcd: String,
 }
 
 impl ControlPlane {
@@ -160,6 +162,7 @@ impl ControlPlane {
         }
         let env = std::fs::read_to_string(dir.path().join("env")).expect("control plane env");
         let port = env.lines().find_map(|l| l.strip_prefix("KUBE_APISERVER_PORT=")).expect("port").to_string();
+        let etcd_port = env.lines().find_map(|l| l.strip_prefix("ETCD_PORT=")).expect("etcd port").to_string();
         let mut identity = std::fs::read(dir.path().join("admin.crt")).expect("admin.crt");
         identity.extend(std::fs::read(dir.path().join("admin.key")).expect("admin.key"));
         let target = Target {
@@ -167,7 +170,7 @@ impl ControlPlane {
             ca: std::fs::read(dir.path().join("ca.crt")).expect("ca.crt"),
             credentials: Credentials::Certificate(identity),
         };
-        Some(Self { dir, target })
+        Some(Self { dir, target, etcd: format!("http://127.0.0.1:{etcd_port}") })
     }
 
     fn kubeconfig(&self) -> PathBuf {
@@ -342,31 +345,52 @@ async fn fill(target: &Target, path: &str, count: usize, body: fn(&str) -> serde
     }
 }
 
-/// One row of the table: ours, and the kube-apiserver's when measured.
-fn row(name: &str, ours: &Stats, theirs: Option<&Stats>) {
-    let errors = ours.errors + theirs.map_or(0, |t| t.errors);
-    match theirs {
-        Some(t) => println!(
-            "| {name:<38} | {:>9.0} | {:>7.2} | {:>7.2} | {:>10.0} | {:>7.2} | {:>7.2} | {:>8.1}x | {errors:>6} |",
-            ours.rate(),
-            ours.ms(0.5),
-            ours.ms(0.99),
-            t.rate(),
-            t.ms(0.5),
-            t.ms(0.99),
-            ours.rate() / t.rate().max(f64::MIN_POSITIVE),
-        ),
-        None => println!(
-            "| {name:<38} | {:>9.0} | {:>7.2} | {:>7.2} | {:>10} | {:>7} | {:>7} | {:>9} | {errors:>6} |",
-            ours.rate(),
-            ours.ms(0.5),
-            ours.ms(0.99),
-            "-",
-            "-",
-            "-",
-            "-"
-        ),
+/// The three columns of one measurement: req/s, p50 ms, p99 ms (dashes when not measured).
+fn cells(stats: Option<&Stats>) -> String {
+    match stats {
+        Some(s) => format!("{:>9.0} | {:>7.2} | {:>7.2}", s.rate(), s.ms(0.5), s.ms(0.99)),
+        None => format!("{:>9} | {:>7} | {:>7}", "-", "-", "-"),
     }
+}
+
+/// `a`'s rate over `b`'s, when both were measured.
+fn ratio(a: Option<&Stats>, b: Option<&Stats>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{:>8.1}x", a.rate() / b.rate().max(f64::MIN_POSITIVE)),
+        _ => format!("{:>9}", "-"),
+    }
+}
+
+/// One row of the table: ours in memory, ours on etcd and the kube-apiserver's, as measured.
+fn row(name: &str, memory: Option<&Stats>, etcd: Option<&Stats>, kube: Option<&Stats>) {
+    let errors: u64 = [memory, etcd, kube].iter().flatten().map(|s| s.errors).sum();
+    println!(
+        "| {name:<38} | {} | {} | {} | {} | {} | {errors:>6} |",
+        cells(memory),
+        cells(etcd),
+        cells(kube),
+        ratio(memory, kube),
+        ratio(etcd, kube)
+    );
+}
+
+/// A fan-out row: delivery latency to the last of the watchers (no rate).
+fn fan_out_row(name: &str, memory: &Histogram<u64>, etcd: Option<&Histogram<u64>>) {
+    let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    let etcd = match etcd {
+        Some(h) => format!("{:>9} | {:>7.2} | {:>7.2}", "-", ms(h, 0.5), ms(h, 0.99)),
+        None => cells(None),
+    };
+    println!(
+        "| {name:<38} | {:>9} | {:>7.2} | {:>7.2} | {etcd} | {} | {:>9} | {:>9} | {:>6} |",
+        "-",
+        ms(memory, 0.5),
+        ms(memory, 0.99),
+        cells(None),
+        "-",
+        "-",
+        0
+    );
 }
 
 /// The request phases, run against one target: (row name, stats) in table order.
@@ -528,55 +552,66 @@ async fn main() {
     );
 
     let (farm, _) = start(&binary, &[]).await;
-    fill(&farm.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
-    fill(&farm.target, &format!("{LLAMAS}/large/llamas"), 10_000, llama, "l").await;
-    let ours = request_phases(&farm.target, phase).await;
+    let memory = filled_phases(&farm.target, phase).await;
+    drop(farm);
+    let (farm, _) = start(&binary, &[]).await;
+    let memory_fan = fan_out(&farm.target, 1_000, 100).await;
     drop(farm);
 
     let control_plane = ControlPlane::up();
-    let mut theirs = None;
-    let mut pods = None;
+    let (mut etcd, mut etcd_fan, mut kube, mut pods) = (None, None, None, None);
     if let Some(cp) = &control_plane {
+        // farm-apiserver on the control plane's own etcd, beside the kube-apiserver's keys.
+        let flags = ["--storage", "etcd", "--etcd-endpoints", &cp.etcd, "--etcd-prefix", "/farm-bench"];
+        let (farm, _) = start(&binary, &flags).await;
+        etcd = Some(filled_phases(&farm.target, phase).await);
+        etcd_fan = Some(fan_out(&farm.target, 1_000, 100).await);
+        drop(farm);
         cp.prepare(&["small", "large", "create", "pods"]).await;
-        fill(&cp.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
-        fill(&cp.target, &format!("{LLAMAS}/large/llamas"), 10_000, llama, "l").await;
-        theirs = Some(request_phases(&cp.target, phase).await);
+        kube = Some(filled_phases(&cp.target, phase).await);
         pods = Some(farmpods(&binary, cp, phase).await);
     }
     drop(control_plane);
 
     println!();
     println!(
-        "| {:<38} | {:>9} | {:>7} | {:>7} | {:>10} | {:>7} | {:>7} | {:>9} | {:>6} |",
-        "operation", "req/s", "p50 ms", "p99 ms", "kube req/s", "p50 ms", "p99 ms", "ours/kube", "errors"
+        "| {:<38} | {:>9} | {:>7} | {:>7} | {:>9} | {:>7} | {:>7} | {:>9} | {:>7} | {:>7} | {:>9} | {:>9} | {:>6} |",
+        "operation",
+        "memory/s",
+        "p50 ms",
+        "p99 ms",
+        "etcd/s",
+        "p50 ms",
+        "p99 ms",
+        "kube/s",
+        "p50 ms",
+        "p99 ms",
+        "mem/kube",
+        "etcd/kube",
+        "errors"
     );
     println!(
-        "|{:-<40}|{:->11}|{:->9}|{:->9}|{:->12}|{:->9}|{:->9}|{:->11}|{:->8}|",
-        "", "", "", "", "", "", "", "", ""
+        "|{:-<40}|{:->11}|{:->9}|{:->9}|{:->11}|{:->9}|{:->9}|{:->11}|{:->9}|{:->9}|{:->11}|{:->11}|{:->8}|",
+        "", "", "", "", "", "", "", "", "", "", "", "", ""
     );
-    for (i, (name, stats)) in ours.iter().enumerate() {
-        row(name, stats, theirs.as_ref().map(|t: &Vec<(String, Stats)>| &t[i].1));
+    fn nth(rows: &Option<Vec<(String, Stats)>>, i: usize) -> Option<&Stats> {
+        rows.as_ref().map(|r| &r[i].1)
+    }
+    for (i, (name, stats)) in memory.iter().enumerate() {
+        row(name, Some(stats), nth(&etcd, i), nth(&kube, i));
     }
     match &pods {
-        Some((farm, kube)) => row("LIST 10,000 FarmPods / Pods (2 conns)", farm, Some(kube)),
+        Some((farm, kube)) => row("LIST 10,000 FarmPods / Pods (2 conns)", Some(farm), None, Some(kube)),
         None => println!("| {:<38} | skipped: needs the control plane", "LIST 10,000 FarmPods"),
     }
-
-    let (farm, _) = start(&binary, &[]).await;
-    let fan = fan_out(&farm.target, 1_000, 100).await;
-    println!(
-        "| {:<38} | {:>9} | {:>7.2} | {:>7.2} | {:>10} | {:>7} | {:>7} | {:>9} | {:>6} |",
-        "watch fan-out, 1,000 watchers",
-        "-",
-        fan.value_at_quantile(0.5) as f64 / 1000.0,
-        fan.value_at_quantile(0.99) as f64 / 1000.0,
-        "-",
-        "-",
-        "-",
-        "-",
-        0
-    );
-    drop(farm);
+    fan_out_row("watch fan-out, 1,000 watchers", &memory_fan, etcd_fan.as_ref());
     println!();
     rss(&binary).await;
+}
+
+/// 1,000 and 10,000 llamas written into `target`, then the request phases.
+async fn filled_phases(target: &Target, phase: Duration) -> Vec<(String, Stats)> {
+    fill(target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
+    fill(target, &format!("{LLAMAS}/large/llamas"), 10_000, llama, "l").await;
+    request_phases(target, phase).await
 }
