@@ -8,7 +8,7 @@ CARGO ?= cargo
 SOAK_SECONDS ?= 60
 FUZZ_SECONDS ?= 15
 
-.PHONY: build run test unit e2e bench soak fuzz fmt lint openapi certs manifests image clean
+.PHONY: build run test unit e2e ha bench soak fuzz fmt lint openapi certs manifests image clean
 
 build: ## Build the server (debug).
 	bash scripts/install-tools.sh build
@@ -33,6 +33,11 @@ e2e: ## Only the tests against a real etcd + kube-apiserver (KUBE_APISERVER / ET
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries >/dev/null
 	$(CARGO) test --locked --test e2e
+
+ha: ## Only the replica tests: several servers over one real etcd (tests/ha.rs).
+	bash scripts/install-tools.sh build
+	bash scripts/control-plane.sh binaries >/dev/null
+	$(CARGO) test --locked --test ha
 
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	bash scripts/install-tools.sh build

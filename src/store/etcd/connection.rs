@@ -88,7 +88,7 @@ pub fn api_error(error: etcd_client::Error) -> Error {
                 Error::TooLarge(format!("the object is too large for etcd: {}", status.message()))
             }
             Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Aborted | Code::Unknown => {
-                unavailable(status.message().to_string())
+                unavailable(with_cause(status.message(), &status))
             }
             _ => Error::Internal(format!("storage error: {status}")),
         },
@@ -96,6 +96,21 @@ pub fn api_error(error: etcd_client::Error) -> Error {
         etcd_client::Error::IoError(e) => unavailable(e.to_string()),
         etcd_client::Error::WatchError(e) => unavailable(e),
         other => Error::Internal(format!("storage error: {other}")),
+    }
+}
+
+/// `message`, followed by the innermost cause of `error` when it says more ("tcp connect error:
+/// Connection refused (os error 111)").
+fn with_cause(message: &str, error: &(dyn std::error::Error + 'static)) -> String {
+    let mut innermost = error;
+    while let Some(next) = innermost.source() {
+        innermost = next;
+    }
+    let cause = innermost.to_string();
+    if std::ptr::addr_eq(innermost, error) || message.contains(&cause) {
+        message.to_string()
+    } else {
+        format!("{message}: {cause}")
     }
 }
 
