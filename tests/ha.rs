@@ -312,8 +312,7 @@ async fn etcd_over_mutual_tls_with_a_client_certificate() {
 
 #[tokio::test]
 async fn a_replica_started_before_etcd_becomes_ready_when_etcd_comes() {
-    let mut etcd = Etcd::start();
-    etcd.stop();
+    let mut etcd = Etcd::unstarted();
     let flags = common::etcd::storage_flags(&etcd, &unique_prefix(), &[]);
     let s = Server::start_unready(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
     assert_eq!(s.anonymous().get(s.url("/readyz")).send().await.unwrap().status(), 500);

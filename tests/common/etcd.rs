@@ -101,8 +101,16 @@ pub fn etcd_path() -> String {
 impl Etcd {
     /// Starts a private etcd, stopped and removed when dropped.
     pub fn start() -> Self {
+        let mut etcd = Self::unstarted();
+        etcd.run();
+        etcd
+    }
+
+    /// A private etcd's ports and data directory, not started yet ([`Etcd::restart`] starts it).
+    /// (An etcd stopped during its first start may never elect itself leader again.)
+    pub fn unstarted() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut etcd = Self {
+        Self {
             endpoint: format!("http://127.0.0.1:{}", free_port()),
             peer: format!("http://127.0.0.1:{}", free_port()),
             data: dir.path().join("data"),
@@ -110,9 +118,7 @@ impl Etcd {
             child: None,
             flags: Vec::new(),
             _dir: Some(dir),
-        };
-        etcd.run();
-        etcd
+        }
     }
 
     /// Starts a private etcd that serves HTTPS and requires a client certificate of its CA.
@@ -194,7 +200,7 @@ exit 0"#;
         }
     }
 
-    /// Starts etcd again on the same ports and data.
+    /// Starts etcd (again) on the same ports and data.
     pub fn restart(&mut self) {
         self.stop();
         self.run();

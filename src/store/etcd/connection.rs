@@ -141,6 +141,7 @@ pub fn monitor(
         let mut kv = client.kv_client();
         loop {
             let result = kv.get(key.as_bytes(), None).await.map(|_| ()).map_err(|e| e.to_string());
+            tracing::debug!(?result, "etcd probe");
             {
                 let mut state = shared.state.lock();
                 match (&*state, &result) {

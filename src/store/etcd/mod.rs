@@ -74,6 +74,11 @@ fn revision_of(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
+/// A resourceVersion as etcd's signed revision.
+fn etcd_revision(revision: u64) -> Result<i64> {
+    i64::try_from(revision).map_err(|_| Error::BadRequest(format!("resourceVersion {revision} is too large")))
+}
+
 fn decode<K: ApiResource>(kv: &KeyValue) -> Result<K> {
     let mut object: K = serde_json::from_slice(kv.value()).map_err(|e| {
         Error::Internal(format!("the object stored at {} cannot be decoded: {e}", String::from_utf8_lossy(kv.key())))
@@ -118,14 +123,14 @@ impl<K: ApiResource> EtcdStore<K> {
         let mut kv = self.kv();
         let end = prefix_end(range);
         let mut start = range.as_bytes().to_vec();
-        let mut at = i64::try_from(revision).map_err(|_| Error::BadRequest("resourceVersion is too large".into()))?;
+        let mut at = etcd_revision(revision)?;
         let mut items: Vec<Arc<K>> = Vec::new();
         loop {
             let options = GetOptions::new().with_range(end.clone()).with_limit(LIST_CHUNK).with_revision(at);
             let response = kv.get(start.clone(), Some(options)).await.map_err(api_error)?;
             if at == 0 {
                 // Later chunks read at the first one's revision: one consistent snapshot.
-                at = response.header().map(|h| h.revision()).unwrap_or_default();
+                at = etcd_revision(header_revision(response.header())?)?;
             }
             for kv in response.kvs() {
                 items.push(Arc::new(decode(kv)?));
@@ -145,7 +150,7 @@ impl<K: ApiResource> EtcdStore<K> {
 
     /// 410 when `revision` is older than etcd's last compaction.
     async fn ensure_readable(&self, namespace: Option<&str>, revision: u64) -> Result<()> {
-        let at = i64::try_from(revision).map_err(|_| Error::BadRequest("resourceVersion is too large".into()))?;
+        let at = etcd_revision(revision)?;
         // A read of one (absent) key at the revision fails the same way a range would.
         let options = GetOptions::new().with_revision(at);
         self.kv().get(self.range(namespace), Some(options)).await.map_err(api_error)?;
@@ -178,8 +183,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 (Vec::new(), revision)
             }
         };
-        let start =
-            i64::try_from(revision + 1).map_err(|_| Error::BadRequest("resourceVersion is too large".into()))?;
+        let start = etcd_revision(revision.saturating_add(1))?;
         let options = WatchOptions::new().with_prefix().with_start_revision(start).with_prev_key();
         let stream = self.client.watch_client().watch(range, Some(options)).await.map_err(api_error)?;
         let (sender, receiver) = mpsc::channel(capacity.max(1));
