@@ -329,3 +329,73 @@ async fn a_replica_started_before_etcd_becomes_ready_when_etcd_comes() {
     let (_, list) = get(&s, &llamas("default")).await;
     assert_eq!(weights(&list).keys().collect::<Vec<_>>(), ["later"], "the refused write left nothing behind");
 }
+
+/// Pages through `path` (query included) with `limit`: the names in order, and each page's
+/// remainingItemCount.
+async fn page_through(s: &Server, path: &str, limit: usize) -> (Vec<String>, Vec<Option<u64>>) {
+    let (mut names, mut remaining) = (Vec::new(), Vec::new());
+    let mut token: Option<String> = None;
+    loop {
+        let url = match &token {
+            Some(t) => format!("{path}&limit={limit}&continue={t}"),
+            None => format!("{path}&limit={limit}"),
+        };
+        let (code, page) = get(s, &url).await;
+        assert_eq!(code, 200, "{page}");
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= limit);
+        names.extend(items.iter().map(|i| {
+            format!("{}/{}", i["metadata"]["namespace"].as_str().unwrap(), i["metadata"]["name"].as_str().unwrap())
+        }));
+        remaining.push(page["metadata"]["remainingItemCount"].as_u64());
+        match page["metadata"]["continue"].as_str() {
+            Some(t) if !t.is_empty() => token = Some(t.to_string()),
+            _ => return (names, remaining),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn paging_agrees_between_memory_and_etcd_across_etcd_read_chunks() {
+    let etcd = Etcd::start();
+    let servers = Arc::new([Server::start().await, Server::start_on_etcd(&etcd, &unique_prefix(), &[]).await]);
+    // 1,500 llamas in namespaces whose byte order differs from a (namespace, name) tuple order;
+    // a third carry herd=one, so a selected page reads past etcd's 1,000-key chunks.
+    let mut tasks = Vec::new();
+    for task in 0..12 {
+        let servers = servers.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (task..1500).step_by(12) {
+                let ns = ["a", "a-b", "ab"][i % 3];
+                let mut body = llama(&format!("l{i:04}"), 1.0, 1.0);
+                let herd = ["one", "two", "three"][(i / 3) % 3];
+                body["metadata"]["labels"] = json!({ "herd": herd });
+                for s in servers.iter() {
+                    let r = s.client.post(s.url(&llamas(ns))).json(&body).send().await.unwrap();
+                    assert_eq!(r.status(), 201);
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let all = "/apis/farm.example.com/v1alpha/llamas";
+    for (path, limit) in [
+        (format!("{all}?x=1"), 400),
+        (format!("{all}?labelSelector=herd%3Done"), 150),
+        (format!("{}?labelSelector=herd%21%3Dtwo", llamas("a-b")), 77),
+        (format!("{}?fieldSelector=metadata.name%3Dl0001", llamas("a-b")), 1),
+    ] {
+        let (memory, memory_remaining) = page_through(&servers[0], &path, limit).await;
+        let (etcd, etcd_remaining) = page_through(&servers[1], &path, limit).await;
+        assert_eq!(memory, etcd, "{path}: same objects in the same order");
+        assert_eq!(memory_remaining, etcd_remaining, "{path}: same remainingItemCount");
+        let (_, whole) = get(&servers[1], &path).await;
+        assert_eq!(whole["items"].as_array().unwrap().len(), etcd.len(), "{path}: pages add up to the list");
+    }
+    let (names, remaining) = page_through(&servers[1], &format!("{all}?x=1"), 400).await;
+    assert_eq!(names.len(), 1500);
+    assert!(names[0].starts_with("a-b/") && names[1499].starts_with("ab/"), "etcd's key order: a-b, a, ab");
+    assert_eq!(remaining, [Some(1100), Some(700), Some(300), None]);
+}

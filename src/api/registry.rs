@@ -12,12 +12,12 @@
 //! - `dryRun=All` runs every check and stores nothing.
 
 use super::error::{Error, FieldError, Result};
-use super::paging::{self, Continue};
+use super::paging::Continue;
 use super::patch::Patch;
 use super::query::{FieldValidation, ListOptions, OptionsKind, ResourceVersionMatch};
 use super::validation;
 use crate::resources::{ApiResource, GROUP, field_value};
-use crate::store::{Committed, Mutation, ObjectKey, ReadAt, Store, Subscription, WatchFrom};
+use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
 use serde_json::json;
 use std::sync::Arc;
@@ -226,18 +226,18 @@ impl<K: ApiResource> Registry<K> {
         if let ReadAt::Exact(rv) = at {
             self.wait_for_revision(rv).await?;
         }
-        let listing = match (self.store.list_at(namespace, at).await, &after) {
+        let selects = |o: &K| Self::selects(options, o);
+        let request = PageRequest { namespace, at, after: after.as_ref(), limit: options.limit, selects: &selects };
+        let page = match (self.store.list_page(request).await, &after) {
             (Err(Error::Expired(_)), Some(after)) => {
                 return Err(Error::ExpiredContinue { token: Continue::encode(None, after) });
             }
             (other, _) => other?,
         };
-        let selected: Vec<Arc<K>> = listing.items.into_iter().filter(|o| Self::selects(options, o)).collect();
-        let page = paging::cut(selected, |o| ObjectKey::of(o.as_ref()), after.as_ref(), options.limit);
         Ok(ListPage {
             items: page.items,
-            revision: listing.revision,
-            continue_token: page.more_after.as_ref().map(|k| Continue::encode(Some(listing.revision), k)),
+            revision: page.revision,
+            continue_token: page.more_after.as_ref().map(|k| Continue::encode(Some(page.revision), k)),
             remaining: (page.more_after.is_some() && !options.has_selectors()).then_some(page.remaining),
         })
     }

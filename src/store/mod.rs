@@ -17,8 +17,10 @@ pub mod memory;
 use crate::api::error::Result;
 use std::sync::Arc;
 
-/// Identifies an object: namespace and name. Orders by namespace then name, as lists are sorted.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Identifies an object: namespace and name. Orders as the bytes of `<namespace>/<name>`, the
+/// order of etcd keys, in which the kube-apiserver lists (namespace `a-b` comes before `a`, as
+/// `-` sorts before `/`): both stores list and page in this one order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
     /// The namespace.
     pub namespace: String,
@@ -32,10 +34,30 @@ impl ObjectKey {
         Self { namespace: namespace.into(), name: name.into() }
     }
 
+    /// The bytes of `<namespace>/<name>`, one by one.
+    fn path_bytes(&self) -> impl Iterator<Item = &u8> {
+        self.namespace.as_bytes().iter().chain(b"/").chain(self.name.as_bytes())
+    }
+
     /// The key of `object`, from its metadata.
     pub fn of<K: kube::Resource>(object: &K) -> Self {
         let meta = object.meta();
         Self::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+    }
+}
+
+impl Ord for ObjectKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if self.namespace == other.namespace {
+            return self.name.cmp(&other.name);
+        }
+        self.path_bytes().cmp(other.path_bytes())
+    }
+}
+
+impl PartialOrd for ObjectKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -66,6 +88,33 @@ pub struct Listing<K> {
     pub items: Vec<Arc<K>>,
     /// The store's revision at the time of the snapshot.
     pub revision: u64,
+}
+
+/// Which page of a collection to read (see [`Store::list_page`]).
+pub struct PageRequest<'a, K> {
+    /// One namespace, or all.
+    pub namespace: Option<&'a str>,
+    /// The state to read.
+    pub at: ReadAt,
+    /// Only objects after this key (a continue token's).
+    pub after: Option<&'a ObjectKey>,
+    /// At most this many objects.
+    pub limit: Option<usize>,
+    /// Only objects this selects (label and field selectors).
+    pub selects: &'a (dyn Fn(&K) -> bool + Sync),
+}
+
+/// One page of a collection.
+#[derive(Debug)]
+pub struct Page<K> {
+    /// The selected objects, in key order.
+    pub items: Vec<Arc<K>>,
+    /// The revision the page was read at.
+    pub revision: u64,
+    /// The key of the last item, when more selected objects follow.
+    pub more_after: Option<ObjectKey>,
+    /// How many objects follow the page (exact when every object is selected).
+    pub remaining: usize,
 }
 
 /// What happened to an object.
@@ -157,7 +206,7 @@ pub type UpdateFn<'f, K> = dyn FnMut(&Arc<K>) -> Result<Mutation<K>> + Send + 'f
 ///
 /// Every method may fail with 503 `Unavailable` when the storage cannot be reached.
 #[async_trait::async_trait]
-pub trait Store<K>: Send + Sync + 'static {
+pub trait Store<K: crate::resources::ApiResource>: Send + Sync + 'static {
     /// The object at `key`, if any, as of now (a linearizable read).
     async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>>;
 
@@ -168,6 +217,21 @@ pub trait Store<K>: Send + Sync + 'static {
 
     /// Like [`Store::list`], at the latest or an exact past revision.
     async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>>;
+
+    /// The objects `request` selects after its key, at most its limit, read at one revision.
+    /// By default a filtered cut of [`Store::list_at`]; a store that can read a key range does
+    /// less work.
+    async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
+        let listing = self.list_at(request.namespace, request.at).await?;
+        let selected: Vec<Arc<K>> = listing.items.into_iter().filter(|o| (request.selects)(o)).collect();
+        let page = crate::api::paging::cut(selected, |o| ObjectKey::of(o.as_ref()), request.after, request.limit);
+        Ok(Page {
+            items: page.items,
+            revision: listing.revision,
+            more_after: page.more_after,
+            remaining: page.remaining,
+        })
+    }
 
     /// Subscribes to the events of one namespace (or all) from `from`; the subscriber's buffer
     /// holds `capacity` events.
@@ -204,5 +268,22 @@ impl Revision {
     /// Moves to `revision` when it is newer (for revisions that come from elsewhere).
     pub fn advance_to(&self, revision: u64) {
         self.0.fetch_max(revision, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ObjectKey;
+
+    #[test]
+    fn keys_order_as_the_bytes_of_namespace_slash_name() {
+        let mut keys: Vec<ObjectKey> =
+            [("a", "z"), ("a-b", "x"), ("ab", "a"), ("a", "b"), ("a.b", "c")].map(|(n, m)| ObjectKey::new(n, m)).into();
+        keys.sort();
+        let paths: Vec<String> = keys.iter().map(|k| format!("{}/{}", k.namespace, k.name)).collect();
+        let mut bytewise = paths.clone();
+        bytewise.sort();
+        assert_eq!(paths, bytewise);
+        assert_eq!(paths, ["a-b/x", "a.b/c", "a/b", "a/z", "ab/a"]);
     }
 }

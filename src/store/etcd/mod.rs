@@ -7,8 +7,9 @@
 //!   transaction "the mod revision is still the one read", retrying on the newer object when
 //!   another writer (another replica) won, as `GuaranteedUpdate` does;
 //! - get and lists at the latest revision are linearizable reads; lists at an exact revision
-//!   (paging, `resourceVersionMatch=Exact`) read etcd's history at it; reads and watches before
-//!   etcd's last compaction get 410;
+//!   (paging, `resourceVersionMatch=Exact`) read etcd's history at it; a page reads from its
+//!   continue key on, only as far as its limit needs; reads and watches before etcd's last
+//!   compaction get 410;
 //! - every watcher has its own etcd watch from its revision, with the previous values, so each
 //!   sees every event in order with no gap, whatever replica wrote it.
 
@@ -16,8 +17,8 @@ pub mod compactor;
 pub mod connection;
 
 use super::{
-    Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Store, Subscription, UpdateFn,
-    WatchFrom,
+    Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress, ReadAt, Store,
+    Subscription, UpdateFn, WatchFrom,
 };
 use crate::api::error::{Error, Result};
 use crate::resources::ApiResource;
@@ -27,8 +28,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// How many objects one etcd range request of a list reads.
-const LIST_CHUNK: i64 = 500;
+/// How many objects one etcd range request of a list reads at most.
+const LIST_CHUNK: usize = 1000;
 /// The largest etcd response accepted (etcd caps one object at 1.5 MiB by default).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -72,6 +73,15 @@ fn encode<K: ApiResource>(object: &K) -> Result<Vec<u8>> {
 
 fn revision_of(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
+}
+
+/// The revision a read at `at` asks etcd for: 0 for the latest.
+fn read_revision(at: ReadAt) -> Result<u64> {
+    match at {
+        ReadAt::Latest => Ok(0),
+        ReadAt::Exact(0) => Err(Error::BadRequest("resourceVersion 0 cannot be read exactly".into())),
+        ReadAt::Exact(revision) => Ok(revision),
+    }
 }
 
 /// A resourceVersion as etcd's signed revision.
@@ -118,36 +128,6 @@ impl<K: ApiResource> EtcdStore<K> {
         }
     }
 
-    /// Every object under `range` at `revision` (0: now), in chunks, and the revision read at.
-    async fn read_range(&self, range: &str, revision: u64) -> Result<(Vec<Arc<K>>, u64)> {
-        let mut kv = self.kv();
-        let end = prefix_end(range);
-        let mut start = range.as_bytes().to_vec();
-        let mut at = etcd_revision(revision)?;
-        let mut items: Vec<Arc<K>> = Vec::new();
-        loop {
-            let options = GetOptions::new().with_range(end.clone()).with_limit(LIST_CHUNK).with_revision(at);
-            let response = kv.get(start.clone(), Some(options)).await.map_err(api_error)?;
-            if at == 0 {
-                // Later chunks read at the first one's revision: one consistent snapshot.
-                at = etcd_revision(header_revision(response.header())?)?;
-            }
-            for kv in response.kvs() {
-                items.push(Arc::new(decode(kv)?));
-            }
-            match response.kvs().last() {
-                Some(last) if response.more() => {
-                    start = last.key().to_vec();
-                    start.push(0);
-                }
-                _ => break,
-            }
-        }
-        // etcd orders by bytes ("a-b/" before "a/"); the API orders by namespace, then name.
-        items.sort_by_cached_key(|o| ObjectKey::of(o.as_ref()));
-        Ok((items, revision_of(at)))
-    }
-
     /// 410 when `revision` is older than etcd's last compaction.
     async fn ensure_readable(&self, namespace: Option<&str>, revision: u64) -> Result<()> {
         let at = etcd_revision(revision)?;
@@ -165,19 +145,74 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     }
 
     async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
-        let revision = match at {
-            ReadAt::Latest => 0,
-            ReadAt::Exact(0) => return Err(Error::BadRequest("resourceVersion 0 cannot be read exactly".into())),
-            ReadAt::Exact(revision) => revision,
+        let every = |_: &K| true;
+        let request = PageRequest { namespace, at, after: None, limit: None, selects: &every };
+        let page = self.list_page(request).await?;
+        Ok(Listing { items: page.items, revision: page.revision })
+    }
+
+    async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
+        let mut kv = self.kv();
+        let end = prefix_end(&self.range(request.namespace));
+        let mut start = match request.after {
+            Some(after) => {
+                let mut key = self.key(after).into_bytes();
+                key.push(0);
+                key
+            }
+            None => self.range(request.namespace).into_bytes(),
         };
-        let (items, revision) = self.read_range(&self.range(namespace), revision).await?;
-        Ok(Listing { items, revision })
+        let mut at = etcd_revision(read_revision(request.at)?)?;
+        // One more than the limit tells whether more follow.
+        let wanted = request.limit.map(|limit| limit.saturating_add(1));
+        let mut items: Vec<Arc<K>> = Vec::new();
+        'chunks: loop {
+            let chunk = wanted.map_or(LIST_CHUNK, |w| w.saturating_sub(items.len()).clamp(1, LIST_CHUNK));
+            let options = GetOptions::new().with_range(end.clone()).with_limit(chunk as i64).with_revision(at);
+            let response = kv.get(start.clone(), Some(options)).await.map_err(api_error)?;
+            if at == 0 {
+                // Later chunks read at the first one's revision: one consistent snapshot.
+                at = etcd_revision(header_revision(response.header())?)?;
+            }
+            for kv in response.kvs() {
+                start = kv.key().to_vec();
+                start.push(0);
+                let object = decode::<K>(kv)?;
+                if (request.selects)(&object) {
+                    items.push(Arc::new(object));
+                    if Some(items.len()) == wanted {
+                        break 'chunks;
+                    }
+                }
+            }
+            if !response.more() || response.kvs().is_empty() {
+                break;
+            }
+        }
+        let mut more_after = None;
+        let mut remaining = 0;
+        if let Some(limit) = request.limit.filter(|limit| items.len() > *limit) {
+            items.truncate(limit);
+            let last = items.last().map(|o| ObjectKey::of(o.as_ref()));
+            if let Some(last) = &last {
+                let mut from = self.key(last).into_bytes();
+                from.push(0);
+                let count = GetOptions::new().with_range(end).with_count_only().with_revision(at);
+                let response = kv.get(from, Some(count)).await.map_err(api_error)?;
+                remaining = usize::try_from(response.count()).unwrap_or_default();
+            }
+            more_after = last;
+        }
+        Ok(Page { items, revision: revision_of(at), more_after, remaining })
     }
 
     async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
         let range = self.range(namespace);
         let (snapshot, revision) = match from {
-            WatchFrom::Now => self.read_range(&range, 0).await?,
+            WatchFrom::Now => {
+                let listing = self.list_at(namespace, ReadAt::Latest).await?;
+                (listing.items, listing.revision)
+            }
             WatchFrom::After(revision) => {
                 self.ensure_readable(namespace, revision).await?;
                 (Vec::new(), revision)
