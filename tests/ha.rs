@@ -39,6 +39,19 @@ fn weights(list: &Value) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// Polls `/readyz?verbose` until it answers `code`; its body. Panics after `within`.
+async fn readyz_becomes(s: &Server, code: u16, within: Duration) -> String {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let r = s.anonymous().get(s.url("/readyz?verbose")).send().await.unwrap();
+        if r.status() == code {
+            return r.text().await.unwrap();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "/readyz did not answer {code} within {within:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_write_through_one_replica_is_served_by_the_others() {
     let etcd = Etcd::start();
@@ -211,17 +224,8 @@ async fn an_etcd_outage_makes_replicas_unready_and_they_recover_by_themselves() 
     etcd.stop();
     // The watch ends (the client re-watches); readiness fails within a probe or two.
     assert!(watch.next_within(Duration::from_secs(20)).await.is_none(), "the watch ends when etcd goes");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = s.anonymous().get(s.url("/readyz?verbose")).send().await.unwrap();
-        if r.status() == 500 {
-            let body = r.text().await.unwrap();
-            assert!(body.contains("[-]etcd failed"), "{body}");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "readyz kept passing without etcd");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let body = readyz_becomes(&s, 500, Duration::from_secs(10)).await;
+    assert!(body.contains("[-]etcd failed"), "{body}");
     for request in [
         s.client.get(s.url(&llamas("default"))),
         s.client.get(s.url(&llama_path("default", "before"))),
@@ -235,11 +239,7 @@ async fn an_etcd_outage_makes_replicas_unready_and_they_recover_by_themselves() 
     }
 
     etcd.restart();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while s.anonymous().get(s.url("/readyz")).send().await.unwrap().status() != 200 {
-        assert!(tokio::time::Instant::now() < deadline, "the server did not become ready again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    readyz_becomes(&s, 200, Duration::from_secs(30)).await;
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("after", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 201);
     let (_, list) = get(&s, &llamas("default")).await;
@@ -319,11 +319,7 @@ async fn a_replica_started_before_etcd_becomes_ready_when_etcd_comes() {
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("early", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 503);
     etcd.restart();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while s.anonymous().get(s.url("/readyz")).send().await.unwrap().status() != 200 {
-        assert!(tokio::time::Instant::now() < deadline, "the server did not become ready");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    readyz_becomes(&s, 200, Duration::from_secs(30)).await;
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("later", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 201);
     let (_, list) = get(&s, &llamas("default")).await;
