@@ -18,11 +18,13 @@
 //! - [`pods`]: the Pod cache (list + watch of the cluster's Pods) that feeds FarmPods.
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 //! - [`limits`]: requests in flight and request timeout (watches exempt).
+//! - [`metrics`]: the Prometheus metrics behind `/metrics`; [`observe`]: the middleware that
+//!   counts, times and logs every request.
 //! - [`api`]: the resource-agnostic Kubernetes REST machinery: `Status` errors, negotiation,
 //!   query options, selectors, paging, decoding and patching, validation, registry semantics,
 //!   handlers, watch streams, tables, discovery and OpenAPI.
-//! - [`store`]: storage behind a trait (objects, event history, subscriptions), with the
-//!   in-memory implementation.
+//! - [`store`]: storage behind a trait (objects, event history, subscriptions), in memory or
+//!   in etcd.
 //! - [`resources`]: one file per resource (Llama, FarmPod), describing itself to the machinery.
 
 pub mod api;
@@ -32,6 +34,8 @@ pub mod config;
 pub mod health;
 pub mod kubeconfig;
 pub mod limits;
+pub mod metrics;
+pub mod observe;
 pub mod pods;
 pub mod resources;
 pub mod server;

@@ -34,6 +34,8 @@ pub struct CacheStatus {
     synced: std::sync::atomic::AtomicBool,
     /// The last error, cleared by the next success.
     last_error: Mutex<Option<String>>,
+    /// When the cluster last answered (a list, an event or a bookmark).
+    last_heard: Mutex<Option<std::time::Instant>>,
 }
 
 impl CacheStatus {
@@ -47,6 +49,20 @@ impl CacheStatus {
 
     fn error(&self, message: String) {
         *self.last_error.lock() = Some(message);
+    }
+
+    fn heard(&self) {
+        *self.last_heard.lock() = Some(std::time::Instant::now());
+    }
+
+    /// Whether the first list has completed.
+    pub fn synced(&self) -> bool {
+        self.synced.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How long ago the cluster last answered; `None` before it ever did.
+    pub fn last_heard_age(&self) -> Option<Duration> {
+        self.last_heard.lock().map(|at| at.elapsed())
     }
 }
 
@@ -148,6 +164,7 @@ async fn run(
                 Ok((pods, revision)) => {
                     let count = pods.len();
                     store.replace_all(pods, revision);
+                    status.heard();
                     resume = Some(revision);
                     backoff = BACKOFF_MIN;
                     *status.last_error.lock() = None;
@@ -172,7 +189,11 @@ async fn run(
         };
         futures::pin_mut!(stream);
         loop {
-            match stream.try_next().await {
+            let next = stream.try_next().await;
+            if matches!(next, Ok(Some(_))) {
+                status.heard();
+            }
+            match next {
                 Ok(Some(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => {
                     let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else { continue };
                     if let Some(farm_pod) = FarmPod::project(&pod) {

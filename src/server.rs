@@ -15,6 +15,7 @@ use crate::config::ServeArgs;
 use crate::config::StorageKind;
 use crate::health::{self, Health};
 use crate::limits::Limits;
+use crate::metrics::{Metrics, Sources, sources};
 use crate::resources::{ApiResource, ResourceDescriptor, farmpod::FarmPod, llama::Llama};
 use crate::store::etcd::{self, EtcdStore, connection::EtcdConfig};
 use crate::store::{Revision, Store, memory::MemoryStore};
@@ -66,6 +67,9 @@ struct Shared {
     openapi: Documents,
     /// `host:port` clients reach this server at, for `/api`'s `serverAddressByClientCIDRs`.
     address: String,
+    /// The metrics, and where their scrape-time gauges are read from.
+    metrics: Arc<Metrics>,
+    sources: Sources,
 }
 
 /// Loads the cluster configuration in aggregated mode; the client is used by later features
@@ -128,6 +132,17 @@ fn accepts_json(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// `/metrics`: the OpenMetrics text format, which Prometheus negotiates and reads.
+async fn metrics_text(State(s): State<Arc<Shared>>) -> Result<Response, ApiError> {
+    let text = crate::metrics::scrape(&s.metrics, &s.sources).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut response = text.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    Ok(response)
+}
+
 async fn openapi_v2(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Result<Response, ApiError> {
     accepts_json(&headers)?;
     Ok(serve_document(&s.openapi.v2, &headers, "no-cache, private"))
@@ -169,9 +184,14 @@ pub fn all_resources() -> Vec<ResourceDescriptor> {
     vec![ResourceDescriptor::of::<Llama>(), ResourceDescriptor::of::<FarmPod>()]
 }
 
-fn watch_settings(args: &ServeArgs, stopping: &tokio_util::sync::CancellationToken) -> WatchSettings {
+fn watch_settings(
+    args: &ServeArgs,
+    stopping: &tokio_util::sync::CancellationToken,
+    metrics: &Arc<Metrics>,
+) -> WatchSettings {
     WatchSettings {
         stopping: stopping.clone(),
+        metrics: metrics.clone(),
         buffer: args.watch_buffer_size,
         bookmark_interval: Duration::from_secs(args.watch_bookmark_interval_seconds.max(1)),
         min_request_timeout: Duration::from_secs(args.min_request_timeout_seconds.max(1)),
@@ -179,15 +199,17 @@ fn watch_settings(args: &ServeArgs, stopping: &tokio_util::sync::CancellationTok
     }
 }
 
-/// The resources this run serves: their routes, descriptors and readiness checks.
+/// The resources this run serves: their routes, descriptors, readiness checks and metric sources.
 struct Resources {
     routes: Router,
     descriptors: Vec<ResourceDescriptor>,
     health: Health,
+    sources: Sources,
 }
 
 impl Resources {
     fn add<K: ApiResource>(&mut self, registry: Registry<K>) {
+        self.sources.push(Arc::new(sources::StoreSize(registry.store())));
         self.routes = std::mem::take(&mut self.routes).merge(handlers::routes(Arc::new(registry)));
         self.descriptors.push(ResourceDescriptor::of::<K>());
     }
@@ -232,10 +254,11 @@ async fn resources(
     args: &ServeArgs,
     cluster: Option<(kube::Config, kube::Client)>,
     stopping: &tokio_util::sync::CancellationToken,
+    metrics: &Arc<Metrics>,
 ) -> Result<Resources, StartError> {
-    let settings = watch_settings(args, stopping);
+    let settings = watch_settings(args, stopping, metrics);
     let (llamas, health) = llama_store(args, stopping, Health::default()).await?;
-    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health };
+    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health, sources: Sources::new() };
     served.add(Registry::new(llamas, settings.clone()));
     if let Some((config, client)) = cluster {
         let server = config.cluster_url.to_string();
@@ -248,6 +271,7 @@ async fn resources(
             max_backoff: Duration::from_secs(args.pod_cache_max_backoff_seconds),
         };
         let cache = pods::start(source, store.clone());
+        served.sources.push(Arc::new(sources::PodCache { status: cache.status.clone(), store: store.clone() }));
         served.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
         let status = cache.status.clone();
         served.health =
@@ -256,7 +280,8 @@ async fn resources(
     Ok(served)
 }
 
-/// The whole router: health (open), then everything else behind `authenticator`.
+/// The whole router: health (open), then everything else behind `authenticator`; every request
+/// observed (counted, timed, logged).
 fn router(
     resource_routes: Router,
     shared: Arc<Shared>,
@@ -264,6 +289,8 @@ fn router(
     authenticator: Authenticator,
     limits: Limits,
 ) -> Router {
+    let metrics = shared.metrics.clone();
+    let observed = metrics.clone();
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
         .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
@@ -279,14 +306,19 @@ fn router(
         .route("/openapi/v2", get_only(openapi_v2))
         .route("/openapi/v3", get_only(openapi_v3_index))
         .route("/openapi/v3/apis/farm.example.com/v1alpha", get_only(openapi_v3_group_version))
+        .route("/metrics", get_only(metrics_text))
         .with_state(shared);
     let protected = non_resource
         .merge(resource_routes)
         .fallback(|| async { ApiError::PathNotFound })
-        .layer(axum::middleware::from_fn(move |req, next| auth::require(authenticator.clone(), req, next)))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            auth::require(authenticator.clone(), metrics.clone(), req, next)
+        }))
         // Outermost, so floods are refused before any authentication work.
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
-    health::routes(health).merge(protected)
+    health::routes(health)
+        .merge(protected)
+        .layer(axum::middleware::from_fn(move |req, next| crate::observe::observe(observed.clone(), req, next)))
 }
 
 /// The URL clients use to reach a server bound to `addr`.
@@ -357,6 +389,7 @@ pub async fn run(
     let local = listener.local_addr().map_err(StartError::Listener)?;
     let url = client_url(local);
 
+    let metrics = Arc::new(Metrics::new(cluster.is_some()));
     let client = match &cluster {
         Some(config) => Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?),
         None => None,
@@ -379,6 +412,7 @@ pub async fn run(
                 denied_ttl: Duration::from_secs(args.authorization_denied_cache_ttl_seconds),
                 cache_size: 4096,
             },
+            metrics.clone(),
         );
         delegated.watch_config();
         Authenticator::Delegated(delegated)
@@ -389,14 +423,20 @@ pub async fn run(
         let interval = Duration::from_secs(args.tls_reload_interval_seconds.max(1));
         certificate.watch_files(cert.to_string_lossy().into_owned(), key.to_string_lossy().into_owned(), interval);
     }
+    let served_certificate = certificate.clone();
     let server_config = tls::server_config(certificate, !args.standalone)?;
     let limits = Limits::new(args.max_requests_inflight, Duration::from_secs(args.request_timeout_seconds.max(1)));
     let stopping = tokio_util::sync::CancellationToken::new();
-    let served = resources(&args, cluster.zip(client), &stopping).await?;
+    let served = resources(&args, cluster.zip(client), &stopping, &metrics).await?;
+    let mut metric_sources = served.sources;
+    metric_sources.push(Arc::new(sources::Inflight(limits.clone())));
+    metric_sources.push(Arc::new(sources::Certificate(served_certificate)));
     let shared = Arc::new(Shared {
         discovery: Discovery::new(served.descriptors.clone()),
         openapi: Documents::build(&served.descriptors),
         address: url.trim_start_matches("https://").to_string(),
+        metrics,
+        sources: metric_sources,
     });
     let health = Arc::new(served.health);
     let app = router(served.routes, shared, health.clone(), authenticator, limits.clone());

@@ -354,6 +354,14 @@ impl ReloadingCertificate {
         Ok(Arc::new(Self { current: parking_lot::RwLock::new(certified_key(certs)?) }))
     }
 
+    /// When the certificate served now expires, in Unix seconds.
+    pub fn not_after(&self) -> Option<i64> {
+        let current = self.current.read().clone();
+        let leaf = current.cert.first()?;
+        let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref()).ok()?;
+        Some(parsed.validity().not_after.timestamp())
+    }
+
     /// Replaces the certificate; an unusable one is refused and the old one stays.
     pub fn replace(&self, certs: &Certs) -> Result<()> {
         *self.current.write() = certified_key(certs)?;

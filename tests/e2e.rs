@@ -337,6 +337,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     for object in [
         "serviceaccount/farm-apiserver",
         "clusterrole.rbac.authorization.k8s.io/farm-apiserver",
+        "clusterrole.rbac.authorization.k8s.io/farm-apiserver:metrics-reader",
         "rolebinding.rbac.authorization.k8s.io/farm-apiserver-auth-reader",
         "secret/farm-apiserver-serving-cert",
         "deployment.apps/farm-apiserver",
@@ -499,6 +500,52 @@ async fn authentication_and_authorization_are_delegated_to_the_cluster() {
     assert!(!ok && stderr.contains(r#"in the namespace "b""#), "{stderr}");
     let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "create", "-n", "a", "-f", "-"], Some(DOLLY));
     assert!(!ok && stderr.contains("cannot create resource"), "{stderr}");
+
+    // /metrics is authorized like any non-resource path: the robot may scrape once bound to the
+    // metrics-reader ClusterRole of manifests/rbac.yaml.
+    let metrics_url = format!("{base}/metrics");
+    let refused = anonymous.get(&metrics_url).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml")).unwrap();
+    let reader = rbac.split("\n---\n").find(|doc| doc.contains("farm-apiserver:metrics-reader")).unwrap();
+    cp.ok(&["apply", "-f", "-"], Some(reader));
+    let role = "--clusterrole=farm-apiserver:metrics-reader";
+    cp.ok(&["create", "clusterrolebinding", "robot-scrapes", role, "--serviceaccount=default:robot"], None);
+    let mut text = String::new();
+    eventually("the robot to scrape /metrics once bound", async || {
+        let r = anonymous.get(&metrics_url).bearer_auth(&token).send().await.unwrap();
+        if r.status() != 200 {
+            return false;
+        }
+        text = r.text().await.unwrap();
+        true
+    })
+    .await;
+    let sample = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("{series} missing from:\n{text}"))
+    };
+    assert!(sample("farm_apiserver_authorization_decisions_total{result=\"denied\"}") >= 3.0);
+    assert!(sample("farm_apiserver_authorization_decisions_total{result=\"allowed\"}") >= 2.0);
+    assert!(sample("authentication_attempts_total{result=\"failure\"}") >= 3.0);
+    assert!(sample("farm_apiserver_token_review_cache_lookups_total{result=\"hit\"}") >= 1.0);
+    assert!(sample("farm_apiserver_token_review_cache_lookups_total{result=\"miss\"}") >= 2.0);
+    assert!(sample("farm_apiserver_subject_access_review_cache_lookups_total{result=\"miss\"}") >= 3.0);
+    assert_eq!(sample("farm_apiserver_pod_cache_synced"), 1.0);
+    assert!(sample("farm_apiserver_pod_cache_last_event_age_seconds") < 600.0);
+
+    // The log names the refusals and their users, never the tokens that were sent.
+    let log = farm.log();
+    assert!(!log.contains(&token), "the ServiceAccount token was logged");
+    assert!(!log.contains("not-a-token"), "a wrong token was logged");
+    assert!(
+        log.lines().any(|l| l.contains("request refused")
+            && l.contains("user=\"system:serviceaccount:default:robot\"")
+            && l.contains("status=403")
+            && l.contains("reason=\"Forbidden\"")),
+        "no log line for the robot's 403:\n{log}"
+    );
 }
 
 #[tokio::test]

@@ -385,6 +385,17 @@ async fn a_watcher_that_stops_reading_is_dropped_without_slowing_writers_or_othe
         delivered += 1;
     }
     assert!(delivered < total, "the stalled watcher was cut off (got {delivered} of {total})");
+    // Both watches end (the reader was dropped); only the stalled one was dropped by the server.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let metrics = loop {
+        let metrics = s.scrape().await;
+        if metrics["apiserver_longrunning_requests{resource=\"llamas\"}"] == 0.0 {
+            break metrics;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "a watch stayed open");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(metrics["apiserver_terminated_watchers_total{resource=\"llamas\"}"], 1.0, "one watcher dropped");
 }
 
 #[apply(backends)]

@@ -400,15 +400,20 @@ pub fn status_json(status: &Status) -> Vec<u8> {
     serde_json::to_vec(status).unwrap_or_default()
 }
 
+/// Why a request failed, attached to its response for the request log (`crate::observe`).
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The Status reason (`NotFound`, `Conflict`, …).
+    pub reason: &'static str,
+    /// The Status message.
+    pub message: String,
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let code = self.code();
-        if code.is_server_error() {
-            tracing::warn!(code = code.as_u16(), error = %self, "request failed");
-        } else {
-            tracing::debug!(code = code.as_u16(), error = %self, "request refused");
-        }
         let mut response = (code, status_json(&self.to_status())).into_response();
+        response.extensions_mut().insert(Failure { reason: self.reason(), message: self.to_string() });
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(seconds) = self.retry_after() {

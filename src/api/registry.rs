@@ -45,6 +45,8 @@ pub struct WatchSettings {
     pub not_ready_wait: std::time::Duration,
     /// Cancelled when the server shuts down: watches send what they hold and end cleanly.
     pub stopping: tokio_util::sync::CancellationToken,
+    /// Where watches count their events, drops and themselves.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Default for WatchSettings {
@@ -56,6 +58,7 @@ impl Default for WatchSettings {
             future_revision_wait: std::time::Duration::from_secs(3),
             not_ready_wait: std::time::Duration::from_secs(1),
             stopping: tokio_util::sync::CancellationToken::new(),
+            metrics: Arc::default(),
         }
     }
 }
@@ -171,6 +174,11 @@ impl<K: ApiResource> Registry<K> {
                 retry_after: 1,
             }),
         }
+    }
+
+    /// The store behind this registry.
+    pub fn store(&self) -> Arc<dyn Store<K>> {
+        self.store.clone()
     }
 
     /// The list and watch tunables.

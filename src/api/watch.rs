@@ -25,8 +25,9 @@ use super::negotiate::{Representation, Target, partial_metadata_in};
 use super::query::{ListOptions, Query};
 use super::registry::Registry;
 use super::table;
+use crate::metrics::Metrics;
 use crate::resources::{API_VERSION, ApiResource};
-use crate::store::{Event, EventType, WatchFrom};
+use crate::store::{CloseReason, Closing, Event, EventType, WatchFrom};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
@@ -34,6 +35,7 @@ use http::{HeaderValue, StatusCode, header};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kube::core::TypeMeta;
 use kube::core::watch::{Bookmark, BookmarkMeta};
+use prometheus_client::metrics::counter::Counter;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -200,6 +202,8 @@ pub async fn serve<K: ApiResource>(
             let announce_end = options.send_initial_events == Some(true);
             let selects = move |o: &K| Registry::<K>::selects(&options, o);
             tokio::spawn(async move {
+                let _open = OpenWatch::start(&settings.metrics, K::INFO.plural);
+                let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::INFO.plural)).clone();
                 let mut last_sent = subscription.revision;
                 let stopping = settings.stopping.clone();
                 if send_initial {
@@ -212,6 +216,7 @@ pub async fn serve<K: ApiResource>(
                         if !send(&tx, f, deadline).await {
                             return;
                         }
+                        sent.inc();
                     }
                 }
                 if announce_end {
@@ -231,8 +236,8 @@ pub async fn serve<K: ApiResource>(
                             e = subscription.receiver.recv() => match e {
                                 Some(e) => Some(e),
                                 None => {
-                                    // Fell behind: the store dropped us; the client re-watches.
-                                    tracing::debug!(last_sent, "watch ends: the watcher fell behind");
+                                    // The store dropped us; the client re-watches.
+                                    closed_by_store::<K>(&subscription.closing, &settings.metrics, last_sent);
                                     return;
                                 }
                             },
@@ -246,13 +251,13 @@ pub async fn serve<K: ApiResource>(
                                 loop {
                                     match subscription.receiver.try_recv() {
                                         Ok(e) => {
-                                            if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent).await {
+                                            if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent, &sent).await {
                                                 return;
                                             }
                                         }
                                         Err(mpsc::error::TryRecvError::Empty) => break,
                                         Err(mpsc::error::TryRecvError::Disconnected) => {
-                                            tracing::debug!(last_sent, "watch ends: the watcher fell behind");
+                                            closed_by_store::<K>(&subscription.closing, &settings.metrics, last_sent);
                                             return;
                                         }
                                     }
@@ -273,7 +278,7 @@ pub async fn serve<K: ApiResource>(
                             },
                             () = stopping.cancelled() => {
                                 while let Ok(e) = subscription.receiver.try_recv() {
-                                    if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent).await {
+                                    if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent, &sent).await {
                                         return;
                                     }
                                 }
@@ -283,7 +288,7 @@ pub async fn serve<K: ApiResource>(
                         },
                     };
                     if let Some(event) = event
-                        && !deliver(&mut encoder, &tx, &event, &selects, deadline, &mut last_sent).await
+                        && !deliver(&mut encoder, &tx, &event, &selects, deadline, &mut last_sent, &sent).await
                     {
                         return;
                     }
@@ -309,13 +314,46 @@ async fn deliver<K: ApiResource>(
     selects: &(dyn Fn(&K) -> bool + Sync),
     deadline: Instant,
     last_sent: &mut u64,
+    sent: &Counter,
 ) -> bool {
     let Some(kind) = visible(event, selects) else { return true };
     let encoded =
         if kind == type_name(event.kind) { encoder.event(event) } else { encoder.object(kind, event.object.as_ref()) };
     let Ok(f) = encoded else { return false };
     *last_sent = (*last_sent).max(event.revision);
-    send(tx, f, deadline).await
+    let delivered = send(tx, f, deadline).await;
+    if delivered {
+        sent.inc();
+    }
+    delivered
+}
+
+/// Logs why the store closed a watcher's buffer, counting a watcher dropped for falling behind.
+fn closed_by_store<K: ApiResource>(closing: &Closing, metrics: &Metrics, last_sent: u64) {
+    match closing.reason() {
+        Some(CloseReason::FellBehind) => {
+            metrics.watchers_dropped.get_or_create(&Metrics::resource(K::INFO.plural)).inc();
+            tracing::debug!(last_sent, "watch ends: the watcher fell behind");
+        }
+        _ => tracing::debug!(last_sent, "watch ends: the storage's watch ended"),
+    }
+}
+
+/// An open watch, counted in `apiserver_longrunning_requests` for as long as it lives.
+struct OpenWatch(prometheus_client::metrics::gauge::Gauge);
+
+impl OpenWatch {
+    fn start(metrics: &Metrics, resource: &str) -> Self {
+        let gauge = metrics.watches.get_or_create(&Metrics::resource(resource)).clone();
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::attributes::Attributes;
 use super::cache::TtlCache;
 use super::requestheader::{self, HeaderNames};
 use crate::api::error::Error;
+use crate::metrics::Metrics;
 use crate::tls::{ChainVerifier, PeerCertificates};
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
@@ -97,17 +98,20 @@ pub struct Delegated {
     tokens: TtlCache<Option<UserInfo>>,
     decisions: TtlCache<Result<(), String>>,
     settings: DelegationSettings,
+    /// Cache hits and misses are counted here.
+    metrics: Arc<Metrics>,
 }
 
 impl Delegated {
     /// Delegation through `client`; call [`Delegated::watch_config`] to load the configuration.
-    pub fn new(client: kube::Client, settings: DelegationSettings) -> Arc<Self> {
+    pub fn new(client: kube::Client, settings: DelegationSettings, metrics: Arc<Metrics>) -> Arc<Self> {
         Arc::new(Self {
             client,
             config: RwLock::new(None),
             tokens: TtlCache::new(settings.cache_size),
             decisions: TtlCache::new(settings.cache_size),
             settings,
+            metrics,
         })
     }
 
@@ -205,8 +209,10 @@ impl Delegated {
     async fn review_token(&self, token: &str) -> Result<Option<UserInfo>, Error> {
         let key = TtlCache::<Option<UserInfo>>::key(token.as_bytes());
         if let Some(answer) = self.tokens.get(&key) {
+            Metrics::count(&self.metrics.token_cache, "hit");
             return Ok(answer);
         }
+        Metrics::count(&self.metrics.token_cache, "miss");
         let review = TokenReview {
             spec: TokenReviewSpec { token: Some(token.to_string()), ..Default::default() },
             ..Default::default()
@@ -261,7 +267,9 @@ impl Delegated {
             }
         }
         let key = TtlCache::<()>::key(&serde_json::to_vec(&spec).unwrap_or_default());
-        let decision = match self.decisions.get(&key) {
+        let cached = self.decisions.get(&key);
+        Metrics::count(&self.metrics.authorization_cache, if cached.is_some() { "hit" } else { "miss" });
+        let decision = match cached {
             Some(decision) => decision,
             None => {
                 let api: Api<SubjectAccessReview> = Api::all(self.client.clone());

@@ -13,6 +13,8 @@ pub mod requestheader;
 
 use crate::api::error::Error;
 use crate::api::query::Query;
+use crate::metrics::Metrics;
+use crate::observe::RequestUser;
 use crate::tls::PeerCertificates;
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -75,13 +77,26 @@ fn has_token(expected: &str, headers: &http::HeaderMap) -> bool {
     bearer_token(headers).is_some_and(|token| constant_time_eq(token.as_bytes(), expected.as_bytes()))
 }
 
-/// Middleware authenticating and authorizing every request it wraps.
-pub async fn require(authenticator: Authenticator, mut request: Request, next: Next) -> Response {
+/// The name the request log gives the holder of the standalone token.
+pub const STANDALONE_USER: &str = "standalone-token";
+
+/// Middleware authenticating and authorizing every request it wraps; outcomes are counted in
+/// `metrics` and the user is recorded for the request log.
+pub async fn require(
+    authenticator: Authenticator,
+    metrics: Arc<Metrics>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let record = request.extensions().get::<RequestUser>().cloned().unwrap_or_default();
     match authenticator {
         Authenticator::BearerToken(expected) => {
             if !has_token(&expected, request.headers()) {
+                Metrics::count(&metrics.authentication, "failure");
                 return Error::Unauthorized.into_response();
             }
+            Metrics::count(&metrics.authentication, "success");
+            record.set(STANDALONE_USER);
             requestheader::strip(&requestheader::HeaderNames::default(), request.headers_mut());
             next.run(request).await
         }
@@ -89,13 +104,22 @@ pub async fn require(authenticator: Authenticator, mut request: Request, next: N
             let peer = request.extensions().get::<PeerCertificates>().cloned();
             let user = match delegated.authenticate(request.headers_mut(), peer.as_ref()).await {
                 Ok(user) => user,
-                Err(e) => return e.into_response(),
+                Err(e) => {
+                    let result = if e.code() == http::StatusCode::UNAUTHORIZED { "failure" } else { "error" };
+                    Metrics::count(&metrics.authentication, result);
+                    return e.into_response();
+                }
             };
+            Metrics::count(&metrics.authentication, "success");
+            record.set(&user.name);
             let query = Query::parse(request.uri().query());
             let attributes = attributes::attributes(request.method(), request.uri().path(), &query);
             if let Err(e) = delegated.authorize(&user, &attributes).await {
+                let result = if e.code() == http::StatusCode::FORBIDDEN { "denied" } else { "error" };
+                Metrics::count(&metrics.authorization, result);
                 return e.into_response();
             }
+            Metrics::count(&metrics.authorization, "allowed");
             request.extensions_mut().insert(user);
             next.run(request).await
         }

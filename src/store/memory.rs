@@ -12,8 +12,8 @@
 //! state at `r`.
 
 use super::{
-    Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Revision, Store, Subscription,
-    UpdateFn, WatchFrom,
+    CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Revision, Store,
+    StoreStats, Subscription, UpdateFn, WatchFrom,
 };
 use crate::api::error::{Error, Result};
 use crate::resources::ApiResource;
@@ -28,6 +28,8 @@ struct Subscriber<K> {
     namespace: Option<String>,
     /// Bounded: a full buffer drops the subscriber.
     sender: mpsc::Sender<Arc<Event<K>>>,
+    /// Told why, when dropped.
+    closing: Closing,
 }
 
 struct State<K> {
@@ -103,6 +105,7 @@ impl<K: ApiResource> State<K> {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::info!(revision = event.revision, "dropping a watcher that fell behind");
+                    s.closing.set(CloseReason::FellBehind);
                     false
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -273,8 +276,13 @@ impl<K: ApiResource> MemoryStore<K> {
                 (Vec::new(), replay, revision.max(current))
             }
         };
-        state.subscribers.push(Subscriber { namespace: namespace.map(str::to_string), sender });
-        Ok(Subscription { snapshot, replay, revision, receiver, progress: self.published.clone() })
+        let closing = Closing::default();
+        state.subscribers.push(Subscriber {
+            namespace: namespace.map(str::to_string),
+            sender,
+            closing: closing.clone(),
+        });
+        Ok(Subscription { snapshot, replay, revision, receiver, progress: self.published.clone(), closing })
     }
 
     /// The newest revision that can no longer be read or watched from: reads at or after it
@@ -334,6 +342,12 @@ impl<K: ApiResource> MemoryStore<K> {
         Ok(Committed { object: stored, deleted: kind == EventType::Deleted })
     }
 
+    /// See [`Store::stats`].
+    pub fn stats(&self) -> StoreStats {
+        let state = self.state.read();
+        StoreStats { objects: state.objects.len(), history: Some(state.history.len()) }
+    }
+
     /// See [`Store::revision`]: every event up to it has been published.
     pub fn revision(&self) -> u64 {
         self.published.get()
@@ -364,6 +378,10 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
 
     async fn revision(&self) -> Result<u64> {
         Ok(MemoryStore::revision(self))
+    }
+
+    async fn stats(&self) -> Result<StoreStats> {
+        Ok(MemoryStore::stats(self))
     }
 }
 

@@ -175,6 +175,33 @@ pub struct Subscription<K> {
     pub receiver: tokio::sync::mpsc::Receiver<Arc<Event<K>>>,
     /// How far the events in `receiver` reach: a bookmark may carry this revision.
     pub progress: Progress,
+    /// Why the store closed `receiver`, once it has.
+    pub closing: Closing,
+}
+
+/// Why a store ended a subscription.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Its buffer was full: the subscriber did not keep up and was dropped.
+    FellBehind,
+    /// The storage's own watch ended (etcd unreachable, compacted, cancelled).
+    StorageWatchEnded,
+}
+
+/// Where a store records, before closing a subscription's buffer, why it does.
+#[derive(Clone, Debug, Default)]
+pub struct Closing(Arc<std::sync::OnceLock<CloseReason>>);
+
+impl Closing {
+    /// Records `reason` (the first one wins).
+    pub fn set(&self, reason: CloseReason) {
+        let _ = self.0.set(reason);
+    }
+
+    /// The recorded reason, if any.
+    pub fn reason(&self) -> Option<CloseReason> {
+        self.0.get().copied()
+    }
 }
 
 /// The revision up to which every event of a subscription is already in its buffer (or was
@@ -248,6 +275,18 @@ pub trait Store<K: crate::resources::ApiResource>: Send + Sync + 'static {
 
     /// The latest revision committed; every event up to it can be read and watched.
     async fn revision(&self) -> Result<u64>;
+
+    /// Sizes, for metrics.
+    async fn stats(&self) -> Result<StoreStats>;
+}
+
+/// A store's sizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Objects stored.
+    pub objects: usize,
+    /// Events held for watches and paging, for a store that keeps its own history.
+    pub history: Option<usize>,
 }
 
 /// The global revision counter shared by every store of a server.

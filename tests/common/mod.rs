@@ -94,30 +94,60 @@ impl Server {
     /// Starts a server with extra `serve` flags.
     pub async fn start_with(extra: &[&str]) -> Self {
         let server = Self::start_unready(extra).await;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(r) = server.client.get(server.url("/readyz")).send().await
-                && r.status() == 200
-            {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the server never became ready");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        server.wait_ready().await;
         server
     }
 
     /// Starts a server with extra `serve` flags and returns once it serves, ready or not.
     pub async fn start_unready(extra: &[&str]) -> Self {
+        let filter = std::env::var("FARM_TEST_LOG").unwrap_or_else(|_| "warn".into());
+        Self::launch(extra, &filter, Stdio::inherit()).await
+    }
+
+    /// Starts a server whose log, filtered by `filter` (a `RUST_LOG` value), goes to `log`;
+    /// returns once it is ready.
+    pub async fn start_logging(extra: &[&str], filter: &str, log: &std::path::Path) -> Self {
+        let file = std::fs::File::create(log).expect("create the log file");
+        let server = Self::launch(extra, filter, Stdio::from(file)).await;
+        server.wait_ready().await;
+        server
+    }
+
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = self.client.get(self.url("/readyz")).send().await
+                && r.status() == 200
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the server never became ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The server's `/metrics`: each series (`name{labels}` as printed) with its value.
+    pub async fn scrape(&self) -> std::collections::BTreeMap<String, f64> {
+        let r = self.client.get(self.url("/metrics")).send().await.expect("scrape");
+        assert_eq!(r.status(), 200);
+        let text = r.text().await.expect("metrics text");
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .filter_map(|l| l.rsplit_once(' '))
+            .map(|(series, value)| (series.to_string(), value.parse().expect("a numeric sample")))
+            .collect()
+    }
+
+    async fn launch(extra: &[&str], filter: &str, stderr: Stdio) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
         let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
             .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0", "--write-kubeconfig"])
             .arg(&kubeconfig)
             .args(extra)
-            .env("RUST_LOG", std::env::var("FARM_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env("RUST_LOG", filter)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start farm-apiserver");
         let deadline = Instant::now() + Duration::from_secs(20);

@@ -17,8 +17,8 @@ pub mod compactor;
 pub mod connection;
 
 use super::{
-    Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress, ReadAt, Store,
-    Subscription, UpdateFn, WatchFrom,
+    CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress,
+    ReadAt, Store, StoreStats, Subscription, UpdateFn, WatchFrom,
 };
 use crate::api::error::{Error, Result};
 use crate::resources::ApiResource;
@@ -223,8 +223,9 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         let stream = self.client.watch_client().watch(range, Some(options)).await.map_err(api_error)?;
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         let progress = Progress::at(revision);
-        tokio::spawn(forward::<K>(stream, sender, progress.clone()));
-        Ok(Subscription { snapshot, replay: Vec::new(), revision, receiver, progress })
+        let closing = Closing::default();
+        tokio::spawn(forward::<K>(stream, sender, progress.clone(), closing.clone()));
+        Ok(Subscription { snapshot, replay: Vec::new(), revision, receiver, progress, closing })
     }
 
     async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
@@ -287,6 +288,12 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         }
     }
 
+    async fn stats(&self) -> Result<StoreStats> {
+        let count = GetOptions::new().with_prefix().with_count_only();
+        let response = self.kv().get(self.prefix.as_bytes(), Some(count)).await.map_err(api_error)?;
+        Ok(StoreStats { objects: usize::try_from(response.count()).unwrap_or_default(), history: None })
+    }
+
     async fn revision(&self) -> Result<u64> {
         // Any read answers with etcd's current revision; this key never exists.
         let response = self.kv().get(self.prefix.as_bytes(), None).await.map_err(api_error)?;
@@ -325,7 +332,11 @@ async fn forward<K: ApiResource>(
     mut stream: etcd_client::WatchStream,
     sender: mpsc::Sender<Arc<Event<K>>>,
     progress: Progress,
+    closing: Closing,
 ) {
+    // Whatever ends this loop, other than the watcher leaving or falling behind, is the end of
+    // etcd's watch.
+    let ended = |closing: &Closing| closing.set(CloseReason::StorageWatchEnded);
     loop {
         let message = tokio::select! {
             message = stream.message() => message,
@@ -335,10 +346,12 @@ async fn forward<K: ApiResource>(
             Ok(Some(response)) => response,
             Ok(None) => {
                 tracing::debug!("etcd watch ended");
+                ended(&closing);
                 return;
             }
             Err(error) => {
                 tracing::warn!(%error, "etcd watch broke; the watcher will re-watch");
+                ended(&closing);
                 return;
             }
         };
@@ -348,6 +361,7 @@ async fn forward<K: ApiResource>(
                 reason = response.cancel_reason(),
                 "etcd cancelled a watch"
             );
+            ended(&closing);
             return;
         }
         for event in response.events() {
@@ -355,6 +369,7 @@ async fn forward<K: ApiResource>(
                 Ok(event) => event,
                 Err(error) => {
                     tracing::warn!(%error, "ending a watch on an event that cannot be read");
+                    ended(&closing);
                     return;
                 }
             };
@@ -363,6 +378,7 @@ async fn forward<K: ApiResource>(
                 Ok(()) => progress.advance_to(revision),
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::info!(revision, "dropping a watcher that fell behind");
+                    closing.set(CloseReason::FellBehind);
                     return;
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => return,

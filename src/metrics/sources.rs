@@ -1,0 +1,73 @@
+//! The state read at each scrape: requests in flight, the stores' sizes, the Pod cache, the
+//! serving certificate.
+
+use super::{Metrics, Source};
+use crate::limits::Limits;
+use crate::pods::CacheStatus;
+use crate::resources::ApiResource;
+use crate::resources::farmpod::FarmPod;
+use crate::store::Store;
+use crate::store::memory::MemoryStore;
+use crate::tls::ReloadingCertificate;
+use std::sync::Arc;
+
+/// Requests in flight, from the limiter that counts them.
+pub struct Inflight(pub Limits);
+
+#[async_trait::async_trait]
+impl Source for Inflight {
+    async fn read(&self, metrics: &Metrics) {
+        metrics.inflight.set(i64::try_from(self.0.in_flight()).unwrap_or(i64::MAX));
+    }
+}
+
+/// The sizes of one resource's store.
+pub struct StoreSize<K: ApiResource>(pub Arc<dyn Store<K>>);
+
+#[async_trait::async_trait]
+impl<K: ApiResource> Source for StoreSize<K> {
+    async fn read(&self, metrics: &Metrics) {
+        let label = Metrics::resource(K::INFO.plural);
+        match self.0.stats().await {
+            Ok(stats) => {
+                metrics.storage_objects.get_or_create(&label).set(i64::try_from(stats.objects).unwrap_or(i64::MAX));
+                if let Some(history) = stats.history {
+                    metrics.watch_history.get_or_create(&label).set(i64::try_from(history).unwrap_or(i64::MAX));
+                }
+            }
+            // Storage unreachable: the last value stays; readiness and request errors say why.
+            Err(error) => tracing::debug!(%error, resource = K::INFO.plural, "no store sizes for this scrape"),
+        }
+    }
+}
+
+/// The Pod cache's state.
+pub struct PodCache {
+    /// Sync state and when the cluster last answered.
+    pub status: Arc<CacheStatus>,
+    /// The FarmPods it holds.
+    pub store: Arc<MemoryStore<FarmPod>>,
+}
+
+#[async_trait::async_trait]
+impl Source for PodCache {
+    async fn read(&self, metrics: &Metrics) {
+        metrics.pod_cache_synced.set(i64::from(self.status.synced()));
+        metrics.pod_cache_objects.set(i64::try_from(self.store.stats().objects).unwrap_or(i64::MAX));
+        if let Some(age) = self.status.last_heard_age() {
+            metrics.pod_cache_last_event_age.set(age.as_secs_f64());
+        }
+    }
+}
+
+/// The serving certificate's expiry.
+pub struct Certificate(pub Arc<ReloadingCertificate>);
+
+#[async_trait::async_trait]
+impl Source for Certificate {
+    async fn read(&self, metrics: &Metrics) {
+        if let Some(not_after) = self.0.not_after() {
+            metrics.certificate_expiry.set(not_after as f64);
+        }
+    }
+}
