@@ -32,10 +32,13 @@ impl RequestUser {
     }
 }
 
-/// The kube-apiserver's `verb` and `resource` metric labels of a request.
-pub fn labels(method: &http::Method, attributes: &Attributes) -> (String, String) {
+/// The kube-apiserver's `verb` and `resource` metric labels of a request. Both come from what
+/// the client sent, so only served resources and standard methods become label values (any
+/// other resource is left empty, any other method is `OTHER`): no client can grow the number of
+/// series.
+pub fn labels(method: &http::Method, attributes: &Attributes, served: &[&str]) -> (String, String) {
     match attributes {
-        Attributes::Resource { verb, resource, .. } => {
+        Attributes::Resource { verb, resource, .. } if served.contains(&resource.as_str()) => {
             let verb = match verb.as_str() {
                 "create" => "POST".to_string(),
                 "update" => "PUT".to_string(),
@@ -43,17 +46,21 @@ pub fn labels(method: &http::Method, attributes: &Attributes) -> (String, String
             };
             (verb, resource.clone())
         }
-        Attributes::NonResource { .. } => (method.as_str().to_string(), String::new()),
+        _ => {
+            let standard = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"];
+            let verb = if standard.contains(&method.as_str()) { method.as_str() } else { "OTHER" };
+            (verb.to_string(), String::new())
+        }
     }
 }
 
-/// The middleware.
-pub async fn observe(metrics: Arc<Metrics>, mut request: Request, next: Next) -> Response {
+/// The middleware; `served` names the resources this server serves.
+pub async fn observe(metrics: Arc<Metrics>, served: Arc<[&'static str]>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let attributes = attributes::attributes(&method, &path, &Query::parse(request.uri().query()));
-    let (verb, resource) = labels(&method, &attributes);
+    let (verb, resource) = labels(&method, &attributes, &served);
     let user = RequestUser::default();
     request.extensions_mut().insert(user.clone());
     let response = next.run(request).await;
@@ -84,7 +91,7 @@ mod tests {
 
     fn label(method: &str, path: &str, query: &str) -> (String, String) {
         let method: http::Method = method.parse().unwrap();
-        labels(&method, &attributes::attributes(&method, path, &Query::parse(Some(query))))
+        labels(&method, &attributes::attributes(&method, path, &Query::parse(Some(query))), &["llamas"])
     }
 
     #[test]
@@ -100,5 +107,12 @@ mod tests {
         assert_eq!(label("DELETE", one, ""), ("DELETE".into(), "llamas".into()));
         assert_eq!(label("DELETE", all, ""), ("DELETECOLLECTION".into(), "llamas".into()));
         assert_eq!(label("GET", "/metrics", ""), ("GET".into(), String::new()));
+    }
+
+    #[test]
+    fn clients_cannot_invent_label_values() {
+        let other = "/apis/farm.example.com/v1alpha/namespaces/default/made-up-1234";
+        assert_eq!(label("GET", other, ""), ("GET".into(), String::new()));
+        assert_eq!(label("BREW", "/apis", ""), ("OTHER".into(), String::new()));
     }
 }

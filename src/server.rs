@@ -67,6 +67,8 @@ struct Shared {
     openapi: Documents,
     /// `host:port` clients reach this server at, for `/api`'s `serverAddressByClientCIDRs`.
     address: String,
+    /// The resources served: the only `resource` label values of request metrics.
+    served: Arc<[&'static str]>,
     /// The metrics, and where their scrape-time gauges are read from.
     metrics: Arc<Metrics>,
     sources: Sources,
@@ -291,6 +293,7 @@ fn router(
 ) -> Router {
     let metrics = shared.metrics.clone();
     let observed = metrics.clone();
+    let served = shared.served.clone();
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
         .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
@@ -316,9 +319,9 @@ fn router(
         }))
         // Outermost, so floods are refused before any authentication work.
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
-    health::routes(health)
-        .merge(protected)
-        .layer(axum::middleware::from_fn(move |req, next| crate::observe::observe(observed.clone(), req, next)))
+    health::routes(health).merge(protected).layer(axum::middleware::from_fn(move |req, next| {
+        crate::observe::observe(observed.clone(), served.clone(), req, next)
+    }))
 }
 
 /// The URL clients use to reach a server bound to `addr`.
@@ -435,6 +438,7 @@ pub async fn run(
         discovery: Discovery::new(served.descriptors.clone()),
         openapi: Documents::build(&served.descriptors),
         address: url.trim_start_matches("https://").to_string(),
+        served: served.descriptors.iter().map(|d| d.info.plural).collect(),
         metrics,
         sources: metric_sources,
     });
