@@ -9,64 +9,91 @@
 
 use crate::api::error::Failure;
 use crate::api::query::Query;
-use crate::auth::attributes::{self, Attributes};
 use crate::metrics::{Metrics, RequestLabels};
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// Where authentication records who made the request, for the request log.
 #[derive(Clone, Debug, Default)]
-pub struct RequestUser(Arc<OnceLock<String>>);
+pub struct RequestUser(Arc<OnceLock<Cow<'static, str>>>);
 
 impl RequestUser {
     /// Records the user's name (the first record wins).
-    pub fn set(&self, name: &str) {
-        let _ = self.0.set(name.to_string());
+    pub fn set(&self, name: impl Into<Cow<'static, str>>) {
+        let _ = self.0.set(name.into());
     }
 
     fn name(&self) -> &str {
-        self.0.get().map(String::as_str).unwrap_or("-")
+        self.0.get().map(|n| n.as_ref()).unwrap_or("-")
     }
 }
 
-/// The kube-apiserver's `verb` and `resource` metric labels of a request. Both come from what
-/// the client sent, so only served resources and standard methods become label values (any
-/// other resource is left empty, any other method is `OTHER`): no client can grow the number of
-/// series.
-pub fn labels(method: &http::Method, attributes: &Attributes, served: &[&str]) -> (String, String) {
-    match attributes {
-        Attributes::Resource { verb, resource, .. } if served.contains(&resource.as_str()) => {
-            let verb = match verb.as_str() {
-                "create" => "POST".to_string(),
-                "update" => "PUT".to_string(),
-                other => other.to_uppercase(),
-            };
-            (verb, resource.clone())
+/// The kube-apiserver's `verb` and `resource` metric labels of a request, read from its method,
+/// path and query without allocating. Both come from what the client sent, so only served
+/// resources and standard methods become label values (any other resource is left empty, any
+/// other method is `OTHER`): no client can grow the number of series. The verbs are those of
+/// `crate::auth::attributes` (a unit test holds them together).
+pub fn labels(
+    method: &http::Method,
+    path: &str,
+    query: Option<&str>,
+    served: &[&'static str],
+) -> (&'static str, &'static str) {
+    let mut parts = path.split('/').filter(|p| !p.is_empty());
+    let rest: Option<(Option<&str>, Option<&str>)> = match (parts.next(), parts.next(), parts.next()) {
+        (Some("apis"), Some(_group), Some(_version)) => Some((parts.next(), parts.next())),
+        (Some("api"), Some(_version), first) => Some((first, parts.next())),
+        _ => None,
+    };
+    // After the version: `namespaces/<ns>/<resource>[/<name>]` or `<resource>[/<name>]`.
+    let resource_and_name = match rest {
+        Some((Some("namespaces"), Some(_namespace))) => {
+            let resource = parts.next();
+            resource.map(|r| (r, parts.next()))
         }
-        _ => {
-            let standard = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"];
-            let verb = if standard.contains(&method.as_str()) { method.as_str() } else { "OTHER" };
-            (verb.to_string(), String::new())
-        }
-    }
+        Some((Some(resource), name)) => Some((resource, name)),
+        _ => None,
+    };
+    let served_resource =
+        resource_and_name.and_then(|(r, name)| served.iter().find(|s| **s == r).map(|s| (*s, name.is_some())));
+    let Some((resource, named)) = served_resource else {
+        const STANDARD: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"];
+        let verb = STANDARD.iter().find(|m| **m == method.as_str()).copied().unwrap_or("OTHER");
+        return (verb, "");
+    };
+    let watch = query.is_some_and(|q| q.contains("watch")) && Query::parse(query).flag("watch").unwrap_or(false);
+    let verb = match (method.as_str(), named) {
+        ("GET" | "HEAD", _) if watch => "WATCH",
+        ("GET" | "HEAD", false) => "LIST",
+        ("GET" | "HEAD", true) => "GET",
+        ("POST", _) => "POST",
+        ("PUT", _) => "PUT",
+        ("PATCH", _) => "PATCH",
+        ("DELETE", false) => "DELETECOLLECTION",
+        ("DELETE", true) => "DELETE",
+        _ => "OTHER",
+    };
+    (verb, resource)
 }
 
 /// The middleware; `served` names the resources this server serves.
 pub async fn observe(metrics: Arc<Metrics>, served: Arc<[&'static str]>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let attributes = attributes::attributes(&method, &path, &Query::parse(request.uri().query()));
-    let (verb, resource) = labels(&method, &attributes, &served);
+    // A `Uri` clone shares its bytes: the path is kept for the log line without a copy.
+    let uri = request.uri().clone();
+    let path = uri.path();
+    let (verb, resource) = labels(&method, path, uri.query(), &served);
     let user = RequestUser::default();
     request.extensions_mut().insert(user.clone());
     let response = next.run(request).await;
     let elapsed = started.elapsed();
     let status = response.status();
-    let labels = RequestLabels { verb, resource, code: status.as_u16().to_string() };
+    let labels = RequestLabels { verb, resource, code: status.as_u16() };
     metrics.requests.get_or_create(&labels).inc();
     metrics.request_duration.get_or_create(&labels).observe(elapsed.as_secs_f64());
     let failure = response.extensions().get::<Failure>();
@@ -74,7 +101,7 @@ pub async fn observe(metrics: Arc<Metrics>, served: Arc<[&'static str]>, mut req
     let error = failure.map(|f| f.message.as_str()).unwrap_or_default();
     // Microsecond precision is plenty, and prints short.
     let duration_ms = elapsed.as_micros() as f64 / 1000.0;
-    let (verb, user, code) = (labels.verb.as_str(), user.name(), status.as_u16());
+    let (user, code) = (user.name(), status.as_u16());
     if status.is_server_error() {
         tracing::warn!(verb, %path, user, status = code, reason, error, duration_ms, "request failed");
     } else if status.is_client_error() {
@@ -89,30 +116,59 @@ pub async fn observe(metrics: Arc<Metrics>, served: Arc<[&'static str]>, mut req
 mod tests {
     use super::*;
 
-    fn label(method: &str, path: &str, query: &str) -> (String, String) {
+    fn label(method: &str, path: &str, query: &str) -> (&'static str, &'static str) {
         let method: http::Method = method.parse().unwrap();
-        labels(&method, &attributes::attributes(&method, path, &Query::parse(Some(query))), &["llamas"])
+        labels(&method, path, Some(query), &["llamas"])
     }
 
     #[test]
     fn labels_follow_the_kube_apiserver() {
         let one = "/apis/farm.example.com/v1alpha/namespaces/default/llamas/dolly";
         let all = "/apis/farm.example.com/v1alpha/namespaces/default/llamas";
-        assert_eq!(label("GET", one, ""), ("GET".into(), "llamas".into()));
-        assert_eq!(label("GET", all, ""), ("LIST".into(), "llamas".into()));
-        assert_eq!(label("GET", all, "watch=true"), ("WATCH".into(), "llamas".into()));
-        assert_eq!(label("POST", all, ""), ("POST".into(), "llamas".into()));
-        assert_eq!(label("PUT", one, ""), ("PUT".into(), "llamas".into()));
-        assert_eq!(label("PATCH", one, ""), ("PATCH".into(), "llamas".into()));
-        assert_eq!(label("DELETE", one, ""), ("DELETE".into(), "llamas".into()));
-        assert_eq!(label("DELETE", all, ""), ("DELETECOLLECTION".into(), "llamas".into()));
-        assert_eq!(label("GET", "/metrics", ""), ("GET".into(), String::new()));
+        assert_eq!(label("GET", one, ""), ("GET", "llamas"));
+        assert_eq!(label("GET", all, ""), ("LIST", "llamas"));
+        assert_eq!(label("GET", all, "watch=true"), ("WATCH", "llamas"));
+        assert_eq!(label("POST", all, ""), ("POST", "llamas"));
+        assert_eq!(label("PUT", one, ""), ("PUT", "llamas"));
+        assert_eq!(label("PATCH", one, ""), ("PATCH", "llamas"));
+        assert_eq!(label("DELETE", one, ""), ("DELETE", "llamas"));
+        assert_eq!(label("DELETE", all, ""), ("DELETECOLLECTION", "llamas"));
+        assert_eq!(label("GET", "/metrics", ""), ("GET", ""));
+    }
+
+    #[test]
+    fn verbs_agree_with_the_authorization_attributes() {
+        use crate::auth::attributes::{Attributes, attributes};
+        let one = "/apis/farm.example.com/v1alpha/namespaces/default/llamas/dolly";
+        let all = "/apis/farm.example.com/v1alpha/llamas";
+        for (method, path, query) in [
+            ("GET", one, ""),
+            ("GET", all, ""),
+            ("GET", all, "watch=1"),
+            ("GET", all, "watch=false"),
+            ("POST", all, ""),
+            ("PUT", one, ""),
+            ("PATCH", one, ""),
+            ("DELETE", one, ""),
+            ("DELETE", all, ""),
+        ] {
+            let m: http::Method = method.parse().unwrap();
+            let Attributes::Resource { verb, resource, .. } = attributes(&m, path, &Query::parse(Some(query))) else {
+                panic!("{path} is a resource path")
+            };
+            let expected = match verb.as_str() {
+                "create" => "POST".to_string(),
+                "update" => "PUT".to_string(),
+                other => other.to_uppercase(),
+            };
+            assert_eq!(label(method, path, query), (expected.as_str(), resource.as_str()), "{method} {path}?{query}");
+        }
     }
 
     #[test]
     fn clients_cannot_invent_label_values() {
         let other = "/apis/farm.example.com/v1alpha/namespaces/default/made-up-1234";
-        assert_eq!(label("GET", other, ""), ("GET".into(), String::new()));
-        assert_eq!(label("BREW", "/apis", ""), ("OTHER".into(), String::new()));
+        assert_eq!(label("GET", other, ""), ("GET", ""));
+        assert_eq!(label("BREW", "/apis", ""), ("OTHER", ""));
     }
 }

@@ -343,7 +343,7 @@ fn closed_by_store<K: ApiResource>(closing: &Closing, metrics: &Metrics, last_se
 struct OpenWatch(prometheus_client::metrics::gauge::Gauge);
 
 impl OpenWatch {
-    fn start(metrics: &Metrics, resource: &str) -> Self {
+    fn start(metrics: &Metrics, resource: &'static str) -> Self {
         let gauge = metrics.watches.get_or_create(&Metrics::resource(resource)).clone();
         gauge.inc();
         Self(gauge)

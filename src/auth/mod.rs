@@ -111,7 +111,7 @@ pub async fn require(
                 }
             };
             Metrics::count(&metrics.authentication, "success");
-            record.set(&user.name);
+            record.set(user.name.clone());
             let query = Query::parse(request.uri().query());
             let attributes = attributes::attributes(request.method(), request.uri().path(), &query);
             if let Err(e) = delegated.authorize(&user, &attributes).await {
