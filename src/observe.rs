@@ -9,6 +9,7 @@
 
 use crate::api::error::Failure;
 use crate::api::query::Query;
+use crate::auth::attributes::{resource_path, resource_verb};
 use crate::metrics::{Metrics, RequestLabels};
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -33,48 +34,35 @@ impl RequestUser {
 }
 
 /// The kube-apiserver's `verb` and `resource` metric labels of a request, read from its method,
-/// path and query without allocating. Both come from what the client sent, so only served
-/// resources and standard methods become label values (any other resource is left empty, any
-/// other method is `OTHER`): no client can grow the number of series. The verbs are those of
-/// `crate::auth::attributes` (a unit test holds them together).
+/// path and query without allocating (the path and verb rules are the authorization
+/// attributes'). Both come from what the client sent, so only served resources and standard
+/// methods become label values (any other resource is left empty, any other method is `OTHER`):
+/// no client can grow the number of series.
 pub fn labels(
     method: &http::Method,
     path: &str,
     query: Option<&str>,
     served: &[&'static str],
 ) -> (&'static str, &'static str) {
-    let mut parts = path.split('/').filter(|p| !p.is_empty());
-    let rest: Option<(Option<&str>, Option<&str>)> = match (parts.next(), parts.next(), parts.next()) {
-        (Some("apis"), Some(_group), Some(_version)) => Some((parts.next(), parts.next())),
-        (Some("api"), Some(_version), first) => Some((first, parts.next())),
-        _ => None,
-    };
-    // After the version: `namespaces/<ns>/<resource>[/<name>]` or `<resource>[/<name>]`.
-    let resource_and_name = match rest {
-        Some((Some("namespaces"), Some(_namespace))) => {
-            let resource = parts.next();
-            resource.map(|r| (r, parts.next()))
-        }
-        Some((Some(resource), name)) => Some((resource, name)),
-        _ => None,
-    };
-    let served_resource =
-        resource_and_name.and_then(|(r, name)| served.iter().find(|s| **s == r).map(|s| (*s, name.is_some())));
-    let Some((resource, named)) = served_resource else {
+    let watch = || query.is_some_and(|q| q.contains("watch")) && Query::parse(query).flag("watch").unwrap_or(false);
+    let resource_request = resource_path(path).and_then(|p| {
+        let resource = served.iter().find(|s| **s == p.resource)?;
+        Some((resource_verb(method, !p.name.is_empty(), watch())?, *resource))
+    });
+    let Some((verb, resource)) = resource_request else {
         const STANDARD: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"];
         let verb = STANDARD.iter().find(|m| **m == method.as_str()).copied().unwrap_or("OTHER");
         return (verb, "");
     };
-    let watch = query.is_some_and(|q| q.contains("watch")) && Query::parse(query).flag("watch").unwrap_or(false);
-    let verb = match (method.as_str(), named) {
-        ("GET" | "HEAD", _) if watch => "WATCH",
-        ("GET" | "HEAD", false) => "LIST",
-        ("GET" | "HEAD", true) => "GET",
-        ("POST", _) => "POST",
-        ("PUT", _) => "PUT",
-        ("PATCH", _) => "PATCH",
-        ("DELETE", false) => "DELETECOLLECTION",
-        ("DELETE", true) => "DELETE",
+    let verb = match verb {
+        "watch" => "WATCH",
+        "list" => "LIST",
+        "get" => "GET",
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" => "PATCH",
+        "deletecollection" => "DELETECOLLECTION",
+        "delete" => "DELETE",
         _ => "OTHER",
     };
     (verb, resource)

@@ -33,32 +33,76 @@ pub enum Attributes {
     },
 }
 
-/// Derives the attributes of `method` on `path` with `query`.
-pub fn attributes(method: &http::Method, path: &str, query: &Query) -> Attributes {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
-    let (group, version, rest) = match parts.as_slice() {
-        ["apis", group, version, rest @ ..] if !rest.is_empty() => (*group, *version, rest),
-        ["api", version, rest @ ..] if !rest.is_empty() => ("", *version, rest),
-        _ => return non_resource(method, path),
+/// The parts of a resource request's path (`/apis/<group>/<version>/[namespaces/<ns>/]<resource>
+/// [/<name>[/<subresource>]]`, or `/api/<version>/…` for the core group), borrowed from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourcePath<'a> {
+    /// API group (empty for the core group).
+    pub group: &'a str,
+    /// API version.
+    pub version: &'a str,
+    /// Namespace, or empty.
+    pub namespace: &'a str,
+    /// Plural resource.
+    pub resource: &'a str,
+    /// Object name, or empty.
+    pub name: &'a str,
+    /// Subresource, or empty.
+    pub subresource: &'a str,
+}
+
+/// The resource parts of `path`; `None` for a non-resource path. Allocates nothing, so the
+/// request metrics can call it on every request.
+pub fn resource_path(path: &str) -> Option<ResourcePath<'_>> {
+    let mut parts = path.split('/').filter(|p| !p.is_empty());
+    let (group, version) = match parts.next()? {
+        "apis" => (parts.next()?, parts.next()?),
+        "api" => ("", parts.next()?),
+        _ => return None,
     };
-    let (namespace, rest): (&str, &[&str]) = match rest {
-        ["namespaces", ns, more @ ..] if !more.is_empty() => (ns, more),
-        other => ("", other),
+    let (namespace, resource, name) = match (parts.next()?, parts.next()) {
+        // `namespaces/<ns>` alone is the namespace object itself.
+        ("namespaces", Some(ns)) => match parts.next() {
+            Some(resource) => (ns, resource, parts.next()),
+            None => ("", "namespaces", Some(ns)),
+        },
+        (resource, name) => ("", resource, name),
     };
-    let resource = rest[0];
-    let name = rest.get(1).copied().unwrap_or_default();
-    let subresource = rest.get(2).copied().unwrap_or_default();
-    let watch = query.flag("watch").unwrap_or(false);
-    let verb = match (method.as_str(), name.is_empty()) {
+    let subresource = parts.next();
+    Some(ResourcePath {
+        group,
+        version,
+        namespace,
+        resource,
+        name: name.unwrap_or_default(),
+        subresource: subresource.unwrap_or_default(),
+    })
+}
+
+/// The API verb of `method` on a collection (`named` false) or an object, as the
+/// kube-apiserver's `RequestInfoFactory` maps it; `None` for a method no verb maps to.
+pub fn resource_verb(method: &http::Method, named: bool, watch: bool) -> Option<&'static str> {
+    Some(match (method.as_str(), named) {
         ("GET" | "HEAD", _) if watch => "watch",
-        ("GET" | "HEAD", true) => "list",
-        ("GET" | "HEAD", false) => "get",
+        ("GET" | "HEAD", false) => "list",
+        ("GET" | "HEAD", true) => "get",
         ("POST", _) => "create",
         ("PUT", _) => "update",
         ("PATCH", _) => "patch",
-        ("DELETE", true) => "deletecollection",
-        ("DELETE", false) => "delete",
-        (other, _) => return Attributes::NonResource { verb: other.to_ascii_lowercase(), path: path.to_string() },
+        ("DELETE", false) => "deletecollection",
+        ("DELETE", true) => "delete",
+        _ => return None,
+    })
+}
+
+/// Derives the attributes of `method` on `path` with `query`.
+pub fn attributes(method: &http::Method, path: &str, query: &Query) -> Attributes {
+    let Some(ResourcePath { group, version, namespace, resource, name, subresource }) = resource_path(path) else {
+        return non_resource(method, path);
+    };
+    let watch = query.flag("watch").unwrap_or(false);
+    let Some(verb) = resource_verb(method, !name.is_empty(), watch) else {
+        return non_resource(method, path);
     };
     // A list or watch of one object by name is authorized as that object.
     let name = if name.is_empty() && (verb == "list" || verb == "watch") {
@@ -88,6 +132,25 @@ fn non_resource(method: &http::Method, path: &str) -> Attributes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resource_paths_split_as_the_kube_apiserver_splits_them() {
+        let p =
+            |path| resource_path(path).map(|r| (r.group, r.version, r.namespace, r.resource, r.name, r.subresource));
+        assert_eq!(
+            p("/apis/farm.example.com/v1alpha/namespaces/a/llamas/x/status"),
+            Some(("farm.example.com", "v1alpha", "a", "llamas", "x", "status"))
+        );
+        assert_eq!(
+            p("/apis/farm.example.com/v1alpha/llamas"),
+            Some(("farm.example.com", "v1alpha", "", "llamas", "", ""))
+        );
+        assert_eq!(p("/api/v1/namespaces/a"), Some(("", "v1", "", "namespaces", "a", "")));
+        assert_eq!(p("/api/v1/pods/"), Some(("", "v1", "", "pods", "", "")));
+        assert_eq!(p("/apis/farm.example.com/v1alpha"), None);
+        assert_eq!(p("/api/v1"), None);
+        assert_eq!(p("/metrics"), None);
+    }
 
     fn of(method: &str, path: &str, query: &str) -> Attributes {
         attributes(&method.parse().unwrap(), path, &Query::parse(Some(query)))

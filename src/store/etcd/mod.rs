@@ -153,14 +153,15 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
 
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
         let mut kv = self.kv();
-        let end = prefix_end(&self.range(request.namespace));
+        let range = self.range(request.namespace);
+        let end = prefix_end(&range);
         let mut start = match request.after {
             Some(after) => {
                 let mut key = self.key(after).into_bytes();
                 key.push(0);
                 key
             }
-            None => self.range(request.namespace).into_bytes(),
+            None => range.into_bytes(),
         };
         let mut at = etcd_revision(read_revision(request.at)?)?;
         // One more than the limit tells whether more follow.
