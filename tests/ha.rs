@@ -6,7 +6,7 @@
 mod common;
 
 use common::etcd::{Etcd, unique_prefix};
-use common::{Server, WatchStream, assert_status, event_summary, llama, llama_path, llamas};
+use common::{Server, WatchStream, assert_status, event_summary, get_json, llama, llama_path, llamas, rv};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,15 +19,6 @@ async fn replicas(etcd: &Etcd, n: usize) -> Vec<Server> {
         servers.push(Server::start_on_etcd(etcd, &prefix, &[]).await);
     }
     servers
-}
-
-async fn get(s: &Server, path: &str) -> (u16, Value) {
-    let r = s.client.get(s.url(path)).send().await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
-}
-
-fn rv(object: &Value) -> u64 {
-    object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
 }
 
 fn weights(list: &Value) -> BTreeMap<String, f64> {
@@ -62,11 +53,11 @@ async fn a_write_through_one_replica_is_served_by_the_others() {
     let created = a.client.post(a.url(&llamas("default"))).json(&llama("dolly", 50.0, 1.2)).send().await.unwrap();
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
-    let (code, through_b) = get(b, &llama_path("default", "dolly")).await;
+    let (code, through_b) = get_json(b, &llama_path("default", "dolly")).await;
     assert_eq!(code, 200, "{through_b}");
     assert_eq!(through_b["metadata"]["uid"], created["metadata"]["uid"]);
     assert_eq!(rv(&through_b), rv(&created));
-    let (_, list_b) = get(b, &llamas("default")).await;
+    let (_, list_b) = get_json(b, &llamas("default")).await;
     assert_eq!(weights(&list_b), BTreeMap::from([("dolly".to_string(), 50.0)]));
     let list_revision: u64 = list_b["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
     assert!(list_revision >= rv(&created), "B's list is at or after A's write");
@@ -86,7 +77,7 @@ async fn a_write_through_one_replica_is_served_by_the_others() {
         .unwrap();
     assert_eq!(patched.status(), 200);
     let patched: Value = patched.json().await.unwrap();
-    let (_, through_a) = get(a, &llama_path("default", "dolly")).await;
+    let (_, through_a) = get_json(a, &llama_path("default", "dolly")).await;
     assert_eq!(through_a["spec"]["weight"], 60.0);
     assert_eq!(rv(&through_a), rv(&patched));
     let stale = a.client.put(a.url(&llama_path("default", "dolly"))).json(&created).send().await.unwrap();
@@ -108,14 +99,14 @@ async fn a_write_through_one_replica_is_served_by_the_others() {
     let gone = watch_b.next().await.unwrap();
     assert_eq!(event_summary(&gone), ("DELETED".into(), "dolly".into()));
     assert_eq!(event_summary(&watch_a.next().await.unwrap()), ("DELETED".into(), "dolly".into()));
-    assert_eq!(get(b, &llama_path("default", "dolly")).await.0, 404);
+    assert_eq!(get_json(b, &llama_path("default", "dolly")).await.0, 404);
 }
 
 /// GET, add one, PUT with the resourceVersion read; retry on 409. Returns the increments made.
 async fn increment(s: &Server, times: usize) -> usize {
     let mut done = 0;
     while done < times {
-        let (_, mut current) = get(s, &llama_path("default", "counter")).await;
+        let (_, mut current) = get_json(s, &llama_path("default", "counter")).await;
         let weight = current["spec"]["weight"].as_f64().unwrap();
         current["spec"]["weight"] = json!(weight + 1.0);
         let r = s.client.put(s.url(&llama_path("default", "counter"))).json(&current).send().await.unwrap();
@@ -145,7 +136,7 @@ async fn concurrent_updates_through_different_replicas_never_lose_one() {
         acknowledged += task.await.unwrap();
     }
     for s in servers.iter() {
-        let (_, counter) = get(s, &llama_path("default", "counter")).await;
+        let (_, counter) = get_json(s, &llama_path("default", "counter")).await;
         assert_eq!(counter["spec"]["weight"], 1.0 + acknowledged as f64, "every acknowledged increment is there");
         assert_eq!(counter["metadata"]["generation"], 1 + acknowledged as i64);
     }
@@ -200,7 +191,7 @@ async fn a_replica_killed_during_writes_loses_no_acknowledged_write() {
     assert!(acknowledged.len() >= 20, "the load ran: {} llamas acknowledged", acknowledged.len());
 
     let restarted = Server::start_on_etcd(&etcd, &prefix, &[]).await;
-    let (code, list) = get(&restarted, &llamas("default")).await;
+    let (code, list) = get_json(&restarted, &llamas("default")).await;
     assert_eq!(code, 200);
     let stored = weights(&list);
     for (name, weight) in &acknowledged {
@@ -242,7 +233,7 @@ async fn an_etcd_outage_makes_replicas_unready_and_they_recover_by_themselves() 
     readyz_becomes(&s, 200, Duration::from_secs(30)).await;
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("after", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 201);
-    let (_, list) = get(&s, &llamas("default")).await;
+    let (_, list) = get_json(&s, &llamas("default")).await;
     assert_eq!(weights(&list).keys().collect::<Vec<_>>(), ["after", "before"], "nothing lost, nothing half-written");
 }
 
@@ -256,12 +247,12 @@ async fn replicas_compact_the_history_so_old_revisions_expire() {
     let r = a.client.post(a.url(&llamas("default"))).json(&llama("old", 1.0, 1.0)).send().await.unwrap();
     let old = rv(&r.json().await.unwrap());
     let exact = format!("{}?resourceVersion={old}&resourceVersionMatch=Exact", llamas("default"));
-    assert_eq!(get(&a, &exact).await.0, 200, "readable before a compaction");
+    assert_eq!(get_json(&a, &exact).await.0, 200, "readable before a compaction");
     // A compaction targets the revision seen one interval earlier: within a few intervals the
     // creation's revision is gone.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
-        let (code, body) = get(&a, &exact).await;
+        let (code, body) = get_json(&a, &exact).await;
         if code == 410 {
             assert_status(&body, 410, "Expired");
             break;
@@ -274,7 +265,7 @@ async fn replicas_compact_the_history_so_old_revisions_expire() {
     let event = watch.next().await.unwrap();
     assert_eq!(event["type"], "ERROR");
     assert_status(&event["object"], 410, "Expired");
-    assert_eq!(get(&a, &llama_path("default", "old")).await.0, 200, "compaction keeps current objects");
+    assert_eq!(get_json(&a, &llama_path("default", "old")).await.0, 200, "compaction keeps current objects");
 }
 
 #[tokio::test]
@@ -285,7 +276,7 @@ async fn etcd_over_mutual_tls_with_a_client_certificate() {
     let s = Server::start_on_etcd(&etcd, &unique_prefix(), &flags).await;
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("dolly", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 201);
-    assert_eq!(get(&s, &llama_path("default", "dolly")).await.0, 200);
+    assert_eq!(get_json(&s, &llama_path("default", "dolly")).await.0, 200);
 
     // Without the client certificate etcd refuses the connection: never ready, requests 503.
     let anonymous = Server::start_unready(&[
@@ -322,7 +313,7 @@ async fn a_replica_started_before_etcd_becomes_ready_when_etcd_comes() {
     readyz_becomes(&s, 200, Duration::from_secs(30)).await;
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("later", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 201);
-    let (_, list) = get(&s, &llamas("default")).await;
+    let (_, list) = get_json(&s, &llamas("default")).await;
     assert_eq!(weights(&list).keys().collect::<Vec<_>>(), ["later"], "the refused write left nothing behind");
 }
 
@@ -336,7 +327,7 @@ async fn page_through(s: &Server, path: &str, limit: usize) -> (Vec<String>, Vec
             Some(t) => format!("{path}&limit={limit}&continue={t}"),
             None => format!("{path}&limit={limit}"),
         };
-        let (code, page) = get(s, &url).await;
+        let (code, page) = get_json(s, &url).await;
         assert_eq!(code, 200, "{page}");
         let items = page["items"].as_array().unwrap();
         assert!(items.len() <= limit);
@@ -387,7 +378,7 @@ async fn paging_agrees_between_memory_and_etcd_across_etcd_read_chunks() {
         let (etcd, etcd_remaining) = page_through(&servers[1], &path, limit).await;
         assert_eq!(memory, etcd, "{path}: same objects in the same order");
         assert_eq!(memory_remaining, etcd_remaining, "{path}: same remainingItemCount");
-        let (_, whole) = get(&servers[1], &path).await;
+        let (_, whole) = get_json(&servers[1], &path).await;
         assert_eq!(whole["items"].as_array().unwrap().len(), etcd.len(), "{path}: pages add up to the list");
     }
     let (names, remaining) = page_through(&servers[1], &format!("{all}?x=1"), 400).await;

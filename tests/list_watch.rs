@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{Backend, Server, WatchStream, assert_status, backends, event_summary, llama, llama_path, llamas};
+use common::{
+    Backend, Server, WatchStream, assert_status, backends, event_summary, get_json, llama, llama_path, llamas, rv,
+};
 use rstest_reuse::apply;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -39,17 +41,8 @@ async fn delete(s: &Server, ns: &str, name: &str) -> Value {
     r.json().await.unwrap()
 }
 
-async fn get(s: &Server, path: &str) -> (u16, Value) {
-    let r = s.client.get(s.url(path)).send().await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap())
-}
-
 fn names(list: &Value) -> Vec<String> {
     list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect()
-}
-
-fn rv(object: &Value) -> u64 {
-    object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
 }
 
 #[apply(backends)]
@@ -72,11 +65,11 @@ async fn label_selectors_support_the_whole_grammar(#[case] backend: Backend) {
         ("", vec!["a", "b", "c", "d"]),
     ];
     for (selector, want) in cases {
-        let (code, list) = get(&s, &select(selector)).await;
+        let (code, list) = get_json(&s, &select(selector)).await;
         assert_eq!(code, 200);
         assert_eq!(names(&list), want, "{selector}");
     }
-    let (code, body) = get(&s, &select("herd in a")).await;
+    let (code, body) = get_json(&s, &select("herd in a")).await;
     assert_eq!(code, 400);
     assert_status(&body, 400, "BadRequest");
     assert!(body["message"].as_str().unwrap().contains("unable to parse requirement"));
@@ -93,13 +86,13 @@ async fn field_selectors_support_metadata_and_declared_fields(#[case] backend: B
     create(&s, "b", "x", json!({})).await;
     create(&s, "b", "y", json!({})).await;
     merge(&s, "b", "y", json!({"spec": {"color": "brown"}})).await;
-    let (_, list) = get(&s, &format!("{ALL}?fieldSelector=metadata.name%3Dx")).await;
+    let (_, list) = get_json(&s, &format!("{ALL}?fieldSelector=metadata.name%3Dx")).await;
     assert_eq!(list["items"].as_array().unwrap().len(), 2);
-    let (_, list) = get(&s, &format!("{ALL}?fieldSelector=metadata.namespace%3Db,metadata.name!%3Dx")).await;
+    let (_, list) = get_json(&s, &format!("{ALL}?fieldSelector=metadata.namespace%3Db,metadata.name!%3Dx")).await;
     assert_eq!(names(&list), ["y"]);
-    let (_, list) = get(&s, &format!("{ALL}?fieldSelector=spec.color%3Dbrown")).await;
+    let (_, list) = get_json(&s, &format!("{ALL}?fieldSelector=spec.color%3Dbrown")).await;
     assert_eq!(names(&list), ["y"]);
-    let (code, body) = get(&s, &format!("{ALL}?fieldSelector=spec.weight%3D1")).await;
+    let (code, body) = get_json(&s, &format!("{ALL}?fieldSelector=spec.weight%3D1")).await;
     assert_eq!(code, 400);
     assert_eq!(body["message"], "field label not supported: spec.weight");
 }
@@ -115,7 +108,7 @@ async fn paging_returns_every_object_once_with_remaining_counts(#[case] backend:
     let mut remaining = Vec::new();
     let mut revisions = Vec::new();
     loop {
-        let (code, page) = get(&s, &path).await;
+        let (code, page) = get_json(&s, &path).await;
         assert_eq!(code, 200, "{page}");
         seen.extend(names(&page));
         remaining.push(page["metadata"]["remainingItemCount"].as_i64());
@@ -134,12 +127,12 @@ async fn paging_returns_every_object_once_with_remaining_counts(#[case] backend:
         "every page is read at the first page's revision: {revisions:?}"
     );
 
-    let (code, body) = get(&s, &format!("{}?limit=2&continue=garbage!", llamas("default"))).await;
+    let (code, body) = get_json(&s, &format!("{}?limit=2&continue=garbage!", llamas("default"))).await;
     assert_eq!(code, 400);
     assert_status(&body, 400, "BadRequest");
-    let (_, first) = get(&s, &format!("{}?limit=2", llamas("default"))).await;
+    let (_, first) = get_json(&s, &format!("{}?limit=2", llamas("default"))).await;
     let token = first["metadata"]["continue"].as_str().unwrap();
-    let (code, _) = get(&s, &format!("{}?limit=2&continue={token}", llamas("other"))).await;
+    let (code, _) = get_json(&s, &format!("{}?limit=2&continue={token}", llamas("other"))).await;
     assert_eq!(code, 400, "a token of another namespace is refused");
 }
 
@@ -149,17 +142,17 @@ async fn an_expired_continue_token_is_410_with_an_inconsistent_continuation(#[ca
     for i in 0..4 {
         create(&s, "default", &format!("l{i}"), json!({})).await;
     }
-    let (_, first) = get(&s, &format!("{}?limit=2", llamas("default"))).await;
+    let (_, first) = get_json(&s, &format!("{}?limit=2", llamas("default"))).await;
     let token = first["metadata"]["continue"].as_str().unwrap().to_string();
     for i in 0..5 {
         merge(&s, "default", "l0", json!({"spec": {"weight": i + 2}})).await;
     }
     s.expire_history().await;
-    let (code, body) = get(&s, &format!("{}?limit=2&continue={token}", llamas("default"))).await;
+    let (code, body) = get_json(&s, &format!("{}?limit=2&continue={token}", llamas("default"))).await;
     assert_eq!(code, 410);
     assert_status(&body, 410, "Expired");
     let inconsistent = body["metadata"]["continue"].as_str().expect("an inconsistent continue token");
-    let (code, rest) = get(&s, &format!("{}?limit=2&continue={inconsistent}", llamas("default"))).await;
+    let (code, rest) = get_json(&s, &format!("{}?limit=2&continue={inconsistent}", llamas("default"))).await;
     assert_eq!(code, 200);
     assert_eq!(names(&rest), ["l2", "l3"]);
 }
@@ -172,14 +165,15 @@ async fn list_resource_version_semantics(#[case] backend: Backend) {
     create(&s, "default", "b", json!({})).await;
 
     let (_, exact) =
-        get(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=Exact", llamas("default"), rv(&a))).await;
+        get_json(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=Exact", llamas("default"), rv(&a))).await;
     assert_eq!(names(&exact), ["a"]);
     assert_eq!(exact["items"][0]["spec"]["weight"], 1.0);
     assert_eq!(exact["metadata"]["resourceVersion"], rv(&a).to_string());
     let (_, newer) =
-        get(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=NotOlderThan", llamas("default"), rv(&b))).await;
+        get_json(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=NotOlderThan", llamas("default"), rv(&b)))
+            .await;
     assert_eq!(names(&newer), ["a", "b"]);
-    let (_, any) = get(&s, &format!("{}?resourceVersion=0", llamas("default"))).await;
+    let (_, any) = get_json(&s, &format!("{}?resourceVersion=0", llamas("default"))).await;
     assert_eq!(names(&any), ["a", "b"]);
 
     for i in 0..6 {
@@ -187,17 +181,17 @@ async fn list_resource_version_semantics(#[case] backend: Backend) {
     }
     s.expire_history().await;
     let (code, body) =
-        get(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=Exact", llamas("default"), rv(&a))).await;
+        get_json(&s, &format!("{}?resourceVersion={}&resourceVersionMatch=Exact", llamas("default"), rv(&a))).await;
     assert_eq!(code, 410);
     assert_status(&body, 410, "Expired");
 
     let (code, body) =
-        get(&s, &format!("{}?resourceVersion=999999&resourceVersionMatch=NotOlderThan", llamas("default"))).await;
+        get_json(&s, &format!("{}?resourceVersion=999999&resourceVersionMatch=NotOlderThan", llamas("default"))).await;
     assert_eq!(code, 504);
     assert_status(&body, 504, "Timeout");
     assert_eq!(body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
 
-    let (code, body) = get(&s, &format!("{}?resourceVersionMatch=Exact", llamas("default"))).await;
+    let (code, body) = get_json(&s, &format!("{}?resourceVersionMatch=Exact", llamas("default"))).await;
     assert_eq!(code, 422);
     assert_status(&body, 422, "Invalid");
 }
@@ -291,9 +285,11 @@ async fn bookmarks_report_progress_and_streaming_lists_end_with_an_annotated_boo
         periodic["object"]["metadata"].get("annotations").is_none_or(|a| a.as_object().is_none_or(|m| m.is_empty()))
     );
 
-    let (code, body) =
-        get(&s, &format!("{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", llamas("default")))
-            .await;
+    let (code, body) = get_json(
+        &s,
+        &format!("{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", llamas("default")),
+    )
+    .await;
     assert_eq!(code, 422, "sendInitialEvents needs allowWatchBookmarks");
     assert_status(&body, 422, "Invalid");
 }
@@ -413,7 +409,7 @@ async fn deletecollection_honours_label_and_field_selectors(#[case] backend: Bac
     assert_eq!(r.status(), 200);
     let deleted: Value = r.json().await.unwrap();
     assert_eq!(names(&deleted), ["a"]);
-    let (_, left) = get(&s, &llamas("default")).await;
+    let (_, left) = get_json(&s, &llamas("default")).await;
     assert_eq!(names(&left), ["b", "c"]);
     let r = s.client.delete(s.url(&format!("{}?labelSelector=herd%20in", llamas("default")))).send().await.unwrap();
     assert_eq!(r.status(), 400);

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Backend, Server, WatchStream, llama, llama_path, llamas};
+use common::{Backend, Server, WatchStream, llama, llama_path, llamas, rv};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -26,10 +26,6 @@ struct Write {
     rv: u64,
     kind: &'static str,
     name: String,
-}
-
-fn rv_of(object: &Value) -> u64 {
-    object["metadata"]["resourceVersion"].as_str().and_then(|r| r.parse().ok()).expect("resourceVersion")
 }
 
 async fn writer(s: Arc<Server>, seed: u64, log: Arc<Mutex<Vec<Write>>>, counter: Arc<std::sync::atomic::AtomicU64>) {
@@ -57,7 +53,7 @@ async fn writer(s: Arc<Server>, seed: u64, log: Arc<Mutex<Vec<Write>>>, counter:
         let code = response.status().as_u16();
         let body: Value = response.json().await.unwrap();
         match code {
-            200 | 201 => log.lock().unwrap().push(Write { rv: rv_of(&body), kind, name }),
+            200 | 201 => log.lock().unwrap().push(Write { rv: rv(&body), kind, name }),
             404 | 409 => {}
             other => panic!("unexpected {other}: {body}"),
         }
@@ -76,11 +72,7 @@ async fn collect(mut w: WatchStream, last: u64) -> Vec<Write> {
             "BOOKMARK" => continue,
             other => panic!("unexpected event {other}: {e}"),
         };
-        out.push(Write {
-            rv: rv_of(&e["object"]),
-            kind,
-            name: e["object"]["metadata"]["name"].as_str().unwrap().into(),
-        });
+        out.push(Write { rv: rv(&e["object"]), kind, name: e["object"]["metadata"]["name"].as_str().unwrap().into() });
     }
     out
 }
@@ -112,7 +104,7 @@ async fn watchers_see_exactly_the_acknowledged_writes_and_pages_never_lose_stabl
         let name = format!("stable-{i:02}");
         let r = s.client.post(s.url(&llamas(NS))).json(&llama(&name, 1.0, 1.0)).send().await.unwrap();
         let body: Value = r.json().await.unwrap();
-        log.lock().unwrap().push(Write { rv: rv_of(&body), kind: "ADDED", name: name.clone() });
+        log.lock().unwrap().push(Write { rv: rv(&body), kind: "ADDED", name: name.clone() });
         stable.insert(name);
     }
     let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -173,10 +165,10 @@ async fn watchers_see_exactly_the_acknowledged_writes_and_pages_never_lose_stabl
             let e = w.next().await.expect("initial events");
             if e["type"] == "BOOKMARK" {
                 assert_eq!(e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-                break rv_of(&e["object"]);
+                break rv(&e["object"]);
             }
             assert_eq!(e["type"], "ADDED");
-            initial.insert(e["object"]["metadata"]["name"].as_str().unwrap().to_string(), rv_of(&e["object"]));
+            initial.insert(e["object"]["metadata"]["name"].as_str().unwrap().to_string(), rv(&e["object"]));
         };
         assert_eq!(
             initial,

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Server, llama, llamas};
+use common::{Server, llama, llamas, rv};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,10 +23,6 @@ fn client(server: &Server, http1: bool) -> reqwest::Client {
         .default_headers(headers);
     let builder = if http1 { builder.http1_only() } else { builder };
     builder.build().expect("client")
-}
-
-fn rv(object: &Value) -> u64 {
-    object["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).expect("resourceVersion")
 }
 
 /// What one client saw.

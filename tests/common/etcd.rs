@@ -110,14 +110,20 @@ impl Etcd {
     /// (An etcd stopped during its first start may never elect itself leader again.)
     pub fn unstarted() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
+        Self::new("http", dir.path().join("data"), Vec::new(), Some(dir))
+    }
+
+    /// An etcd on two free ports, serving clients over `scheme`, keeping its data in `data`
+    /// (removed with `dir` when given, by the wrapper otherwise).
+    fn new(scheme: &str, data: PathBuf, flags: Vec<String>, dir: Option<tempfile::TempDir>) -> Self {
         Self {
-            endpoint: format!("http://127.0.0.1:{}", free_port()),
+            endpoint: format!("{scheme}://127.0.0.1:{}", free_port()),
             peer: format!("http://127.0.0.1:{}", free_port()),
-            data: dir.path().join("data"),
+            data,
             stdin: None,
             child: None,
-            flags: Vec::new(),
-            _dir: Some(dir),
+            flags,
+            _dir: dir,
         }
     }
 
@@ -125,15 +131,7 @@ impl Etcd {
     pub fn start_tls() -> (Self, EtcdTls) {
         let dir = tempfile::tempdir().expect("temp dir");
         let (files, flags) = tls_files(dir.path());
-        let mut etcd = Self {
-            endpoint: format!("https://127.0.0.1:{}", free_port()),
-            peer: format!("http://127.0.0.1:{}", free_port()),
-            data: dir.path().join("data"),
-            stdin: None,
-            child: None,
-            flags,
-            _dir: Some(dir),
-        };
+        let mut etcd = Self::new("https", dir.path().join("data"), flags, Some(dir));
         etcd.run();
         (etcd, files)
     }
@@ -142,16 +140,8 @@ impl Etcd {
     pub fn shared() -> &'static Etcd {
         static SHARED: OnceLock<Etcd> = OnceLock::new();
         SHARED.get_or_init(|| {
-            let dir = std::env::temp_dir().join(format!("farm-test-etcd-{}", std::process::id()));
-            let mut etcd = Self {
-                endpoint: format!("http://127.0.0.1:{}", free_port()),
-                peer: format!("http://127.0.0.1:{}", free_port()),
-                data: dir,
-                stdin: None,
-                child: None,
-                flags: Vec::new(),
-                _dir: None,
-            };
+            let data = std::env::temp_dir().join(format!("farm-test-etcd-{}", std::process::id()));
+            let mut etcd = Self::new("http", data, Vec::new(), None);
             etcd.run();
             etcd
         })

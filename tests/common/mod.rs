@@ -331,6 +331,17 @@ pub fn llama(name: &str, weight: f64, height: f64) -> serde_json::Value {
     })
 }
 
+/// GETs `path` with the server's client: the status code and the JSON body.
+pub async fn get_json(s: &Server, path: &str) -> (u16, serde_json::Value) {
+    let r = s.client.get(s.url(path)).send().await.expect("request");
+    (r.status().as_u16(), r.json().await.expect("a JSON body"))
+}
+
+/// An object's resourceVersion as a number.
+pub fn rv(object: &serde_json::Value) -> u64 {
+    object["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).expect("resourceVersion")
+}
+
 /// Path of the llamas collection in `ns`.
 pub fn llamas(ns: &str) -> String {
     format!("/apis/farm.example.com/v1alpha/namespaces/{ns}/llamas")
