@@ -196,16 +196,19 @@ exit 0"#;
         self.run();
     }
 
-    /// A client of this etcd.
-    pub async fn client(&self) -> etcd_client::Client {
-        etcd_client::Client::connect([&self.endpoint], None).await.expect("connect to etcd")
-    }
-
     /// Compacts etcd's history up to its current revision: every older revision gets 410.
     pub async fn compact_all(&self) {
-        let mut client = self.client().await;
-        let revision = client.get("/", None).await.expect("read").header().expect("header").revision();
-        client.compact(revision, None).await.expect("compact");
+        use farm_apiserver::store::etcd::{client::EtcdClient, connection};
+        let config = connection::EtcdConfig {
+            endpoints: vec![self.endpoint.clone()],
+            prefix: String::new(),
+            ca_file: None,
+            client_cert: None,
+            request_timeout: Duration::from_secs(5),
+        };
+        let client: EtcdClient = connection::connect(&config).await.expect("an etcd client");
+        let revision = client.get("/").await.expect("read").header.expect("header").revision;
+        client.compact(revision).await.expect("compact");
     }
 }
 

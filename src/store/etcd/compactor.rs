@@ -6,13 +6,12 @@
 //! replica wins per interval and the others adopt its clock. History therefore always covers at
 //! least one interval: watches and paged lists younger than that never get 410.
 
-use etcd_client::{Client, CompactionOptions, Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+use super::client::{EtcdClient, first_read, get_op, put_op, version_is};
 use std::time::Duration;
 
 /// Starts compacting every `interval` until `stopping` is cancelled. `key` is the shared clock.
-pub fn start(client: Client, key: String, interval: Duration, stopping: tokio_util::sync::CancellationToken) {
+pub fn start(client: EtcdClient, key: String, interval: Duration, stopping: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
-        let mut kv = client.kv_client();
         // The clock: the version of `key` this replica last saw; 0 = the key does not exist.
         let mut clock = 0i64;
         // The revision seen at the previous tick: the next compaction target.
@@ -22,7 +21,7 @@ pub fn start(client: Client, key: String, interval: Duration, stopping: tokio_ut
                 () = tokio::time::sleep(interval) => {}
                 () = stopping.cancelled() => return,
             }
-            match step(&mut kv, &key, clock, target).await {
+            match step(&client, &key, clock, target).await {
                 Ok((next_clock, revision)) => {
                     clock = next_clock;
                     target = revision;
@@ -35,31 +34,20 @@ pub fn start(client: Client, key: String, interval: Duration, stopping: tokio_ut
 
 /// One round: claims the clock tick `clock` by writing `target` to `key`; on winning, compacts
 /// to `target`. Returns the clock to use next and the current revision (the next target).
-async fn step(
-    kv: &mut etcd_client::KvClient,
-    key: &str,
-    clock: i64,
-    target: i64,
-) -> Result<(i64, i64), etcd_client::Error> {
-    let txn = Txn::new()
-        .when([Compare::version(key, CompareOp::Equal, clock)])
-        .and_then([TxnOp::put(key, target.to_string(), None)])
-        .or_else([TxnOp::get(key, None)]);
-    let response = kv.txn(txn).await?;
-    let current = response.header().map(|h| h.revision()).unwrap_or_default();
-    if !response.succeeded() {
+async fn step(client: &EtcdClient, key: &str, clock: i64, target: i64) -> Result<(i64, i64), tonic::Status> {
+    let claim = [version_is(key, clock)];
+    let response = client.txn(claim.into(), vec![put_op(key, target.to_string())], vec![get_op(key)]).await?;
+    let current = response.header.as_ref().map(|h| h.revision).unwrap_or_default();
+    if !response.succeeded {
         // Another replica won this tick: adopt its clock and try again next interval.
-        let theirs = response.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.version()),
-            _ => None,
-        });
+        let theirs = first_read(&response).and_then(|read| read.kvs.first()).map(|kv| kv.version);
         return Ok((theirs.unwrap_or(clock), current));
     }
     if target > 0 {
-        match kv.compact(target, Some(CompactionOptions::new().with_physical())).await {
-            Ok(_) => tracing::info!(revision = target, "compacted etcd's history"),
+        match client.compact(target).await {
+            Ok(()) => tracing::info!(revision = target, "compacted etcd's history"),
             // Someone compacted further already (etcd's own auto-compaction): nothing to do.
-            Err(etcd_client::Error::GRpcStatus(s)) if s.code() == tonic::Code::OutOfRange => {}
+            Err(status) if status.code() == tonic::Code::OutOfRange => {}
             Err(error) => return Err(error),
         }
     }

@@ -5,11 +5,12 @@
 //! down and recovers when it returns; until then requests fail fast with 503 and a
 //! Retry-After, and `/readyz` fails so load balancers send traffic to healthy replicas.
 
+use super::client::EtcdClient;
 use crate::api::error::Error;
-use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 /// How to reach etcd.
 #[derive(Clone, Debug)]
@@ -37,37 +38,67 @@ pub enum ConnectError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The client refused the options (e.g. a malformed endpoint URL).
-    #[error("etcd client: {0}")]
-    Client(#[from] etcd_client::Error),
+    /// An endpoint is not a valid URL, or TLS options came with an `http://` endpoint.
+    #[error("etcd endpoint {endpoint}: {reason}")]
+    Endpoint {
+        /// The endpoint as configured.
+        endpoint: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 fn read(path: &PathBuf) -> Result<Vec<u8>, ConnectError> {
     std::fs::read(path).map_err(|source| ConnectError::Read { path: path.clone(), source })
 }
 
-/// A client for `config`. It does not wait for etcd: connections are made (and remade) on use.
-pub async fn connect(config: &EtcdConfig) -> Result<Client, ConnectError> {
-    let mut options = ConnectOptions::new()
-        .with_timeout(config.request_timeout)
-        .with_connect_timeout(config.request_timeout)
-        // Notice a dead etcd member on idle connections too (watches can be quiet for long).
-        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
-        .with_keep_alive_while_idle(true)
-        // Refuse to answer from a member cut off from the quorum: its data may be stale.
-        .with_require_leader(true);
+/// A client for `config`. It does not wait for etcd: connections are made (and remade) on use,
+/// spread over every endpoint.
+pub async fn connect(config: &EtcdConfig) -> Result<EtcdClient, ConnectError> {
+    let tls = tls_config(config)?;
+    let endpoints =
+        config.endpoints.iter().map(|url| endpoint(url, tls.as_ref(), config)).collect::<Result<Vec<_>, _>>()?;
+    Ok(EtcdClient::new(Channel::balance_list(endpoints.into_iter())))
+}
+
+/// The TLS settings, when any endpoint is `https://` or a CA or client certificate is given.
+fn tls_config(config: &EtcdConfig) -> Result<Option<ClientTlsConfig>, ConnectError> {
     let uses_tls = config.endpoints.iter().any(|e| e.starts_with("https://"));
-    if uses_tls || config.ca_file.is_some() || config.client_cert.is_some() {
-        let mut tls = TlsOptions::new();
-        if let Some(ca) = &config.ca_file {
-            tls = tls.ca_certificate(Certificate::from_pem(read(ca)?));
-        }
-        if let Some((cert, key)) = &config.client_cert {
-            tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
-        }
-        options = options.with_tls(tls);
+    if !(uses_tls || config.ca_file.is_some() || config.client_cert.is_some()) {
+        return Ok(None);
     }
-    Ok(Client::connect(&config.endpoints, Some(options)).await?)
+    let mut tls = ClientTlsConfig::new();
+    if let Some(ca) = &config.ca_file {
+        tls = tls.ca_certificate(Certificate::from_pem(read(ca)?));
+    }
+    if let Some((cert, key)) = &config.client_cert {
+        tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+    }
+    Ok(Some(tls))
+}
+
+/// One endpoint: `https://` with TLS, `http://` without (refused when TLS is configured), and a
+/// bare `host:port` as `https://` when TLS is configured, else `http://`.
+fn endpoint(url: &str, tls: Option<&ClientTlsConfig>, config: &EtcdConfig) -> Result<Endpoint, ConnectError> {
+    let invalid = |reason: String| ConnectError::Endpoint { endpoint: url.to_string(), reason };
+    let full = match (url.split_once("://").map(|(scheme, _)| scheme), tls) {
+        (Some("http"), Some(_)) => return Err(invalid("TLS options are only supported with https:// URLs".into())),
+        (Some(_), _) => url.to_string(),
+        (None, Some(_)) => format!("https://{url}"),
+        (None, None) => format!("http://{url}"),
+    };
+    let mut endpoint = Endpoint::from_shared(full.clone())
+        .map_err(|e| invalid(e.to_string()))?
+        .timeout(config.request_timeout)
+        .connect_timeout(config.request_timeout)
+        // Notice a dead etcd member on idle connections too (watches can be quiet for long).
+        .http2_keep_alive_interval(Duration::from_secs(10))
+        .keep_alive_timeout(Duration::from_secs(5))
+        .keep_alive_while_idle(true);
+    if full.starts_with("https://") {
+        endpoint = endpoint.tls_config(tls.cloned().unwrap_or_default()).map_err(|e| invalid(e.to_string()))?;
+    }
+    Ok(endpoint)
 }
 
 const COMPACTED: &str = "required revision has been compacted";
@@ -75,27 +106,22 @@ const TOO_LARGE: &str = "request is too large";
 
 /// The API error for an etcd failure: unreachable etcd (or no leader) → 503 with Retry-After;
 /// a compacted revision → 410; an object etcd refuses for its size → 413.
-pub fn api_error(error: etcd_client::Error) -> Error {
+pub fn api_error(status: tonic::Status) -> Error {
     use tonic::Code;
-    let unavailable =
-        |why: String| Error::Unavailable { message: format!("storage is unavailable: {why}"), retry_after: 1 };
-    match error {
-        etcd_client::Error::GRpcStatus(status) => match status.code() {
-            Code::OutOfRange if status.message().contains(COMPACTED) => {
-                Error::Expired(format!("too old resource version: {}", status.message()))
+    match status.code() {
+        Code::OutOfRange if status.message().contains(COMPACTED) => {
+            Error::Expired(format!("too old resource version: {}", status.message()))
+        }
+        Code::InvalidArgument if status.message().contains(TOO_LARGE) => {
+            Error::TooLarge(format!("the object is too large for etcd: {}", status.message()))
+        }
+        Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Aborted | Code::Unknown => {
+            Error::Unavailable {
+                message: format!("storage is unavailable: {}", with_cause(status.message(), &status)),
+                retry_after: 1,
             }
-            Code::InvalidArgument if status.message().contains(TOO_LARGE) => {
-                Error::TooLarge(format!("the object is too large for etcd: {}", status.message()))
-            }
-            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Aborted | Code::Unknown => {
-                unavailable(with_cause(status.message(), &status))
-            }
-            _ => Error::Internal(format!("storage error: {status}")),
-        },
-        etcd_client::Error::TransportError(e) => unavailable(e.to_string()),
-        etcd_client::Error::IoError(e) => unavailable(e.to_string()),
-        etcd_client::Error::WatchError(e) => unavailable(e),
-        other => Error::Internal(format!("storage error: {other}")),
+        }
+        _ => Error::Internal(format!("storage error: {status}")),
     }
 }
 
@@ -130,7 +156,7 @@ impl EtcdHealth {
 /// Probes etcd every `interval` (a linearizable read of one key, so a member without a leader
 /// counts as down) until `stopping` is cancelled.
 pub fn monitor(
-    client: Client,
+    client: EtcdClient,
     key: String,
     interval: Duration,
     stopping: tokio_util::sync::CancellationToken,
@@ -138,9 +164,8 @@ pub fn monitor(
     let health = Arc::new(EtcdHealth { state: parking_lot::Mutex::new(Err("not probed yet".into())) });
     let shared = health.clone();
     tokio::spawn(async move {
-        let mut kv = client.kv_client();
         loop {
-            let result = kv.get(key.as_bytes(), None).await.map(|_| ()).map_err(|e| e.to_string());
+            let result = client.get(key.as_bytes()).await.map(|_| ()).map_err(|e| api_error(e).to_string());
             tracing::debug!(?result, "etcd probe");
             {
                 let mut state = shared.state.lock();

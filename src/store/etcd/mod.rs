@@ -13,8 +13,10 @@
 //! - every watcher has its own etcd watch from its revision, with the previous values, so each
 //!   sees every event in order with no gap, whatever replica wrote it.
 
+pub mod client;
 pub mod compactor;
 pub mod connection;
+pub mod grpc;
 
 use super::{
     CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress,
@@ -22,20 +24,20 @@ use super::{
 };
 use crate::api::error::{Error, Result};
 use crate::resources::ApiResource;
+use client::{EtcdClient, WatchStream, create_revision_is, delete_op, first_read, get_op, mod_revision_is, put_op};
 use connection::api_error;
-use etcd_client::{Client, Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse, WatchOptions};
+use grpc::etcdserverpb::{RangeRequest, ResponseHeader, WatchCreateRequest};
+use grpc::mvccpb::{KeyValue, event::EventType as EtcdEventType};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// How many objects one etcd range request of a list reads at most.
 const LIST_CHUNK: usize = 1000;
-/// The largest etcd response accepted (etcd caps one object at 1.5 MiB by default).
-const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Objects of one resource type, in etcd.
 pub struct EtcdStore<K> {
-    client: Client,
+    client: EtcdClient,
     /// `<prefix>/<plural>/`: every key of this resource starts with it.
     prefix: String,
     _kind: PhantomData<fn() -> K>,
@@ -43,7 +45,7 @@ pub struct EtcdStore<K> {
 
 impl<K: ApiResource> EtcdStore<K> {
     /// A store of `K` under `prefix` (without a trailing slash) in the etcd `client` talks to.
-    pub fn new(client: Client, prefix: &str) -> Self {
+    pub fn new(client: EtcdClient, prefix: &str) -> Self {
         Self { client, prefix: format!("{}/{}/", prefix.trim_end_matches('/'), K::INFO.plural), _kind: PhantomData }
     }
 
@@ -57,10 +59,6 @@ impl<K: ApiResource> EtcdStore<K> {
             Some(ns) => format!("{}{ns}/", self.prefix),
             None => self.prefix.clone(),
         }
-    }
-
-    fn kv(&self) -> etcd_client::KvClient {
-        self.client.kv_client().max_decoding_message_size(MAX_RESPONSE_BYTES)
     }
 }
 
@@ -90,10 +88,10 @@ fn etcd_revision(revision: u64) -> Result<i64> {
 }
 
 fn decode<K: ApiResource>(kv: &KeyValue) -> Result<K> {
-    let mut object: K = serde_json::from_slice(kv.value()).map_err(|e| {
-        Error::Internal(format!("the object stored at {} cannot be decoded: {e}", String::from_utf8_lossy(kv.key())))
+    let mut object: K = serde_json::from_slice(&kv.value).map_err(|e| {
+        Error::Internal(format!("the object stored at {} cannot be decoded: {e}", String::from_utf8_lossy(&kv.key)))
     })?;
-    object.meta_mut().resource_version = Some(kv.mod_revision().to_string());
+    object.meta_mut().resource_version = Some(kv.mod_revision.to_string());
     Ok(object)
 }
 
@@ -102,8 +100,8 @@ fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<K> {
     Arc::new(object)
 }
 
-fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<u64> {
-    header.map(|h| revision_of(h.revision())).ok_or_else(|| Error::Internal("etcd answered without a revision".into()))
+fn header_revision(header: Option<&ResponseHeader>) -> Result<u64> {
+    header.map(|h| revision_of(h.revision)).ok_or_else(|| Error::Internal("etcd answered without a revision".into()))
 }
 
 /// The key after every key starting with `prefix` (etcd's "range end" of a prefix).
@@ -121,9 +119,9 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
 impl<K: ApiResource> EtcdStore<K> {
     /// The object at `key` with its mod revision, read now.
     async fn read(&self, key: &str) -> Result<Option<(Arc<K>, i64)>> {
-        let response = self.kv().get(key, None).await.map_err(api_error)?;
-        match response.kvs().first() {
-            Some(kv) => Ok(Some((Arc::new(decode(kv)?), kv.mod_revision()))),
+        let response = self.client.get(key).await.map_err(api_error)?;
+        match response.kvs.first() {
+            Some(kv) => Ok(Some((Arc::new(decode(kv)?), kv.mod_revision))),
             None => Ok(None),
         }
     }
@@ -132,8 +130,8 @@ impl<K: ApiResource> EtcdStore<K> {
     async fn ensure_readable(&self, namespace: Option<&str>, revision: u64) -> Result<()> {
         let at = etcd_revision(revision)?;
         // A read of one (absent) key at the revision fails the same way a range would.
-        let options = GetOptions::new().with_revision(at);
-        self.kv().get(self.range(namespace), Some(options)).await.map_err(api_error)?;
+        let read = RangeRequest { key: self.range(namespace).into_bytes(), revision: at, ..Default::default() };
+        self.client.range(read).await.map_err(api_error)?;
         Ok(())
     }
 }
@@ -152,7 +150,6 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     }
 
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
-        let mut kv = self.kv();
         let range = self.range(request.namespace);
         let end = prefix_end(&range);
         let mut start = match request.after {
@@ -169,14 +166,20 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         let mut items: Vec<Arc<K>> = Vec::new();
         'chunks: loop {
             let chunk = wanted.map_or(LIST_CHUNK, |w| w.saturating_sub(items.len()).clamp(1, LIST_CHUNK));
-            let options = GetOptions::new().with_range(end.clone()).with_limit(chunk as i64).with_revision(at);
-            let response = kv.get(start.clone(), Some(options)).await.map_err(api_error)?;
+            let read = RangeRequest {
+                key: start.clone(),
+                range_end: end.clone(),
+                limit: chunk as i64,
+                revision: at,
+                ..Default::default()
+            };
+            let response = self.client.range(read).await.map_err(api_error)?;
             if at == 0 {
                 // Later chunks read at the first one's revision: one consistent snapshot.
-                at = etcd_revision(header_revision(response.header())?)?;
+                at = etcd_revision(header_revision(response.header.as_ref())?)?;
             }
-            for kv in response.kvs() {
-                start = kv.key().to_vec();
+            for kv in &response.kvs {
+                start = kv.key.clone();
                 start.push(0);
                 let object = decode::<K>(kv)?;
                 if (request.selects)(&object) {
@@ -186,7 +189,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                     }
                 }
             }
-            if !response.more() || response.kvs().is_empty() {
+            if !response.more || response.kvs.is_empty() {
                 break;
             }
         }
@@ -198,9 +201,10 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             if let Some(last) = &last {
                 let mut from = self.key(last).into_bytes();
                 from.push(0);
-                let count = GetOptions::new().with_range(end).with_count_only().with_revision(at);
-                let response = kv.get(from, Some(count)).await.map_err(api_error)?;
-                remaining = usize::try_from(response.count()).unwrap_or_default();
+                let count =
+                    RangeRequest { key: from, range_end: end, count_only: true, revision: at, ..Default::default() };
+                let response = self.client.range(count).await.map_err(api_error)?;
+                remaining = usize::try_from(response.count).unwrap_or_default();
             }
             more_after = last;
         }
@@ -220,8 +224,14 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             }
         };
         let start = etcd_revision(revision.saturating_add(1))?;
-        let options = WatchOptions::new().with_prefix().with_start_revision(start).with_prev_key();
-        let stream = self.client.watch_client().watch(range, Some(options)).await.map_err(api_error)?;
+        let request = WatchCreateRequest {
+            range_end: prefix_end(&range),
+            key: range.into_bytes(),
+            start_revision: start,
+            prev_kv: true,
+            ..Default::default()
+        };
+        let stream = self.client.watch(request).await.map_err(api_error)?;
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         let progress = Progress::at(revision);
         let closing = Closing::default();
@@ -238,14 +248,13 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 None => Ok(Arc::new(object)),
             };
         }
-        let txn = Txn::new()
-            .when([Compare::create_revision(path.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(path, encode(&object)?, None)]);
-        let response = self.kv().txn(txn).await.map_err(api_error)?;
-        if !response.succeeded() {
+        let absent = create_revision_is(path.clone(), 0);
+        let response =
+            self.client.txn(vec![absent], vec![put_op(path, encode(&object)?)], Vec::new()).await.map_err(api_error)?;
+        if !response.succeeded {
             return Err(exists());
         }
-        Ok(stamp(object, header_revision(response.header())?))
+        Ok(stamp(object, header_revision(response.header.as_ref())?))
     }
 
     async fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>> {
@@ -261,25 +270,17 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             if dry_run {
                 return Ok(Committed { object: Arc::new(object), deleted });
             }
-            let write = if deleted {
-                TxnOp::delete(path.clone(), None)
-            } else {
-                TxnOp::put(path.clone(), encode(&object)?, None)
-            };
-            let txn = Txn::new()
-                .when([Compare::mod_revision(path.clone(), CompareOp::Equal, read_at)])
-                .and_then([write])
-                .or_else([TxnOp::get(path.clone(), None)]);
-            let response = self.kv().txn(txn).await.map_err(api_error)?;
-            if response.succeeded() {
-                return Ok(Committed { object: stamp(object, header_revision(response.header())?), deleted });
+            let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&object)?) };
+            let unchanged = mod_revision_is(path.clone(), read_at);
+            let response =
+                self.client.txn(vec![unchanged], vec![write], vec![get_op(path.clone())]).await.map_err(api_error)?;
+            if response.succeeded {
+                return Ok(Committed { object: stamp(object, header_revision(response.header.as_ref())?), deleted });
             }
             // Another writer changed the object since it was read: decide again on its state.
-            let newer = response.op_responses().into_iter().find_map(|op| match op {
-                TxnOpResponse::Get(get) => Some(get.kvs().first().map(|kv| (decode::<K>(kv), kv.mod_revision()))),
-                _ => None,
-            });
-            match newer.flatten() {
+            let newer =
+                first_read(&response).and_then(|read| read.kvs.first()).map(|kv| (decode::<K>(kv), kv.mod_revision));
+            match newer {
                 Some((object, revision)) => {
                     current = Arc::new(object?);
                     read_at = revision;
@@ -290,34 +291,41 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     }
 
     async fn stats(&self) -> Result<StoreStats> {
-        let count = GetOptions::new().with_prefix().with_count_only();
-        let response = self.kv().get(self.prefix.as_bytes(), Some(count)).await.map_err(api_error)?;
-        Ok(StoreStats { objects: usize::try_from(response.count()).unwrap_or_default(), history: None })
+        let count = RangeRequest {
+            key: self.prefix.clone().into_bytes(),
+            range_end: prefix_end(&self.prefix),
+            count_only: true,
+            ..Default::default()
+        };
+        let response = self.client.range(count).await.map_err(api_error)?;
+        Ok(StoreStats { objects: usize::try_from(response.count).unwrap_or_default(), history: None })
     }
 
     async fn revision(&self) -> Result<u64> {
         // Any read answers with etcd's current revision; this key never exists.
-        let response = self.kv().get(self.prefix.as_bytes(), None).await.map_err(api_error)?;
-        header_revision(response.header())
+        let response = self.client.get(self.prefix.as_bytes()).await.map_err(api_error)?;
+        header_revision(response.header.as_ref())
     }
 }
 
 /// The API event of one etcd event.
-fn event_of<K: ApiResource>(event: &etcd_client::Event) -> Result<Event<K>> {
-    let kv = event.kv().ok_or_else(|| Error::Internal("an etcd event without a key".into()))?;
-    let revision = revision_of(kv.mod_revision());
-    let previous = event.prev_kv().map(|p| decode::<K>(p).map(Arc::new)).transpose()?;
-    match event.event_type() {
-        etcd_client::EventType::Put => {
-            let kind = if kv.create_revision() == kv.mod_revision() { EventType::Added } else { EventType::Modified };
+fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
+    let kv = event.kv.as_ref().ok_or_else(|| Error::Internal("an etcd event without a key".into()))?;
+    let revision = revision_of(kv.mod_revision);
+    let previous = event.prev_kv.as_ref().map(|p| decode::<K>(p).map(Arc::new)).transpose()?;
+    let kind = EtcdEventType::try_from(event.r#type)
+        .map_err(|_| Error::Internal(format!("an etcd event of unknown type {}", event.r#type)))?;
+    match kind {
+        EtcdEventType::Put => {
+            let kind = if kv.create_revision == kv.mod_revision { EventType::Added } else { EventType::Modified };
             let object = Arc::new(decode::<K>(kv)?);
             Ok(Event { revision, kind, object, previous, frame: Default::default() })
         }
-        etcd_client::EventType::Delete => {
+        EtcdEventType::Delete => {
             let last = previous.clone().ok_or_else(|| {
                 Error::Internal(format!(
                     "the deletion of {} came without the object's last state",
-                    String::from_utf8_lossy(kv.key())
+                    String::from_utf8_lossy(&kv.key)
                 ))
             })?;
             let object = stamp((*last).clone(), revision);
@@ -330,7 +338,7 @@ fn event_of<K: ApiResource>(event: &etcd_client::Event) -> Result<Event<K>> {
 /// behind (its buffer is full: it is dropped, as in memory), or the etcd watch ends. Closing the
 /// buffer ends the API watch; the client re-watches from the last revision it saw.
 async fn forward<K: ApiResource>(
-    mut stream: etcd_client::WatchStream,
+    mut stream: WatchStream,
     sender: mpsc::Sender<Arc<Event<K>>>,
     progress: Progress,
     closing: Closing,
@@ -356,16 +364,16 @@ async fn forward<K: ApiResource>(
                 return;
             }
         };
-        if response.canceled() {
+        if response.canceled {
             tracing::debug!(
-                compact_revision = response.compact_revision(),
-                reason = response.cancel_reason(),
+                compact_revision = response.compact_revision,
+                reason = response.cancel_reason,
                 "etcd cancelled a watch"
             );
             ended(&closing);
             return;
         }
-        for event in response.events() {
+        for event in &response.events {
             let event = match event_of::<K>(event) {
                 Ok(event) => event,
                 Err(error) => {
