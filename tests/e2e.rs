@@ -1,5 +1,6 @@
-//! End to end through a real control plane (etcd + kube-apiserver on loopback, started by
-//! `scripts/control-plane.sh`, which builds kube-apiserver once when `KUBE_APISERVER` is unset):
+//! End to end through a real control plane (etcd + kube-apiserver on loopback, and
+//! kube-controller-manager where a test asks for it, started by `scripts/control-plane.sh`, which
+//! builds them once when `KUBE_APISERVER` / `KUBE_CONTROLLER_MANAGER` are unset):
 //! farm-apiserver runs in aggregated mode, an APIService routes `farm.example.com/v1alpha` to it,
 //! and kubectl talks to the kube-apiserver only.
 
@@ -19,11 +20,21 @@ struct ControlPlane {
 
 impl ControlPlane {
     fn up() -> Self {
+        Self::start(&[])
+    }
+
+    /// With kube-controller-manager: namespace, garbage-collector and service-account controllers.
+    fn up_with_controller_manager() -> Self {
+        Self::start(&["--controller-manager"])
+    }
+
+    fn start(options: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let status = Command::new("bash")
             .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
             .arg("up")
             .arg(dir.path())
+            .args(options)
             .status()
             .expect("run scripts/control-plane.sh");
         assert!(status.success(), "the control plane did not start");
@@ -611,4 +622,35 @@ async fn a_replaced_serving_certificate_is_used_by_new_connections_without_a_res
         .build()
         .unwrap();
     assert!(stale.get(&url).send().await.is_err(), "new connections no longer see the old certificate");
+}
+
+#[tokio::test]
+async fn the_controller_manager_creates_accounts_collects_garbage_and_deletes_namespaces() {
+    let cp = ControlPlane::up_with_controller_manager();
+    cp.ok(&["create", "namespace", "pasture"], None);
+    eventually("the service-account controller to give pasture its default account", async || {
+        cp.kubectl(&["get", "serviceaccount", "default", "-n", "pasture"], None).0
+    })
+    .await;
+
+    cp.ok(&["create", "configmap", "owner", "-n", "pasture"], None);
+    let uid = cp.ok(&["get", "configmap", "owner", "-n", "pasture", "-o", "jsonpath={.metadata.uid}"], None);
+    let dependent = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dependent\n  namespace: pasture\n  ownerReferences:\n  \
+         - {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}}}\n"
+    );
+    cp.ok(&["create", "-f", "-"], Some(&dependent));
+    cp.ok(&["delete", "configmap", "owner", "-n", "pasture"], None);
+    eventually("the garbage collector to delete the owner's dependent", async || {
+        let (found, _, stderr) = cp.kubectl(&["get", "configmap", "dependent", "-n", "pasture"], None);
+        !found && stderr.contains("NotFound")
+    })
+    .await;
+
+    cp.ok(&["delete", "namespace", "pasture", "--wait=false"], None);
+    eventually("the namespace controller to empty and remove pasture", async || {
+        let (found, _, stderr) = cp.kubectl(&["get", "namespace", "pasture"], None);
+        !found && stderr.contains("NotFound")
+    })
+    .await;
 }
