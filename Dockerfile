@@ -3,8 +3,7 @@
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-# The etcd client's gRPC code is generated at build time.
-RUN apt-get update && apt-get install -y --no-install-recommends protobuf-compiler && rm -rf /var/lib/apt/lists/*
+# No system package is needed: etcd's gRPC client code is checked in (src/store/etcd/grpc).
 # Dependencies first, so code changes do not rebuild them.
 COPY Cargo.toml Cargo.lock ./
 RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
