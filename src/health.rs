@@ -97,7 +97,7 @@ fn report(health: &Health, endpoint: Endpoint, only: Option<&str>, verbose: bool
     let checks: Vec<_> =
         health.checks(endpoint).into_iter().filter(|(name, _, _)| only.is_none_or(|o| o == *name)).collect();
     if checks.is_empty() {
-        return crate::api::error::Error::PathNotFound.into_response();
+        return crate::machinery::error::Error::PathNotFound.into_response();
     }
     // A check asked for by name fails when it fails, informational or not.
     let failed = checks.iter().any(|(_, r, counts)| r.is_err() && (*counts || only.is_some()));

@@ -3,29 +3,29 @@
 //! A Kubernetes aggregated API server for the group `farm.example.com/v1alpha`, also able to run
 //! standalone so kubectl talks to it directly.
 //!
-//! ## Layout
+//! ## Layers
 //!
-//! - [`config`]: the command line; every `serve` flag is also an `FARM_*` environment variable.
-//! - [`server`]: builds TLS, authentication, stores, registries and the router, and serves them
-//!   with graceful shutdown; [`server::run`] takes its listener so tests can bind port 0.
-//! - [`tls`]: serving certificates from PEM files or generated with rcgen; requesting client
-//!   certificates and handing them to each request.
-//! - [`auth`]: authentication and authorization: the standalone bearer token, or delegation to
-//!   the cluster (front-proxy certificates and headers, client certificates, TokenReview,
-//!   SubjectAccessReview).
-//! - [`kubeconfig`]: the kubeconfig a standalone server writes for kubectl.
-//! - [`certs`]: `farm-apiserver certs`: the CA, serving certificate and `manifests/app.yaml`.
-//! - [`pods`]: the Pod cache (list + watch of the cluster's Pods) that feeds FarmPods.
-//! - [`health`]: `/healthz`, `/livez`, `/readyz`.
-//! - [`limits`]: requests in flight and request timeout (watches exempt).
-//! - [`metrics`]: the Prometheus metrics behind `/metrics`; [`observe`]: the middleware that
-//!   counts, times and logs every request.
-//! - [`api`]: the resource-agnostic Kubernetes REST machinery: `Status` errors, negotiation,
-//!   query options, selectors, paging, decoding and patching, validation, registry semantics,
-//!   handlers, watch streams, tables, discovery and OpenAPI.
-//! - [`store`]: storage behind a trait (objects, event history, subscriptions), in memory or
-//!   in etcd.
-//! - [`resources`]: one file per resource (Llama, FarmPod), describing itself to the machinery.
+//! Imports point one way, down this list; no module imports one above it (the unit tests of the
+//! generic layers use the Llama as their fixture, the one exception):
+//!
+//! 1. [`machinery`], the bottom layer, importing nothing of the crate: errors and their `Status`
+//!    bodies, field errors, object keys, label and field selectors, metadata validation, the
+//!    continue token, table columns, schemas, and the description of a resource
+//!    ([`machinery::resource::ApiResource`]).
+//! 2. [`store`]: storage behind a trait, in memory or in etcd; imports only [`machinery`].
+//! 3. [`resources`]: one file per resource (Llama, FarmPod); imports only [`machinery`], nothing
+//!    of HTTP. [`metrics`] (the Prometheus registry) imports nothing of the crate either.
+//! 4. [`api`]: the resource-agnostic Kubernetes REST machinery over HTTP: negotiation, query
+//!    options, decoding and patching, registry semantics, handlers, watch streams, tables,
+//!    discovery and OpenAPI; imports [`machinery`], [`store`] and [`metrics`].
+//! 5. Request plumbing beside it: [`auth`] (the standalone bearer token, or delegation to the
+//!    cluster: front-proxy certificates and headers, client certificates, TokenReview,
+//!    SubjectAccessReview), [`observe`] (counts, times and logs every request), [`limits`]
+//!    (requests in flight and timeouts), [`health`]; [`pods`] (the Pod cache that feeds
+//!    FarmPods); [`tls`], [`kubeconfig`], [`certs`], [`config`].
+//! 6. [`server`] wires everything: TLS, authentication, each resource's store and routes, the
+//!    metric sources, graceful shutdown; [`server::run`] takes its listener so tests can bind
+//!    port 0.
 
 pub mod api;
 pub mod auth;
@@ -34,6 +34,7 @@ pub mod config;
 pub mod health;
 pub mod kubeconfig;
 pub mod limits;
+pub mod machinery;
 pub mod metrics;
 pub mod observe;
 pub mod pods;

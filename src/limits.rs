@@ -5,8 +5,8 @@
 //! bodies are read; header size, header count and the header read timeout are set on the HTTP
 //! server itself (`crate::server`).
 
-use crate::api::error::Error;
 use crate::api::query::Query;
+use crate::machinery::error::Error;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};

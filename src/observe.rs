@@ -7,31 +7,16 @@
 //! token, a client certificate or anything else a client sends cannot reach the log. The
 //! duration is the time to the response head: for a watch, until its stream starts.
 
-use crate::api::error::Failure;
 use crate::api::query::Query;
+use crate::auth::RequestUser;
 use crate::auth::attributes::{resource_path, resource_verb};
+use crate::machinery::error::Failure;
 use crate::metrics::{Metrics, RequestLabels};
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
-use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
-
-/// Where authentication records who made the request, for the request log.
-#[derive(Clone, Debug, Default)]
-pub struct RequestUser(Arc<OnceLock<Cow<'static, str>>>);
-
-impl RequestUser {
-    /// Records the user's name (the first record wins).
-    pub fn set(&self, name: impl Into<Cow<'static, str>>) {
-        let _ = self.0.set(name.into());
-    }
-
-    fn name(&self) -> &str {
-        self.0.get().map(|n| n.as_ref()).unwrap_or("-")
-    }
-}
 
 /// The kube-apiserver's `verb` and `resource` metric labels of a request, read from its method,
 /// path and query without allocating (the path and verb rules are the authorization

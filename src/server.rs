@@ -5,7 +5,6 @@
 //! connections still open after the grace period are closed.
 
 use crate::api::discovery::{self, Discovery};
-use crate::api::error::Error as ApiError;
 use crate::api::handlers;
 use crate::api::openapi::{Document, Documents};
 use crate::api::registry::{Registry, WatchSettings};
@@ -15,8 +14,10 @@ use crate::config::ServeArgs;
 use crate::config::StorageKind;
 use crate::health::{self, Health};
 use crate::limits::Limits;
-use crate::metrics::{Metrics, Sources, sources};
-use crate::resources::{ApiResource, ResourceDescriptor, farmpod::FarmPod, llama::Llama};
+use crate::machinery::error::Error as ApiError;
+use crate::machinery::resource::{ApiResource, ResourceDescriptor};
+use crate::metrics::{Metrics, Sources};
+use crate::resources::{farmpod::FarmPod, llama::Llama};
 use crate::store::etcd::{self, EtcdStore, connection::EtcdConfig};
 use crate::store::{Revision, Store, memory::MemoryStore};
 use crate::{kubeconfig, pods, tls};
@@ -30,6 +31,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod metric_sources;
+use metric_sources as sources;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,7 @@
 //!   namespace.
 #![no_main]
 
-use farm_apiserver::api::paging::Continue;
+use farm_apiserver::machinery::paging::Continue;
 use farm_apiserver::store::ObjectKey;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;

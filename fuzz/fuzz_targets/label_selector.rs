@@ -4,7 +4,7 @@
 //! the same selector, selecting the same objects.
 #![no_main]
 
-use farm_apiserver::api::selector::parse_label_selector;
+use farm_apiserver::machinery::selector::parse_label_selector;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 

@@ -8,9 +8,9 @@
 //! 4. Typed decoding; fields the type does not know are dropped, reported in `Warning` headers, or
 //!    refused with 400 according to `fieldValidation`.
 
-use super::error::{Error, FieldError, Result};
 use super::query::FieldValidation;
-use crate::resources::{API_VERSION, ApiResource, VERSION};
+use crate::machinery::error::{Error, FieldError, Result};
+use crate::machinery::resource::{API_VERSION, ApiResource, VERSION};
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
@@ -97,7 +97,7 @@ fn metadata_errors(value: &Value, namespace: &str) -> Vec<FieldError> {
         // Validate the name a generated suffix would give.
         meta.name = Some(format!("{prefix}x"));
     }
-    super::validation::object_meta(&meta)
+    crate::machinery::validation::object_meta(&meta)
 }
 
 /// Decodes a JSON value into `K`, applying the checks described in the module documentation.
@@ -153,7 +153,12 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
         let errors = all;
         let name =
             map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
-        return Err(Error::Invalid { kind: K::INFO.kind, group: crate::resources::GROUP, name, causes: errors });
+        return Err(Error::Invalid {
+            kind: K::INFO.kind,
+            group: crate::machinery::resource::GROUP,
+            name,
+            causes: errors,
+        });
     }
 
     let mut unknown = Vec::new();

@@ -3,9 +3,9 @@
 //! `/apis/<group>` (`APIGroup`), `/apis/<group>/<version>` (`APIResourceList`), `/api` and
 //! `/version`, answered as a kube-apiserver answers them.
 
-use super::error::{Error, Result};
 use super::negotiate::parse_accept;
-use crate::resources::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
+use crate::machinery::error::{Error, Result};
+use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, header};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{

@@ -6,13 +6,13 @@
 //! representation; a verb the resource lacks is a 405 `Status`.
 
 use super::decode::{decode_object, parse_json, read_body, require_json};
-use super::error::{Error, Result};
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{Registry, WriteContext};
 use super::table;
-use crate::resources::{API_VERSION, ApiResource};
+use crate::machinery::error::{Error, Result};
+use crate::machinery::resource::{API_VERSION, ApiResource};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};

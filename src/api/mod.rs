@@ -4,15 +4,11 @@
 
 pub mod decode;
 pub mod discovery;
-pub mod error;
 pub mod handlers;
 pub mod negotiate;
 pub mod openapi;
-pub mod paging;
 pub mod patch;
 pub mod query;
 pub mod registry;
-pub mod selector;
 pub mod table;
-pub mod validation;
 pub mod watch;

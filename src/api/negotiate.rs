@@ -6,7 +6,7 @@
 //! YAML) are skipped, so `application/vnd.kubernetes.protobuf, */*` gets JSON. Only when nothing
 //! offered can be served is the answer 406.
 
-use super::error::{Error, Result};
+use crate::machinery::error::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::{PartialObjectMeta, TypeMeta};
 

@@ -9,55 +9,15 @@
 //! custom resources. Bodies are served with strong ETags; v3 group-version documents are
 //! addressed by a content hash, as the kube-apiserver does.
 
-use crate::resources::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
+use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
+use crate::machinery::schema::strip_nulls;
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha512};
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
-
-/// The inlined JSON schema of `T` with null types removed, for resource properties.
-pub fn inline_schema<T: JsonSchema>() -> Value {
-    let generator = SchemaSettings::draft07()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .into_generator();
-    let mut value = generator.into_root_schema_for::<T>().to_value();
-    if let Some(map) = value.as_object_mut() {
-        map.remove("title");
-        map.remove("$schema");
-    }
-    strip_nulls(&mut value);
-    value
-}
-
-/// Kubernetes schemas mark optional fields by leaving them out of `required`, never by a
-/// `null` type: turn `type: [T, "null"]` into `type: T` and drop `default: null`.
-fn strip_nulls(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::Array(types)) = map.get("type") {
-                let kept: Vec<Value> = types.iter().filter(|t| t.as_str() != Some("null")).cloned().collect();
-                let replacement = if kept.len() == 1 { kept[0].clone() } else { Value::Array(kept) };
-                map.insert("type".into(), replacement);
-            }
-            if map.get("default").is_some_and(Value::is_null) {
-                map.remove("default");
-            }
-            map.remove("nullable");
-            for v in map.values_mut() {
-                strip_nulls(v);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
-        _ => {}
-    }
-}
 
 /// Which document flavour is being built; they differ in reference paths and operation shapes.
 #[derive(Clone, Copy, PartialEq, Eq)]

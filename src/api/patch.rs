@@ -8,7 +8,7 @@
 //! grows the object exponentially with `copy`, or nests it so deep that cloning, decoding or
 //! dropping it overflows the worker's stack, which aborts the server.
 
-use super::error::{Error, Result};
+use crate::machinery::error::{Error, Result};
 use serde_json::Value;
 
 /// How deep a patched object may nest arrays and objects: as deep as a request body may

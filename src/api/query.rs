@@ -5,8 +5,8 @@
 //! Invalid option values are refused as the kube-apiserver refuses them: a 422 `Invalid` Status
 //! about the options kind (`CreateOptions.meta.k8s.io ""`), naming the parameter.
 
-use super::error::{Error, FieldError, Result};
 use super::table::IncludeObject;
+use crate::machinery::error::{Error, FieldError, Result};
 
 /// The decoded query string of one request. Unknown parameters are ignored, as by Kubernetes.
 #[derive(Debug, Default, Clone)]
@@ -203,9 +203,9 @@ pub enum ResourceVersionMatch {
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {
     /// `labelSelector`.
-    pub label_selector: super::selector::LabelSelector,
+    pub label_selector: crate::machinery::selector::LabelSelector,
     /// `fieldSelector`.
-    pub field_selector: super::selector::FieldSelector,
+    pub field_selector: crate::machinery::selector::FieldSelector,
     /// `limit`, when positive.
     pub limit: Option<usize>,
     /// `continue`, raw.
@@ -228,8 +228,10 @@ impl ListOptions {
     /// Reads and validates list options; `fields` are the resource's selectable fields besides
     /// `metadata.name` and `metadata.namespace`.
     pub fn parse(query: &Query, fields: &[&str]) -> Result<Self> {
-        let label_selector = super::selector::parse_label_selector(query.get("labelSelector").unwrap_or(""))?;
-        let field_selector = super::selector::parse_field_selector(query.get("fieldSelector").unwrap_or(""), fields)?;
+        let label_selector =
+            crate::machinery::selector::parse_label_selector(query.get("labelSelector").unwrap_or(""))?;
+        let field_selector =
+            crate::machinery::selector::parse_field_selector(query.get("fieldSelector").unwrap_or(""), fields)?;
         let number = |name: &str| -> Result<Option<i64>> {
             match query.get(name) {
                 None | Some("") => Ok(None),

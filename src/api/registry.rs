@@ -11,12 +11,12 @@
 //!   update removes its last finalizer;
 //! - `dryRun=All` runs every check and stores nothing.
 
-use super::error::{Error, FieldError, Result};
-use super::paging::Continue;
 use super::patch::Patch;
 use super::query::{FieldValidation, ListOptions, OptionsKind, ResourceVersionMatch};
-use super::validation;
-use crate::resources::{ApiResource, GROUP, field_value};
+use crate::machinery::error::{Error, FieldError, Result};
+use crate::machinery::paging::Continue;
+use crate::machinery::resource::{ApiResource, GROUP, field_value};
+use crate::machinery::validation;
 use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
 use serde_json::json;

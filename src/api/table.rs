@@ -4,48 +4,10 @@
 //! (shown by `-o wide`) come last. The AGE cell is a human duration such as `5m` or `3d4h`,
 //! rendered as `k8s.io/apimachinery/pkg/util/duration.HumanDuration` does.
 
-use crate::resources::ApiResource;
+use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::resource::ApiResource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use serde::Serialize;
-
-/// The JSON type of a column's cells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ColumnType {
-    /// `string`
-    String,
-    /// `number`
-    Number,
-    /// `integer`
-    Integer,
-    /// `date`
-    Date,
-}
-
-impl ColumnType {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::String => "string",
-            Self::Number => "number",
-            Self::Integer => "integer",
-            Self::Date => "date",
-        }
-    }
-}
-
-/// A column a resource adds to its table.
-#[derive(Clone, Copy, Debug)]
-pub struct Column {
-    /// Header, e.g. `Weight` (kubectl upper-cases it).
-    pub name: &'static str,
-    /// Cell type.
-    pub kind: ColumnType,
-    /// Optional format hint, e.g. `name`.
-    pub format: &'static str,
-    /// Shown by `kubectl explain`-like tools.
-    pub description: &'static str,
-    /// 0 for the default view, 1 for `-o wide`.
-    pub priority: i32,
-}
 
 /// `TableColumnDefinition`.
 #[derive(Serialize, Debug)]

@@ -20,13 +20,13 @@
 //! stops reading holds at most its bounded subscription buffer; beyond it the store drops the
 //! subscription and the stream ends, so the client re-watches from its last resourceVersion.
 
-use super::error::{Error, Result};
 use super::negotiate::{Representation, Target, partial_metadata_in};
 use super::query::{ListOptions, Query};
 use super::registry::Registry;
 use super::table;
+use crate::machinery::error::{Error, Result};
+use crate::machinery::resource::{API_VERSION, ApiResource};
 use crate::metrics::Metrics;
-use crate::resources::{API_VERSION, ApiResource};
 use crate::store::{CloseReason, Closing, Event, EventType, WatchFrom};
 use axum::body::Body;
 use axum::response::Response;

@@ -108,7 +108,7 @@ pub fn attributes(method: &http::Method, path: &str, query: &Query) -> Attribute
     let name = if name.is_empty() && (verb == "list" || verb == "watch") {
         query
             .get("fieldSelector")
-            .and_then(|fs| super::super::api::selector::parse_field_selector(fs, &[]).ok())
+            .and_then(|fs| crate::machinery::selector::parse_field_selector(fs, &[]).ok())
             .and_then(|fs| fs.exact("metadata.name").map(str::to_string))
             .unwrap_or_default()
     } else {

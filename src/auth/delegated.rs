@@ -17,7 +17,7 @@ use super::UserInfo;
 use super::attributes::Attributes;
 use super::cache::TtlCache;
 use super::requestheader::{self, HeaderNames};
-use crate::api::error::Error;
+use crate::machinery::error::Error;
 use crate::metrics::Metrics;
 use crate::tls::{ChainVerifier, PeerCertificates};
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};

@@ -11,17 +11,33 @@ pub mod cache;
 pub mod delegated;
 pub mod requestheader;
 
-use crate::api::error::Error;
 use crate::api::query::Query;
+use crate::machinery::error::Error;
 use crate::metrics::Metrics;
-use crate::observe::RequestUser;
 use crate::tls::PeerCertificates;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// Where authentication records who made the request, for the request log.
+#[derive(Clone, Debug, Default)]
+pub struct RequestUser(Arc<OnceLock<Cow<'static, str>>>);
+
+impl RequestUser {
+    /// Records the user's name (the first record wins).
+    pub fn set(&self, name: impl Into<Cow<'static, str>>) {
+        let _ = self.0.set(name.into());
+    }
+
+    /// The recorded name, or `-` when nobody was recorded.
+    pub fn name(&self) -> &str {
+        self.0.get().map(|n| n.as_ref()).unwrap_or("-")
+    }
+}
 
 /// Who made a request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -11,8 +11,6 @@
 //! flight, store sizes, the Pod cache, the serving certificate, the process) are read when
 //! scraped, from the [`Sources`] registered at start.
 
-pub mod sources;
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

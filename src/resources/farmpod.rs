@@ -5,9 +5,9 @@
 //! the controlling owner (`Kind/name`) and the Pod's labels. Its resourceVersion is the Pod's.
 //! Projections are made by the Pod cache (`crate::pods`); this file only describes the type.
 
-use super::{ApiResource, ResourceInfo};
-use crate::api::error::FieldError;
-use crate::api::table::{Column, ColumnType};
+use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::error::FieldError;
+use crate::machinery::resource::{ApiResource, ResourceInfo};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
@@ -185,8 +185,8 @@ impl ApiResource for FarmPod {
 
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
         let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::api::openapi::inline_schema::<FarmPodSpec>());
-        properties.insert("status".into(), crate::api::openapi::inline_schema::<FarmPodStatus>());
+        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<FarmPodSpec>());
+        properties.insert("status".into(), crate::machinery::schema::inline_schema::<FarmPodStatus>());
         (properties, vec!["spec"])
     }
 

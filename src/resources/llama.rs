@@ -3,9 +3,9 @@
 //! The spec carries the seed tutorial's `weight` and `height` (finite, greater than 0, required)
 //! and an optional `color`.
 
-use super::{ApiResource, ResourceInfo};
-use crate::api::error::FieldError;
-use crate::api::table::{Column, ColumnType};
+use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::error::FieldError;
+use crate::machinery::resource::{ApiResource, ResourceInfo};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -77,7 +77,7 @@ impl ApiResource for Llama {
 
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
         let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::api::openapi::inline_schema::<LlamaSpec>());
+        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
         (properties, vec!["spec"])
     }
 

@@ -15,8 +15,8 @@ use super::{
     CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Revision, Store,
     StoreStats, Subscription, UpdateFn, WatchFrom,
 };
-use crate::api::error::{Error, Result};
-use crate::resources::ApiResource;
+use crate::machinery::error::{Error, Result};
+use crate::machinery::resource::ApiResource;
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;

@@ -14,52 +14,9 @@
 pub mod etcd;
 pub mod memory;
 
-use crate::api::error::Result;
+use crate::machinery::error::Result;
+pub use crate::machinery::key::ObjectKey;
 use std::sync::Arc;
-
-/// Identifies an object: namespace and name. Orders as the bytes of `<namespace>/<name>`, the
-/// order of etcd keys, in which the kube-apiserver lists (namespace `a-b` comes before `a`, as
-/// `-` sorts before `/`): both stores list and page in this one order.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ObjectKey {
-    /// The namespace.
-    pub namespace: String,
-    /// The name.
-    pub name: String,
-}
-
-impl ObjectKey {
-    /// A key for `namespace`/`name`.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
-    }
-
-    /// The bytes of `<namespace>/<name>`, one by one.
-    fn path_bytes(&self) -> impl Iterator<Item = &u8> {
-        self.namespace.as_bytes().iter().chain(b"/").chain(self.name.as_bytes())
-    }
-
-    /// The key of `object`, from its metadata.
-    pub fn of<K: kube::Resource>(object: &K) -> Self {
-        let meta = object.meta();
-        Self::new(meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
-    }
-}
-
-impl Ord for ObjectKey {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if self.namespace == other.namespace {
-            return self.name.cmp(&other.name);
-        }
-        self.path_bytes().cmp(other.path_bytes())
-    }
-}
-
-impl PartialOrd for ObjectKey {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
 
 /// What an update function decided to do with the current object.
 #[derive(Debug)]
@@ -233,7 +190,7 @@ pub type UpdateFn<'f, K> = dyn FnMut(&Arc<K>) -> Result<Mutation<K>> + Send + 'f
 ///
 /// Every method may fail with 503 `Unavailable` when the storage cannot be reached.
 #[async_trait::async_trait]
-pub trait Store<K: crate::resources::ApiResource>: Send + Sync + 'static {
+pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'static {
     /// The object at `key`, if any, as of now (a linearizable read).
     async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>>;
 
@@ -251,7 +208,7 @@ pub trait Store<K: crate::resources::ApiResource>: Send + Sync + 'static {
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
         let listing = self.list_at(request.namespace, request.at).await?;
         let selected: Vec<Arc<K>> = listing.items.into_iter().filter(|o| (request.selects)(o)).collect();
-        let page = crate::api::paging::cut(selected, |o| ObjectKey::of(o.as_ref()), request.after, request.limit);
+        let page = crate::machinery::paging::cut(selected, |o| ObjectKey::of(o.as_ref()), request.after, request.limit);
         Ok(Page {
             items: page.items,
             revision: listing.revision,

@@ -6,7 +6,7 @@
 //! Retry-After, and `/readyz` fails so load balancers send traffic to healthy replicas.
 
 use super::client::EtcdClient;
-use crate::api::error::Error;
+use crate::machinery::error::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

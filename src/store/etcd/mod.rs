@@ -22,8 +22,8 @@ use super::{
     CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress,
     ReadAt, Store, StoreStats, Subscription, UpdateFn, WatchFrom,
 };
-use crate::api::error::{Error, Result};
-use crate::resources::ApiResource;
+use crate::machinery::error::{Error, Result};
+use crate::machinery::resource::ApiResource;
 use client::{EtcdClient, WatchStream, create_revision_is, delete_op, first_read, get_op, mod_revision_is, put_op};
 use connection::api_error;
 use grpc::etcdserverpb::{RangeRequest, ResponseHeader, WatchCreateRequest};

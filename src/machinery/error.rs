@@ -208,7 +208,7 @@ pub enum Error {
     #[error("{0}")]
     Expired(String),
     /// 410 `Expired` for a continue token, carrying a token that continues inconsistently.
-    #[error("{}", crate::api::paging::EXPIRED_CONTINUE)]
+    #[error("{}", super::paging::EXPIRED_CONTINUE)]
     ExpiredContinue {
         /// The inconsistent-continuation token for `metadata.continue`.
         token: String,

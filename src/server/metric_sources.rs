@@ -1,10 +1,10 @@
 //! The state read at each scrape: requests in flight, the stores' sizes, the Pod cache, the
 //! serving certificate.
 
-use super::{Metrics, Source};
 use crate::limits::Limits;
+use crate::machinery::resource::ApiResource;
+use crate::metrics::{Metrics, Source};
 use crate::pods::CacheStatus;
-use crate::resources::ApiResource;
 use crate::resources::farmpod::FarmPod;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;

@@ -8,7 +8,7 @@
 //! reads the remainder from the latest state, as the kube-apiserver offers.
 
 use super::error::{Error, Result};
-use crate::store::ObjectKey;
+use super::key::ObjectKey;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,13 @@
+//! The bottom layer: what every other layer speaks, importing nothing of the crate. Errors and
+//! their `Status` bodies, field errors, object keys, label and field selectors, the continue
+//! token and the page cut, table columns, JSON schemas and the description of a resource. Named
+//! after k8s.io/apimachinery, which plays this part in the kube-apiserver.
+
+pub mod columns;
+pub mod error;
+pub mod key;
+pub mod paging;
+pub mod resource;
+pub mod schema;
+pub mod selector;
+pub mod validation;

@@ -1,0 +1,120 @@
+//! What a resource is, as the generic machinery sees it: the group and version, its names,
+//! scope and verbs ([`ResourceInfo`]), its Rust type ([`ApiResource`]) and the type-erased
+//! description discovery and OpenAPI use ([`ResourceDescriptor`]).
+
+use super::columns::Column;
+use super::error::FieldError;
+use kube::Resource;
+use serde::{Serialize, de::DeserializeOwned};
+
+/// The API group every resource of this server belongs to.
+pub const GROUP: &str = "farm.example.com";
+/// The one version of [`GROUP`].
+pub const VERSION: &str = "v1alpha";
+/// `GROUP/VERSION`, as written in `apiVersion`.
+pub const API_VERSION: &str = "farm.example.com/v1alpha";
+
+/// Static facts about a resource, as advertised by discovery and OpenAPI.
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceInfo {
+    /// Kind, e.g. `Llama`.
+    pub kind: &'static str,
+    /// Kind of the list, e.g. `LlamaList`.
+    pub list_kind: &'static str,
+    /// Plural name used in paths, e.g. `llamas`.
+    pub plural: &'static str,
+    /// Singular name, e.g. `llama`.
+    pub singular: &'static str,
+    /// Short names accepted by kubectl, e.g. `lm`.
+    pub short_names: &'static [&'static str],
+    /// Categories (`kubectl get farm`).
+    pub categories: &'static [&'static str],
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Verbs served, in discovery order.
+    pub verbs: &'static [&'static str],
+    /// One-paragraph description used as the schema's description (`kubectl explain`).
+    pub description: &'static str,
+    /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`.
+    pub selectable_fields: &'static [&'static str],
+}
+
+impl ResourceInfo {
+    /// Whether this resource serves `verb`.
+    pub fn allows(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    /// `plural.group`, for error messages.
+    pub fn group_resource(&self) -> super::error::GroupResource {
+        super::error::GroupResource { group: GROUP, resource: self.plural }
+    }
+}
+
+/// A resource type served by the generic handlers.
+///
+/// The Rust type is the wire type: it serializes with `apiVersion` and `kind` (kube's
+/// `CustomResource` derive does this), its `metadata` is k8s-openapi's `ObjectMeta`.
+pub trait ApiResource:
+    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    + Serialize
+    + DeserializeOwned
+    + Clone
+    + PartialEq
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// Names, scope and verbs.
+    const INFO: ResourceInfo;
+
+    /// JSON schema of the top-level fields other than `apiVersion`, `kind` and `metadata`
+    /// (e.g. `spec`), fully inlined, plus the names of the required ones. Used by OpenAPI and by
+    /// the structural check of request bodies.
+    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>);
+
+    /// Semantic validation of the resource's own fields (not metadata), collecting every error.
+    fn validate(&self) -> Vec<FieldError>;
+
+    /// Whether the desired state changed between `old` and `self`; a change bumps `generation`.
+    fn spec_changed(&self, old: &Self) -> bool;
+
+    /// Table columns besides NAME and AGE, which every resource gets.
+    fn columns() -> &'static [Column];
+
+    /// Cells for [`ApiResource::columns`], in the same order.
+    fn cells(&self) -> Vec<serde_json::Value>;
+
+    /// The value of one of [`ResourceInfo::selectable_fields`], for field selectors.
+    fn field(&self, path: &str) -> Option<String>;
+}
+
+/// The value of a field selector's field: `metadata.name`, `metadata.namespace`, or one the
+/// resource declares.
+pub fn field_value<K: ApiResource>(object: &K, path: &str) -> Option<String> {
+    match path {
+        "metadata.name" => object.meta().name.clone(),
+        "metadata.namespace" => object.meta().namespace.clone(),
+        other => object.field(other),
+    }
+}
+
+/// A resource's description without its Rust type, for discovery and OpenAPI.
+#[derive(Clone, Debug)]
+pub struct ResourceDescriptor {
+    /// Names, scope and verbs.
+    pub info: ResourceInfo,
+    /// Top-level properties besides apiVersion, kind and metadata.
+    pub properties: serde_json::Map<String, serde_json::Value>,
+    /// Which of those are required.
+    pub required: Vec<&'static str>,
+}
+
+impl ResourceDescriptor {
+    /// The descriptor of `K`.
+    pub fn of<K: ApiResource>() -> Self {
+        let (properties, required) = K::body_properties();
+        Self { info: K::INFO, properties, required }
+    }
+}

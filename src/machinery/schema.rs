@@ -1,0 +1,46 @@
+//! JSON schemas of resource types, from their schemars derive, in the shape Kubernetes
+//! publishes (inlined, optional fields without `null` types).
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::Value;
+
+/// The inlined JSON schema of `T` with null types removed, for resource properties.
+pub fn inline_schema<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft07()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    if let Some(map) = value.as_object_mut() {
+        map.remove("title");
+        map.remove("$schema");
+    }
+    strip_nulls(&mut value);
+    value
+}
+
+/// Kubernetes schemas mark optional fields by leaving them out of `required`, never by a
+/// `null` type: turn `type: [T, "null"]` into `type: T` and drop `default: null`.
+pub fn strip_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get("type") {
+                let kept: Vec<Value> = types.iter().filter(|t| t.as_str() != Some("null")).cloned().collect();
+                let replacement = if kept.len() == 1 { kept[0].clone() } else { Value::Array(kept) };
+                map.insert("type".into(), replacement);
+            }
+            if map.get("default").is_some_and(Value::is_null) {
+                map.remove("default");
+            }
+            map.remove("nullable");
+            for v in map.values_mut() {
+                strip_nulls(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
