@@ -2,8 +2,9 @@
 //! `/<endpoint>/<check>`, in the kube-apiserver's plain-text format. These stay open to
 //! unauthenticated callers, as on the kube-apiserver.
 
+use crate::api::extract::PathParams;
 use axum::Router;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
@@ -145,9 +146,13 @@ pub fn routes(health: Arc<Health>) -> Router {
             )
             .route(
                 &format!("/{}/{{check}}", endpoint.name()),
-                get(move |State(h): State<Arc<Health>>, Path(check): Path<String>, RawQuery(q): RawQuery| async move {
-                    report(&h, endpoint, Some(&check), verbose(&q))
-                }),
+                get(
+                    move |State(h): State<Arc<Health>>,
+                          PathParams(check): PathParams<String>,
+                          RawQuery(q): RawQuery| async move {
+                        report(&h, endpoint, Some(&check), verbose(&q))
+                    },
+                ),
             );
     }
     router.with_state(health)

@@ -277,6 +277,18 @@ async fn getting_a_missing_llama_returns_not_found_status(#[case] backend: Backe
     assert_eq!(r.body["details"]["kind"], "llamas");
 }
 
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_gets_a_bad_request_status() {
+    let s = Server::start().await;
+    for path in [llama_path("default", "%FF"), "/apis/farm.example.com/v1alpha/namespaces/%C3%28/llamas".into()] {
+        let r = s.get_json(&path).await;
+        assert_status(&r.body, 400, "BadRequest");
+        assert!(r.body["message"].as_str().unwrap().contains("UTF-8"), "{}", r.body);
+    }
+    let r = s.get_json("/readyz/%FF").await;
+    assert_eq!(r.code, 400, "{}", r.body);
+}
+
 #[apply(backends)]
 async fn invalid_llamas_get_one_422_listing_every_field_and_nothing_is_stored(#[case] backend: Backend) {
     let s = Server::start_on(backend).await;

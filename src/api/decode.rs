@@ -135,16 +135,16 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
         }
     }
 
-    let (properties, required) = K::body_properties();
+    let schema = crate::machinery::resource::body_schema::<K>();
     let mut errors = Vec::new();
-    for name in required {
+    for &name in &schema.required {
         if map.get(name).is_none_or(Value::is_null) {
             errors.push(FieldError::required(name, ""));
         }
     }
-    for (name, schema) in &properties {
+    for (name, property) in &schema.properties {
         if let Some(v) = map.get(name) {
-            structural_check(name, v, schema, &mut errors);
+            structural_check(name, v, property, &mut errors);
         }
     }
     if !errors.is_empty() {

@@ -6,6 +6,7 @@
 //! representation; a verb the resource lacks is a 405 `Status`.
 
 use super::decode::{decode_object, parse_json, read_body, require_json};
+use super::extract::PathParams;
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
@@ -15,7 +16,7 @@ use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::{API_VERSION, ApiResource};
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -160,7 +161,7 @@ fn render_list<K: ApiResource>(
 
 async fn get<K: ApiResource>(
     State(registry): State<Arc<Registry<K>>>,
-    Path((namespace, name)): Path<(String, String)>,
+    PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
@@ -181,7 +182,7 @@ async fn list_all<K: ApiResource>(
 
 async fn list_namespaced<K: ApiResource>(
     State(registry): State<Arc<Registry<K>>>,
-    Path(namespace): Path<String>,
+    PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
@@ -246,7 +247,7 @@ impl WriteRequest {
 
 async fn create<K: ApiResource>(
     State(registry): State<Arc<Registry<K>>>,
-    Path(namespace): Path<String>,
+    PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -259,7 +260,7 @@ async fn create<K: ApiResource>(
 
 async fn update<K: ApiResource>(
     State(registry): State<Arc<Registry<K>>>,
-    Path((namespace, name)): Path<(String, String)>,
+    PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -272,7 +273,7 @@ async fn update<K: ApiResource>(
 
 async fn patch<K: ApiResource>(
     State(registry): State<Arc<Registry<K>>>,
-    Path((namespace, name)): Path<(String, String)>,
+    PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -320,7 +321,7 @@ async fn delete_options(query: &Query, headers: &HeaderMap, body: Body) -> Resul
 
 async fn delete<K: ApiResource>(
     State(registry): State<Arc<Registry<K>>>,
-    Path((namespace, name)): Path<(String, String)>,
+    PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -334,7 +335,7 @@ async fn delete<K: ApiResource>(
 
 async fn delete_collection<K: ApiResource>(
     State(registry): State<Arc<Registry<K>>>,
-    Path(namespace): Path<String>,
+    PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Body,

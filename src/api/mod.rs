@@ -4,6 +4,7 @@
 
 pub mod decode;
 pub mod discovery;
+pub mod extract;
 pub mod handlers;
 pub mod negotiate;
 pub mod openapi;

@@ -6,6 +6,9 @@ use super::columns::Column;
 use super::error::FieldError;
 use kube::Resource;
 use serde::{Serialize, de::DeserializeOwned};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 
 /// The API group every resource of this server belongs to.
 pub const GROUP: &str = "farm.example.com";
@@ -114,7 +117,29 @@ pub struct ResourceDescriptor {
 impl ResourceDescriptor {
     /// The descriptor of `K`.
     pub fn of<K: ApiResource>() -> Self {
-        let (properties, required) = K::body_properties();
-        Self { info: K::INFO, properties, required }
+        let schema = body_schema::<K>();
+        Self { info: K::INFO, properties: schema.properties.clone(), required: schema.required.clone() }
     }
+}
+
+/// The schema of a resource's top-level fields besides `apiVersion`, `kind` and `metadata`.
+#[derive(Debug)]
+pub struct BodySchema {
+    /// Each field's inlined schema.
+    pub properties: serde_json::Map<String, serde_json::Value>,
+    /// The fields a body must have.
+    pub required: Vec<&'static str>,
+}
+
+/// `K`'s body schema ([`ApiResource::body_properties`]), built on the first call and kept, so
+/// decoding a write reads it instead of running schemars again.
+pub fn body_schema<K: ApiResource>() -> Arc<BodySchema> {
+    type Schemas = parking_lot::RwLock<HashMap<TypeId, Arc<BodySchema>>>;
+    static SCHEMAS: LazyLock<Schemas> = LazyLock::new(Schemas::default);
+    if let Some(schema) = SCHEMAS.read().get(&TypeId::of::<K>()) {
+        return schema.clone();
+    }
+    let (properties, required) = K::body_properties();
+    let built = Arc::new(BodySchema { properties, required });
+    SCHEMAS.write().entry(TypeId::of::<K>()).or_insert(built).clone()
 }

@@ -1,0 +1,28 @@
+//! Request extractors whose rejections are `Status` bodies, as every other failure is: the path
+//! parameters (a segment that is not UTF-8 once percent-decoded, such as `%FF`, is a 400
+//! `BadRequest` `Status`, not axum's plain-text rejection). The query and the body are read raw
+//! and parsed by `crate::api::query` and `crate::api::decode`, which fail with `Status` too.
+
+use crate::machinery::error::Error;
+use axum::extract::{FromRequestParts, Path};
+use http::request::Parts;
+use serde::de::DeserializeOwned;
+
+/// The path parameters of a route, deserialized into `T`.
+#[derive(Debug)]
+pub struct PathParams<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for PathParams<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+{
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(params)) => Ok(Self(params)),
+            Err(rejection) => Err(Error::BadRequest(rejection.body_text())),
+        }
+    }
+}
