@@ -15,7 +15,8 @@ use crate::config::StorageKind;
 use crate::health::{self, Health};
 use crate::limits::Limits;
 use crate::machinery::error::Error as ApiError;
-use crate::machinery::resource::{ApiResource, ResourceDescriptor};
+use crate::machinery::resource::ResourceDescriptor;
+use crate::machinery::strategy::Strategy;
 use crate::metrics::{Metrics, Sources};
 use crate::resources::{farmpod::FarmPod, llama::Llama};
 use crate::store::etcd::{self, EtcdStore, connection::EtcdConfig};
@@ -214,7 +215,7 @@ struct Resources {
 }
 
 impl Resources {
-    fn add<K: ApiResource>(&mut self, registry: Registry<K>) {
+    fn add<K: Strategy>(&mut self, registry: Registry<K>) {
         self.sources.push(Arc::new(sources::StoreSize(registry.store())));
         self.routes = std::mem::take(&mut self.routes).merge(handlers::routes(Arc::new(registry)));
         self.descriptors.push(ResourceDescriptor::of::<K>());

@@ -13,7 +13,8 @@ use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{Registry, WriteContext};
 use super::table;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{API_VERSION, ApiResource};
+use crate::machinery::resource::API_VERSION;
+use crate::machinery::strategy::Strategy;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
@@ -26,7 +27,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 /// Routes for resource `K`, backed by `registry`.
-pub fn routes<K: ApiResource>(registry: Arc<Registry<K>>) -> Router {
+pub fn routes<K: Strategy>(registry: Arc<Registry<K>>) -> Router {
     let info = K::INFO;
     let base = format!("/apis/{API_VERSION}");
     let allowed = |verb: &str| info.allows(verb);
@@ -96,7 +97,7 @@ fn respond(code: StatusCode, content_type: &str, body: Vec<u8>, warnings: &[Stri
 }
 
 /// Renders one object in the representation the client negotiated.
-fn render_object<K: ApiResource>(
+fn render_object<K: Strategy>(
     object: &K,
     representation: Representation,
     query: &Query,
@@ -122,7 +123,7 @@ fn render_object<K: ApiResource>(
 }
 
 /// Renders a list of objects in the representation the client negotiated.
-fn render_list<K: ApiResource>(
+fn render_list<K: Strategy>(
     items: &[Arc<K>],
     metadata: ListMeta,
     representation: Representation,
@@ -159,7 +160,7 @@ fn render_list<K: ApiResource>(
     Ok(respond(StatusCode::OK, &representation.content_type(Target::List), body, &[]))
 }
 
-async fn get<K: ApiResource>(
+async fn get<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -172,7 +173,7 @@ async fn get<K: ApiResource>(
     render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
 }
 
-async fn list_all<K: ApiResource>(
+async fn list_all<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -180,7 +181,7 @@ async fn list_all<K: ApiResource>(
     list(registry, None, raw, headers).await
 }
 
-async fn list_namespaced<K: ApiResource>(
+async fn list_namespaced<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
@@ -189,7 +190,7 @@ async fn list_namespaced<K: ApiResource>(
     list(registry, Some(namespace), raw, headers).await
 }
 
-async fn list<K: ApiResource>(
+async fn list<K: Strategy>(
     registry: Arc<Registry<K>>,
     namespace: Option<String>,
     raw: Option<String>,
@@ -214,7 +215,7 @@ async fn list<K: ApiResource>(
 }
 
 /// Reads and decodes a create or update body.
-async fn decode_body<K: ApiResource>(
+async fn decode_body<K: Strategy>(
     headers: &HeaderMap,
     body: Body,
     namespace: &str,
@@ -245,7 +246,7 @@ impl WriteRequest {
     }
 }
 
-async fn create<K: ApiResource>(
+async fn create<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
@@ -255,10 +256,11 @@ async fn create<K: ApiResource>(
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create)?;
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
     let created = registry.create(&namespace, decoded.object, &request.context()).await?;
-    render_object(created.as_ref(), request.representation, &request.query, StatusCode::CREATED, &decoded.warnings)
+    let warnings = [decoded.warnings, created.warnings].concat();
+    render_object(created.object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
 }
 
-async fn update<K: ApiResource>(
+async fn update<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -268,10 +270,11 @@ async fn update<K: ApiResource>(
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update)?;
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
     let updated = registry.update(&namespace, &name, decoded.object, &request.context()).await?;
-    render_object(updated.as_ref(), request.representation, &request.query, StatusCode::OK, &decoded.warnings)
+    let warnings = [decoded.warnings, updated.warnings].concat();
+    render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &warnings)
 }
 
-async fn patch<K: ApiResource>(
+async fn patch<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -319,7 +322,7 @@ async fn delete_options(query: &Query, headers: &HeaderMap, body: Body) -> Resul
     Ok((options, dry_run))
 }
 
-async fn delete<K: ApiResource>(
+async fn delete<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -333,7 +336,7 @@ async fn delete<K: ApiResource>(
     render_object(committed.object.as_ref(), representation, &query, StatusCode::OK, &[])
 }
 
-async fn delete_collection<K: ApiResource>(
+async fn delete_collection<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,

@@ -15,7 +15,8 @@ use super::patch::Patch;
 use super::query::{FieldValidation, ListOptions, OptionsKind, ResourceVersionMatch};
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::paging::Continue;
-use crate::machinery::resource::{ApiResource, GROUP, field_value};
+use crate::machinery::resource::GROUP;
+use crate::machinery::strategy::{Strategy, Subresource, field_value};
 use crate::machinery::validation;
 use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
@@ -113,16 +114,16 @@ fn generated_name(prefix: &str) -> String {
     format!("{prefix}{suffix}")
 }
 
-fn invalid<K: ApiResource>(name: &str, causes: Vec<FieldError>) -> Error {
+fn invalid<K: Strategy>(name: &str, causes: Vec<FieldError>) -> Error {
     Error::Invalid { kind: K::INFO.kind, group: GROUP, name: name.to_string(), causes }
 }
 
-fn conflict<K: ApiResource>(name: &str, detail: impl Into<String>) -> Error {
+fn conflict<K: Strategy>(name: &str, detail: impl Into<String>) -> Error {
     Error::Conflict { resource: K::INFO.group_resource(), name: name.to_string(), detail: detail.into() }
 }
 
 /// Refuses an object whose namespace differs from the request's.
-pub fn check_namespace<K: ApiResource>(object: &mut K, namespace: &str) -> Result<()> {
+pub fn check_namespace<K: Strategy>(object: &mut K, namespace: &str) -> Result<()> {
     let meta = object.meta_mut();
     match meta.namespace.as_deref() {
         Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(
@@ -135,11 +136,10 @@ pub fn check_namespace<K: ApiResource>(object: &mut K, namespace: &str) -> Resul
     }
 }
 
-/// Collects metadata and resource validation errors into one 422, or nothing.
-fn validate<K: ApiResource>(object: &K, extra: Vec<FieldError>) -> Result<()> {
-    let mut errors = extra;
+/// Adds the metadata errors of `object` to `errors` and answers one 422 with all of them, or
+/// nothing when there are none.
+fn reject_invalid<K: Strategy>(object: &K, mut errors: Vec<FieldError>) -> Result<()> {
     errors.extend(validation::object_meta(object.meta()));
-    errors.extend(object.validate());
     if errors.is_empty() {
         Ok(())
     } else {
@@ -147,7 +147,7 @@ fn validate<K: ApiResource>(object: &K, extra: Vec<FieldError>) -> Result<()> {
     }
 }
 
-impl<K: ApiResource> Registry<K> {
+impl<K: Strategy> Registry<K> {
     /// A registry over `store`.
     pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
         Self { store, settings, ready: None }
@@ -265,7 +265,7 @@ impl<K: ApiResource> Registry<K> {
     }
 
     /// Creates `object` in `namespace` (the request path's).
-    pub async fn create(&self, namespace: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
+    pub async fn create(&self, namespace: &str, mut object: K, ctx: &WriteContext) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
         let meta = object.meta_mut();
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
@@ -280,23 +280,25 @@ impl<K: ApiResource> Registry<K> {
             (None | Some(""), Some(prefix)) if !prefix.is_empty() => Some(prefix.to_string()),
             _ => None,
         };
+        object.prepare_for_create();
+        let warnings = object.warnings();
         let attempts = if generate.is_some() { GENERATE_ATTEMPTS } else { 1 };
         for attempt in 1..=attempts {
             if let Some(prefix) = &generate {
                 object.meta_mut().name = Some(generated_name(prefix));
             }
-            validate(&object, Vec::new())?;
+            reject_invalid(&object, object.validate())?;
             let name = object.meta().name.clone().unwrap_or_default();
             match self.store.create(ObjectKey::new(namespace, &name), object.clone(), ctx.dry_run).await {
                 Err(Error::AlreadyExists { .. }) if attempt < attempts => continue,
-                other => return other,
+                other => return other.map(|object| Written { object, warnings }),
             }
         }
         Err(Error::Internal("could not generate a unique name".into()))
     }
 
     /// Replaces the object `name` with `object` (PUT).
-    pub async fn update(&self, namespace: &str, name: &str, mut object: K, ctx: &WriteContext) -> Result<Arc<K>> {
+    pub async fn update(&self, namespace: &str, name: &str, mut object: K, ctx: &WriteContext) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
         match object.meta().name.as_deref() {
             Some(n) if n == name => {}
@@ -308,9 +310,10 @@ impl<K: ApiResource> Registry<K> {
             }
         }
         let key = ObjectKey::new(namespace, name);
+        let warnings = object.warnings();
         let committed =
             self.store.mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true)).await?;
-        Ok(committed.object)
+        Ok(Written { object: committed.object, warnings })
     }
 
     /// Applies `patch` to the current object and stores the result, re-validated.
@@ -325,6 +328,7 @@ impl<K: ApiResource> Registry<K> {
                 let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;
                 let object = decoded.object;
+                warnings.extend(object.warnings());
                 let meta = object.meta();
                 let changed = if meta.name.as_deref() != Some(name) {
                     Some(("metadata.name", &meta.name))
@@ -384,7 +388,7 @@ impl<K: ApiResource> Registry<K> {
 
 /// Decides an update of `current` to `new`: preconditions, system fields, generation, validation,
 /// and whether the object can now go (last finalizer removed while deleting).
-fn prepare_update<K: ApiResource>(current: &Arc<K>, mut new: K, require_resource_version: bool) -> Result<Mutation<K>> {
+fn prepare_update<K: Strategy>(current: &Arc<K>, mut new: K, require_resource_version: bool) -> Result<Mutation<K>> {
     let old = current.meta();
     let name = old.name.clone().unwrap_or_default();
     match new.meta().resource_version.as_deref() {
@@ -422,7 +426,6 @@ fn prepare_update<K: ApiResource>(current: &Arc<K>, mut new: K, require_resource
             ));
         }
     }
-    let spec_changed = new.spec_changed(current);
     let meta = new.meta_mut();
     meta.uid = old.uid.clone();
     meta.creation_timestamp = old.creation_timestamp.clone();
@@ -431,9 +434,12 @@ fn prepare_update<K: ApiResource>(current: &Arc<K>, mut new: K, require_resource
     meta.resource_version = old.resource_version.clone();
     meta.managed_fields = None;
     meta.self_link = None;
+    new.prepare_for_update(current, Subresource::Main);
     let generation = old.generation.unwrap_or(1);
-    meta.generation = Some(if spec_changed { generation + 1 } else { generation });
-    validate(&new, errors)?;
+    let generation = if new.spec_changed(current) { generation + 1 } else { generation };
+    new.meta_mut().generation = Some(generation);
+    errors.extend(new.validate_update(current));
+    reject_invalid(&new, errors)?;
     if deleting && new.meta().finalizers.as_ref().is_none_or(Vec::is_empty) {
         return Ok(Mutation::Delete(new));
     }
@@ -474,7 +480,7 @@ fn validate_delete_options(options: &DeleteOptions) -> Result<()> {
     if causes.is_empty() { Ok(()) } else { Err(OptionsKind::Delete.invalid(causes)) }
 }
 
-fn prepare_delete<K: ApiResource>(current: &Arc<K>, options: &DeleteOptions) -> Result<Mutation<K>> {
+fn prepare_delete<K: Strategy>(current: &Arc<K>, options: &DeleteOptions) -> Result<Mutation<K>> {
     let meta = current.meta();
     let name = meta.name.clone().unwrap_or_default();
     if let Some(pre) = &options.preconditions {
@@ -535,7 +541,7 @@ mod tests {
         l.metadata.uid = Some("mine".into());
         l.metadata.resource_version = Some("999".into());
         l.metadata.generation = Some(7);
-        let created = r.create("default", l, &WriteContext::default()).await.unwrap();
+        let created = r.create("default", l, &WriteContext::default()).await.unwrap().object;
         assert_ne!(created.metadata.uid.as_deref(), Some("mine"));
         assert_eq!(created.metadata.resource_version.as_deref(), Some("1"));
         assert_eq!(created.metadata.generation, Some(1));
@@ -549,7 +555,7 @@ mod tests {
         let mut l = llama("", 1.0);
         l.metadata.name = None;
         l.metadata.generate_name = Some("herd-".into());
-        let created = r.create("default", l, &WriteContext::default()).await.unwrap();
+        let created = r.create("default", l, &WriteContext::default()).await.unwrap().object;
         let name = created.metadata.name.clone().unwrap();
         assert!(name.starts_with("herd-") && name.len() == 10, "{name}");
     }
@@ -558,10 +564,10 @@ mod tests {
     async fn stale_update_conflicts_and_spec_change_bumps_generation() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
         let mut next = (*created).clone();
         next.spec.weight = 2.0;
-        let updated = r.update("default", "dolly", next.clone(), &ctx).await.unwrap();
+        let updated = r.update("default", "dolly", next.clone(), &ctx).await.unwrap().object;
         assert_eq!(updated.metadata.generation, Some(2));
         let err = r.update("default", "dolly", next, &ctx).await.unwrap_err();
         assert_eq!(err.code(), http::StatusCode::CONFLICT);
@@ -571,8 +577,8 @@ mod tests {
     async fn an_update_that_changes_nothing_keeps_the_resource_version() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap();
-        let same = r.update("default", "dolly", (*created).clone(), &ctx).await.unwrap();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
+        let same = r.update("default", "dolly", (*created).clone(), &ctx).await.unwrap().object;
         assert_eq!(same.metadata.resource_version, created.metadata.resource_version);
     }
 
@@ -608,5 +614,121 @@ mod tests {
         };
         assert_eq!(r.delete("default", "dolly", &options, false).await.unwrap_err().code(), 409);
         assert!(r.get("default", "dolly").await.is_ok());
+    }
+}
+
+/// The registry calls each [`Strategy`] hook at its point of a write, shown with a resource that
+/// has a status, an immutable field and a warning.
+#[cfg(test)]
+mod strategy_hooks {
+    use super::*;
+    use crate::machinery::columns::Column;
+    use crate::machinery::resource::{ApiResource, ResourceInfo};
+    use crate::store::{Revision, memory::MemoryStore};
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+    #[kube(group = "farm.example.com", version = "v1alpha", kind = "Ewe", namespaced)]
+    #[kube(status = "EweStatus", derive = "PartialEq")]
+    struct EweSpec {
+        breed: String,
+        fleece: u32,
+    }
+
+    #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+    struct EweStatus {
+        shorn: bool,
+    }
+
+    impl ApiResource for Ewe {
+        const INFO: ResourceInfo = ResourceInfo {
+            kind: "Ewe",
+            list_kind: "EweList",
+            plural: "ewes",
+            singular: "ewe",
+            short_names: &[],
+            categories: &[],
+            namespaced: true,
+            verbs: &["create", "get", "update"],
+            description: "A ewe, to test strategies.",
+            selectable_fields: &[],
+        };
+
+        fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+            (serde_json::Map::new(), Vec::new())
+        }
+    }
+
+    impl Strategy for Ewe {
+        fn prepare_for_create(&mut self) {
+            self.status = None;
+        }
+
+        fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
+            if subresource == Subresource::Main {
+                self.status = old.status.clone();
+            }
+        }
+
+        fn validate(&self) -> Vec<FieldError> {
+            Vec::new()
+        }
+
+        fn validate_update(&self, old: &Self) -> Vec<FieldError> {
+            if self.spec.breed == old.spec.breed {
+                return Vec::new();
+            }
+            vec![FieldError::invalid("spec.breed", &json!(self.spec.breed), "field is immutable")]
+        }
+
+        fn warnings(&self) -> Vec<String> {
+            (self.spec.fleece > 20).then(|| "spec.fleece: more than 20 kg of fleece".to_string()).into_iter().collect()
+        }
+
+        fn spec_changed(&self, old: &Self) -> bool {
+            self.spec != old.spec
+        }
+
+        fn columns() -> &'static [Column] {
+            &[]
+        }
+
+        fn cells(&self) -> Vec<serde_json::Value> {
+            Vec::new()
+        }
+
+        fn field(&self, _path: &str) -> Option<String> {
+            None
+        }
+    }
+
+    fn ewe(breed: &str, fleece: u32, shorn: bool) -> Ewe {
+        let mut ewe = Ewe::new("shaun", EweSpec { breed: breed.into(), fleece });
+        ewe.status = Some(EweStatus { shorn });
+        ewe
+    }
+
+    #[tokio::test]
+    async fn create_and_update_keep_the_status_out_of_reach_and_check_transitions() {
+        let r = Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 10)), WatchSettings::default());
+        let ctx = WriteContext::default();
+        let created = r.create("default", ewe("merino", 25, true), &ctx).await.unwrap();
+        assert_eq!(created.object.status, None, "a create may not set the status");
+        assert_eq!(created.warnings, ["spec.fleece: more than 20 kg of fleece"]);
+
+        let mut next = ewe("merino", 5, true);
+        next.metadata.resource_version = created.object.metadata.resource_version.clone();
+        let updated = r.update("default", "shaun", next, &ctx).await.unwrap();
+        assert_eq!(updated.object.status, None, "an update of the main resource keeps the stored status");
+        assert_eq!(updated.object.spec.fleece, 5);
+        assert!(updated.warnings.is_empty());
+
+        let mut renamed = ewe("suffolk", 5, false);
+        renamed.metadata.resource_version = updated.object.metadata.resource_version.clone();
+        let error = r.update("default", "shaun", renamed, &ctx).await.unwrap_err();
+        assert_eq!(error.code(), 422);
+        assert!(error.to_string().contains("spec.breed"), "{error}");
     }
 }

@@ -5,7 +5,7 @@
 //! rendered as `k8s.io/apimachinery/pkg/util/duration.HumanDuration` does.
 
 use crate::machinery::columns::{Column, ColumnType};
-use crate::machinery::resource::ApiResource;
+use crate::machinery::strategy::Strategy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use serde::Serialize;
 
@@ -93,7 +93,7 @@ const AGE_COLUMN: Column = Column {
 };
 
 /// The columns of `K`'s table, in order: NAME, K's default columns, AGE, K's wide columns.
-fn ordered_columns<K: ApiResource>() -> impl Iterator<Item = (Option<usize>, &'static Column)> {
+fn ordered_columns<K: Strategy>() -> impl Iterator<Item = (Option<usize>, &'static Column)> {
     let own = K::columns();
     let default = own.iter().enumerate().filter(|(_, c)| c.priority == 0).map(|(i, c)| (Some(i), c));
     let wide = own.iter().enumerate().filter(|(_, c)| c.priority != 0).map(|(i, c)| (Some(i), c));
@@ -101,7 +101,7 @@ fn ordered_columns<K: ApiResource>() -> impl Iterator<Item = (Option<usize>, &'s
 }
 
 /// Renders `objects` as a Table. `now` is passed in so ages are computed once per response.
-pub fn render<'a, K: ApiResource>(
+pub fn render<'a, K: Strategy>(
     objects: impl IntoIterator<Item = &'a K>,
     metadata: ListMeta,
     include: IncludeObject,

@@ -25,7 +25,8 @@ use super::query::{ListOptions, Query};
 use super::registry::Registry;
 use super::table;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{API_VERSION, ApiResource};
+use crate::machinery::resource::API_VERSION;
+use crate::machinery::strategy::Strategy;
 use crate::metrics::Metrics;
 use crate::store::{CloseReason, Closing, Event, EventType, WatchFrom};
 use axum::body::Body;
@@ -70,7 +71,7 @@ fn type_name(kind: EventType) -> &'static str {
 }
 
 /// Encodes the frames of one watch in its representation.
-struct Encoder<K: ApiResource> {
+struct Encoder<K: Strategy> {
     representation: Representation,
     include: table::IncludeObject,
     /// Table column definitions go in the first table frame only.
@@ -78,7 +79,7 @@ struct Encoder<K: ApiResource> {
     _kind: std::marker::PhantomData<K>,
 }
 
-impl<K: ApiResource> Encoder<K> {
+impl<K: Strategy> Encoder<K> {
     fn object(&mut self, kind: &'static str, object: &K) -> Result<Bytes> {
         match self.representation {
             Representation::Object => frame(kind, object),
@@ -134,7 +135,7 @@ fn error_frame(err: &Error) -> Bytes {
 }
 
 /// What a watcher with selectors sees of an event: its own type, a transition, or nothing.
-fn visible<K: ApiResource>(event: &Event<K>, selects: &(dyn Fn(&K) -> bool + Sync)) -> Option<&'static str> {
+fn visible<K: Strategy>(event: &Event<K>, selects: &(dyn Fn(&K) -> bool + Sync)) -> Option<&'static str> {
     let now = selects(event.object.as_ref());
     match event.kind {
         EventType::Added => now.then_some("ADDED"),
@@ -169,7 +170,7 @@ async fn send(tx: &mpsc::Sender<Result<Bytes, std::convert::Infallible>>, frame:
 }
 
 /// Serves a watch of `namespace` (or all namespaces).
-pub async fn serve<K: ApiResource>(
+pub async fn serve<K: Strategy>(
     registry: Arc<Registry<K>>,
     namespace: Option<String>,
     options: ListOptions,
@@ -307,7 +308,7 @@ pub async fn serve<K: ApiResource>(
 }
 
 /// Sends `event` if the watcher sees it; false when the stream must end.
-async fn deliver<K: ApiResource>(
+async fn deliver<K: Strategy>(
     encoder: &mut Encoder<K>,
     tx: &mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
     event: &Event<K>,
@@ -329,7 +330,7 @@ async fn deliver<K: ApiResource>(
 }
 
 /// Logs why the store closed a watcher's buffer, counting a watcher dropped for falling behind.
-fn closed_by_store<K: ApiResource>(closing: &Closing, metrics: &Metrics, last_sent: u64) {
+fn closed_by_store<K: Strategy>(closing: &Closing, metrics: &Metrics, last_sent: u64) {
     match closing.reason() {
         Some(CloseReason::FellBehind) => {
             metrics.watchers_dropped.get_or_create(&Metrics::resource(K::INFO.plural)).inc();

@@ -10,4 +10,5 @@ pub mod paging;
 pub mod resource;
 pub mod schema;
 pub mod selector;
+pub mod strategy;
 pub mod validation;

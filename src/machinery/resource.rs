@@ -2,8 +2,6 @@
 //! scope and verbs ([`ResourceInfo`]), its Rust type ([`ApiResource`]) and the type-erased
 //! description discovery and OpenAPI use ([`ResourceDescriptor`]).
 
-use super::columns::Column;
-use super::error::FieldError;
 use kube::Resource;
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::TypeId;
@@ -54,7 +52,8 @@ impl ResourceInfo {
     }
 }
 
-/// A resource type served by the generic handlers.
+/// What a resource is: its wire type, names and schema (its behaviour on writes is its
+/// [`super::strategy::Strategy`]).
 ///
 /// The Rust type is the wire type: it serializes with `apiVersion` and `kind` (kube's
 /// `CustomResource` derive does this), its `metadata` is k8s-openapi's `ObjectMeta`.
@@ -76,31 +75,6 @@ pub trait ApiResource:
     /// (e.g. `spec`), fully inlined, plus the names of the required ones. Used by OpenAPI and by
     /// the structural check of request bodies.
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>);
-
-    /// Semantic validation of the resource's own fields (not metadata), collecting every error.
-    fn validate(&self) -> Vec<FieldError>;
-
-    /// Whether the desired state changed between `old` and `self`; a change bumps `generation`.
-    fn spec_changed(&self, old: &Self) -> bool;
-
-    /// Table columns besides NAME and AGE, which every resource gets.
-    fn columns() -> &'static [Column];
-
-    /// Cells for [`ApiResource::columns`], in the same order.
-    fn cells(&self) -> Vec<serde_json::Value>;
-
-    /// The value of one of [`ResourceInfo::selectable_fields`], for field selectors.
-    fn field(&self, path: &str) -> Option<String>;
-}
-
-/// The value of a field selector's field: `metadata.name`, `metadata.namespace`, or one the
-/// resource declares.
-pub fn field_value<K: ApiResource>(object: &K, path: &str) -> Option<String> {
-    match path {
-        "metadata.name" => object.meta().name.clone(),
-        "metadata.namespace" => object.meta().namespace.clone(),
-        other => object.field(other),
-    }
 }
 
 /// A resource's description without its Rust type, for discovery and OpenAPI.

@@ -8,6 +8,7 @@
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::strategy::Strategy;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
@@ -189,7 +190,9 @@ impl ApiResource for FarmPod {
         properties.insert("status".into(), crate::machinery::schema::inline_schema::<FarmPodStatus>());
         (properties, vec!["spec"])
     }
+}
 
+impl Strategy for FarmPod {
     fn validate(&self) -> Vec<FieldError> {
         Vec::new()
     }

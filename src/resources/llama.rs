@@ -6,6 +6,7 @@
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::strategy::Strategy;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -80,7 +81,9 @@ impl ApiResource for Llama {
         properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
         (properties, vec!["spec"])
     }
+}
 
+impl Strategy for Llama {
     fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
         for (field, value) in [("spec.weight", self.spec.weight), ("spec.height", self.spec.height)] {

@@ -1,0 +1,75 @@
+//! What a resource does on every write, modelled on the kube-apiserver's REST strategies
+//! (`k8s.io/apiserver/pkg/registry/rest`: `RESTCreateStrategy`, `RESTUpdateStrategy`, and for
+//! custom resources `customresource.strategy` and `statusStrategy`). The generic registry
+//! (`crate::api::registry`) fills and checks the metadata every object shares, and calls these
+//! hooks at fixed points; everything particular to a resource lives in its `Strategy`, so
+//! `crate::api` holds no resource-specific rule.
+//!
+//! Order on create: metadata filled → [`Strategy::prepare_for_create`] → metadata validation and
+//! [`Strategy::validate`] → stored; [`Strategy::warnings`] go back as `Warning` headers. On
+//! update (and patch): metadata carried over from the stored object →
+//! [`Strategy::prepare_for_update`] → `generation` moves when [`Strategy::spec_changed`] →
+//! metadata validation and [`Strategy::validate_update`] → stored.
+
+use super::columns::Column;
+use super::error::FieldError;
+use super::resource::ApiResource;
+
+/// Which part of an object a write addresses: the object itself, or its `/status` subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object (`/llamas/{name}`): may change everything but the status.
+    Main,
+    /// `/status`: may change the status only (and the metadata the status strategy allows).
+    Status,
+}
+
+/// A resource's behaviour on writes, in tables and in field selectors.
+pub trait Strategy: ApiResource {
+    /// Clears what a create may not set, after the generic metadata is filled (for a resource
+    /// with a status: the status, which only its controller writes through `/status`).
+    fn prepare_for_create(&mut self) {}
+
+    /// Copies from `old` what a write of `subresource` may not change: for [`Subresource::Main`]
+    /// the status, for [`Subresource::Status`] everything but the status. The generic metadata
+    /// (uid, creationTimestamp, resourceVersion, deletion fields) is already carried over.
+    fn prepare_for_update(&mut self, _old: &Self, _subresource: Subresource) {}
+
+    /// Semantic validation of the resource's own fields (not metadata), collecting every error.
+    fn validate(&self) -> Vec<FieldError>;
+
+    /// Validation of an update from `old`: [`Strategy::validate`] unless the resource has rules
+    /// about transitions (immutable fields).
+    fn validate_update(&self, _old: &Self) -> Vec<FieldError> {
+        self.validate()
+    }
+
+    /// Warnings about an object about to be written, sent back as `Warning` headers (deprecated
+    /// fields, odd values that are still valid).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether the desired state changed between `old` and `self`; a change bumps `generation`.
+    fn spec_changed(&self, old: &Self) -> bool;
+
+    /// Table columns besides NAME and AGE, which every resource gets.
+    fn columns() -> &'static [Column];
+
+    /// Cells for [`Strategy::columns`], in the same order.
+    fn cells(&self) -> Vec<serde_json::Value>;
+
+    /// The value of one of the resource's selectable fields
+    /// ([`super::resource::ResourceInfo::selectable_fields`]), for field selectors.
+    fn field(&self, path: &str) -> Option<String>;
+}
+
+/// The value of a field selector's field: `metadata.name`, `metadata.namespace`, or one the
+/// resource declares.
+pub fn field_value<K: Strategy>(object: &K, path: &str) -> Option<String> {
+    match path {
+        "metadata.name" => object.meta().name.clone(),
+        "metadata.namespace" => object.meta().namespace.clone(),
+        other => object.field(other),
+    }
+}
