@@ -11,7 +11,6 @@ use crate::api::registry::{Registry, WatchSettings};
 use crate::auth::delegated::{Delegated, DelegationSettings};
 use crate::auth::{self, Authenticator};
 use crate::config::ServeArgs;
-use crate::config::StorageKind;
 use crate::health::{self, Health};
 use crate::limits::Limits;
 use crate::machinery::error::Error as ApiError;
@@ -19,8 +18,7 @@ use crate::machinery::resource::ResourceDescriptor;
 use crate::machinery::strategy::Strategy;
 use crate::metrics::{Metrics, Sources};
 use crate::resources::{farmpod::FarmPod, llama::Llama};
-use crate::store::etcd::{self, EtcdStore, connection::EtcdConfig};
-use crate::store::{Revision, Store, memory::MemoryStore};
+use crate::store::{Revision, memory::MemoryStore};
 use crate::{kubeconfig, pods, tls};
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -34,7 +32,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod metric_sources;
+mod storage;
 use metric_sources as sources;
+use storage::StorageFactory;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -222,41 +222,8 @@ impl Resources {
     }
 }
 
-/// The store of Llamas the arguments ask for; with etcd, also its health check and compactor.
-async fn llama_store(
-    args: &ServeArgs,
-    stopping: &tokio_util::sync::CancellationToken,
-    health: Health,
-) -> Result<(Arc<dyn Store<Llama>>, Health), StartError> {
-    if args.storage == StorageKind::Memory {
-        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), args.watch_history_size);
-        return Ok((Arc::new(store), health));
-    }
-    let config = EtcdConfig {
-        endpoints: args.etcd_endpoints.clone(),
-        prefix: args.etcd_prefix.trim_end_matches('/').to_string(),
-        ca_file: args.etcd_cafile.clone(),
-        client_cert: args.etcd_certfile.clone().zip(args.etcd_keyfile.clone()),
-        request_timeout: Duration::from_secs(args.etcd_request_timeout_seconds.max(1)),
-    };
-    let client = etcd::connection::connect(&config).await.map_err(|e| StartError::Storage(e.to_string()))?;
-    tracing::info!(endpoints = ?config.endpoints, prefix = config.prefix, "storing llamas in etcd");
-    let probe = format!("{}/health", config.prefix);
-    let etcd_health = etcd::connection::monitor(client.clone(), probe, Duration::from_secs(1), stopping.clone());
-    if args.etcd_compaction_interval_seconds > 0 {
-        let interval = Duration::from_secs(args.etcd_compaction_interval_seconds);
-        etcd::compactor::start(
-            client.clone(),
-            format!("{}/compact_rev_key", config.prefix),
-            interval,
-            stopping.clone(),
-        );
-    }
-    let health = health.with_required("etcd", Arc::new(move || etcd_health.check()));
-    Ok((Arc::new(EtcdStore::<Llama>::new(client, &config.prefix)), health))
-}
-
-/// Llamas always; FarmPods when there is a cluster, fed by the Pod cache started here.
+/// The resources in the configured storage (one line each in the list below), and FarmPods when
+/// there is a cluster, fed by the Pod cache started here.
 async fn resources(
     args: &ServeArgs,
     cluster: Option<(kube::Config, kube::Client)>,
@@ -264,9 +231,9 @@ async fn resources(
     metrics: &Arc<Metrics>,
 ) -> Result<Resources, StartError> {
     let settings = watch_settings(args, stopping, metrics);
-    let (llamas, health) = llama_store(args, stopping, Health::default()).await?;
+    let (storage, health) = StorageFactory::new(args, stopping, Health::default()).await?;
     let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health, sources: Sources::new() };
-    served.add(Registry::new(llamas, settings.clone()));
+    served.add(Registry::new(storage.store::<Llama>(), settings.clone()));
     if let Some((config, client)) = cluster {
         let server = config.cluster_url.to_string();
         // FarmPods carry the Pods' resourceVersions, so their store has its own revision.

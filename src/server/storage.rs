@@ -1,0 +1,72 @@
+//! The storage factory, after k8s.io/apiserver's `StorageFactory`: the configured backend is set
+//! up once (memory, or etcd with its connection, readiness check and compactor), then gives
+//! every resource mounted from it a store of its own type.
+
+use super::StartError;
+use crate::config::{ServeArgs, StorageKind};
+use crate::health::Health;
+use crate::machinery::resource::ApiResource;
+use crate::store::etcd::{self, EtcdStore, client::EtcdClient, connection::EtcdConfig};
+use crate::store::{Revision, Store, memory::MemoryStore};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the stores of this run keep their objects.
+pub enum StorageFactory {
+    /// In this process: stores share one revision counter, as resources in one etcd share its
+    /// revision.
+    Memory {
+        /// The revision every memory store draws from.
+        revision: Arc<Revision>,
+        /// Events each store keeps for watches and paged lists.
+        history: usize,
+    },
+    /// In etcd, under `prefix`, shared with every replica configured alike.
+    Etcd {
+        /// The connection every store uses (boxed: it is much larger than the memory variant).
+        client: Box<EtcdClient>,
+        /// The key prefix of this server's objects.
+        prefix: String,
+    },
+}
+
+impl StorageFactory {
+    /// Sets up the backend `args` ask for. With etcd, also starts the compactor and adds the
+    /// `etcd` readiness check to `health`.
+    pub async fn new(
+        args: &ServeArgs,
+        stopping: &tokio_util::sync::CancellationToken,
+        health: Health,
+    ) -> Result<(Self, Health), StartError> {
+        if args.storage == StorageKind::Memory {
+            let memory = Self::Memory { revision: Arc::default(), history: args.watch_history_size };
+            return Ok((memory, health));
+        }
+        let config = EtcdConfig {
+            endpoints: args.etcd_endpoints.clone(),
+            prefix: args.etcd_prefix.trim_end_matches('/').to_string(),
+            ca_file: args.etcd_cafile.clone(),
+            client_cert: args.etcd_certfile.clone().zip(args.etcd_keyfile.clone()),
+            request_timeout: Duration::from_secs(args.etcd_request_timeout_seconds.max(1)),
+        };
+        let client = etcd::connection::connect(&config).await.map_err(|e| StartError::Storage(e.to_string()))?;
+        tracing::info!(endpoints = ?config.endpoints, prefix = config.prefix, "storing objects in etcd");
+        let probe = format!("{}/health", config.prefix);
+        let etcd_health = etcd::connection::monitor(client.clone(), probe, Duration::from_secs(1), stopping.clone());
+        if args.etcd_compaction_interval_seconds > 0 {
+            let interval = Duration::from_secs(args.etcd_compaction_interval_seconds);
+            let clock = format!("{}/compact_rev_key", config.prefix);
+            etcd::compactor::start(client.clone(), clock, interval, stopping.clone());
+        }
+        let health = health.with_required("etcd", Arc::new(move || etcd_health.check()));
+        Ok((Self::Etcd { client: Box::new(client), prefix: config.prefix }, health))
+    }
+
+    /// A store of `K` in this backend.
+    pub fn store<K: ApiResource>(&self) -> Arc<dyn Store<K>> {
+        match self {
+            Self::Memory { revision, history } => Arc::new(MemoryStore::<K>::new(revision.clone(), *history)),
+            Self::Etcd { client, prefix } => Arc::new(EtcdStore::<K>::new((**client).clone(), prefix)),
+        }
+    }
+}
