@@ -1,6 +1,9 @@
-//! Resource-agnostic Kubernetes REST machinery: errors as `Status`, content negotiation, query
-//! options, body decoding and patching, metadata validation, the generic registry semantics,
-//! HTTP handlers, Table rendering, discovery and OpenAPI.
+//! The HTTP layer: resource-agnostic Kubernetes REST over axum. Content negotiation, query
+//! options, extractors whose rejections are `Status` bodies, body decoding and patching, the
+//! generic registry (the metadata rules every object shares, calling each resource's
+//! [`crate::machinery::strategy::Strategy`] at fixed points), handlers, watch streams, Table
+//! rendering, discovery and OpenAPI. It imports `crate::machinery`, `crate::store` and
+//! `crate::metrics`, and holds no rule particular to one resource.
 
 pub mod decode;
 pub mod discovery;
