@@ -1,4 +1,4 @@
-//! HTTP handlers for any [`ApiResource`]: get, list, create, update, patch, delete and
+//! HTTP handlers for any resource with a [`Strategy`]: get, list, create, update, patch, delete and
 //! deletecollection on `/apis/<group>/<version>/namespaces/{namespace}/<plural>[/{name}]` and
 //! list on the all-namespaces path `/apis/<group>/<version>/<plural>`.
 //!
