@@ -177,17 +177,19 @@ ensure_kubernetes() {
   if [ "${1:-}" = check ]; then log "$problem: run scripts/control-plane.sh binaries to build them"; return 1; fi
   # One build at a time; whoever waited finds the binaries the other built.
   mkdir -p "$CACHE"
-  exec 9>"$CACHE/build.lock"
+  exec 9>"$CACHE/.lock"
   flock 9
   problem=$(cache_problem "$dir")
   if [ -z "$problem" ]; then echo "$dir"; return; fi
   log "$problem"
+  # What an interrupted or failed build left (its tree is about 2 GB).
+  find "$CACHE" -mindepth 1 -maxdepth 1 -name 'build.*' -exec rm -rf {} +
   log "building $K8S_COMPONENTS $K8S_VERSION from Debian's source package into $dir (about 15 minutes on 2 cores, once)"
   build_kubernetes "$dir"
   problem=$(cache_problem "$dir")
   if [ -n "$problem" ]; then log "the build did not produce usable binaries: $problem"; return 1; fi
   # Binaries of other recipes (and the layout before recipe hashes) only take disk space now.
-  find "$CACHE" -mindepth 1 -maxdepth 1 \( -name 'kubernetes-*' -o -name 'build.*' -o -name bin -o -name src \) ! -path "$CACHE/build.lock" ! -path "$dir" -exec rm -rf {} +
+  find "$CACHE" -mindepth 1 -maxdepth 1 \( -name 'kubernetes-*' -o -name bin -o -name src \) ! -path "$dir" -exec rm -rf {} +
   echo "$dir"
 }
 
