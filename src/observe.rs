@@ -9,8 +9,9 @@
 
 use crate::api::query::Query;
 use crate::auth::RequestUser;
-use crate::auth::attributes::{resource_path, resource_verb};
+use crate::auth::attributes::resource_path;
 use crate::machinery::error::Failure;
+use crate::machinery::verb::Verb;
 use crate::metrics::{Metrics, RequestLabels};
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -32,25 +33,14 @@ pub fn labels(
     let watch = || query.is_some_and(|q| q.contains("watch")) && Query::parse(query).flag("watch").unwrap_or(false);
     let resource_request = resource_path(path).and_then(|p| {
         let resource = served.iter().find(|s| **s == p.resource)?;
-        Some((resource_verb(method, !p.name.is_empty(), watch())?, *resource))
+        Some((Verb::of_request(method, !p.name.is_empty(), watch())?, *resource))
     });
     let Some((verb, resource)) = resource_request else {
         const STANDARD: [&str; 9] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"];
         let verb = STANDARD.iter().find(|m| **m == method.as_str()).copied().unwrap_or("OTHER");
         return (verb, "");
     };
-    let verb = match verb {
-        "watch" => "WATCH",
-        "list" => "LIST",
-        "get" => "GET",
-        "create" => "POST",
-        "update" => "PUT",
-        "patch" => "PATCH",
-        "deletecollection" => "DELETECOLLECTION",
-        "delete" => "DELETE",
-        _ => "OTHER",
-    };
-    (verb, resource)
+    (verb.metric_label(), resource)
 }
 
 /// The middleware; `served` names the resources this server serves.

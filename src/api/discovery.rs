@@ -137,7 +137,7 @@ impl Discovery {
                     short_names: Some(to_strings(r.info.short_names)),
                     singular_name: r.info.singular.into(),
                     storage_version_hash: Some(storage_version_hash(r.info.kind)),
-                    verbs: to_strings(r.info.verbs),
+                    verbs: r.info.verbs.iter().map(|v| v.as_str().to_string()).collect(),
                     version: None,
                 })
                 .collect(),
@@ -157,7 +157,7 @@ impl Discovery {
                 }),
                 scope: Some(if r.info.namespaced { "Namespaced" } else { "Cluster" }.into()),
                 singular_resource: Some(r.info.singular.into()),
-                verbs: to_strings(r.info.verbs),
+                verbs: r.info.verbs.iter().map(|v| v.as_str().to_string()).collect(),
                 short_names: to_strings(r.info.short_names),
                 categories: to_strings(r.info.categories),
                 subresources: Vec::new(),

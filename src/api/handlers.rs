@@ -15,6 +15,7 @@ use super::table;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::API_VERSION;
 use crate::machinery::strategy::Strategy;
+use crate::machinery::verb::Verb;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
@@ -30,33 +31,33 @@ use std::sync::Arc;
 pub fn routes<K: Strategy>(registry: Arc<Registry<K>>) -> Router {
     let info = K::INFO;
     let base = format!("/apis/{API_VERSION}");
-    let allowed = |verb: &str| info.allows(verb);
+    let allowed = |verb: Verb| info.allows(verb);
 
     let mut all_namespaces: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
-    if allowed("list") {
+    if allowed(Verb::List) {
         all_namespaces = all_namespaces.get(list_all::<K>);
     }
     let mut collection: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
-    if allowed("list") {
+    if allowed(Verb::List) {
         collection = collection.get(list_namespaced::<K>);
     }
-    if allowed("create") {
+    if allowed(Verb::Create) {
         collection = collection.post(create::<K>);
     }
-    if allowed("deletecollection") {
+    if allowed(Verb::DeleteCollection) {
         collection = collection.delete(delete_collection::<K>);
     }
     let mut item: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
-    if allowed("get") {
+    if allowed(Verb::Get) {
         item = item.get(get::<K>);
     }
-    if allowed("update") {
+    if allowed(Verb::Update) {
         item = item.put(update::<K>);
     }
-    if allowed("patch") {
+    if allowed(Verb::Patch) {
         item = item.on(MethodFilter::PATCH, patch::<K>);
     }
-    if allowed("delete") {
+    if allowed(Verb::Delete) {
         item = item.delete(delete::<K>);
     }
     let finish = |m: MethodRouter<Arc<Registry<K>>>| m.fallback(method_not_allowed);

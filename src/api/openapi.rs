@@ -11,6 +11,7 @@
 
 use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
 use crate::machinery::schema::strip_nulls;
+use crate::machinery::verb::Verb;
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use schemars::generate::SchemaSettings;
@@ -292,7 +293,7 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
     let base = format!("/apis/{API_VERSION}");
     let list_params = || {
         let mut params = vec![P_LABEL_SELECTOR, P_FIELD_SELECTOR, P_LIMIT, P_CONTINUE, P_RV, P_RV_MATCH, P_TIMEOUT];
-        if info.allows("watch") {
+        if info.allows(Verb::Watch) {
             params.extend([P_WATCH, P_BOOKMARKS, P_SEND_INITIAL]);
         }
         params
@@ -312,14 +313,14 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
     let patch_types: &'static [&'static str] = &["application/json-patch+json", "application/merge-patch+json"];
     let mut paths = Vec::new();
 
-    if info.allows("list") {
+    if info.allows(Verb::List) {
         paths.push((
             format!("{base}/{}", info.plural),
             vec![P_PRETTY],
             vec![Operation {
                 method: "get",
                 id: format!("list{suffix}{kind}ForAllNamespaces"),
-                action: "list",
+                action: Verb::List.openapi_action(),
                 kind,
                 description: format!("list or watch objects of kind {kind}"),
                 params: list_params(),
@@ -330,11 +331,11 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
     }
 
     let mut collection = Vec::new();
-    if info.allows("list") {
+    if info.allows(Verb::List) {
         collection.push(Operation {
             method: "get",
             id: format!("list{suffix}Namespaced{kind}"),
-            action: "list",
+            action: Verb::List.openapi_action(),
             kind,
             description: format!("list or watch objects of kind {kind}"),
             params: list_params(),
@@ -342,11 +343,11 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
             responses: vec![("200", list.clone())],
         });
     }
-    if info.allows("create") {
+    if info.allows(Verb::Create) {
         collection.push(Operation {
             method: "post",
             id: format!("create{suffix}Namespaced{kind}"),
-            action: "post",
+            action: Verb::Create.openapi_action(),
             kind,
             description: format!("create a {kind}"),
             params: write_params(),
@@ -354,13 +355,13 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
             responses: vec![("200", object.clone()), ("201", object.clone()), ("202", object.clone())],
         });
     }
-    if info.allows("deletecollection") {
+    if info.allows(Verb::DeleteCollection) {
         let mut params = delete_params();
         params.extend(list_params());
         collection.push(Operation {
             method: "delete",
             id: format!("delete{suffix}CollectionNamespaced{kind}"),
-            action: "deletecollection",
+            action: Verb::DeleteCollection.openapi_action(),
             kind,
             description: format!("delete collection of {kind}"),
             params,
@@ -371,11 +372,11 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
     paths.push((format!("{base}/namespaces/{{namespace}}/{}", info.plural), vec![P_NAMESPACE, P_PRETTY], collection));
 
     let mut item = Vec::new();
-    if info.allows("get") {
+    if info.allows(Verb::Get) {
         item.push(Operation {
             method: "get",
             id: format!("read{suffix}Namespaced{kind}"),
-            action: "get",
+            action: Verb::Get.openapi_action(),
             kind,
             description: format!("read the specified {kind}"),
             params: vec![],
@@ -383,11 +384,11 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
             responses: vec![("200", object.clone())],
         });
     }
-    if info.allows("update") {
+    if info.allows(Verb::Update) {
         item.push(Operation {
             method: "put",
             id: format!("replace{suffix}Namespaced{kind}"),
-            action: "put",
+            action: Verb::Update.openapi_action(),
             kind,
             description: format!("replace the specified {kind}"),
             params: write_params(),
@@ -395,11 +396,11 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
             responses: vec![("200", object.clone()), ("201", object.clone())],
         });
     }
-    if info.allows("patch") {
+    if info.allows(Verb::Patch) {
         item.push(Operation {
             method: "patch",
             id: format!("patch{suffix}Namespaced{kind}"),
-            action: "patch",
+            action: Verb::Patch.openapi_action(),
             kind,
             description: format!("partially update the specified {kind}"),
             params: write_params(),
@@ -407,11 +408,11 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
             responses: vec![("200", object.clone())],
         });
     }
-    if info.allows("delete") {
+    if info.allows(Verb::Delete) {
         item.push(Operation {
             method: "delete",
             id: format!("delete{suffix}Namespaced{kind}"),
-            action: "delete",
+            action: Verb::Delete.openapi_action(),
             kind,
             description: format!("delete a {kind}"),
             params: delete_params(),
@@ -452,7 +453,7 @@ fn render_operation(flavour: Flavour, op: &Operation) -> Value {
         "x-kubernetes-action": op.action,
         "x-kubernetes-group-version-kind": gvk(op.kind),
     });
-    let produces: &[&str] = if op.action == "list" && op.params.iter().any(|p| p.0 == "watch") {
+    let produces: &[&str] = if op.action == Verb::List.openapi_action() && op.params.iter().any(|p| p.0 == "watch") {
         &["application/json", "application/json;stream=watch"]
     } else {
         &["application/json"]

@@ -624,6 +624,7 @@ mod strategy_hooks {
     use super::*;
     use crate::machinery::columns::Column;
     use crate::machinery::resource::{ApiResource, ResourceInfo};
+    use crate::machinery::verb::Verb;
     use crate::store::{Revision, memory::MemoryStore};
     use kube::CustomResource;
     use schemars::JsonSchema;
@@ -651,7 +652,7 @@ mod strategy_hooks {
             short_names: &[],
             categories: &[],
             namespaced: true,
-            verbs: &["create", "get", "update"],
+            verbs: &[Verb::Create, Verb::Get, Verb::Update],
             description: "A ewe, to test strategies.",
             selectable_fields: &[],
         };

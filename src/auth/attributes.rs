@@ -3,6 +3,7 @@
 //! requests, as the kube-apiserver's `RequestInfoFactory` derives them.
 
 use crate::api::query::Query;
+use crate::machinery::verb::Verb;
 
 /// The authorization attributes of one request.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -79,33 +80,17 @@ pub fn resource_path(path: &str) -> Option<ResourcePath<'_>> {
     })
 }
 
-/// The API verb of `method` on a collection (`named` false) or an object, as the
-/// kube-apiserver's `RequestInfoFactory` maps it; `None` for a method no verb maps to.
-pub fn resource_verb(method: &http::Method, named: bool, watch: bool) -> Option<&'static str> {
-    Some(match (method.as_str(), named) {
-        ("GET" | "HEAD", _) if watch => "watch",
-        ("GET" | "HEAD", false) => "list",
-        ("GET" | "HEAD", true) => "get",
-        ("POST", _) => "create",
-        ("PUT", _) => "update",
-        ("PATCH", _) => "patch",
-        ("DELETE", false) => "deletecollection",
-        ("DELETE", true) => "delete",
-        _ => return None,
-    })
-}
-
 /// Derives the attributes of `method` on `path` with `query`.
 pub fn attributes(method: &http::Method, path: &str, query: &Query) -> Attributes {
     let Some(ResourcePath { group, version, namespace, resource, name, subresource }) = resource_path(path) else {
         return non_resource(method, path);
     };
     let watch = query.flag("watch").unwrap_or(false);
-    let Some(verb) = resource_verb(method, !name.is_empty(), watch) else {
+    let Some(verb) = Verb::of_request(method, !name.is_empty(), watch) else {
         return non_resource(method, path);
     };
     // A list or watch of one object by name is authorized as that object.
-    let name = if name.is_empty() && (verb == "list" || verb == "watch") {
+    let name = if name.is_empty() && matches!(verb, Verb::List | Verb::Watch) {
         query
             .get("fieldSelector")
             .and_then(|fs| crate::machinery::selector::parse_field_selector(fs, &[]).ok())
@@ -115,7 +100,7 @@ pub fn attributes(method: &http::Method, path: &str, query: &Query) -> Attribute
         name.to_string()
     };
     Attributes::Resource {
-        verb: verb.into(),
+        verb: verb.as_str().into(),
         group: group.into(),
         version: version.into(),
         resource: resource.into(),

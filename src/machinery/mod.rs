@@ -12,3 +12,4 @@ pub mod schema;
 pub mod selector;
 pub mod strategy;
 pub mod validation;
+pub mod verb;

@@ -2,6 +2,7 @@
 //! scope and verbs ([`ResourceInfo`]), its Rust type ([`ApiResource`]) and the type-erased
 //! description discovery and OpenAPI use ([`ResourceDescriptor`]).
 
+use super::verb::Verb;
 use kube::Resource;
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::TypeId;
@@ -33,7 +34,7 @@ pub struct ResourceInfo {
     /// Whether objects live in namespaces.
     pub namespaced: bool,
     /// Verbs served, in discovery order.
-    pub verbs: &'static [&'static str],
+    pub verbs: &'static [Verb],
     /// One-paragraph description used as the schema's description (`kubectl explain`).
     pub description: &'static str,
     /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`.
@@ -42,7 +43,7 @@ pub struct ResourceInfo {
 
 impl ResourceInfo {
     /// Whether this resource serves `verb`.
-    pub fn allows(&self, verb: &str) -> bool {
+    pub fn allows(&self, verb: Verb) -> bool {
         self.verbs.contains(&verb)
     }
 

@@ -9,6 +9,7 @@ use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::strategy::Strategy;
+use crate::machinery::verb::Verb;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
@@ -179,7 +180,7 @@ impl ApiResource for FarmPod {
         short_names: &["fp"],
         categories: &["farm"],
         namespaced: true,
-        verbs: &["get", "list", "watch"],
+        verbs: &[Verb::Get, Verb::List, Verb::Watch],
         description: "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name.",
         selectable_fields: &["spec.nodeName", "status.phase"],
     };

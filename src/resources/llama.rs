@@ -7,6 +7,7 @@ use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::strategy::Strategy;
+use crate::machinery::verb::Verb;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -71,7 +72,16 @@ impl ApiResource for Llama {
         short_names: &["lm"],
         categories: &["farm"],
         namespaced: true,
-        verbs: &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        verbs: &[
+            Verb::Create,
+            Verb::Delete,
+            Verb::DeleteCollection,
+            Verb::Get,
+            Verb::List,
+            Verb::Patch,
+            Verb::Update,
+            Verb::Watch,
+        ],
         description: "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself.",
         selectable_fields: &["spec.color"],
     };
