@@ -22,13 +22,13 @@
 
 use super::negotiate::{Representation, Target, partial_metadata_in};
 use super::query::{ListOptions, Query};
-use super::registry::Registry;
+use super::registry::{Registry, WatchSettings};
 use super::table;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::API_VERSION;
 use crate::machinery::strategy::Strategy;
 use crate::metrics::Metrics;
-use crate::store::{CloseReason, Closing, Event, EventType, WatchFrom};
+use crate::store::{CloseReason, Closing, Event, EventType, Subscription, WatchFrom};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
@@ -191,112 +191,33 @@ pub async fn serve<K: Strategy>(
     };
     let deadline = deadline(&options, settings.min_request_timeout);
     let (tx, rx) = mpsc::channel(BODY_BUFFER);
-    let mut encoder = Encoder::<K> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
+    let encoder = Encoder::<K> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
     match registry.subscribe(namespace.as_deref(), from).await {
         Err(err @ Error::Expired(_)) => {
             // An expired watch is a 200 with one ERROR event, so clients re-list.
             let _ = tx.try_send(Ok(error_frame(&err)));
         }
         Err(err) => return Err(err),
-        Ok(mut subscription) => {
-            let bookmarks = options.allow_watch_bookmarks;
-            let announce_end = options.send_initial_events == Some(true);
+        Ok(subscription) => {
+            let plan = Plan {
+                send_initial,
+                announce_end: options.send_initial_events == Some(true),
+                bookmarks: options.allow_watch_bookmarks,
+            };
+            let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::INFO.plural)).clone();
             let selects = move |o: &K| Registry::<K>::selects(&options, o);
-            tokio::spawn(async move {
-                let _open = OpenWatch::start(&settings.metrics, K::INFO.plural);
-                let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::INFO.plural)).clone();
-                let mut last_sent = subscription.revision;
-                let stopping = settings.stopping.clone();
-                if send_initial {
-                    for object in subscription.snapshot.iter().filter(|o| selects(o)) {
-                        if stopping.is_cancelled() {
-                            // An unfinished initial list: the client lists again elsewhere.
-                            return;
-                        }
-                        let Ok(f) = encoder.object("ADDED", object.as_ref()) else { return };
-                        if !send(&tx, f, deadline).await {
-                            return;
-                        }
-                        sent.inc();
-                    }
-                }
-                if announce_end {
-                    let Ok(f) = encoder.bookmark(subscription.revision, true) else { return };
-                    if !send(&tx, f, deadline).await {
-                        return;
-                    }
-                }
-                let mut pending = std::mem::take(&mut subscription.replay).into_iter();
-                let mut ticker =
-                    tokio::time::interval_at(Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
-                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    let event = match pending.next() {
-                        Some(e) => Some(e),
-                        None => tokio::select! {
-                            e = subscription.receiver.recv() => match e {
-                                Some(e) => Some(e),
-                                None => {
-                                    // The store dropped us; the client re-watches.
-                                    closed_by_store::<K>(&subscription.closing, &settings.metrics, last_sent);
-                                    return;
-                                }
-                            },
-                            _ = ticker.tick(), if bookmarks => {
-                                // Every event up to `revision` is already in our buffer: send
-                                // those first, then the bookmark. A closed buffer means the
-                                // store dropped us for falling behind, so events after the
-                                // buffered ones are missing: end without a bookmark, or the
-                                // client would resume past them.
-                                let revision = subscription.progress.get();
-                                loop {
-                                    match subscription.receiver.try_recv() {
-                                        Ok(e) => {
-                                            if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent, &sent).await {
-                                                return;
-                                            }
-                                        }
-                                        Err(mpsc::error::TryRecvError::Empty) => break,
-                                        Err(mpsc::error::TryRecvError::Disconnected) => {
-                                            closed_by_store::<K>(&subscription.closing, &settings.metrics, last_sent);
-                                            return;
-                                        }
-                                    }
-                                }
-                                let Ok(f) = encoder.bookmark(revision.max(last_sent), false) else { return };
-                                if !send(&tx, f, deadline).await {
-                                    return;
-                                }
-                                None
-                            },
-                            () = tokio::time::sleep_until(deadline) => {
-                                tracing::debug!(last_sent, "watch ends: timeout");
-                                return;
-                            },
-                            () = tx.closed() => {
-                                tracing::debug!(last_sent, "watch ends: the client went away");
-                                return;
-                            },
-                            () = stopping.cancelled() => {
-                                while let Ok(e) = subscription.receiver.try_recv() {
-                                    if !deliver(&mut encoder, &tx, &e, &selects, deadline, &mut last_sent, &sent).await {
-                                        return;
-                                    }
-                                }
-                                tracing::debug!(last_sent, "watch ends: the server is shutting down");
-                                return;
-                            },
-                        },
-                    };
-                    if let Some(event) = event
-                        && !deliver(&mut encoder, &tx, &event, &selects, deadline, &mut last_sent, &sent).await
-                    {
-                        return;
-                    }
-                }
-            });
+            let outbox = Outbox { encoder, tx, selects, deadline, last_sent: subscription.revision, sent };
+            tokio::spawn(pump(outbox, subscription, settings, plan));
         }
     }
+    Ok(watch_response(rx, representation))
+}
+
+/// The streaming response carrying a watch's frames.
+fn watch_response(
+    rx: mpsc::Receiver<Result<Bytes, std::convert::Infallible>>,
+    representation: Representation,
+) -> Response {
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::OK;
@@ -304,29 +225,159 @@ pub async fn serve<K: Strategy>(
         response.headers_mut().insert(header::CONTENT_TYPE, v);
     }
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
-    Ok(response)
+    response
 }
 
-/// Sends `event` if the watcher sees it; false when the stream must end.
-async fn deliver<K: Strategy>(
-    encoder: &mut Encoder<K>,
-    tx: &mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
-    event: &Event<K>,
-    selects: &(dyn Fn(&K) -> bool + Sync),
+/// What a watch sends besides the events: which the request asked for.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    /// ADDED events for every selected object first.
+    send_initial: bool,
+    /// A bookmark marking the end of the initial events (`sendInitialEvents=true`).
+    announce_end: bool,
+    /// Periodic bookmarks (`allowWatchBookmarks=true`).
+    bookmarks: bool,
+}
+
+/// The sending side of one watch: how frames are encoded, where they go, which objects the
+/// watcher sees, until when, and what it was sent.
+struct Outbox<K: Strategy, F> {
+    encoder: Encoder<K>,
+    tx: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
+    /// The label and field selectors.
+    selects: F,
     deadline: Instant,
-    last_sent: &mut u64,
-    sent: &Counter,
-) -> bool {
-    let Some(kind) = visible(event, selects) else { return true };
-    let encoded =
-        if kind == type_name(event.kind) { encoder.event(event) } else { encoder.object(kind, event.object.as_ref()) };
-    let Ok(f) = encoded else { return false };
-    *last_sent = (*last_sent).max(event.revision);
-    let delivered = send(tx, f, deadline).await;
-    if delivered {
-        sent.inc();
+    /// The revision of the newest event sent.
+    last_sent: u64,
+    /// `apiserver_watch_events` of this resource.
+    sent: Counter,
+}
+
+impl<K: Strategy, F: Fn(&K) -> bool + Sync> Outbox<K, F> {
+    /// Sends one encoded frame; false when the stream must end.
+    async fn frame(&self, frame: Result<Bytes>) -> bool {
+        match frame {
+            Ok(frame) => send(&self.tx, frame, self.deadline).await,
+            Err(_) => false,
+        }
     }
-    delivered
+
+    /// Sends `event` if the watcher sees it; false when the stream must end.
+    async fn event(&mut self, event: &Event<K>) -> bool {
+        let Some(kind) = visible(event, &self.selects) else { return true };
+        let encoded = if kind == type_name(event.kind) {
+            self.encoder.event(event)
+        } else {
+            self.encoder.object(kind, event.object.as_ref())
+        };
+        self.last_sent = self.last_sent.max(event.revision);
+        let delivered = self.frame(encoded).await;
+        if delivered {
+            self.sent.inc();
+        }
+        delivered
+    }
+
+    /// ADDED for every selected object of `snapshot`; false when the stream must end (an
+    /// unfinished initial list at shutdown ends it too: the client lists again elsewhere).
+    async fn initial(&mut self, snapshot: &[Arc<K>], stopping: &tokio_util::sync::CancellationToken) -> bool {
+        for object in snapshot.iter().filter(|o| (self.selects)(o)) {
+            if stopping.is_cancelled() {
+                return false;
+            }
+            let frame = self.encoder.object("ADDED", object.as_ref());
+            if !self.frame(frame).await {
+                return false;
+            }
+            self.sent.inc();
+        }
+        true
+    }
+
+    /// Sends every event already buffered; false when the stream must end. A closed buffer
+    /// means the store dropped the watcher, so events after the buffered ones are missing.
+    async fn flush(&mut self, subscription: &mut Subscription<K>, metrics: &Metrics) -> bool {
+        loop {
+            match subscription.receiver.try_recv() {
+                Ok(event) => {
+                    if !self.event(&event).await {
+                        return false;
+                    }
+                }
+                Err(mpsc::error::TryRecvError::Empty) => return true,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    closed_by_store::<K>(&subscription.closing, metrics, self.last_sent);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// A periodic bookmark: every event up to the subscription's progress is already buffered,
+    /// so those go first, then the bookmark (never past a missing event).
+    async fn bookmark(&mut self, subscription: &mut Subscription<K>, metrics: &Metrics) -> bool {
+        let revision = subscription.progress.get();
+        if !self.flush(subscription, metrics).await {
+            return false;
+        }
+        let frame = self.encoder.bookmark(revision.max(self.last_sent), false);
+        self.frame(frame).await
+    }
+}
+
+/// Moves a subscription's events to the watcher until the deadline, the client leaves, the
+/// store drops the watcher, or the server shuts down (after sending what is buffered).
+async fn pump<K: Strategy, F: Fn(&K) -> bool + Sync>(
+    mut out: Outbox<K, F>,
+    mut subscription: Subscription<K>,
+    settings: WatchSettings,
+    plan: Plan,
+) {
+    let _open = OpenWatch::start(&settings.metrics, K::INFO.plural);
+    let stopping = settings.stopping.clone();
+    if plan.send_initial && !out.initial(&subscription.snapshot, &stopping).await {
+        return;
+    }
+    if plan.announce_end && !out.frame(out.encoder.bookmark(subscription.revision, true)).await {
+        return;
+    }
+    for event in std::mem::take(&mut subscription.replay) {
+        if !out.event(&event).await {
+            return;
+        }
+    }
+    let mut ticker = tokio::time::interval_at(Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let going_on = tokio::select! {
+            event = subscription.receiver.recv() => match event {
+                Some(event) => out.event(&event).await,
+                None => {
+                    // The store dropped us; the client re-watches.
+                    closed_by_store::<K>(&subscription.closing, &settings.metrics, out.last_sent);
+                    false
+                }
+            },
+            _ = ticker.tick(), if plan.bookmarks => out.bookmark(&mut subscription, &settings.metrics).await,
+            () = tokio::time::sleep_until(out.deadline) => {
+                tracing::debug!(out.last_sent, "watch ends: timeout");
+                false
+            },
+            () = out.tx.closed() => {
+                tracing::debug!(out.last_sent, "watch ends: the client went away");
+                false
+            },
+            () = stopping.cancelled() => {
+                if out.flush(&mut subscription, &settings.metrics).await {
+                    tracing::debug!(out.last_sent, "watch ends: the server is shutting down");
+                }
+                false
+            },
+        };
+        if !going_on {
+            return;
+        }
+    }
 }
 
 /// Logs why the store closed a watcher's buffer, counting a watcher dropped for falling behind.
