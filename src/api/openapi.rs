@@ -9,7 +9,7 @@
 //! custom resources. Bodies are served with strong ETags; v3 group-version documents are
 //! addressed by a content hash, as the kube-apiserver does.
 
-use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
+use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, ResourceInfo, VERSION};
 use crate::machinery::schema::strip_nulls;
 use crate::machinery::verb::Verb;
 use bytes::Bytes;
@@ -282,147 +282,127 @@ struct Operation {
     responses: Vec<(&'static str, String)>,
 }
 
+/// The names one resource's operations are built from.
+struct Names<'a> {
+    info: &'a ResourceInfo,
+    /// `FarmExampleComV1alpha`, between the action and the kind in operation ids.
+    suffix: String,
+    /// The definition of the object, and of its list.
+    object: String,
+    list: String,
+}
+
+/// Whether an operation is on every namespace's objects at once, or on one namespace's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    AllNamespaces,
+    Namespaced,
+}
+
+const JSON: &[&str] = &["application/json"];
+const PATCH_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+
+fn list_params(info: &ResourceInfo) -> Vec<Param> {
+    let mut params = vec![P_LABEL_SELECTOR, P_FIELD_SELECTOR, P_LIMIT, P_CONTINUE, P_RV, P_RV_MATCH, P_TIMEOUT];
+    if info.allows(Verb::Watch) {
+        params.extend([P_WATCH, P_BOOKMARKS, P_SEND_INITIAL]);
+    }
+    params
+}
+
+fn write_params() -> Vec<Param> {
+    vec![P_DRY_RUN, P_FIELD_MANAGER, P_FIELD_VALIDATION]
+}
+
+fn delete_params() -> Vec<Param> {
+    vec![P_DRY_RUN, P_GRACE, P_ORPHAN, P_PROPAGATION]
+}
+
+/// The operation of `verb` in `scope`: HTTP method, id, description, parameters, body and
+/// responses, as the kube-apiserver publishes them for a custom resource.
+fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
+    let (kind, suffix, object, list) = (names.info.kind, &names.suffix, &names.object, &names.list);
+    let delete_options = || Some((JSON, format!("{META}.DeleteOptions")));
+    let (method, id, description, params, body, responses) = match verb {
+        Verb::List | Verb::Watch => {
+            let id = match scope {
+                Scope::AllNamespaces => format!("list{suffix}{kind}ForAllNamespaces"),
+                Scope::Namespaced => format!("list{suffix}Namespaced{kind}"),
+            };
+            let description = format!("list or watch objects of kind {kind}");
+            ("get", id, description, list_params(names.info), None, vec![("200", list.clone())])
+        }
+        Verb::Create => {
+            let responses = vec![("200", object.clone()), ("201", object.clone()), ("202", object.clone())];
+            let id = format!("create{suffix}Namespaced{kind}");
+            ("post", id, format!("create a {kind}"), write_params(), Some((JSON, object.clone())), responses)
+        }
+        Verb::DeleteCollection => {
+            let mut params = delete_params();
+            params.extend(list_params(names.info));
+            let id = format!("delete{suffix}CollectionNamespaced{kind}");
+            let description = format!("delete collection of {kind}");
+            ("delete", id, description, params, delete_options(), vec![("200", list.clone())])
+        }
+        Verb::Get => {
+            let id = format!("read{suffix}Namespaced{kind}");
+            ("get", id, format!("read the specified {kind}"), vec![], None, vec![("200", object.clone())])
+        }
+        Verb::Update => {
+            let responses = vec![("200", object.clone()), ("201", object.clone())];
+            let id = format!("replace{suffix}Namespaced{kind}");
+            (
+                "put",
+                id,
+                format!("replace the specified {kind}"),
+                write_params(),
+                Some((JSON, object.clone())),
+                responses,
+            )
+        }
+        Verb::Patch => {
+            let body = Some((PATCH_TYPES, format!("{META}.Patch")));
+            let id = format!("patch{suffix}Namespaced{kind}");
+            let description = format!("partially update the specified {kind}");
+            ("patch", id, description, write_params(), body, vec![("200", object.clone())])
+        }
+        Verb::Delete => {
+            let responses = vec![("200", object.clone()), ("202", format!("{META}.Status"))];
+            let id = format!("delete{suffix}Namespaced{kind}");
+            ("delete", id, format!("delete a {kind}"), delete_params(), delete_options(), responses)
+        }
+    };
+    Operation { method, id, action: verb.openapi_action(), kind, description, params, body, responses }
+}
+
 /// Every path of one resource with its operations and the parameters common to the path.
 fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec<Operation>)> {
     let info = &resource.info;
-    let kind = info.kind;
-    let suffix = format!("{}{}", group_camel(), capitalize(VERSION));
-    let object = definition_name(kind);
-    let list = definition_name(info.list_kind);
-    let status = format!("{META}.Status");
-    let base = format!("/apis/{API_VERSION}");
-    let list_params = || {
-        let mut params = vec![P_LABEL_SELECTOR, P_FIELD_SELECTOR, P_LIMIT, P_CONTINUE, P_RV, P_RV_MATCH, P_TIMEOUT];
-        if info.allows(Verb::Watch) {
-            params.extend([P_WATCH, P_BOOKMARKS, P_SEND_INITIAL]);
-        }
-        params
+    let names = Names {
+        info,
+        suffix: format!("{}{}", group_camel(), capitalize(VERSION)),
+        object: definition_name(info.kind),
+        list: definition_name(info.list_kind),
     };
-    let write_params = || vec![P_DRY_RUN, P_FIELD_MANAGER, P_FIELD_VALIDATION];
-    let delete_params = || vec![P_DRY_RUN, P_GRACE, P_ORPHAN, P_PROPAGATION];
-    let name_param = Param(
-        "name",
-        "path",
-        "string",
-        match info.kind {
-            "Llama" => "name of the Llama",
-            _ => "name of the object",
-        },
-    );
-    let json: &'static [&'static str] = &["application/json"];
-    let patch_types: &'static [&'static str] = &["application/json-patch+json", "application/merge-patch+json"];
+    let operations = |verbs: &[Verb], scope: Scope| -> Vec<Operation> {
+        verbs.iter().filter(|v| info.allows(**v)).map(|v| operation(*v, scope, &names)).collect()
+    };
+    let base = format!("/apis/{API_VERSION}");
+    let name_description = match info.kind {
+        "Llama" => "name of the Llama",
+        _ => "name of the object",
+    };
     let mut paths = Vec::new();
-
     if info.allows(Verb::List) {
-        paths.push((
-            format!("{base}/{}", info.plural),
-            vec![P_PRETTY],
-            vec![Operation {
-                method: "get",
-                id: format!("list{suffix}{kind}ForAllNamespaces"),
-                action: Verb::List.openapi_action(),
-                kind,
-                description: format!("list or watch objects of kind {kind}"),
-                params: list_params(),
-                body: None,
-                responses: vec![("200", list.clone())],
-            }],
-        ));
+        let all = operations(&[Verb::List], Scope::AllNamespaces);
+        paths.push((format!("{base}/{}", info.plural), vec![P_PRETTY], all));
     }
-
-    let mut collection = Vec::new();
-    if info.allows(Verb::List) {
-        collection.push(Operation {
-            method: "get",
-            id: format!("list{suffix}Namespaced{kind}"),
-            action: Verb::List.openapi_action(),
-            kind,
-            description: format!("list or watch objects of kind {kind}"),
-            params: list_params(),
-            body: None,
-            responses: vec![("200", list.clone())],
-        });
-    }
-    if info.allows(Verb::Create) {
-        collection.push(Operation {
-            method: "post",
-            id: format!("create{suffix}Namespaced{kind}"),
-            action: Verb::Create.openapi_action(),
-            kind,
-            description: format!("create a {kind}"),
-            params: write_params(),
-            body: Some((json, object.clone())),
-            responses: vec![("200", object.clone()), ("201", object.clone()), ("202", object.clone())],
-        });
-    }
-    if info.allows(Verb::DeleteCollection) {
-        let mut params = delete_params();
-        params.extend(list_params());
-        collection.push(Operation {
-            method: "delete",
-            id: format!("delete{suffix}CollectionNamespaced{kind}"),
-            action: Verb::DeleteCollection.openapi_action(),
-            kind,
-            description: format!("delete collection of {kind}"),
-            params,
-            body: Some((json, format!("{META}.DeleteOptions"))),
-            responses: vec![("200", list.clone())],
-        });
-    }
+    let collection = operations(&[Verb::List, Verb::Create, Verb::DeleteCollection], Scope::Namespaced);
     paths.push((format!("{base}/namespaces/{{namespace}}/{}", info.plural), vec![P_NAMESPACE, P_PRETTY], collection));
-
-    let mut item = Vec::new();
-    if info.allows(Verb::Get) {
-        item.push(Operation {
-            method: "get",
-            id: format!("read{suffix}Namespaced{kind}"),
-            action: Verb::Get.openapi_action(),
-            kind,
-            description: format!("read the specified {kind}"),
-            params: vec![],
-            body: None,
-            responses: vec![("200", object.clone())],
-        });
-    }
-    if info.allows(Verb::Update) {
-        item.push(Operation {
-            method: "put",
-            id: format!("replace{suffix}Namespaced{kind}"),
-            action: Verb::Update.openapi_action(),
-            kind,
-            description: format!("replace the specified {kind}"),
-            params: write_params(),
-            body: Some((json, object.clone())),
-            responses: vec![("200", object.clone()), ("201", object.clone())],
-        });
-    }
-    if info.allows(Verb::Patch) {
-        item.push(Operation {
-            method: "patch",
-            id: format!("patch{suffix}Namespaced{kind}"),
-            action: Verb::Patch.openapi_action(),
-            kind,
-            description: format!("partially update the specified {kind}"),
-            params: write_params(),
-            body: Some((patch_types, format!("{META}.Patch"))),
-            responses: vec![("200", object.clone())],
-        });
-    }
-    if info.allows(Verb::Delete) {
-        item.push(Operation {
-            method: "delete",
-            id: format!("delete{suffix}Namespaced{kind}"),
-            action: Verb::Delete.openapi_action(),
-            kind,
-            description: format!("delete a {kind}"),
-            params: delete_params(),
-            body: Some((json, format!("{META}.DeleteOptions"))),
-            responses: vec![("200", object.clone()), ("202", status)],
-        });
-    }
+    let item = operations(&[Verb::Get, Verb::Update, Verb::Patch, Verb::Delete], Scope::Namespaced);
     paths.push((
         format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural),
-        vec![name_param, P_NAMESPACE, P_PRETTY],
+        vec![Param("name", "path", "string", name_description), P_NAMESPACE, P_PRETTY],
         item,
     ));
     paths
