@@ -116,143 +116,155 @@ impl Default for Metrics {
 impl Metrics {
     /// Every metric, registered, at zero; the Pod cache's only when there is one.
     pub fn new(pod_cache: bool) -> Self {
-        let mut registry = Registry::default();
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register("apiserver_request", "Requests served, by verb, resource and HTTP code", requests.clone());
-        let request_duration = Family::<RequestLabels, Histogram>::new_with_constructor(
-            (|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram,
+        let mut metrics = Self::unregistered();
+        metrics.register_requests();
+        metrics.register_watches_and_storage();
+        if pod_cache {
+            metrics.register_pod_cache();
+        }
+        metrics.register_auth();
+        metrics.register_process();
+        metrics
+    }
+
+    /// Every metric at zero, none registered yet.
+    fn unregistered() -> Self {
+        Self {
+            registry: Registry::default(),
+            requests: Family::default(),
+            request_duration: Family::new_with_constructor((|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram),
+            inflight: Gauge::default(),
+            watches: Family::default(),
+            watch_events: Family::default(),
+            watchers_dropped: Family::default(),
+            storage_objects: Family::default(),
+            watch_history: Family::default(),
+            pod_cache_synced: Gauge::default(),
+            pod_cache_objects: Gauge::default(),
+            pod_cache_last_event_age: FloatGauge::default(),
+            authentication: Family::default(),
+            authorization: Family::default(),
+            token_cache: Family::default(),
+            authorization_cache: Family::default(),
+            certificate_expiry: FloatGauge::default(),
+            resident_memory: Gauge::default(),
+            cpu_seconds: Counter::default(),
+            open_fds: Gauge::default(),
+            max_fds: Gauge::default(),
+            start_time: FloatGauge::default(),
+        }
+    }
+
+    fn register_requests(&mut self) {
+        let registry = &mut self.registry;
+        registry.register(
+            "apiserver_request",
+            "Requests served, by verb, resource and HTTP code",
+            self.requests.clone(),
         );
         registry.register_with_unit(
             "apiserver_request_duration",
             "Time from a request's arrival to its response head, by verb, resource and HTTP code",
             Unit::Seconds,
-            request_duration.clone(),
+            self.request_duration.clone(),
         );
-        let inflight = Gauge::default();
         registry.register(
             "apiserver_current_inflight_requests",
             "Requests being served now (watches excluded), limited by --max-requests-inflight",
-            inflight.clone(),
+            self.inflight.clone(),
         );
-        let watches = Family::<ResourceLabel, Gauge>::default();
-        registry.register("apiserver_longrunning_requests", "Open watches, by resource", watches.clone());
-        let watch_events = Family::<ResourceLabel, Counter>::default();
-        registry.register("apiserver_watch_events", "Watch events sent, by resource", watch_events.clone());
-        let watchers_dropped = Family::<ResourceLabel, Counter>::default();
+    }
+
+    fn register_watches_and_storage(&mut self) {
+        let registry = &mut self.registry;
+        registry.register("apiserver_longrunning_requests", "Open watches, by resource", self.watches.clone());
+        registry.register("apiserver_watch_events", "Watch events sent, by resource", self.watch_events.clone());
         registry.register(
             "apiserver_terminated_watchers",
             "Watchers dropped because they fell behind (their buffer filled), by resource",
-            watchers_dropped.clone(),
+            self.watchers_dropped.clone(),
         );
-        let storage_objects = Family::<ResourceLabel, Gauge>::default();
-        registry.register("apiserver_storage_objects", "Objects stored, by resource", storage_objects.clone());
-        let watch_history = Family::<ResourceLabel, Gauge>::default();
+        registry.register("apiserver_storage_objects", "Objects stored, by resource", self.storage_objects.clone());
         registry.register(
             "farm_apiserver_watch_history_events",
             "Events kept in memory for watches, paging and exact reads, by resource",
-            watch_history.clone(),
+            self.watch_history.clone(),
         );
-        let pod_cache_synced = Gauge::default();
-        let pod_cache_objects = Gauge::default();
-        let pod_cache_last_event_age = FloatGauge::default();
-        if pod_cache {
-            registry.register(
-                "farm_apiserver_pod_cache_synced",
-                "1 when the Pod cache holds the cluster's Pods, 0 before",
-                pod_cache_synced.clone(),
-            );
-            registry.register(
-                "farm_apiserver_pod_cache_objects",
-                "FarmPods in the Pod cache",
-                pod_cache_objects.clone(),
-            );
-            registry.register_with_unit(
-                "farm_apiserver_pod_cache_last_event_age",
-                "Time since the Pod cache last heard from the cluster (a list, an event or a bookmark)",
-                Unit::Seconds,
-                pod_cache_last_event_age.clone(),
-            );
-        }
-        let authentication = Family::<ResultLabel, Counter>::default();
+    }
+
+    fn register_pod_cache(&mut self) {
+        let registry = &mut self.registry;
+        registry.register(
+            "farm_apiserver_pod_cache_synced",
+            "1 when the Pod cache holds the cluster's Pods, 0 before",
+            self.pod_cache_synced.clone(),
+        );
+        registry.register(
+            "farm_apiserver_pod_cache_objects",
+            "FarmPods in the Pod cache",
+            self.pod_cache_objects.clone(),
+        );
+        registry.register_with_unit(
+            "farm_apiserver_pod_cache_last_event_age",
+            "Time since the Pod cache last heard from the cluster (a list, an event or a bookmark)",
+            Unit::Seconds,
+            self.pod_cache_last_event_age.clone(),
+        );
+    }
+
+    fn register_auth(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "authentication_attempts",
             "Authentication attempts by result: success, failure (no valid credential) or error",
-            authentication.clone(),
+            self.authentication.clone(),
         );
-        let authorization = Family::<ResultLabel, Counter>::default();
         registry.register(
             "farm_apiserver_authorization_decisions",
             "Authorization decisions by result: allowed, denied or error (aggregated mode)",
-            authorization.clone(),
+            self.authorization.clone(),
         );
-        let token_cache = Family::<ResultLabel, Counter>::default();
         registry.register(
             "farm_apiserver_token_review_cache_lookups",
             "TokenReview cache lookups by result: hit or miss (aggregated mode)",
-            token_cache.clone(),
+            self.token_cache.clone(),
         );
-        let authorization_cache = Family::<ResultLabel, Counter>::default();
         registry.register(
             "farm_apiserver_subject_access_review_cache_lookups",
             "SubjectAccessReview cache lookups by result: hit or miss (aggregated mode)",
-            authorization_cache.clone(),
+            self.authorization_cache.clone(),
         );
-        let certificate_expiry = FloatGauge::default();
+    }
+
+    /// The serving certificate and the process.
+    fn register_process(&mut self) {
+        let registry = &mut self.registry;
         registry.register_with_unit(
             "farm_apiserver_serving_certificate_expiration_timestamp",
             "When the serving certificate in use expires, in Unix time",
             Unit::Seconds,
-            certificate_expiry.clone(),
+            self.certificate_expiry.clone(),
         );
-        let resident_memory = Gauge::default();
         registry.register_with_unit(
             "process_resident_memory",
             "Resident memory size",
             Unit::Bytes,
-            resident_memory.clone(),
+            self.resident_memory.clone(),
         );
-        let cpu_seconds = Counter::<f64, AtomicU64>::default();
         registry.register_with_unit(
             "process_cpu",
             "User and system CPU time spent",
             Unit::Seconds,
-            cpu_seconds.clone(),
+            self.cpu_seconds.clone(),
         );
-        let open_fds = Gauge::default();
-        registry.register("process_open_fds", "Open file descriptors", open_fds.clone());
-        let max_fds = Gauge::default();
-        registry.register("process_max_fds", "The limit of open file descriptors", max_fds.clone());
-        let start_time = FloatGauge::default();
+        registry.register("process_open_fds", "Open file descriptors", self.open_fds.clone());
+        registry.register("process_max_fds", "The limit of open file descriptors", self.max_fds.clone());
         registry.register_with_unit(
             "process_start_time",
             "When the process started, in Unix time",
             Unit::Seconds,
-            start_time.clone(),
+            self.start_time.clone(),
         );
-        Self {
-            registry,
-            requests,
-            request_duration,
-            inflight,
-            watches,
-            watch_events,
-            watchers_dropped,
-            storage_objects,
-            watch_history,
-            pod_cache_synced,
-            pod_cache_objects,
-            pod_cache_last_event_age,
-            authentication,
-            authorization,
-            token_cache,
-            authorization_cache,
-            certificate_expiry,
-            resident_memory,
-            cpu_seconds,
-            open_fds,
-            max_fds,
-            start_time,
-        }
     }
 
     /// Counts one `result` in `family`.
