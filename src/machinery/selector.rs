@@ -111,112 +111,14 @@ fn check_value(value: &str) -> Result<()> {
 
 /// Parses a `labelSelector` query value.
 pub fn parse_label_selector(input: &str) -> Result<LabelSelector> {
-    let tokens = tokenize(input)?;
-    let mut expressions = Vec::new();
-    let mut pos = 0;
-    let next = |pos: &mut usize| -> Option<Token> {
-        let t = tokens.get(*pos).cloned();
-        *pos += 1;
-        t
-    };
-    if tokens.is_empty() {
+    let mut parser = Parser { tokens: tokenize(input)?, pos: 0 };
+    if parser.tokens.is_empty() {
         return Ok(LabelSelector::default());
     }
+    let mut expressions = Vec::new();
     loop {
-        let expression = match next(&mut pos) {
-            Some(Token::Bang) => match next(&mut pos) {
-                Some(Token::Ident(key)) => {
-                    check_key(&key)?;
-                    Expression::DoesNotExist(key)
-                }
-                other => {
-                    return Err(requirement_error(format!(
-                        "found {}, expected: identifier after '!'",
-                        other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
-                    )));
-                }
-            },
-            Some(Token::Ident(key)) => {
-                check_key(&key)?;
-                match tokens.get(pos) {
-                    None | Some(Token::Comma) => Expression::Exists(key),
-                    Some(Token::Eq | Token::DoubleEq | Token::NotEq) => {
-                        let op = next(&mut pos);
-                        let value = match tokens.get(pos) {
-                            Some(Token::Ident(v)) => {
-                                pos += 1;
-                                v.clone()
-                            }
-                            None | Some(Token::Comma) => String::new(),
-                            Some(other) => {
-                                return Err(requirement_error(format!(
-                                    "found {}, expected: identifier",
-                                    describe(other)
-                                )));
-                            }
-                        };
-                        check_value(&value)?;
-                        if op == Some(Token::NotEq) {
-                            Expression::NotEqual(key, value)
-                        } else {
-                            Expression::Equal(key, value)
-                        }
-                    }
-                    Some(Token::Ident(op)) if op == "in" || op == "notin" => {
-                        let op = op.clone();
-                        pos += 1;
-                        if next(&mut pos) != Some(Token::Open) {
-                            return Err(requirement_error(format!("found {op} without '(', expected: '('")));
-                        }
-                        let mut values = BTreeSet::new();
-                        loop {
-                            match next(&mut pos) {
-                                Some(Token::Ident(v)) => {
-                                    check_value(&v)?;
-                                    values.insert(v);
-                                    match next(&mut pos) {
-                                        Some(Token::Comma) => continue,
-                                        Some(Token::Close) => break,
-                                        other => {
-                                            return Err(requirement_error(format!(
-                                                "found {}, expected: ',' or ')'",
-                                                other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
-                                            )));
-                                        }
-                                    }
-                                }
-                                Some(Token::Close) if values.is_empty() => {
-                                    return Err(requirement_error(
-                                        "for 'in', 'notin' operators, values set can't be empty",
-                                    ));
-                                }
-                                other => {
-                                    return Err(requirement_error(format!(
-                                        "found {}, expected: identifier",
-                                        other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
-                                    )));
-                                }
-                            }
-                        }
-                        if op == "in" { Expression::In(key, values) } else { Expression::NotIn(key, values) }
-                    }
-                    Some(other) => {
-                        return Err(requirement_error(format!(
-                            "found {}, expected: in, notin, =, ==, !=, or end of string",
-                            describe(other)
-                        )));
-                    }
-                }
-            }
-            other => {
-                return Err(requirement_error(format!(
-                    "found {}, expected: !, identifier, or end of string",
-                    other.as_ref().map(describe).unwrap_or_else(|| "end of string".into())
-                )));
-            }
-        };
-        expressions.push(expression);
-        match next(&mut pos) {
+        expressions.push(parser.requirement()?);
+        match parser.next() {
             None => break,
             Some(Token::Comma) => continue,
             Some(other) => {
@@ -225,6 +127,125 @@ pub fn parse_label_selector(input: &str) -> Result<LabelSelector> {
         }
     }
     Ok(LabelSelector { expressions })
+}
+
+/// What was found instead of what a rule expected, for error messages.
+fn found(token: Option<&Token>) -> String {
+    token.map(describe).unwrap_or_else(|| "end of string".into())
+}
+
+/// A recursive-descent parser over the tokens of a label selector, one method per rule of
+/// `k8s.io/apimachinery/pkg/labels`' grammar.
+struct Parser {
+    tokens: Vec<Token>,
+    pos: usize,
+}
+
+impl Parser {
+    fn next(&mut self) -> Option<Token> {
+        let token = self.tokens.get(self.pos).cloned();
+        self.pos += 1;
+        token
+    }
+
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.pos)
+    }
+
+    /// `!key`, `key`, `key op value` or `key in|notin (values)`.
+    fn requirement(&mut self) -> Result<Expression> {
+        match self.next() {
+            Some(Token::Bang) => match self.next() {
+                Some(Token::Ident(key)) => {
+                    check_key(&key)?;
+                    Ok(Expression::DoesNotExist(key))
+                }
+                other => {
+                    Err(requirement_error(format!("found {}, expected: identifier after '!'", found(other.as_ref()))))
+                }
+            },
+            Some(Token::Ident(key)) => {
+                check_key(&key)?;
+                self.after_key(key)
+            }
+            other => Err(requirement_error(format!(
+                "found {}, expected: !, identifier, or end of string",
+                found(other.as_ref())
+            ))),
+        }
+    }
+
+    /// What follows a key: nothing (exists), an equality, or a set.
+    fn after_key(&mut self, key: String) -> Result<Expression> {
+        match self.peek() {
+            None | Some(Token::Comma) => Ok(Expression::Exists(key)),
+            Some(Token::Eq | Token::DoubleEq | Token::NotEq) => {
+                let op = self.next();
+                let value = self.equality_value()?;
+                check_value(&value)?;
+                if op == Some(Token::NotEq) {
+                    Ok(Expression::NotEqual(key, value))
+                } else {
+                    Ok(Expression::Equal(key, value))
+                }
+            }
+            Some(Token::Ident(op)) if op == "in" || op == "notin" => {
+                let op = op.clone();
+                self.pos += 1;
+                let values = self.value_set(&op)?;
+                Ok(if op == "in" { Expression::In(key, values) } else { Expression::NotIn(key, values) })
+            }
+            Some(other) => Err(requirement_error(format!(
+                "found {}, expected: in, notin, =, ==, !=, or end of string",
+                describe(other)
+            ))),
+        }
+    }
+
+    /// The value after `=`, `==` or `!=` (empty when none follows).
+    fn equality_value(&mut self) -> Result<String> {
+        match self.peek() {
+            Some(Token::Ident(value)) => {
+                let value = value.clone();
+                self.pos += 1;
+                Ok(value)
+            }
+            None | Some(Token::Comma) => Ok(String::new()),
+            Some(other) => Err(requirement_error(format!("found {}, expected: identifier", describe(other)))),
+        }
+    }
+
+    /// `(v1, v2, ...)` after `in` or `notin`: at least one value.
+    fn value_set(&mut self, op: &str) -> Result<BTreeSet<String>> {
+        if self.next() != Some(Token::Open) {
+            return Err(requirement_error(format!("found {op} without '(', expected: '('")));
+        }
+        let mut values = BTreeSet::new();
+        loop {
+            match self.next() {
+                Some(Token::Ident(value)) => {
+                    check_value(&value)?;
+                    values.insert(value);
+                    match self.next() {
+                        Some(Token::Comma) => continue,
+                        Some(Token::Close) => return Ok(values),
+                        other => {
+                            return Err(requirement_error(format!(
+                                "found {}, expected: ',' or ')'",
+                                found(other.as_ref())
+                            )));
+                        }
+                    }
+                }
+                Some(Token::Close) if values.is_empty() => {
+                    return Err(requirement_error("for 'in', 'notin' operators, values set can't be empty"));
+                }
+                other => {
+                    return Err(requirement_error(format!("found {}, expected: identifier", found(other.as_ref()))));
+                }
+            }
+        }
+    }
 }
 
 /// One field requirement.
