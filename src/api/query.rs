@@ -228,6 +228,20 @@ impl ListOptions {
     /// Reads and validates list options; `fields` are the resource's selectable fields besides
     /// `metadata.name` and `metadata.namespace`.
     pub fn parse(query: &Query, fields: &[&str]) -> Result<Self> {
+        let (options, mut causes) = Self::read(query, fields)?;
+        causes.extend(options.resource_version_match_violations());
+        causes.extend(options.initial_events_violations());
+        if !causes.is_empty() {
+            return Err(Error::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes });
+        }
+        if options.continue_token.is_some() && options.resource_version.is_some_and(|rv| rv != 0) {
+            return Err(Error::BadRequest("specifying resource version is not allowed when using continue".into()));
+        }
+        Ok(options)
+    }
+
+    /// Each option's value, with a cause for an unsupported `resourceVersionMatch`.
+    fn read(query: &Query, fields: &[&str]) -> Result<(Self, Vec<FieldError>)> {
         let label_selector =
             crate::machinery::selector::parse_label_selector(query.get("labelSelector").unwrap_or(""))?;
         let field_selector =
@@ -249,7 +263,6 @@ impl ListOptions {
                 Some(raw.parse::<u64>().map_err(|_| Error::BadRequest(format!("invalid resource version: {raw:?}")))?)
             }
         };
-        let continue_token = query.get("continue").filter(|c| !c.is_empty()).map(str::to_string);
         let watch = query.flag("watch")?;
         let allow_watch_bookmarks = query.flag("allowWatchBookmarks")?;
         let send_initial_events = match query.get("sendInitialEvents") {
@@ -262,76 +275,66 @@ impl ListOptions {
             Some("NotOlderThan") => Some(ResourceVersionMatch::NotOlderThan),
             Some("Exact") => Some(ResourceVersionMatch::Exact),
             Some(other) => {
-                causes.push(FieldError::not_supported(
-                    "resourceVersionMatch",
-                    &serde_json::json!(other),
-                    &["Exact", "NotOlderThan"],
-                ));
+                let supported = &["Exact", "NotOlderThan"];
+                causes.push(FieldError::not_supported("resourceVersionMatch", &serde_json::json!(other), supported));
                 None
             }
         };
-        if let Some(m) = resource_version_match {
-            if resource_version.is_none() && send_initial_events.is_none() {
-                causes.push(FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                ));
-            }
-            if continue_token.is_some() {
-                causes.push(FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch is forbidden when continue is provided",
-                ));
-            }
-            if m == ResourceVersionMatch::Exact && resource_version == Some(0) {
-                causes.push(FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-                ));
-            }
-            if watch && send_initial_events.is_none() {
-                causes.push(FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                ));
-            }
-        }
-        if let Some(send) = send_initial_events {
-            if !watch {
-                causes.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
-            } else {
-                if resource_version_match != Some(ResourceVersionMatch::NotOlderThan) {
-                    causes.push(FieldError::forbidden(
-                        "resourceVersionMatch",
-                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                    ));
-                }
-                if send && !allow_watch_bookmarks {
-                    causes.push(FieldError::forbidden(
-                        "allowWatchBookmarks",
-                        "sendInitialEvents requires setting allowWatchBookmarks to true",
-                    ));
-                }
-            }
-        }
-        if !causes.is_empty() {
-            return Err(Error::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes });
-        }
-        if continue_token.is_some() && resource_version.is_some_and(|rv| rv != 0) {
-            return Err(Error::BadRequest("specifying resource version is not allowed when using continue".into()));
-        }
-        Ok(Self {
+        let options = Self {
             label_selector,
             field_selector,
             limit,
-            continue_token,
+            continue_token: query.get("continue").filter(|c| !c.is_empty()).map(str::to_string),
             resource_version,
             resource_version_match,
             watch,
             allow_watch_bookmarks,
             send_initial_events,
             timeout_seconds,
-        })
+        };
+        Ok((options, causes))
+    }
+
+    /// Where `resourceVersionMatch` may not be used.
+    fn resource_version_match_violations(&self) -> Vec<FieldError> {
+        let Some(m) = self.resource_version_match else { return Vec::new() };
+        let forbidden = |message: &str| FieldError::forbidden("resourceVersionMatch", message);
+        let mut causes = Vec::new();
+        if self.resource_version.is_none() && self.send_initial_events.is_none() {
+            causes.push(forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+        }
+        if self.continue_token.is_some() {
+            causes.push(forbidden("resourceVersionMatch is forbidden when continue is provided"));
+        }
+        if m == ResourceVersionMatch::Exact && self.resource_version == Some(0) {
+            causes.push(forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+        }
+        if self.watch && self.send_initial_events.is_none() {
+            causes.push(forbidden("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+        }
+        causes
+    }
+
+    /// What `sendInitialEvents` requires.
+    fn initial_events_violations(&self) -> Vec<FieldError> {
+        let Some(send) = self.send_initial_events else { return Vec::new() };
+        if !self.watch {
+            return vec![FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")];
+        }
+        let mut causes = Vec::new();
+        if self.resource_version_match != Some(ResourceVersionMatch::NotOlderThan) {
+            causes.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if send && !self.allow_watch_bookmarks {
+            causes.push(FieldError::forbidden(
+                "allowWatchBookmarks",
+                "sendInitialEvents requires setting allowWatchBookmarks to true",
+            ));
+        }
+        causes
     }
 
     /// Whether any selector restricts the result.
