@@ -369,29 +369,7 @@ pub async fn run(
         Some(config) => Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?),
         None => None,
     };
-    let authenticator = if args.standalone {
-        let token = auth::random_token();
-        if let Some(path) = &args.write_kubeconfig {
-            kubeconfig::write(path, &kubeconfig::build(&url, &certs.ca_pem, &token))
-                .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
-            tracing::info!(path = %path.display(), "wrote kubeconfig");
-        }
-        Authenticator::BearerToken(token.into())
-    } else {
-        let client = client.clone().ok_or_else(|| StartError::Cluster("aggregated mode needs a cluster".into()))?;
-        let delegated = Delegated::new(
-            client,
-            DelegationSettings {
-                token_ttl: Duration::from_secs(args.authentication_token_cache_ttl_seconds),
-                allowed_ttl: Duration::from_secs(args.authorization_allowed_cache_ttl_seconds),
-                denied_ttl: Duration::from_secs(args.authorization_denied_cache_ttl_seconds),
-                cache_size: 4096,
-            },
-            metrics.clone(),
-        );
-        delegated.watch_config();
-        Authenticator::Delegated(delegated)
-    };
+    let authenticator = authenticator(&args, client.as_ref(), &url, &certs.ca_pem, &metrics)?;
 
     let certificate = tls::ReloadingCertificate::new(&certs)?;
     if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
@@ -429,8 +407,50 @@ pub async fn run(
             grace: Duration::from_secs(args.shutdown_grace_seconds),
         },
     ));
-    listener.set_nonblocking(true).map_err(StartError::Listener)?;
     tracing::info!(%url, standalone = args.standalone, "serving");
+    serve_tls(&args, listener, server_config, handle, app).await
+}
+
+/// Who may call: the standalone bearer token (written into the kubeconfig when asked), or
+/// delegation to the cluster.
+fn authenticator(
+    args: &ServeArgs,
+    client: Option<&kube::Client>,
+    url: &str,
+    ca_pem: &str,
+    metrics: &Arc<Metrics>,
+) -> Result<Authenticator, StartError> {
+    if args.standalone {
+        let token = auth::random_token();
+        if let Some(path) = &args.write_kubeconfig {
+            kubeconfig::write(path, &kubeconfig::build(url, ca_pem, &token))
+                .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
+            tracing::info!(path = %path.display(), "wrote kubeconfig");
+        }
+        return Ok(Authenticator::BearerToken(token.into()));
+    }
+    let client = client.cloned().ok_or_else(|| StartError::Cluster("aggregated mode needs a cluster".into()))?;
+    let settings = DelegationSettings {
+        token_ttl: Duration::from_secs(args.authentication_token_cache_ttl_seconds),
+        allowed_ttl: Duration::from_secs(args.authorization_allowed_cache_ttl_seconds),
+        denied_ttl: Duration::from_secs(args.authorization_denied_cache_ttl_seconds),
+        cache_size: 4096,
+    };
+    let delegated = Delegated::new(client, settings, metrics.clone());
+    delegated.watch_config();
+    Ok(Authenticator::Delegated(delegated))
+}
+
+/// Serves `app` over TLS on `listener` with the HTTP/1.1 and HTTP/2 limits of `args`, until
+/// `handle` shuts it down.
+async fn serve_tls(
+    args: &ServeArgs,
+    listener: std::net::TcpListener,
+    server_config: Arc<rustls::ServerConfig>,
+    handle: axum_server::Handle<SocketAddr>,
+    app: Router,
+) -> Result<(), StartError> {
+    listener.set_nonblocking(true).map_err(StartError::Listener)?;
     let rustls = axum_server::tls_rustls::RustlsConfig::from_config(server_config);
     let acceptor = tls::PeerCertificateAcceptor { inner: axum_server::tls_rustls::RustlsAcceptor::new(rustls) };
     let mut server = axum_server::from_tcp(listener).map_err(StartError::Listener)?.acceptor(acceptor);
