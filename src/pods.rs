@@ -112,10 +112,17 @@ pub fn start(source: Source, store: Arc<MemoryStore<FarmPod>>) -> PodCache {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),
     };
-    let task_status = status.clone();
-    tokio::spawn(async move {
-        run(api, server, namespace, max_backoff.max(BACKOFF_MIN), store, ready_tx, task_status).await;
-    });
+    let mirror = Mirror {
+        api,
+        server,
+        namespace,
+        max_backoff: max_backoff.max(BACKOFF_MIN),
+        backoff: BACKOFF_MIN,
+        store,
+        ready: ready_tx,
+        status: status.clone(),
+    };
+    tokio::spawn(mirror.run());
     PodCache { ready, status }
 }
 
@@ -138,98 +145,147 @@ async fn list_all(api: &Api<Pod>) -> Result<(Vec<FarmPod>, u64), kube::Error> {
     }
 }
 
-async fn run(
+/// The task that keeps `store` a mirror of the cluster's Pods: list, then watch from the list's
+/// revision, re-listing when the watch expires, and backing off (up to `max_backoff`) on errors.
+struct Mirror {
     api: Api<Pod>,
+    /// The cluster's URL and the namespace watched, for messages.
     server: String,
     namespace: Option<String>,
     max_backoff: Duration,
+    /// The wait before the next retry; doubles on each failure, reset by a success.
+    backoff: Duration,
     store: Arc<MemoryStore<FarmPod>>,
     ready: watch::Sender<bool>,
     status: Arc<CacheStatus>,
-) {
-    let mut backoff = BACKOFF_MIN;
-    let mut resume: Option<u64> = None;
-    // Logs and records what went wrong; returns how long to wait before retrying.
-    let fail = |err: &kube::Error, backoff: &mut Duration| {
-        let err = explain(err, &server, namespace.as_deref());
-        tracing::warn!(error = %err, retry_in_ms = backoff.as_millis() as u64, "pod cache");
-        status.error(err);
-        let wait = *backoff;
-        *backoff = (*backoff * 2).min(max_backoff);
-        wait
-    };
-    loop {
-        let Some(from) = resume else {
-            match list_all(&api).await {
-                Ok((pods, revision)) => {
-                    let count = pods.len();
-                    store.replace_all(pods, revision);
-                    status.heard();
-                    resume = Some(revision);
-                    backoff = BACKOFF_MIN;
-                    *status.last_error.lock() = None;
-                    if !status.synced.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                        tracing::info!(pods = count, revision, "pod cache synced");
-                    }
-                    let _ = ready.send(true);
+}
+
+impl Mirror {
+    async fn run(mut self) {
+        let mut resume: Option<u64> = None;
+        loop {
+            resume = match resume {
+                None => self.relist().await,
+                Some(from) => self.follow(from).await,
+            };
+        }
+    }
+
+    /// Logs and records what went wrong, then waits before the retry.
+    async fn fail(&mut self, err: &kube::Error) {
+        let err = explain(err, &self.server, self.namespace.as_deref());
+        tracing::warn!(error = %err, retry_in_ms = self.backoff.as_millis() as u64, "pod cache");
+        self.status.error(err);
+        let wait = self.backoff;
+        self.backoff = (self.backoff * 2).min(self.max_backoff);
+        tokio::time::sleep(wait).await;
+    }
+
+    /// Lists every Pod into the store; the revision to watch from, or `None` to list again.
+    async fn relist(&mut self) -> Option<u64> {
+        match list_all(&self.api).await {
+            Ok((pods, revision)) => {
+                let count = pods.len();
+                self.store.replace_all(pods, revision);
+                self.status.heard();
+                self.backoff = BACKOFF_MIN;
+                *self.status.last_error.lock() = None;
+                if !self.status.synced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    tracing::info!(pods = count, revision, "pod cache synced");
                 }
-                Err(err) => {
-                    tokio::time::sleep(fail(&err, &mut backoff)).await;
-                }
+                let _ = self.ready.send(true);
+                Some(revision)
             }
-            continue;
-        };
+            Err(err) => {
+                self.fail(&err).await;
+                None
+            }
+        }
+    }
+
+    /// Follows one watch from `from` until it ends; the revision to watch from next, or `None`
+    /// to list again (the watch expired).
+    async fn follow(&mut self, from: u64) -> Option<u64> {
         let params = WatchParams::default().timeout(WATCH_TIMEOUT);
-        let stream = match api.watch(&params, &from.to_string()).await {
+        let stream = match self.api.watch(&params, &from.to_string()).await {
             Ok(stream) => stream,
             Err(err) => {
-                tokio::time::sleep(fail(&err, &mut backoff)).await;
-                continue;
+                self.fail(&err).await;
+                return Some(from);
             }
         };
         futures::pin_mut!(stream);
+        let mut resume = from;
         loop {
             let next = stream.try_next().await;
             if matches!(next, Ok(Some(_))) {
-                status.heard();
+                self.status.heard();
             }
             match next {
-                Ok(Some(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => {
-                    let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else { continue };
-                    if let Some(farm_pod) = FarmPod::project(&pod) {
-                        store.replicate(ObjectKey::of(&farm_pod), Some(farm_pod), revision);
+                Ok(Some(event)) => match self.apply(event) {
+                    Applied::At(revision) => resume = revision,
+                    Applied::Skipped => {}
+                    Applied::Expired => {
+                        tracing::info!(from, "pod watch expired; re-listing");
+                        return None;
                     }
-                    resume = Some(revision);
-                }
-                Ok(Some(WatchEvent::Deleted(pod))) => {
-                    let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else { continue };
-                    store.replicate(ObjectKey::of(&pod), None, revision);
-                    resume = Some(revision);
-                }
-                Ok(Some(WatchEvent::Bookmark(bookmark))) => {
-                    if let Some(revision) = revision_of(Some(&bookmark.metadata.resource_version)) {
-                        store.advance(revision);
-                        resume = Some(revision);
+                    Applied::Failed(err) => {
+                        self.fail(&kube::Error::Api(err)).await;
+                        return Some(resume);
                     }
-                }
-                Ok(Some(WatchEvent::Error(err))) if err.code == 410 => {
-                    tracing::info!(from, "pod watch expired; re-listing");
-                    resume = None;
-                    break;
-                }
-                Ok(Some(WatchEvent::Error(err))) => {
-                    tokio::time::sleep(fail(&kube::Error::Api(err), &mut backoff)).await;
-                    break;
-                }
+                },
                 Ok(None) => {
-                    backoff = BACKOFF_MIN;
-                    break;
+                    self.backoff = BACKOFF_MIN;
+                    return Some(resume);
                 }
                 Err(err) => {
-                    tokio::time::sleep(fail(&err, &mut backoff)).await;
-                    break;
+                    self.fail(&err).await;
+                    return Some(resume);
                 }
             }
         }
     }
+
+    /// Applies one watch event to the store.
+    fn apply(&self, event: WatchEvent<Pod>) -> Applied {
+        match event {
+            WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {
+                let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else {
+                    return Applied::Skipped;
+                };
+                if let Some(farm_pod) = FarmPod::project(&pod) {
+                    self.store.replicate(ObjectKey::of(&farm_pod), Some(farm_pod), revision);
+                }
+                Applied::At(revision)
+            }
+            WatchEvent::Deleted(pod) => {
+                let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else {
+                    return Applied::Skipped;
+                };
+                self.store.replicate(ObjectKey::of(&pod), None, revision);
+                Applied::At(revision)
+            }
+            WatchEvent::Bookmark(bookmark) => match revision_of(Some(&bookmark.metadata.resource_version)) {
+                Some(revision) => {
+                    self.store.advance(revision);
+                    Applied::At(revision)
+                }
+                None => Applied::Skipped,
+            },
+            WatchEvent::Error(err) if err.code == 410 => Applied::Expired,
+            WatchEvent::Error(err) => Applied::Failed(err),
+        }
+    }
+}
+
+/// What one watch event did.
+enum Applied {
+    /// The store is now at this revision.
+    At(u64),
+    /// Nothing (an event without a usable resourceVersion).
+    Skipped,
+    /// The watch's revision is gone: list again.
+    Expired,
+    /// The cluster sent an error.
+    Failed(Box<kube::core::Status>),
 }
