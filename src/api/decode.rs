@@ -101,19 +101,16 @@ fn metadata_errors(value: &Value, namespace: &str) -> Vec<FieldError> {
     crate::machinery::validation::object_meta(&meta)
 }
 
-/// Decodes a JSON value into `K`, applying the checks described in the module documentation.
-/// `namespace` is the request's, used to validate metadata alongside structural errors.
-pub fn decode_object<K: Strategy>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
-    let Value::Object(map) = &value else {
-        return Err(cannot_handle::<K>(format!("expected a JSON object, got {}", json_type(&value))));
-    };
+/// Refuses a body whose `kind` or `apiVersion` is missing or is not `K`'s, with the kube-apiserver's
+/// messages.
+fn check_type_meta<K: Strategy>(map: &serde_json::Map<String, Value>, value: &Value) -> Result<()> {
     match map.get("kind") {
         Some(Value::String(kind)) if kind == K::INFO.kind => {}
         None | Some(Value::Null) => {
-            return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(&value))));
+            return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(value))));
         }
         Some(Value::String(kind)) if kind.is_empty() => {
-            return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(&value))));
+            return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(value))));
         }
         Some(other) => {
             let shown = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
@@ -126,7 +123,7 @@ pub fn decode_object<K: Strategy>(value: Value, namespace: &str, validation: Fie
     match map.get("apiVersion") {
         Some(Value::String(v)) if v == API_VERSION => {}
         None | Some(Value::Null) => {
-            return Err(Error::BadRequest(format!("Object 'apiVersion' is missing in '{}'", excerpt(&value))));
+            return Err(Error::BadRequest(format!("Object 'apiVersion' is missing in '{}'", excerpt(value))));
         }
         Some(other) => {
             let shown = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
@@ -135,6 +132,17 @@ pub fn decode_object<K: Strategy>(value: Value, namespace: &str, validation: Fie
             )));
         }
     }
+
+    Ok(())
+}
+
+/// Decodes a JSON value into `K`, applying the checks described in the module documentation.
+/// `namespace` is the request's, used to validate metadata alongside structural errors.
+pub fn decode_object<K: Strategy>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
+    let Value::Object(map) = &value else {
+        return Err(cannot_handle::<K>(format!("expected a JSON object, got {}", json_type(&value))));
+    };
+    check_type_meta::<K>(map, &value)?;
 
     let schema = crate::machinery::resource::body_schema::<K>();
     let mut errors = Vec::new();
