@@ -130,10 +130,17 @@ pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
         errors.push(FieldError::too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT));
     }
+    finalizers(meta, &mut errors);
+    owner_references(meta, &mut errors);
+    errors
+}
+
+/// Finalizers: qualified names, each once.
+fn finalizers(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     let mut seen = std::collections::HashSet::new();
     for (i, finalizer) in meta.finalizers.iter().flatten().enumerate() {
         let field = format!("metadata.finalizers[{i}]");
-        push_all(&mut errors, &field, finalizer, qualified_name(finalizer));
+        push_all(errors, &field, finalizer, qualified_name(finalizer));
         if !seen.insert(finalizer.as_str()) {
             errors.push(FieldError {
                 field,
@@ -143,6 +150,10 @@ pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
             });
         }
     }
+}
+
+/// Owner references: every field set, at most one controller.
+fn owner_references(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     let mut controllers = 0;
     for (i, owner) in meta.owner_references.iter().flatten().enumerate() {
         let base = format!("metadata.ownerReferences[{i}]");
@@ -169,7 +180,6 @@ pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
             "Only one reference can have Controller set to true",
         ));
     }
-    errors
 }
 
 #[cfg(test)]
