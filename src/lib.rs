@@ -10,8 +10,10 @@
 //!
 //! 1. [`machinery`], the bottom layer, importing nothing of the crate: errors and their `Status`
 //!    bodies, field errors, object keys, label and field selectors, metadata validation, the
-//!    continue token, table columns, schemas, and the description of a resource
-//!    ([`machinery::resource::ApiResource`]).
+//!    continue token, table columns, schemas, the API verbs ([`machinery::verb::Verb`]), the
+//!    description of a resource ([`machinery::resource::ApiResource`]) and its behaviour on
+//!    writes ([`machinery::strategy::Strategy`], modelled on the kube-apiserver's REST
+//!    strategies).
 //! 2. [`store`]: storage behind a trait, in memory or in etcd; imports only [`machinery`].
 //! 3. [`resources`]: one file per resource (Llama, FarmPod); imports only [`machinery`], nothing
 //!    of HTTP. [`metrics`] (the Prometheus registry) imports nothing of the crate either.
@@ -23,8 +25,9 @@
 //!    SubjectAccessReview), [`observe`] (counts, times and logs every request), [`limits`]
 //!    (requests in flight and timeouts), [`health`]; [`pods`] (the Pod cache that feeds
 //!    FarmPods); [`tls`], [`kubeconfig`], [`certs`], [`config`].
-//! 6. [`server`] wires everything: TLS, authentication, each resource's store and routes, the
-//!    metric sources, graceful shutdown; [`server::run`] takes its listener so tests can bind
+//! 6. [`server`] wires everything: TLS, authentication, the storage factory (the configured
+//!    backend, a store per mounted resource), each resource's routes, the metric sources,
+//!    graceful shutdown; [`server::run`] takes its listener so tests can bind
 //!    port 0.
 
 pub mod api;
