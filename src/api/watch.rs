@@ -450,7 +450,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_watcher_dropped_for_falling_behind_gets_no_bookmark_past_its_last_event() {
-        // Found by tests/soak.rs: a bookmark sent after the store dropped the watcher carried
+        // Found by tests/soak: a bookmark sent after the store dropped the watcher carried
         // the store's revision, and a client resuming from it skipped every event in between.
         let settings = WatchSettings {
             buffer: 40,
