@@ -10,8 +10,7 @@
 
 use super::query::FieldValidation;
 use crate::machinery::error::{Error, FieldError, Result};
-use crate::machinery::resource::{API_VERSION, VERSION};
-use crate::machinery::strategy::Strategy;
+use crate::machinery::resource::{API_VERSION, ApiResource, VERSION};
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
@@ -69,7 +68,7 @@ pub struct Decoded<K> {
     pub warnings: Vec<String>,
 }
 
-fn cannot_handle<K: Strategy>(why: impl std::fmt::Display) -> Error {
+fn cannot_handle<K: ApiResource>(why: impl std::fmt::Display) -> Error {
     let kind = K::INFO.kind;
     Error::BadRequest(format!("{kind} in version \"{VERSION}\" cannot be handled as a {kind}: {why}"))
 }
@@ -103,7 +102,7 @@ fn metadata_errors(value: &Value, namespace: &str) -> Vec<FieldError> {
 
 /// Refuses a body whose `kind` or `apiVersion` is missing or is not `K`'s, with the kube-apiserver's
 /// messages.
-fn check_type_meta<K: Strategy>(map: &serde_json::Map<String, Value>, value: &Value) -> Result<()> {
+fn check_type_meta<K: ApiResource>(map: &serde_json::Map<String, Value>, value: &Value) -> Result<()> {
     match map.get("kind") {
         Some(Value::String(kind)) if kind == K::INFO.kind => {}
         None | Some(Value::Null) => {
@@ -138,7 +137,7 @@ fn check_type_meta<K: Strategy>(map: &serde_json::Map<String, Value>, value: &Va
 
 /// Decodes a JSON value into `K`, applying the checks described in the module documentation.
 /// `namespace` is the request's, used to validate metadata alongside structural errors.
-pub fn decode_object<K: Strategy>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
+pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
     let Value::Object(map) = &value else {
         return Err(cannot_handle::<K>(format!("expected a JSON object, got {}", json_type(&value))));
     };

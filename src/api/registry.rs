@@ -15,7 +15,7 @@ use super::patch::Patch;
 use super::query::{FieldValidation, ListOptions, OptionsKind, ResourceVersionMatch};
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::paging::Continue;
-use crate::machinery::resource::GROUP;
+use crate::machinery::resource::{ApiResource, GROUP};
 use crate::machinery::strategy::{Strategy, Subresource, field_value};
 use crate::machinery::validation;
 use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Subscription, WatchFrom};
@@ -114,16 +114,16 @@ fn generated_name(prefix: &str) -> String {
     format!("{prefix}{suffix}")
 }
 
-fn invalid<K: Strategy>(name: &str, causes: Vec<FieldError>) -> Error {
+fn invalid<K: ApiResource>(name: &str, causes: Vec<FieldError>) -> Error {
     Error::Invalid { kind: K::INFO.kind, group: GROUP, name: name.to_string(), causes }
 }
 
-fn conflict<K: Strategy>(name: &str, detail: impl Into<String>) -> Error {
+fn conflict<K: ApiResource>(name: &str, detail: impl Into<String>) -> Error {
     Error::Conflict { resource: K::INFO.group_resource(), name: name.to_string(), detail: detail.into() }
 }
 
 /// Refuses an object whose namespace differs from the request's.
-pub fn check_namespace<K: Strategy>(object: &mut K, namespace: &str) -> Result<()> {
+pub fn check_namespace<K: ApiResource>(object: &mut K, namespace: &str) -> Result<()> {
     let meta = object.meta_mut();
     match meta.namespace.as_deref() {
         Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(
@@ -138,7 +138,7 @@ pub fn check_namespace<K: Strategy>(object: &mut K, namespace: &str) -> Result<(
 
 /// Adds the metadata errors of `object` to `errors` and answers one 422 with all of them, or
 /// nothing when there are none.
-fn reject_invalid<K: Strategy>(object: &K, mut errors: Vec<FieldError>) -> Result<()> {
+fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Result<()> {
     errors.extend(validation::object_meta(object.meta()));
     if errors.is_empty() {
         Ok(())
@@ -480,7 +480,7 @@ fn validate_delete_options(options: &DeleteOptions) -> Result<()> {
     if causes.is_empty() { Ok(()) } else { Err(OptionsKind::Delete.invalid(causes)) }
 }
 
-fn prepare_delete<K: Strategy>(current: &Arc<K>, options: &DeleteOptions) -> Result<Mutation<K>> {
+fn prepare_delete<K: ApiResource>(current: &Arc<K>, options: &DeleteOptions) -> Result<Mutation<K>> {
     let meta = current.meta();
     let name = meta.name.clone().unwrap_or_default();
     if let Some(pre) = &options.preconditions {

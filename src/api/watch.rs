@@ -25,7 +25,7 @@ use super::query::{ListOptions, Query};
 use super::registry::{Registry, WatchSettings};
 use super::table;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::API_VERSION;
+use crate::machinery::resource::{API_VERSION, ApiResource};
 use crate::machinery::strategy::Strategy;
 use crate::metrics::Metrics;
 use crate::store::{CloseReason, Closing, Event, EventType, Subscription, WatchFrom};
@@ -135,7 +135,7 @@ fn error_frame(err: &Error) -> Bytes {
 }
 
 /// What a watcher with selectors sees of an event: its own type, a transition, or nothing.
-fn visible<K: Strategy>(event: &Event<K>, selects: &(dyn Fn(&K) -> bool + Sync)) -> Option<&'static str> {
+fn visible<K: ApiResource>(event: &Event<K>, selects: &(dyn Fn(&K) -> bool + Sync)) -> Option<&'static str> {
     let now = selects(event.object.as_ref());
     match event.kind {
         EventType::Added => now.then_some("ADDED"),
@@ -381,7 +381,7 @@ async fn pump<K: Strategy, F: Fn(&K) -> bool + Sync>(
 }
 
 /// Logs why the store closed a watcher's buffer, counting a watcher dropped for falling behind.
-fn closed_by_store<K: Strategy>(closing: &Closing, metrics: &Metrics, last_sent: u64) {
+fn closed_by_store<K: ApiResource>(closing: &Closing, metrics: &Metrics, last_sent: u64) {
     match closing.reason() {
         Some(CloseReason::FellBehind) => {
             metrics.watchers_dropped.get_or_create(&Metrics::resource(K::INFO.plural)).inc();
