@@ -654,3 +654,56 @@ async fn the_controller_manager_creates_accounts_collects_garbage_and_deletes_na
     })
     .await;
 }
+
+#[tokio::test]
+async fn status_writes_through_the_aggregator_are_authorized_as_llamas_status() {
+    let cp = ControlPlane::up();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    cp.ok(&["apply", "-f", "-"], Some(DOLLY));
+    // carol may read llamas and write their status; dave may read and patch llamas, not their status.
+    let binding = |name: &str, user: &str, rules: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: {name}, namespace: default}}\n\
+             rules: {rules}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n\
+             metadata: {{name: {name}, namespace: default}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: {name}}}\n\
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {user}}}]\n"
+        )
+    };
+    let role = [
+        binding("carol", "carol", "[{apiGroups: [farm.example.com], resources: [llamas/status], verbs: [get, patch, update]}, {apiGroups: [farm.example.com], resources: [llamas], verbs: [get]}]"),
+        binding("dave", "dave", "[{apiGroups: [farm.example.com], resources: [llamas], verbs: [get, patch]}]"),
+    ]
+    .join("---\n");
+    cp.ok(&["apply", "-f", "-"], Some(&role));
+    let ready = r#"{"status":{"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","reason":"Grazing","message":"","lastTransitionTime":"2026-11-23T10:00:00Z"}]}}"#;
+    let patch_status = |user: &str| {
+        cp.kubectl(
+            &["--as", user, "patch", "llama", "dolly", "--subresource=status", "--type=merge", "-p", ready],
+            None,
+        )
+    };
+    eventually("carol and dave's Roles to be in force", async || {
+        patch_status("carol").0 && cp.kubectl(&["--as", "dave", "get", "llama", "dolly"], None).0
+    })
+    .await;
+
+    let (ok, _, stderr) = cp
+        .kubectl(&["--as", "carol", "patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"weight":1}}"#], None);
+    assert!(
+        !ok && stderr.contains(r#"User "carol" cannot patch resource "llamas" in API group "farm.example.com""#),
+        "{stderr}"
+    );
+    // kubectl reads the subresource before patching it: the read is already authorized as llamas/status.
+    let (ok, _, stderr) = patch_status("dave");
+    assert!(!ok && stderr.contains(r#"User "dave" cannot get resource "llamas/status" in API group "farm.example.com" in the namespace "default""#), "{stderr}");
+
+    let waited = cp.ok(&["wait", "--for=condition=Ready", "llama/dolly", "--timeout=30s"], None);
+    assert_eq!(waited.trim(), "llama.farm.example.com/dolly condition met");
+    let weight = cp.ok(
+        &["get", "llama", "dolly", "-o", "jsonpath={.spec.weight} {.metadata.generation} {.status.observedGeneration}"],
+        None,
+    );
+    assert_eq!(weight, "120 1 1");
+}

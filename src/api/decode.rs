@@ -3,8 +3,9 @@
 //! 1. The body is read with a 3 MiB limit (413 beyond it) and must be JSON (415 otherwise;
 //!    400 when it does not parse).
 //! 2. `apiVersion` and `kind` must name the resource (400).
-//! 3. A structural check against the resource's schema, as for CRDs: required fields and JSON
-//!    types, every error collected into one 422 with field paths.
+//! 3. A check against the resource's schema, as for CRDs
+//!    ([`crate::machinery::schema_validation`]): required fields, JSON types, bounds, enums,
+//!    patterns, lengths and list uniqueness, every error collected into one 422 with field paths.
 //! 4. Typed decoding; fields the type does not know are dropped, reported in `Warning` headers, or
 //!    refused with 400 according to `fieldValidation`.
 
@@ -139,7 +140,10 @@ fn check_type_meta<K: ApiResource>(map: &serde_json::Map<String, Value>, value: 
 /// `namespace` is the request's, used to validate metadata alongside structural errors.
 pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
     let Value::Object(map) = &value else {
-        return Err(cannot_handle::<K>(format!("expected a JSON object, got {}", json_type(&value))));
+        return Err(cannot_handle::<K>(format!(
+            "expected a JSON object, got {}",
+            crate::machinery::schema_validation::json_type(&value)
+        )));
     };
     check_type_meta::<K>(map, &value)?;
 
@@ -152,7 +156,7 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
     }
     for (name, property) in &schema.properties {
         if let Some(v) = map.get(name) {
-            structural_check(name, v, property, &mut errors);
+            crate::machinery::schema_validation::check(name, v, property, &mut errors);
         }
     }
     if !errors.is_empty() {
@@ -188,94 +192,6 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
         }
         FieldValidation::Warn => Ok(Decoded { object, warnings: messages }),
         _ => Ok(Decoded { object, warnings: Vec::new() }),
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// Checks a number against the schema's `minimum`/`maximum` (with OpenAPI v2/v3.0 boolean
-/// `exclusiveMinimum`/`exclusiveMaximum`), worded as CRD validation words it.
-fn bounds_check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
-    let Some(n) = value.as_f64() else { return };
-    let exclusive = |key: &str| schema.get(key).and_then(Value::as_bool).unwrap_or(false);
-    if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
-        let (bad, words) = if exclusive("exclusiveMinimum") {
-            (n <= min, "greater than")
-        } else {
-            (n < min, "greater than or equal to")
-        };
-        if bad {
-            let bound = FieldError::invalid("", &schema["minimum"], "").value.unwrap_or_default();
-            errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
-        }
-    }
-    if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
-        let (bad, words) =
-            if exclusive("exclusiveMaximum") { (n >= max, "less than") } else { (n > max, "less than or equal to") };
-        if bad {
-            let bound = FieldError::invalid("", &schema["maximum"], "").value.unwrap_or_default();
-            errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
-        }
-    }
-}
-
-/// Checks `value` against an inlined schema: types, bounds and required properties, recursively.
-fn structural_check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
-    if value.is_null() {
-        // As for CRDs, null in a field that is not nullable is treated as unset.
-        return;
-    }
-    let actual = json_type(value);
-    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
-        let ok = expected == actual || (expected == "number" && actual == "integer");
-        if !ok {
-            errors.push(FieldError::invalid(
-                path,
-                &Value::String(actual.to_string()),
-                format!("{path} in body must be of type {expected}: \"{actual}\""),
-            ));
-            return;
-        }
-    }
-    match value {
-        Value::Number(_) => bounds_check(path, value, schema, errors),
-        Value::Object(map) => {
-            for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(name) = name.as_str()
-                    && map.get(name).is_none_or(Value::is_null)
-                {
-                    errors.push(FieldError::required(format!("{path}.{name}"), ""));
-                }
-            }
-            let properties = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            for (key, v) in map {
-                let child = format!("{path}.{key}");
-                if let Some(s) = properties.and_then(|p| p.get(key)) {
-                    structural_check(&child, v, s, errors);
-                } else if let Some(s) = additional {
-                    structural_check(&child, v, s, errors);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(s) = schema.get("items") {
-                for (i, v) in items.iter().enumerate() {
-                    structural_check(&format!("{path}[{i}]"), v, s, errors);
-                }
-            }
-        }
-        _ => {}
     }
 }
 

@@ -6,6 +6,7 @@
 use super::negotiate::parse_accept;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
+use crate::machinery::verb::Verb;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, header};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -15,7 +16,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use k8s_openapi::apimachinery::pkg::version::Info;
 use kube::core::TypeMeta;
 use kube::core::discovery::v2::{
-    APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APIVersionDiscovery, GroupVersionKind,
+    APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APISubresourceDiscovery, APIVersionDiscovery,
+    GroupVersionKind,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -80,6 +82,14 @@ fn to_strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+fn verb_names(verbs: &[Verb]) -> Vec<String> {
+    verbs.iter().map(|v| v.as_str().to_string()).collect()
+}
+
+fn gvk(kind: &str) -> GroupVersionKind {
+    GroupVersionKind { group: Some(GROUP.into()), version: Some(VERSION.into()), kind: Some(kind.into()) }
+}
+
 fn json_response<T: Serialize>(value: &T, content_type: &'static str) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => {
@@ -125,23 +135,36 @@ impl Discovery {
     pub fn resource_list(&self) -> APIResourceList {
         APIResourceList {
             group_version: API_VERSION.into(),
-            resources: self
-                .resources
-                .iter()
-                .map(|r| APIResource {
-                    categories: Some(to_strings(r.info.categories)),
-                    group: None,
-                    kind: r.info.kind.into(),
-                    name: r.info.plural.into(),
-                    namespaced: r.info.namespaced,
-                    short_names: Some(to_strings(r.info.short_names)),
-                    singular_name: r.info.singular.into(),
-                    storage_version_hash: Some(storage_version_hash(r.info.kind)),
-                    verbs: r.info.verbs.iter().map(|v| v.as_str().to_string()).collect(),
-                    version: None,
-                })
-                .collect(),
+            resources: self.resources.iter().flat_map(Self::api_resources).collect(),
         }
+    }
+
+    /// A resource's entries in its `APIResourceList`: the resource, then each subresource as the
+    /// kube-apiserver lists a custom resource's (`llamas/status`: kind and verbs only).
+    fn api_resources(r: &ResourceDescriptor) -> Vec<APIResource> {
+        let info = &r.info;
+        let resource = APIResource {
+            categories: Some(to_strings(info.categories)),
+            group: None,
+            kind: info.kind.into(),
+            name: info.plural.into(),
+            namespaced: info.namespaced,
+            short_names: Some(to_strings(info.short_names)),
+            singular_name: info.singular.into(),
+            storage_version_hash: Some(storage_version_hash(info.kind)),
+            verbs: verb_names(info.verbs),
+            version: None,
+        };
+        let subresources = info.subresources.iter().filter_map(|s| {
+            Some(APIResource {
+                kind: info.kind.into(),
+                name: format!("{}/{}", info.plural, s.name()?),
+                namespaced: info.namespaced,
+                verbs: verb_names(info.verbs_of(*s)),
+                ..Default::default()
+            })
+        });
+        std::iter::once(resource).chain(subresources).collect()
     }
 
     fn aggregated(&self) -> APIGroupDiscoveryList {
@@ -150,17 +173,25 @@ impl Discovery {
             .iter()
             .map(|r| APIResourceDiscovery {
                 resource: Some(r.info.plural.into()),
-                response_kind: Some(GroupVersionKind {
-                    group: Some(GROUP.into()),
-                    version: Some(VERSION.into()),
-                    kind: Some(r.info.kind.into()),
-                }),
+                response_kind: Some(gvk(r.info.kind)),
                 scope: Some(if r.info.namespaced { "Namespaced" } else { "Cluster" }.into()),
                 singular_resource: Some(r.info.singular.into()),
-                verbs: r.info.verbs.iter().map(|v| v.as_str().to_string()).collect(),
+                verbs: verb_names(r.info.verbs),
                 short_names: to_strings(r.info.short_names),
                 categories: to_strings(r.info.categories),
-                subresources: Vec::new(),
+                subresources: r
+                    .info
+                    .subresources
+                    .iter()
+                    .filter_map(|s| {
+                        Some(APISubresourceDiscovery {
+                            subresource: Some(s.name()?.into()),
+                            response_kind: Some(gvk(r.info.kind)),
+                            accepted_types: Vec::new(),
+                            verbs: verb_names(r.info.verbs_of(*s)),
+                        })
+                    })
+                    .collect(),
             })
             .collect();
         APIGroupDiscoveryList {

@@ -1,6 +1,7 @@
 //! HTTP handlers for any resource with a [`Strategy`]: get, list, create, update, patch, delete and
 //! deletecollection on `/apis/<group>/<version>/namespaces/{namespace}/<plural>[/{name}]` and
-//! list on the all-namespaces path `/apis/<group>/<version>/<plural>`.
+//! list on the all-namespaces path `/apis/<group>/<version>/<plural>`; get, update and patch on
+//! `…/<plural>/{name}/status` for a resource with a status subresource.
 //!
 //! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
 //! representation; a verb the resource lacks is a 405 `Status`.
@@ -14,7 +15,7 @@ use super::registry::{Registry, WriteContext};
 use super::table;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::API_VERSION;
-use crate::machinery::strategy::Strategy;
+use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
 use axum::Router;
 use axum::body::Body;
@@ -47,25 +48,39 @@ pub fn routes<K: Strategy>(registry: Arc<Registry<K>>) -> Router {
     if allowed(Verb::DeleteCollection) {
         collection = collection.delete(delete_collection::<K>);
     }
-    let mut item: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
-    if allowed(Verb::Get) {
-        item = item.get(get::<K>);
-    }
-    if allowed(Verb::Update) {
-        item = item.put(update::<K>);
-    }
-    if allowed(Verb::Patch) {
-        item = item.on(MethodFilter::PATCH, patch::<K>);
-    }
-    if allowed(Verb::Delete) {
-        item = item.delete(delete::<K>);
-    }
+    let item = object_routes::<K>(Subresource::Main);
     let finish = |m: MethodRouter<Arc<Registry<K>>>| m.fallback(method_not_allowed);
-    Router::new()
+    let item_path = format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural);
+    let mut router = Router::new()
         .route(&format!("{base}/{}", info.plural), finish(all_namespaces))
         .route(&format!("{base}/namespaces/{{namespace}}/{}", info.plural), finish(collection))
-        .route(&format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural), finish(item))
-        .with_state(registry)
+        .route(&item_path, finish(item));
+    for &subresource in info.subresources {
+        if let Some(segment) = subresource.name() {
+            router = router.route(&format!("{item_path}/{segment}"), finish(object_routes::<K>(subresource)));
+        }
+    }
+    router.with_state(registry)
+}
+
+/// The methods on one object (`/…/{name}`) or one of its subresources (`/…/{name}/status`), by the
+/// verbs each serves.
+fn object_routes<K: Strategy>(subresource: Subresource) -> MethodRouter<Arc<Registry<K>>> {
+    let verbs = K::INFO.verbs_of(subresource);
+    let mut item = MethodRouter::new();
+    if verbs.contains(&Verb::Get) {
+        item = item.get(get::<K>);
+    }
+    if verbs.contains(&Verb::Update) {
+        item = item.put(move |s, p, q, h, b| update::<K>(subresource, s, p, q, h, b));
+    }
+    if verbs.contains(&Verb::Patch) {
+        item = item.on(MethodFilter::PATCH, move |s, p, q, h, b| patch::<K>(subresource, s, p, q, h, b));
+    }
+    if verbs.contains(&Verb::Delete) && subresource == Subresource::Main {
+        item = item.delete(delete::<K>);
+    }
+    item
 }
 
 async fn method_not_allowed() -> Error {
@@ -261,7 +276,9 @@ async fn create<K: Strategy>(
     render_object(created.object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
 }
 
+/// PUT of the object, or of its `subresource`.
 async fn update<K: Strategy>(
+    subresource: Subresource,
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -270,12 +287,14 @@ async fn update<K: Strategy>(
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update)?;
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
-    let updated = registry.update(&namespace, &name, decoded.object, &request.context()).await?;
+    let updated = registry.update(&namespace, &name, decoded.object, subresource, &request.context()).await?;
     let warnings = [decoded.warnings, updated.warnings].concat();
     render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &warnings)
 }
 
+/// PATCH of the object, or of its `subresource`.
 async fn patch<K: Strategy>(
+    subresource: Subresource,
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -285,7 +304,7 @@ async fn patch<K: Strategy>(
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Patch)?;
     let bytes = read_body(body).await?;
     let patch = Patch::parse(PatchType::from_headers(&headers)?, &bytes)?;
-    let written = registry.patch(&namespace, &name, &patch, &request.context()).await?;
+    let written = registry.patch(&namespace, &name, &patch, subresource, &request.context()).await?;
     render_object(written.object.as_ref(), request.representation, &request.query, StatusCode::OK, &written.warnings)
 }
 

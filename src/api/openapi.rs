@@ -168,6 +168,7 @@ fn resource_definitions(flavour: Flavour, resource: &ResourceDescriptor, into: &
 }
 
 /// A query or path parameter: name, location, type, description.
+#[derive(Clone, Copy)]
 struct Param(&'static str, &'static str, &'static str, &'static str);
 
 const P_NAMESPACE: Param =
@@ -375,6 +376,18 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
     Operation { method, id, action: verb.openapi_action(), kind, description, params, body, responses }
 }
 
+/// The operation of `verb` on the subresource `segment` (`status`): the object's operation with
+/// the subresource in its id and description, as the kube-apiserver names them
+/// (`readFarmExampleComV1alphaNamespacedLlamaStatus`, "read status of the specified Llama").
+fn subresource_operation(verb: Verb, segment: &str, names: &Names) -> Operation {
+    let mut op = operation(verb, Scope::Namespaced, names);
+    op.id = format!("{}{}", op.id, capitalize(segment));
+    let kind = names.info.kind;
+    op.description =
+        op.description.replace(&format!("the specified {kind}"), &format!("{segment} of the specified {kind}"));
+    op
+}
+
 /// Every path of one resource with its operations and the parameters common to the path.
 fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec<Operation>)> {
     let info = &resource.info;
@@ -400,11 +413,15 @@ fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec
     let collection = operations(&[Verb::List, Verb::Create, Verb::DeleteCollection], Scope::Namespaced);
     paths.push((format!("{base}/namespaces/{{namespace}}/{}", info.plural), vec![P_NAMESPACE, P_PRETTY], collection));
     let item = operations(&[Verb::Get, Verb::Update, Verb::Patch, Verb::Delete], Scope::Namespaced);
-    paths.push((
-        format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural),
-        vec![Param("name", "path", "string", name_description), P_NAMESPACE, P_PRETTY],
-        item,
-    ));
+    let item_path = format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural);
+    let item_params = vec![Param("name", "path", "string", name_description), P_NAMESPACE, P_PRETTY];
+    paths.push((item_path.clone(), item_params.clone(), item));
+    for &subresource in info.subresources {
+        if let Some(segment) = subresource.name() {
+            let ops = info.verbs_of(subresource).iter().map(|v| subresource_operation(*v, segment, &names)).collect();
+            paths.push((format!("{item_path}/{segment}"), item_params.clone(), ops));
+        }
+    }
     paths
 }
 

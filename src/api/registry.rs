@@ -19,7 +19,7 @@ use crate::machinery::resource::{ApiResource, GROUP};
 use crate::machinery::strategy::{Strategy, Subresource, field_value};
 use crate::machinery::validation;
 use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Subscription, WatchFrom};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Time};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -297,8 +297,15 @@ impl<K: Strategy> Registry<K> {
         Err(Error::Internal("could not generate a unique name".into()))
     }
 
-    /// Replaces the object `name` with `object` (PUT).
-    pub async fn update(&self, namespace: &str, name: &str, mut object: K, ctx: &WriteContext) -> Result<Written<K>> {
+    /// Replaces the object `name` with `object` (PUT), or only what `subresource` may change.
+    pub async fn update(
+        &self,
+        namespace: &str,
+        name: &str,
+        mut object: K,
+        subresource: Subresource,
+        ctx: &WriteContext,
+    ) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
         match object.meta().name.as_deref() {
             Some(n) if n == name => {}
@@ -311,13 +318,23 @@ impl<K: Strategy> Registry<K> {
         }
         let key = ObjectKey::new(namespace, name);
         let warnings = object.warnings();
-        let committed =
-            self.store.mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true)).await?;
+        let committed = self
+            .store
+            .mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true, subresource))
+            .await?;
         Ok(Written { object: committed.object, warnings })
     }
 
-    /// Applies `patch` to the current object and stores the result, re-validated.
-    pub async fn patch(&self, namespace: &str, name: &str, patch: &Patch, ctx: &WriteContext) -> Result<Written<K>> {
+    /// Applies `patch` to the current object and stores the result, re-validated; of the result,
+    /// only what `subresource` may change is kept.
+    pub async fn patch(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &Patch,
+        subresource: Subresource,
+        ctx: &WriteContext,
+    ) -> Result<Written<K>> {
         let key = ObjectKey::new(namespace, name);
         let mut warnings = Vec::new();
         let committed = self
@@ -343,7 +360,7 @@ impl<K: Strategy> Registry<K> {
                         vec![FieldError::invalid(field, &json!(value), "field is immutable")],
                     ));
                 }
-                prepare_update(current, object, false)
+                prepare_update(current, object, false, subresource)
             })
             .await?;
         Ok(Written { object: committed.object, warnings })
@@ -386,26 +403,37 @@ impl<K: Strategy> Registry<K> {
     }
 }
 
+/// The optimistic-concurrency precondition of an update: the body's `resourceVersion`, when set
+/// (always, for a PUT), must be the stored one.
+fn check_resource_version<K: ApiResource>(new: &ObjectMeta, old: &ObjectMeta, required: bool) -> Result<()> {
+    let name = old.name.as_deref().unwrap_or_default();
+    match new.resource_version.as_deref() {
+        None | Some("") if required => Err(invalid::<K>(
+            name,
+            vec![FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update")],
+        )),
+        Some(rv) if !rv.is_empty() && Some(rv) != old.resource_version.as_deref() => Err(conflict::<K>(
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Decides an update of `current` to `new`: preconditions, system fields, generation, validation,
-/// and whether the object can now go (last finalizer removed while deleting).
-fn prepare_update<K: Strategy>(current: &Arc<K>, mut new: K, require_resource_version: bool) -> Result<Mutation<K>> {
+/// and whether the object can now go (last finalizer removed while deleting). A write of
+/// [`Subresource::Status`] keeps all of the stored metadata, as the custom resource status
+/// strategy does (`*new = *old.DeepCopy()`, then the new status).
+fn prepare_update<K: Strategy>(
+    current: &Arc<K>,
+    mut new: K,
+    require_resource_version: bool,
+    subresource: Subresource,
+) -> Result<Mutation<K>> {
     let old = current.meta();
-    let name = old.name.clone().unwrap_or_default();
-    match new.meta().resource_version.as_deref() {
-        None | Some("") if require_resource_version => {
-            return Err(invalid::<K>(
-                &name,
-                vec![FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update")],
-            ));
-        }
-        None | Some("") => {}
-        Some(rv) if Some(rv) != old.resource_version.as_deref() => {
-            return Err(conflict::<K>(
-                &name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            ));
-        }
-        Some(_) => {}
+    check_resource_version::<K>(new.meta(), old, require_resource_version)?;
+    if subresource == Subresource::Status {
+        *new.meta_mut() = old.clone();
     }
     let mut errors = Vec::new();
     let uid_differs =
@@ -434,7 +462,7 @@ fn prepare_update<K: Strategy>(current: &Arc<K>, mut new: K, require_resource_ve
     meta.resource_version = old.resource_version.clone();
     meta.managed_fields = None;
     meta.self_link = None;
-    new.prepare_for_update(current, Subresource::Main);
+    new.prepare_for_update(current, subresource);
     let generation = old.generation.unwrap_or(1);
     let generation = if new.spec_changed(current) { generation + 1 } else { generation };
     new.meta_mut().generation = Some(generation);
@@ -567,9 +595,9 @@ mod tests {
         let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
         let mut next = (*created).clone();
         next.spec.weight = 2.0;
-        let updated = r.update("default", "dolly", next.clone(), &ctx).await.unwrap().object;
+        let updated = r.update("default", "dolly", next.clone(), Subresource::Main, &ctx).await.unwrap().object;
         assert_eq!(updated.metadata.generation, Some(2));
-        let err = r.update("default", "dolly", next, &ctx).await.unwrap_err();
+        let err = r.update("default", "dolly", next, Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(err.code(), http::StatusCode::CONFLICT);
     }
 
@@ -578,7 +606,7 @@ mod tests {
         let r = registry();
         let ctx = WriteContext::default();
         let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
-        let same = r.update("default", "dolly", (*created).clone(), &ctx).await.unwrap().object;
+        let same = r.update("default", "dolly", (*created).clone(), Subresource::Main, &ctx).await.unwrap().object;
         assert_eq!(same.metadata.resource_version, created.metadata.resource_version);
     }
 
@@ -594,10 +622,10 @@ mod tests {
         assert!(marked.object.metadata.deletion_timestamp.is_some());
         let mut adding = (*marked.object).clone();
         adding.metadata.finalizers = Some(vec!["farm.example.com/shear".into(), "farm.example.com/other".into()]);
-        assert_eq!(r.update("default", "dolly", adding, &ctx).await.unwrap_err().code(), 422);
+        assert_eq!(r.update("default", "dolly", adding, Subresource::Main, &ctx).await.unwrap_err().code(), 422);
         let mut cleared = (*marked.object).clone();
         cleared.metadata.finalizers = None;
-        r.update("default", "dolly", cleared, &ctx).await.unwrap();
+        r.update("default", "dolly", cleared, Subresource::Main, &ctx).await.unwrap();
         assert_eq!(r.get("default", "dolly").await.unwrap_err().code(), 404);
     }
 
@@ -655,6 +683,7 @@ mod strategy_hooks {
             verbs: &[Verb::Create, Verb::Get, Verb::Update],
             description: "A ewe, to test strategies.",
             selectable_fields: &[],
+            subresources: &[Subresource::Status],
         };
 
         fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
@@ -668,8 +697,9 @@ mod strategy_hooks {
         }
 
         fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
-            if subresource == Subresource::Main {
-                self.status = old.status.clone();
+            match subresource {
+                Subresource::Main => self.status = old.status.clone(),
+                Subresource::Status => self.spec = old.spec.clone(),
             }
         }
 
@@ -721,15 +751,34 @@ mod strategy_hooks {
 
         let mut next = ewe("merino", 5, true);
         next.metadata.resource_version = created.object.metadata.resource_version.clone();
-        let updated = r.update("default", "shaun", next, &ctx).await.unwrap();
+        let updated = r.update("default", "shaun", next, Subresource::Main, &ctx).await.unwrap();
         assert_eq!(updated.object.status, None, "an update of the main resource keeps the stored status");
         assert_eq!(updated.object.spec.fleece, 5);
         assert!(updated.warnings.is_empty());
 
         let mut renamed = ewe("suffolk", 5, false);
         renamed.metadata.resource_version = updated.object.metadata.resource_version.clone();
-        let error = r.update("default", "shaun", renamed, &ctx).await.unwrap_err();
+        let error = r.update("default", "shaun", renamed, Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(error.code(), 422);
         assert!(error.to_string().contains("spec.breed"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_status_write_changes_the_status_only_and_keeps_the_generation() {
+        let r = Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 10)), WatchSettings::default());
+        let ctx = WriteContext::default();
+        let created = r.create("default", ewe("merino", 5, false), &ctx).await.unwrap().object;
+        let mut next = ewe("suffolk", 9, true);
+        next.metadata.resource_version = created.metadata.resource_version.clone();
+        next.metadata.labels = Some([("shorn".to_string(), "yes".to_string())].into());
+        let written = r.update("default", "shaun", next.clone(), Subresource::Status, &ctx).await.unwrap().object;
+        assert_eq!(written.status, Some(EweStatus { shorn: true }));
+        assert_eq!(written.spec, created.spec, "a status write keeps the spec");
+        assert_eq!(written.metadata.labels, None, "and the metadata");
+        assert_eq!(written.metadata.generation, Some(1));
+        assert_ne!(written.metadata.resource_version, created.metadata.resource_version);
+
+        let stale = r.update("default", "shaun", next, Subresource::Status, &ctx).await.unwrap_err();
+        assert_eq!(stale.code(), 409, "the body's resourceVersion is a precondition");
     }
 }

@@ -112,6 +112,11 @@ impl FieldError {
         }
     }
 
+    /// An entry that repeats an earlier one; `value` is written as it is to be shown.
+    pub fn duplicate(field: impl Into<String>, value: impl Into<String>) -> Self {
+        Self { field: field.into(), kind: FieldErrorKind::Duplicate, value: Some(value.into()), detail: String::new() }
+    }
+
     /// A value longer than allowed.
     pub fn too_long(field: impl Into<String>, max: usize) -> Self {
         Self {

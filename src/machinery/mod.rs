@@ -4,11 +4,13 @@
 //! after k8s.io/apimachinery, which plays this part in the kube-apiserver.
 
 pub mod columns;
+pub mod conditions;
 pub mod error;
 pub mod key;
 pub mod paging;
 pub mod resource;
 pub mod schema;
+pub mod schema_validation;
 pub mod selector;
 pub mod strategy;
 pub mod validation;

@@ -39,12 +39,48 @@ pub struct ResourceInfo {
     pub description: &'static str,
     /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`.
     pub selectable_fields: &'static [&'static str],
+    /// Subresources served besides the object itself (routes, discovery, OpenAPI follow this).
+    pub subresources: &'static [Subresource],
+}
+
+/// Which part of an object a request addresses: the object itself, or one of its subresources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object (`/llamas/{name}`): a write may change everything but the status.
+    Main,
+    /// `/status`: a write may change the status only, as for a custom resource.
+    Status,
+}
+
+impl Subresource {
+    /// The path segment after the object's name, and the `subresource` of authorization
+    /// attributes; `None` for the object itself.
+    pub const fn name(self) -> Option<&'static str> {
+        match self {
+            Self::Main => None,
+            Self::Status => Some("status"),
+        }
+    }
 }
 
 impl ResourceInfo {
     /// Whether this resource serves `verb`.
     pub fn allows(&self, verb: Verb) -> bool {
         self.verbs.contains(&verb)
+    }
+
+    /// The verbs served on the object ([`ResourceInfo::verbs`]) or on one of its subresources,
+    /// in discovery order.
+    pub fn verbs_of(&self, subresource: Subresource) -> &'static [Verb] {
+        match subresource {
+            Subresource::Main => self.verbs,
+            Subresource::Status => &[Verb::Get, Verb::Patch, Verb::Update],
+        }
+    }
+
+    /// Whether this resource serves `subresource` (the object itself is always served).
+    pub fn has(&self, subresource: Subresource) -> bool {
+        subresource == Subresource::Main || self.subresources.contains(&subresource)
     }
 
     /// `plural.group`, for error messages.

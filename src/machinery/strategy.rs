@@ -14,15 +14,7 @@
 use super::columns::Column;
 use super::error::FieldError;
 use super::resource::ApiResource;
-
-/// Which part of an object a write addresses: the object itself, or its `/status` subresource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Subresource {
-    /// The object (`/llamas/{name}`): may change everything but the status.
-    Main,
-    /// `/status`: may change the status only (and the metadata the status strategy allows).
-    Status,
-}
+pub use super::resource::Subresource;
 
 /// A resource's behaviour on writes, in tables and in field selectors.
 pub trait Strategy: ApiResource {

@@ -142,12 +142,7 @@ fn finalizers(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
         let field = format!("metadata.finalizers[{i}]");
         push_all(errors, &field, finalizer, qualified_name(finalizer));
         if !seen.insert(finalizer.as_str()) {
-            errors.push(FieldError {
-                field,
-                kind: super::error::FieldErrorKind::Duplicate,
-                value: Some(format!("{finalizer:?}")),
-                detail: String::new(),
-            });
+            errors.push(FieldError::duplicate(field, format!("{finalizer:?}")));
         }
     }
 }

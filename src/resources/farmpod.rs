@@ -183,6 +183,7 @@ impl ApiResource for FarmPod {
         verbs: &[Verb::Get, Verb::List, Verb::Watch],
         description: "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name.",
         selectable_fields: &["spec.nodeName", "status.phase"],
+        subresources: &[],
     };
 
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {

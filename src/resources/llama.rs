@@ -1,13 +1,15 @@
 //! Llama: a namespaced resource kept in the server's own store.
 //!
 //! The spec carries the seed tutorial's `weight` and `height` (finite, greater than 0, required)
-//! and an optional `color`.
+//! and an optional `color`. The status (`observedGeneration`, `conditions`) is written through the
+//! `/status` subresource only, by a controller; users own the spec.
 
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
-use crate::machinery::strategy::Strategy;
+use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -23,6 +25,7 @@ use serde::{Deserialize, Serialize};
     shortname = "lm",
     category = "farm",
     namespaced,
+    status = "LlamaStatus",
     derive = "PartialEq",
     doc = "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself."
 )]
@@ -37,6 +40,20 @@ pub struct LlamaSpec {
     /// Colour of the llama's coat, free text (for example "white" or "brown and white").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub color: Option<String>,
+}
+
+/// LlamaStatus is the observed state of a Llama, written by its controller through `/status`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LlamaStatus {
+    /// The `metadata.generation` of the spec this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("minimum" = 0))]
+    pub observed_generation: Option<i64>,
+    /// The latest observations of the llama's state, one per `type` (e.g. `Ready`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::machinery::conditions::list_schema")]
+    pub conditions: Vec<Condition>,
 }
 
 const COLUMNS: &[Column] = &[
@@ -84,16 +101,31 @@ impl ApiResource for Llama {
         ],
         description: "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself.",
         selectable_fields: &["spec.color"],
+        subresources: &[Subresource::Status],
     };
 
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
         let mut properties = serde_json::Map::new();
         properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
+        properties.insert("status".into(), crate::machinery::schema::inline_schema::<LlamaStatus>());
         (properties, vec!["spec"])
     }
 }
 
 impl Strategy for Llama {
+    /// A create may not set the status: only the controller writes it, through `/status`.
+    fn prepare_for_create(&mut self) {
+        self.status = None;
+    }
+
+    /// The object keeps its stored status; `/status` keeps the stored spec.
+    fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
+        match subresource {
+            Subresource::Main => self.status = old.status.clone(),
+            Subresource::Status => self.spec = old.spec.clone(),
+        }
+    }
+
     fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
         for (field, value) in [("spec.weight", self.spec.weight), ("spec.height", self.spec.height)] {

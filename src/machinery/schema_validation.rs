@@ -1,0 +1,235 @@
+//! Validation of a JSON value against a resource's published schema (the inlined schemas of
+//! [`super::resource::body_schema`]), with the rules and words of the kube-apiserver's validation
+//! of a custom resource (`k8s.io/kube-openapi/pkg/validation` and apiextensions' list checks):
+//! JSON types, required properties, `minimum`/`maximum`, `enum`, `pattern`, `minLength`/`maxLength`,
+//! and unique entries in lists of `x-kubernetes-list-type` `set` and `map` (keyed by
+//! `x-kubernetes-list-map-keys`). Every error is collected, with its field path.
+
+use super::error::FieldError;
+use parking_lot::RwLock;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+/// The JSON type of `value` as schemas name it (`integer` for whole numbers).
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Checks `value`, found at `path`, against `schema`, recursively, adding every problem to
+/// `errors`.
+pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
+    if value.is_null() {
+        // As for CRDs, null in a field that is not nullable is treated as unset.
+        return;
+    }
+    let actual = json_type(value);
+    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
+        let ok = expected == actual || (expected == "number" && actual == "integer");
+        if !ok {
+            errors.push(FieldError::invalid(
+                path,
+                &Value::String(actual.to_string()),
+                format!("{path} in body must be of type {expected}: \"{actual}\""),
+            ));
+            return;
+        }
+    }
+    match value {
+        Value::Number(_) => bounds(path, value, schema, errors),
+        Value::String(text) => string(path, text, schema, errors),
+        Value::Object(map) => object(path, map, schema, errors),
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    check(&format!("{path}[{i}]"), v, s, errors);
+                }
+            }
+            unique_entries(path, items, schema, errors);
+        }
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+fn object(path: &str, map: &serde_json::Map<String, Value>, schema: &Value, errors: &mut Vec<FieldError>) {
+    for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(name) = name.as_str()
+            && map.get(name).is_none_or(Value::is_null)
+        {
+            errors.push(FieldError::required(format!("{path}.{name}"), ""));
+        }
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+    for (key, v) in map {
+        let child = format!("{path}.{key}");
+        if let Some(s) = properties.and_then(|p| p.get(key)) {
+            check(&child, v, s, errors);
+        } else if let Some(s) = additional {
+            check(&child, v, s, errors);
+        }
+    }
+}
+
+/// Checks a number against the schema's `minimum`/`maximum` (with OpenAPI v2/v3.0 boolean
+/// `exclusiveMinimum`/`exclusiveMaximum`).
+fn bounds(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
+    let Some(n) = value.as_f64() else { return };
+    let exclusive = |key: &str| schema.get(key).and_then(Value::as_bool).unwrap_or(false);
+    if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
+        let (bad, words) = if exclusive("exclusiveMinimum") {
+            (n <= min, "greater than")
+        } else {
+            (n < min, "greater than or equal to")
+        };
+        if bad {
+            let bound = FieldError::invalid("", &schema["minimum"], "").value.unwrap_or_default();
+            errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
+        }
+    }
+    if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
+        let (bad, words) =
+            if exclusive("exclusiveMaximum") { (n >= max, "less than") } else { (n > max, "less than or equal to") };
+        if bad {
+            let bound = FieldError::invalid("", &schema["maximum"], "").value.unwrap_or_default();
+            errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
+        }
+    }
+}
+
+/// Checks a string against the schema's `enum`, `minLength`, `maxLength` (in characters) and
+/// `pattern`.
+fn string(path: &str, text: &str, schema: &Value, errors: &mut Vec<FieldError>) {
+    let value = Value::String(text.to_string());
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(&value)
+    {
+        let names: Vec<&str> = allowed.iter().filter_map(Value::as_str).collect();
+        errors.push(FieldError::not_supported(path, &value, &names));
+    }
+    let length = text.chars().count() as u64;
+    if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+        && length < min
+    {
+        errors.push(FieldError::invalid(path, &value, format!("{path} in body should be at least {min} chars long")));
+    }
+    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+        && length > max
+    {
+        errors.push(FieldError::too_long(path, max as usize));
+    }
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+        && compiled(pattern).is_some_and(|re| !re.is_match(text))
+    {
+        errors.push(FieldError::invalid(path, &value, format!("{path} in body should match '{pattern}'")));
+    }
+}
+
+/// The compiled `pattern`, kept: patterns come from the server's own schemas, so the cache is
+/// bounded by them. A pattern that does not compile checks nothing (a test keeps them valid).
+fn compiled(pattern: &str) -> Option<Arc<regex::Regex>> {
+    type Patterns = RwLock<HashMap<String, Option<Arc<regex::Regex>>>>;
+    static PATTERNS: LazyLock<Patterns> = LazyLock::new(Patterns::default);
+    if let Some(re) = PATTERNS.read().get(pattern) {
+        return re.clone();
+    }
+    let re = regex::Regex::new(pattern).ok().map(Arc::new);
+    PATTERNS.write().entry(pattern.to_string()).or_insert(re).clone()
+}
+
+/// Entries of a `set` list must differ; entries of a `map` list must differ in their keys.
+fn unique_entries(path: &str, items: &[Value], schema: &Value, errors: &mut Vec<FieldError>) {
+    let keys: Vec<&str> = match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("map") => schema
+            .get("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .map(|keys| keys.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default(),
+        Some("set") => Vec::new(),
+        _ => return,
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (i, item) in items.iter().enumerate() {
+        let shown = if keys.is_empty() { go_value(item) } else { go_key(item, &keys) };
+        if !seen.insert(shown.clone()) {
+            errors.push(FieldError::duplicate(format!("{path}[{i}]"), shown));
+        }
+    }
+}
+
+/// A map entry's key fields as Go's `%#v` prints them: `map[string]interface {}{"type":"Ready"}`.
+fn go_key(item: &Value, keys: &[&str]) -> String {
+    let mut sorted = keys.to_vec();
+    sorted.sort_unstable();
+    let fields: Vec<String> =
+        sorted.iter().filter_map(|k| Some(format!("{k:?}:{}", go_value(item.get(*k)?)))).collect();
+    format!("map[string]interface {{}}{{{}}}", fields.join(", "))
+}
+
+/// A scalar as Go's `%#v` prints it (strings quoted); anything else as JSON.
+fn go_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn errors(value: Value, schema: Value) -> Vec<String> {
+        let mut errors = Vec::new();
+        check("f", &value, &schema, &mut errors);
+        errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn strings_meet_enum_length_and_pattern() {
+        let schema = json!({"type": "string", "enum": ["True", "False"], "maxLength": 4, "pattern": "^T"});
+        assert!(errors(json!("True"), schema.clone()).is_empty());
+        assert_eq!(
+            errors(json!("Maybe"), schema),
+            [
+                "f: Unsupported value: \"Maybe\": supported values: \"True\", \"False\"",
+                "f: Too long: must have at most 4 bytes",
+                "f: Invalid value: \"Maybe\": f in body should match '^T'",
+            ]
+        );
+        let short = json!({"type": "string", "minLength": 1});
+        assert_eq!(errors(json!(""), short), ["f: Invalid value: \"\": f in body should be at least 1 chars long"]);
+    }
+
+    #[test]
+    fn map_lists_are_keyed_and_sets_unique() {
+        let map = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]});
+        let twice = json!([{"type": "Ready", "status": "True"}, {"type": "Ready", "status": "False"}]);
+        assert_eq!(errors(twice, map), ["f[1]: Duplicate value: map[string]interface {}{\"type\":\"Ready\"}"]);
+        let set = json!({"type": "array", "x-kubernetes-list-type": "set"});
+        assert_eq!(errors(json!(["a", "b", "a"]), set.clone()), ["f[2]: Duplicate value: \"a\""]);
+        assert!(errors(json!(["a", "b"]), set).is_empty());
+        assert!(errors(json!([1, 1]), json!({"type": "array"})).is_empty(), "atomic lists may repeat");
+    }
+
+    #[test]
+    fn nested_errors_carry_their_paths() {
+        let schema = json!({"type": "object", "required": ["a"], "properties": {"b": {"type": "array", "items": {"type": "integer", "minimum": 0}}}});
+        assert_eq!(
+            errors(json!({"b": [1, -1, "x"]}), schema),
+            [
+                "f.a: Required value",
+                "f.b[1]: Invalid value: -1: f.b[1] in body should be greater than or equal to 0",
+                "f.b[2]: Invalid value: \"string\": f.b[2] in body must be of type integer: \"string\"",
+            ]
+        );
+    }
+}
