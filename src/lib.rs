@@ -24,11 +24,21 @@
 //!    cluster: front-proxy certificates and headers, client certificates, TokenReview,
 //!    SubjectAccessReview), [`observe`] (counts, times and logs every request), [`limits`]
 //!    (requests in flight and timeouts), [`health`]; [`pods`] (the Pod cache that feeds
-//!    FarmPods); [`tls`], [`kubeconfig`], [`certs`], [`config`].
+//!    FarmPods); [`namespaces`] (the Namespace cache behind the lifecycle of creates); [`tls`], [`kubeconfig`], [`certs`], [`config`].
 //! 6. [`server`] wires everything: TLS, authentication, the storage factory (the configured
 //!    backend, a store per mounted resource), each resource's routes, the metric sources,
 //!    graceful shutdown; [`server::run`] takes its listener so tests can bind
 //!    port 0.
+//!
+//! ## Adding a resource or a subresource
+//!
+//! A resource is a file in [`resources`]: its type, its
+//! [`ResourceInfo`](machinery::resource::ResourceInfo) (names, verbs, selectable fields and
+//! `subresources`) and its [`Strategy`](machinery::strategy::Strategy); then one line in
+//! `server::resources` mounts it from the configured storage. A subresource the machinery knows
+//! ([`Subresource`](machinery::resource::Subresource), today `status`) is one entry in
+//! `subresources` plus what the strategy's `prepare_for_update` keeps for it: routes, discovery,
+//! OpenAPI, authorization attributes and the registry's write rules follow from the list.
 
 pub mod api;
 pub mod auth;
@@ -39,6 +49,7 @@ pub mod kubeconfig;
 pub mod limits;
 pub mod machinery;
 pub mod metrics;
+pub mod namespaces;
 pub mod observe;
 pub mod pods;
 pub mod resources;

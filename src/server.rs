@@ -17,6 +17,7 @@ use crate::machinery::error::Error as ApiError;
 use crate::machinery::resource::ResourceDescriptor;
 use crate::machinery::strategy::Strategy;
 use crate::metrics::{Metrics, Sources};
+use crate::namespaces::NamespaceCache;
 use crate::resources::{farmpod::FarmPod, llama::Llama};
 use crate::store::{Revision, memory::MemoryStore};
 use crate::{kubeconfig, pods, tls};
@@ -220,22 +221,9 @@ impl Resources {
         self.routes = std::mem::take(&mut self.routes).merge(handlers::routes(Arc::new(registry)));
         self.descriptors.push(ResourceDescriptor::of::<K>());
     }
-}
 
-/// The resources in the configured storage (one line each in the list below), and FarmPods when
-/// there is a cluster, fed by the Pod cache started here.
-async fn resources(
-    args: &ServeArgs,
-    cluster: Option<(kube::Config, kube::Client)>,
-    stopping: &tokio_util::sync::CancellationToken,
-    metrics: &Arc<Metrics>,
-) -> Result<Resources, StartError> {
-    let settings = watch_settings(args, stopping, metrics);
-    let (storage, health) = StorageFactory::new(args, stopping, Health::default()).await?;
-    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health, sources: Sources::new() };
-    served.add(Registry::new(storage.store::<Llama>(), settings.clone()));
-    if let Some((config, client)) = cluster {
-        let server = config.cluster_url.to_string();
+    /// FarmPods, from a Pod cache of the cluster at `server` started here.
+    fn add_farm_pods(&mut self, args: &ServeArgs, server: String, client: kube::Client, settings: WatchSettings) {
         // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
         let store = Arc::new(MemoryStore::<FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
         let source = pods::Source {
@@ -245,12 +233,34 @@ async fn resources(
             max_backoff: Duration::from_secs(args.pod_cache_max_backoff_seconds),
         };
         let cache = pods::start(source, store.clone());
-        served.sources.push(Arc::new(sources::PodCache { status: cache.status.clone(), store: store.clone() }));
-        served.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
+        self.sources.push(Arc::new(sources::PodCache { status: cache.status.clone(), store: store.clone() }));
+        self.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
         let status = cache.status.clone();
-        served.health =
-            std::mem::take(&mut served.health).with_informational("pod-cache", Arc::new(move || status.check()));
+        self.health =
+            std::mem::take(&mut self.health).with_informational("pod-cache", Arc::new(move || status.check()));
     }
+}
+
+/// The resources in the configured storage (one line each in the list below), and FarmPods when
+/// there is a cluster, fed by the Pod cache started here; with a cluster, creates of llamas obey
+/// its namespaces' lifecycle.
+async fn resources(
+    args: &ServeArgs,
+    cluster: Option<(kube::Config, kube::Client)>,
+    stopping: &tokio_util::sync::CancellationToken,
+    metrics: &Arc<Metrics>,
+) -> Result<Resources, StartError> {
+    let settings = watch_settings(args, stopping, metrics);
+    let (storage, health) = StorageFactory::new(args, stopping, Health::default()).await?;
+    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health, sources: Sources::new() };
+    let llamas = Registry::new(storage.store::<Llama>(), settings.clone());
+    let Some((config, client)) = cluster else {
+        served.add(llamas);
+        return Ok(served);
+    };
+    let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
+    served.add(llamas.with_namespaces(namespaces));
+    served.add_farm_pods(args, config.cluster_url.to_string(), client, settings);
     Ok(served)
 }
 

@@ -488,7 +488,14 @@ async fn delete_returns_the_deleted_object_and_honours_preconditions(#[case] bac
     )
     .await;
     assert_status(&wrong_uid.body, 409, "Conflict");
-    assert!(wrong_uid.body["message"].as_str().unwrap().contains("Precondition failed: UID in precondition: nope"));
+    assert!(
+        wrong_uid.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("the UID in the precondition (nope) does not match the UID in record"),
+        "{}",
+        wrong_uid.body
+    );
 
     let bad_policy = send(s.client.delete(s.url(&format!("{path}?propagationPolicy=Sometimes")))).await;
     assert_status(&bad_policy.body, 422, "Invalid");

@@ -116,7 +116,7 @@ async fn standalone_without_a_cluster_does_not_advertise_farmpods() {
         s.client.get(s.url("/apis/farm.example.com/v1alpha")).send().await.unwrap().json().await.unwrap();
     let names: Vec<&str> =
         resources["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["llamas"]);
+    assert_eq!(names, ["llamas", "llamas/status"]);
     let r = s.client.get(s.url("/apis/farm.example.com/v1alpha/farmpods")).send().await.unwrap();
     assert_eq!(r.status(), 404);
 }
@@ -130,8 +130,8 @@ async fn with_an_unreachable_cluster_llamas_work_at_once_and_farmpods_are_503_wi
         s.client.get(s.url("/apis/farm.example.com/v1alpha")).send().await.unwrap().json().await.unwrap();
     let names: Vec<&str> =
         resources["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["llamas", "farmpods"]);
-    let farmpods = &resources["resources"][1];
+    assert_eq!(names, ["llamas", "llamas/status", "farmpods"]);
+    let farmpods = &resources["resources"][2];
     assert_eq!(farmpods["verbs"], serde_json::json!(["get", "list", "watch"]));
     assert_eq!(farmpods["shortNames"], serde_json::json!(["fp"]));
 

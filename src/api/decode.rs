@@ -136,16 +136,23 @@ fn check_type_meta<K: ApiResource>(map: &serde_json::Map<String, Value>, value: 
     Ok(())
 }
 
+/// Steps 1 and 2 of the module documentation on a parsed body: an object naming `K`'s
+/// `apiVersion` and `kind`. What the kube-apiserver's decoder refuses before admission runs.
+pub fn check_kind<K: ApiResource>(value: &Value) -> Result<&serde_json::Map<String, Value>> {
+    let Value::Object(map) = value else {
+        return Err(cannot_handle::<K>(format!(
+            "expected a JSON object, got {}",
+            crate::machinery::schema_validation::json_type(value)
+        )));
+    };
+    check_type_meta::<K>(map, value)?;
+    Ok(map)
+}
+
 /// Decodes a JSON value into `K`, applying the checks described in the module documentation.
 /// `namespace` is the request's, used to validate metadata alongside structural errors.
 pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
-    let Value::Object(map) = &value else {
-        return Err(cannot_handle::<K>(format!(
-            "expected a JSON object, got {}",
-            crate::machinery::schema_validation::json_type(&value)
-        )));
-    };
-    check_type_meta::<K>(map, &value)?;
+    let map = check_kind::<K>(&value)?;
 
     let schema = crate::machinery::resource::body_schema::<K>();
     let mut errors = Vec::new();

@@ -6,7 +6,7 @@
 //! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
 //! representation; a verb the resource lacks is a 405 `Status`.
 
-use super::decode::{decode_object, parse_json, read_body, require_json};
+use super::decode::{check_kind, decode_object, parse_json, read_body, require_json};
 use super::extract::PathParams;
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
@@ -270,7 +270,17 @@ async fn create<K: Strategy>(
     body: Body,
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create)?;
-    let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
+    let bytes = read_body(body).await?;
+    require_json(&headers)?;
+    let value = parse_json(&bytes)?;
+    // Admission (the namespace lifecycle) sees the decoded object, before its validation.
+    let metadata = check_kind::<K>(&value)?.get("metadata");
+    let name = ["name", "generateName"]
+        .iter()
+        .find_map(|field| metadata?.get(*field)?.as_str().filter(|n| !n.is_empty()))
+        .unwrap_or_default();
+    registry.admit_create(&namespace, name).await?;
+    let decoded = decode_object::<K>(value, &namespace, request.options.field_validation)?;
     let created = registry.create(&namespace, decoded.object, &request.context()).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
     render_object(created.object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
@@ -353,7 +363,14 @@ async fn delete<K: Strategy>(
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
     let committed = registry.delete(&namespace, &name, &options, dry_run).await?;
-    render_object(committed.object.as_ref(), representation, &query, StatusCode::OK, &[])
+    // As the kube-apiserver: 202 when the object stays and the client asked, the legacy way,
+    // for its dependents to be deleted (`orphanDependents=false`).
+    let code = if !committed.deleted && options.orphan_dependents == Some(false) {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    render_object(committed.object.as_ref(), representation, &query, code, &[])
 }
 
 async fn delete_collection<K: Strategy>(

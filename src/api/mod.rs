@@ -6,6 +6,7 @@
 //! `crate::metrics`, and holds no rule particular to one resource.
 
 pub mod decode;
+pub mod deletion;
 pub mod discovery;
 pub mod extract;
 pub mod handlers;

@@ -7,13 +7,16 @@
 //!   client-set read-only fields;
 //! - update requires `metadata.resourceVersion` and answers 409 when it is stale; `generation`
 //!   moves when the spec changes; an update that changes nothing writes nothing;
-//! - delete of an object with finalizers only sets `deletionTimestamp`; the object goes when an
-//!   update removes its last finalizer;
+//! - delete follows the propagation policy ([`super::deletion`]): an object left with finalizers
+//!   is only marked (`deletionTimestamp`); it goes when an update removes its last finalizer;
+//! - create checks the namespace's lifecycle first when the registry knows the cluster's
+//!   namespaces ([`crate::machinery::lifecycle`]);
 //! - `dryRun=All` runs every check and stores nothing.
 
 use super::patch::Patch;
-use super::query::{FieldValidation, ListOptions, OptionsKind, ResourceVersionMatch};
+use super::query::{FieldValidation, ListOptions, ResourceVersionMatch};
 use crate::machinery::error::{Error, FieldError, Result};
+use crate::machinery::lifecycle::{Namespaces, admit_create};
 use crate::machinery::paging::Continue;
 use crate::machinery::resource::{ApiResource, GROUP};
 use crate::machinery::strategy::{Strategy, Subresource, field_value};
@@ -29,6 +32,8 @@ pub struct Registry<K> {
     settings: WatchSettings,
     /// For stores filled from elsewhere (FarmPods): becomes true once they hold data.
     ready: Option<tokio::sync::watch::Receiver<bool>>,
+    /// The cluster's namespaces, for the lifecycle check of creates (aggregated mode).
+    namespaces: Option<Arc<dyn Namespaces>>,
 }
 
 /// Tunables of lists and watches.
@@ -150,13 +155,30 @@ fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Re
 impl<K: Strategy> Registry<K> {
     /// A registry over `store`.
     pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
-        Self { store, settings, ready: None }
+        Self { store, settings, ready: None, namespaces: None }
     }
 
     /// Gates reads on `ready`: until it turns true, reads wait briefly, then get 503.
     pub fn with_readiness(mut self, ready: tokio::sync::watch::Receiver<bool>) -> Self {
         self.ready = Some(ready);
         self
+    }
+
+    /// Checks creates against the cluster's namespaces: nothing is created in a namespace that
+    /// is missing or being deleted.
+    pub fn with_namespaces(mut self, namespaces: Arc<dyn Namespaces>) -> Self {
+        self.namespaces = Some(namespaces);
+        self
+    }
+
+    /// The namespace lifecycle check of a create of `name` (or its `generateName` prefix) in
+    /// `namespace`, as admission runs it: after decoding, before validation. Nothing to check
+    /// without a cluster.
+    pub async fn admit_create(&self, namespace: &str, name: &str) -> Result<()> {
+        match &self.namespaces {
+            Some(namespaces) => admit_create(namespaces.as_ref(), namespace, K::INFO.group_resource(), name).await,
+            None => Ok(()),
+        }
     }
 
     /// Waits (briefly) for the store to be ready; 503 with Retry-After when it is not.
@@ -374,9 +396,9 @@ impl<K: Strategy> Registry<K> {
         options: &DeleteOptions,
         dry_run: bool,
     ) -> Result<Committed<K>> {
-        validate_delete_options(options)?;
+        super::deletion::validate_options(options)?;
         let key = ObjectKey::new(namespace, name);
-        self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options)).await
+        self.store.mutate(&key, dry_run, &mut |current| super::deletion::prepare(current, options, now())).await
     }
 
     /// Deletes every object of `namespace` (or all namespaces) that `keep` selects, returning what
@@ -388,12 +410,16 @@ impl<K: Strategy> Registry<K> {
         dry_run: bool,
         keep: &(dyn Fn(&K) -> bool + Sync),
     ) -> Result<Vec<Arc<K>>> {
-        validate_delete_options(options)?;
+        super::deletion::validate_options(options)?;
         let listing = self.store.list(namespace).await?;
         let mut out = Vec::new();
         for object in listing.items.iter().filter(|o| keep(o)) {
             let key = ObjectKey::of(object.as_ref());
-            match self.store.mutate(&key, dry_run, &mut |current| prepare_delete(current, options)).await {
+            match self
+                .store
+                .mutate(&key, dry_run, &mut |current| super::deletion::prepare(current, options, now()))
+                .await
+            {
                 Ok(committed) => out.push(committed.object),
                 Err(Error::NotFound { .. }) => {}
                 Err(err) => return Err(err),
@@ -475,77 +501,6 @@ fn prepare_update<K: Strategy>(
         return Ok(Mutation::Unchanged);
     }
     Ok(Mutation::Put(new))
-}
-
-fn validate_delete_options(options: &DeleteOptions) -> Result<()> {
-    let mut causes = Vec::new();
-    if let Some(policy) = options.propagation_policy.as_deref() {
-        if !["Orphan", "Background", "Foreground"].contains(&policy) {
-            causes.push(FieldError::not_supported(
-                "propagationPolicy",
-                &json!(policy),
-                &["Foreground", "Background", "Orphan", "nil"],
-            ));
-        }
-        if options.orphan_dependents.is_some() {
-            causes.push(FieldError::invalid(
-                "propagationPolicy",
-                &json!(policy),
-                "orphanDependents and deletionPropagation cannot be both set",
-            ));
-        }
-    }
-    for value in options.dry_run.iter().flatten() {
-        if value != "All" {
-            causes.push(FieldError::not_supported("dryRun", &json!(value), &["All"]));
-        }
-    }
-    if let Some(seconds) = options.grace_period_seconds
-        && seconds < 0
-    {
-        causes.push(FieldError::invalid("gracePeriodSeconds", &json!(seconds), "must be greater than or equal to 0"));
-    }
-    if causes.is_empty() { Ok(()) } else { Err(OptionsKind::Delete.invalid(causes)) }
-}
-
-fn prepare_delete<K: ApiResource>(current: &Arc<K>, options: &DeleteOptions) -> Result<Mutation<K>> {
-    let meta = current.meta();
-    let name = meta.name.clone().unwrap_or_default();
-    if let Some(pre) = &options.preconditions {
-        if let Some(uid) = pre.uid.as_deref()
-            && Some(uid) != meta.uid.as_deref()
-        {
-            return Err(conflict::<K>(
-                &name,
-                format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta.uid.as_deref().unwrap_or_default()
-                ),
-            ));
-        }
-        if let Some(rv) = pre.resource_version.as_deref()
-            && Some(rv) != meta.resource_version.as_deref()
-        {
-            return Err(conflict::<K>(
-                &name,
-                format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    meta.resource_version.as_deref().unwrap_or_default()
-                ),
-            ));
-        }
-    }
-    if meta.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
-        if meta.deletion_timestamp.is_some() {
-            return Ok(Mutation::Unchanged);
-        }
-        let mut marked = (**current).clone();
-        let m = marked.meta_mut();
-        m.deletion_timestamp = Some(now());
-        m.deletion_grace_period_seconds = Some(0);
-        return Ok(Mutation::Put(marked));
-    }
-    Ok(Mutation::Delete((**current).clone()))
 }
 
 #[cfg(test)]

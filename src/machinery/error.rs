@@ -174,6 +174,19 @@ pub enum Error {
     /// 403 `Forbidden`.
     #[error("{0}")]
     Forbidden(String),
+    /// 403 `Forbidden` for a named object, as admission refuses it: `llamas.farm.example.com
+    /// "dolly" is forbidden: <why>`, with the resource in `details` and optional causes.
+    #[error("{}", forbidden_object_message(resource, name, detail))]
+    ForbiddenObject {
+        /// The resource written.
+        resource: GroupResource,
+        /// The object's name, possibly empty (generateName).
+        name: String,
+        /// Why.
+        detail: String,
+        /// `details.causes`, e.g. `NamespaceTerminating`.
+        causes: Vec<StatusCause>,
+    },
     /// 404 `NotFound` for a named object.
     #[error("{resource} \"{name}\" not found")]
     NotFound {
@@ -271,6 +284,14 @@ pub enum Error {
     },
 }
 
+fn forbidden_object_message(resource: &GroupResource, name: &str, detail: &str) -> String {
+    if name.is_empty() {
+        format!("{resource} is forbidden: {detail}")
+    } else {
+        format!("{resource} {name:?} is forbidden: {detail}")
+    }
+}
+
 fn invalid_message(kind: &str, group: &str, name: &str, causes: &[FieldError]) -> String {
     let errs: Vec<String> = causes.iter().map(ToString::to_string).collect();
     let list = if errs.len() == 1 { errs[0].clone() } else { format!("[{}]", errs.join(", ")) };
@@ -283,7 +304,7 @@ impl Error {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::ForbiddenObject { .. } => StatusCode::FORBIDDEN,
             Self::NotFound { .. } | Self::PathNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
@@ -304,7 +325,7 @@ impl Error {
         match self {
             Self::BadRequest(_) => "BadRequest",
             Self::Unauthorized => "Unauthorized",
-            Self::Forbidden(_) => "Forbidden",
+            Self::Forbidden(_) | Self::ForbiddenObject { .. } => "Forbidden",
             Self::NotFound { .. } | Self::PathNotFound => "NotFound",
             Self::MethodNotAllowed => "MethodNotAllowed",
             Self::NotAcceptable(_) => "NotAcceptable",
@@ -336,8 +357,15 @@ impl Error {
             | Self::AlreadyExists { resource, name }
             | Self::Conflict { resource, name, .. } => Some(StatusDetails {
                 name: Some(name.clone()),
-                group: Some(resource.group.to_string()),
+                group: (!resource.group.is_empty()).then(|| resource.group.to_string()),
                 kind: Some(resource.resource.to_string()),
+                ..Default::default()
+            }),
+            Self::ForbiddenObject { resource, name, causes, .. } => Some(StatusDetails {
+                name: (!name.is_empty()).then(|| name.clone()),
+                group: (!resource.group.is_empty()).then(|| resource.group.to_string()),
+                kind: Some(resource.resource.to_string()),
+                causes: (!causes.is_empty()).then(|| causes.clone()),
                 ..Default::default()
             }),
             Self::Invalid { kind, group, name, causes } => Some(StatusDetails {

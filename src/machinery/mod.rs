@@ -7,6 +7,7 @@ pub mod columns;
 pub mod conditions;
 pub mod error;
 pub mod key;
+pub mod lifecycle;
 pub mod paging;
 pub mod resource;
 pub mod schema;

@@ -147,33 +147,45 @@ fn finalizers(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// Owner references: every field set, at most one controller.
+/// Owner references, as `ValidateOwnerReferences` checks them: apiVersion (with a version), kind,
+/// name and uid set, no Event as an owner, at most one controller. As in apimachinery, the field
+/// paths carry no index.
 fn owner_references(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
-    let mut controllers = 0;
-    for (i, owner) in meta.owner_references.iter().flatten().enumerate() {
-        let base = format!("metadata.ownerReferences[{i}]");
-        if owner.api_version.is_empty() {
-            errors.push(FieldError::invalid(format!("{base}.apiVersion"), &json!(""), "version must not be empty"));
+    let path = "metadata.ownerReferences";
+    let mut first_controller: Option<String> = None;
+    for owner in meta.owner_references.iter().flatten() {
+        let version = match owner.api_version.split('/').collect::<Vec<_>>()[..] {
+            [version] | [_, version] => version,
+            _ => "",
+        };
+        let checks = [
+            ("apiVersion", &owner.api_version, version.is_empty(), "version must not be empty"),
+            ("kind", &owner.kind, owner.kind.is_empty(), "kind must not be empty"),
+            ("name", &owner.name, owner.name.is_empty(), "name must not be empty"),
+            ("uid", &owner.uid, owner.uid.is_empty(), "uid must not be empty"),
+        ];
+        for (field, value, bad, detail) in checks {
+            if bad {
+                errors.push(FieldError::invalid(format!("{path}.{field}"), &json!(value), detail));
+            }
         }
-        if owner.kind.is_empty() {
-            errors.push(FieldError::invalid(format!("{base}.kind"), &json!(""), "kind must not be empty"));
-        }
-        if owner.name.is_empty() {
-            errors.push(FieldError::invalid(format!("{base}.name"), &json!(""), "name must not be empty"));
-        }
-        if owner.uid.is_empty() {
-            errors.push(FieldError::invalid(format!("{base}.uid"), &json!(""), "uid must not be empty"));
+        if owner.api_version == "v1" && owner.kind == "Event" {
+            let shown = serde_json::to_value(owner).unwrap_or_default();
+            errors.push(FieldError::invalid(path, &shown, "/v1, Kind=Event is disallowed from being an owner"));
         }
         if owner.controller == Some(true) {
-            controllers += 1;
+            let current = format!("{}/{}", owner.kind, owner.name);
+            match &first_controller {
+                Some(first) => {
+                    let shown = serde_json::to_value(&meta.owner_references).unwrap_or_default();
+                    let detail = format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}"
+                    );
+                    errors.push(FieldError::invalid(path, &shown, detail));
+                }
+                None => first_controller = Some(current),
+            }
         }
-    }
-    if controllers > 1 {
-        errors.push(FieldError::invalid(
-            "metadata.ownerReferences",
-            &json!(controllers),
-            "Only one reference can have Controller set to true",
-        ));
     }
 }
 
@@ -230,5 +242,36 @@ mod tests {
         let errors = object_meta(&m);
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].to_string(), "metadata.annotations: Too long: must have at most 262144 bytes");
+    }
+
+    #[test]
+    fn owner_references_are_checked_as_apimachinery_checks_them() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let owner = |api_version: &str, kind: &str, name: &str, uid: &str, controller: bool| OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: uid.into(),
+            controller: controller.then_some(true),
+            block_owner_deletion: Some(true),
+        };
+        let mut m = meta("dolly");
+        m.owner_references = Some(vec![
+            owner("farm.example.com/v1alpha", "Llama", "mother", "u1", true),
+            owner("a/b/c", "Herd", "north", "u2", true),
+            owner("v1", "Event", "", "", false),
+        ]);
+        let shown: Vec<String> = object_meta(&m).iter().map(ToString::to_string).collect();
+        assert_eq!(shown.len(), 5, "{shown:#?}");
+        assert_eq!(
+            shown[0],
+            r#"metadata.ownerReferences.apiVersion: Invalid value: "a/b/c": version must not be empty"#
+        );
+        assert!(shown[1].ends_with(r#"Found "true" in references for Llama/mother and Herd/north"#), "{shown:#?}");
+        assert_eq!(shown[2], r#"metadata.ownerReferences.name: Invalid value: "": name must not be empty"#);
+        assert_eq!(shown[3], r#"metadata.ownerReferences.uid: Invalid value: "": uid must not be empty"#);
+        assert!(shown[4].ends_with("/v1, Kind=Event is disallowed from being an owner"), "{shown:#?}");
+        m.owner_references = Some(vec![owner("v1", "ConfigMap", "cm", "u3", true)]);
+        assert!(object_meta(&m).is_empty());
     }
 }

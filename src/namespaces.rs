@@ -1,0 +1,73 @@
+//! The cluster's Namespaces, for the namespace lifecycle of creates in aggregated mode
+//! ([`crate::machinery::lifecycle`]): a kube-rs reflector keeps every Namespace's phase in
+//! memory, and a namespace the cache does not hold (not yet synced, or created a moment ago) is
+//! looked up with one live GET before a create is refused, as the kube-apiserver's
+//! `NamespaceLifecycle` plugin does, so a namespace created just before its first llama is never
+//! refused. The server's ServiceAccount needs get, list and watch on namespaces
+//! (`manifests/rbac.yaml`).
+
+use crate::machinery::error::{Error, Result};
+use crate::machinery::lifecycle::{NamespacePhase, Namespaces};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::Api;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio_util::sync::CancellationToken;
+
+/// The Namespace cache and the client for its misses.
+pub struct NamespaceCache {
+    reader: reflector::Store<Namespace>,
+    api: Api<Namespace>,
+}
+
+impl NamespaceCache {
+    /// Starts watching the cluster's Namespaces until `stopping` is cancelled.
+    pub fn start(client: kube::Client, stopping: CancellationToken) -> Self {
+        let api: Api<Namespace> = Api::all(client);
+        let (reader, writer) = reflector::store();
+        let stream = watcher(api.clone(), watcher::Config::default())
+            .default_backoff()
+            .modify(|namespace| namespace.metadata.managed_fields = None)
+            .reflect(writer);
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                let event = tokio::select! {
+                    () = stopping.cancelled() => return,
+                    event = stream.next() => event,
+                };
+                match event {
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => tracing::warn!(error = %err, "watching namespaces failed; retrying"),
+                    None => return,
+                }
+            }
+        });
+        Self { reader, api }
+    }
+}
+
+/// A Namespace's phase; one whose deletion has begun counts as terminating even before the
+/// namespace controller has written the phase.
+fn phase_of(namespace: &Namespace) -> NamespacePhase {
+    let phase = namespace.status.as_ref().and_then(|s| s.phase.as_deref());
+    if phase == Some("Terminating") || namespace.metadata.deletion_timestamp.is_some() {
+        NamespacePhase::Terminating
+    } else {
+        NamespacePhase::Active
+    }
+}
+
+#[async_trait::async_trait]
+impl Namespaces for NamespaceCache {
+    async fn phase(&self, namespace: &str) -> Result<Option<NamespacePhase>> {
+        if let Some(cached) = self.reader.get(&ObjectRef::new(namespace)) {
+            return Ok(Some(phase_of(&cached)));
+        }
+        match self.api.get_opt(namespace).await {
+            Ok(found) => Ok(found.as_ref().map(phase_of)),
+            Err(err) => Err(Error::Internal(format!("looking up namespace {namespace:?} in the cluster: {err}"))),
+        }
+    }
+}
