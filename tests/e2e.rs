@@ -6,7 +6,11 @@
 
 mod common;
 
+use farm_apiserver::machinery::resource::API_VERSION;
+use farm_apiserver::resources::llama::{Llama, LlamaSpec};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -706,4 +710,158 @@ async fn status_writes_through_the_aggregator_are_authorized_as_llamas_status() 
         None,
     );
     assert_eq!(weight, "120 1 1");
+}
+
+/// A llama in `namespace`, with `finalizers` and `owners` (apiVersion, kind, name, uid).
+fn llama_in(namespace: &str, name: &str, finalizers: &[&str], owners: &[(&str, &str, &str, &str)]) -> Llama {
+    let mut llama = Llama::new(name, LlamaSpec { weight: 100.0, height: 170.0, color: None });
+    llama.metadata.namespace = Some(namespace.into());
+    llama.metadata.finalizers = (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
+    let reference = |(api_version, kind, name, uid): &(&str, &str, &str, &str)| OwnerReference {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        name: name.to_string(),
+        uid: uid.to_string(),
+        block_owner_deletion: Some(true),
+        controller: None,
+    };
+    llama.metadata.owner_references = (!owners.is_empty()).then(|| owners.iter().map(reference).collect());
+    llama
+}
+
+#[tokio::test]
+async fn the_namespace_controller_empties_a_namespace_of_500_llamas_and_nothing_is_created_in_it_meanwhile() {
+    let cp = ControlPlane::up_with_controller_manager();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    cp.ok(&["create", "namespace", "herd"], None);
+    let llamas: Api<Llama> = Api::namespaced(cp.client().await, "herd");
+    futures::stream::iter(0..500)
+        .map(|i| {
+            let finalizers: &[&str] = if i % 10 == 0 { &["farm.example.com/shear"] } else { &[] };
+            let llama = llama_in("herd", &format!("l{i:03}"), finalizers, &[]);
+            let llamas = llamas.clone();
+            async move { llamas.create(&PostParams::default(), &llama).await.unwrap() }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    assert_eq!(llamas.list(&Default::default()).await.unwrap().items.len(), 500);
+
+    let started = Instant::now();
+    cp.ok(&["delete", "namespace", "herd", "--wait=false"], None);
+    // The namespace controller deletes the 450 llamas without finalizers and marks the other 50.
+    eventually("the namespace controller to delete every llama it can", async || {
+        let left = llamas.list(&Default::default()).await.unwrap().items;
+        left.len() == 50 && left.iter().all(|l| l.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+
+    // Meanwhile: no new content in the terminating namespace, nor in one that does not exist.
+    let (ok, _, stderr) = cp.kubectl(&["create", "-n", "herd", "-f", "-"], Some(DOLLY));
+    assert!(!ok && stderr.contains(r#"llamas.farm.example.com "dolly" is forbidden: unable to create new content in namespace herd because it is being terminated"#), "{stderr}");
+    let (ok, _, stderr) = cp.kubectl(&["create", "-n", "does-not-exist", "-f", "-"], Some(DOLLY));
+    assert!(!ok && stderr.contains(r#"namespaces "does-not-exist" not found"#), "{stderr}");
+
+    // The finalizers' owner (this test) finishes its work; the namespace then goes.
+    let clear = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    for llama in llamas.list(&Default::default()).await.unwrap().items {
+        llamas.patch(&llama.metadata.name.unwrap(), &PatchParams::default(), &clear).await.unwrap();
+    }
+    eventually("the namespace to be gone", async || {
+        let (found, _, stderr) = cp.kubectl(&["get", "namespace", "herd"], None);
+        !found && stderr.contains("NotFound")
+    })
+    .await;
+    let elapsed = started.elapsed();
+    eprintln!("the namespace of 500 llamas went in {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(30), "the namespace took {elapsed:?} to go");
+
+    // Nothing is left in the server's own store, asked directly.
+    let direct = cp.direct(&farm, Some("admin"));
+    let url = format!("https://127.0.0.1:{}/apis/farm.example.com/v1alpha/llamas", farm.port);
+    let all: serde_json::Value = direct.get(url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(all["items"], json!([]), "{all}");
+}
+
+/// The uid of `kind/name` in `namespace`, read with kubectl.
+fn uid_of(cp: &ControlPlane, namespace: &str, kind: &str, name: &str) -> String {
+    cp.ok(&["get", kind, name, "-n", namespace, "-o", "jsonpath={.metadata.uid}"], None)
+}
+
+/// Whether `kind/name` is gone from `namespace`.
+fn gone(cp: &ControlPlane, namespace: &str, kind: &str, name: &str) -> bool {
+    let (found, _, stderr) = cp.kubectl(&["get", kind, name, "-n", namespace], None);
+    !found && stderr.contains("NotFound")
+}
+
+#[tokio::test]
+async fn the_garbage_collector_follows_each_propagation_policy_through_the_aggregator() {
+    let cp = ControlPlane::up_with_controller_manager();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    cp.ok(&["create", "namespace", "farm"], None);
+    let llamas: Api<Llama> = Api::namespaced(cp.client().await, "farm");
+    let create = async |llama: Llama| llamas.create(&PostParams::default(), &llama).await.unwrap();
+    let configmap = |name: &str| {
+        cp.ok(&["create", "configmap", name, "-n", "farm"], None);
+        uid_of(&cp, "farm", "configmap", name)
+    };
+
+    // The collector learns of a new API group at its next discovery (every 30 s): wait until it
+    // collects a probe, so that what follows is decided by policy, not by timing.
+    let probe = configmap("probe");
+    create(llama_in("farm", "probe", &[], &[("v1", "ConfigMap", "probe", &probe)])).await;
+    cp.ok(&["delete", "configmap", "probe", "-n", "farm"], None);
+    eventually("the garbage collector to watch llamas", async || gone(&cp, "farm", "llama", "probe")).await;
+
+    // A ConfigMap owning llamas: background deletion collects them; orphan keeps them, unowned.
+    let barn = configmap("barn");
+    create(llama_in("farm", "in-barn", &[], &[("v1", "ConfigMap", "barn", &barn)])).await;
+    let shed = configmap("shed");
+    create(llama_in("farm", "in-shed", &[], &[("v1", "ConfigMap", "shed", &shed)])).await;
+    cp.ok(&["delete", "configmap", "barn", "-n", "farm"], None);
+    cp.ok(&["delete", "configmap", "shed", "-n", "farm", "--cascade=orphan"], None);
+    eventually("background deletion to collect in-barn", async || gone(&cp, "farm", "llama", "in-barn")).await;
+    let kept = llamas.get("in-shed").await.unwrap();
+    assert_eq!(kept.metadata.owner_references, None, "orphaned: the reference to the deleted owner is stripped");
+
+    // A llama owning a ConfigMap and a llama: foreground keeps the owner, marked, until its
+    // dependents are gone (here one waits on its own finalizer).
+    let leader = create(llama_in("farm", "leader", &[], &[])).await.metadata.uid.unwrap();
+    let by_leader = [(API_VERSION, "Llama", "leader", leader.as_str())];
+    create(llama_in("farm", "calf", &["farm.example.com/shear"], &by_leader)).await;
+    let feed = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feed\n  namespace: farm\n  ownerReferences:\n  \
+         - {{apiVersion: {API_VERSION}, kind: Llama, name: leader, uid: {leader}, blockOwnerDeletion: true}}\n"
+    );
+    cp.ok(&["create", "-f", "-"], Some(&feed));
+    cp.ok(&["delete", "llama", "leader", "-n", "farm", "--cascade=foreground", "--wait=false"], None);
+    let marked = llamas.get("leader").await.unwrap();
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    assert_eq!(marked.metadata.finalizers, Some(vec!["foregroundDeletion".to_string()]));
+    eventually("the collector to delete feed and mark calf", async || {
+        gone(&cp, "farm", "configmap", "feed")
+            && llamas.get("calf").await.unwrap().metadata.deletion_timestamp.is_some()
+    })
+    .await;
+    assert!(llamas.get("leader").await.is_ok(), "the owner waits for its last dependent");
+    let clear = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    llamas.patch("calf", &PatchParams::default(), &clear).await.unwrap();
+    eventually("the owner to go after its dependents", async || gone(&cp, "farm", "llama", "leader")).await;
+
+    // --cascade=orphan on a llama: the owner goes, both dependents stay, unowned.
+    let boss = create(llama_in("farm", "boss", &[], &[])).await.metadata.uid.unwrap();
+    create(llama_in("farm", "follower", &[], &[(API_VERSION, "Llama", "boss", boss.as_str())])).await;
+    let hay = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hay\n  namespace: farm\n  ownerReferences:\n  \
+         - {{apiVersion: {API_VERSION}, kind: Llama, name: boss, uid: {boss}}}\n"
+    );
+    cp.ok(&["create", "-f", "-"], Some(&hay));
+    cp.ok(&["delete", "llama", "boss", "-n", "farm", "--cascade=orphan"], None);
+    assert!(gone(&cp, "farm", "llama", "boss"));
+    assert_eq!(llamas.get("follower").await.unwrap().metadata.owner_references, None);
+    let hay_owners =
+        cp.ok(&["get", "configmap", "hay", "-n", "farm", "-o", "jsonpath={.metadata.ownerReferences}"], None);
+    assert_eq!(hay_owners, "", "the ConfigMap stays, unowned");
 }
