@@ -359,6 +359,16 @@ async fn malformed_requests_are_bad_requests(#[case] backend: Backend) {
 }
 
 #[apply(backends)]
+async fn a_body_without_content_type_is_read_as_json(#[case] backend: Backend) {
+    // The official Python client sends custom-object creates without a Content-Type.
+    let s = Server::start_on(backend).await;
+    let request = s.client.post(s.url(&llamas("default"))).body(llama("dolly", 1.0, 1.0).to_string());
+    let created = send(request).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(created.body["metadata"]["name"], "dolly");
+}
+
+#[apply(backends)]
 async fn field_validation_controls_unknown_fields(#[case] backend: Backend) {
     let s = Server::start_on(backend).await;
     let mut body = llama("dolly", 1.0, 1.0);

@@ -44,13 +44,14 @@ pub fn media_type(headers: &http::HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// Requires a JSON `Content-Type` for create and update bodies.
+/// Requires a JSON `Content-Type` for create and update bodies. A body without one is read as
+/// JSON, the kube-apiserver's first supported type (the official Python client sends its
+/// custom-object creates so).
 pub fn require_json(headers: &http::HeaderMap) -> Result<()> {
     match media_type(headers).as_str() {
-        "application/json" => Ok(()),
+        "application/json" | "" => Ok(()),
         other => Err(Error::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format ({}) - accepted media types include: application/json",
-            if other.is_empty() { "no Content-Type" } else { other }
+            "the body of the request was in an unknown format ({other}) - accepted media types include: application/json"
         ))),
     }
 }

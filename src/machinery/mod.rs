@@ -6,6 +6,7 @@
 pub mod columns;
 pub mod conditions;
 pub mod error;
+pub mod fieldpath;
 pub mod key;
 pub mod lifecycle;
 pub mod paging;
@@ -14,5 +15,6 @@ pub mod schema;
 pub mod schema_validation;
 pub mod selector;
 pub mod strategy;
+pub mod typed;
 pub mod validation;
 pub mod verb;

@@ -1,0 +1,334 @@
+//! Objects seen through their schema, as structured-merge-diff's `typed` package sees them: which
+//! fields an object sets ([`to_field_set`]) and which fields differ between two versions of it
+//! ([`compare`]), the two questions managed fields and server-side apply ask.
+//!
+//! The schema is the published one (OpenAPI v3 JSON, inlined), read for its shapes only: a
+//! scalar; an object (`properties`, `additionalProperties`), granular unless
+//! `x-kubernetes-map-type: atomic`; a list, atomic unless `x-kubernetes-list-type` is `set` (its
+//! entries named by value, `v:`) or `map` (named by `x-kubernetes-list-map-keys`, `k:`). A value
+//! without a schema is deduced from itself: objects granular, lists atomic.
+
+use super::fieldpath::{Path, PathElement, Set};
+use serde_json::{Map, Value};
+
+/// How a schema node treats its value.
+enum Shape<'s> {
+    Scalar,
+    Object { fields: Option<&'s Map<String, Value>>, extra: Option<&'s Value>, atomic: bool },
+    List { items: Option<&'s Value>, kind: ListKind<'s> },
+}
+
+/// How a list's entries are told apart.
+enum ListKind<'s> {
+    /// The list is one value.
+    Atomic,
+    /// Entries are scalars, each its own identity.
+    Set,
+    /// Entries are objects, identified by these fields.
+    Map(Vec<&'s str>),
+}
+
+/// The shape `schema` gives `value` (a missing schema deduces it from the value).
+fn shape<'s>(schema: Option<&'s Value>, value: &Value) -> Shape<'s> {
+    let declared = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
+    let int_or_string = schema.and_then(|s| s.get("x-kubernetes-int-or-string")).and_then(Value::as_bool);
+    let kind = match (declared, value) {
+        _ if int_or_string == Some(true) => "scalar",
+        (Some("object"), _) | (None, Value::Object(_)) => "object",
+        (Some("array"), _) | (None, Value::Array(_)) => "array",
+        _ => "scalar",
+    };
+    let extension = |name: &str| schema.and_then(|s| s.get(name));
+    match kind {
+        "object" => Shape::Object {
+            fields: extension("properties").and_then(Value::as_object),
+            extra: extension("additionalProperties").filter(|a| a.is_object()),
+            atomic: extension("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
+        },
+        "array" => Shape::List {
+            items: extension("items"),
+            kind: match extension("x-kubernetes-list-type").and_then(Value::as_str) {
+                Some("set") => ListKind::Set,
+                Some("map") => ListKind::Map(
+                    extension("x-kubernetes-list-map-keys")
+                        .and_then(Value::as_array)
+                        .map(|keys| keys.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default(),
+                ),
+                _ => ListKind::Atomic,
+            },
+        },
+        _ => Shape::Scalar,
+    }
+}
+
+/// The schema of field `key` of an object.
+fn field_schema<'s>(fields: Option<&'s Map<String, Value>>, extra: Option<&'s Value>, key: &str) -> Option<&'s Value> {
+    fields.and_then(|f| f.get(key)).or(extra)
+}
+
+/// The path element naming `entry` of a `set` or `map` list; `None` for an entry that cannot be
+/// named (a map entry missing a key field, or a set entry that is not a scalar).
+fn entry_element(kind: &ListKind, entry: &Value) -> Option<PathElement> {
+    match kind {
+        ListKind::Atomic => None,
+        ListKind::Set => (!entry.is_object() && !entry.is_array()).then(|| PathElement::Value(entry.clone())),
+        ListKind::Map(keys) => {
+            let fields = keys
+                .iter()
+                .map(|k| entry.get(*k).filter(|v| !v.is_null()).map(|v| (k.to_string(), v.clone())))
+                .collect::<Option<Vec<_>>>()?;
+            Some(PathElement::key(fields))
+        }
+    }
+}
+
+/// Every field `value` sets, as structured-merge-diff's `ToFieldSet`: scalars and atomic values
+/// are members; an object's fields are walked (a field is a member itself when it is null, an
+/// empty object, or an undeclared key of a map); list entries are members and are walked.
+pub fn to_field_set(value: &Value, schema: &Value) -> Set {
+    let mut set = Set::new();
+    walk_fields(value, Some(schema), &mut Vec::new(), &mut set);
+    set
+}
+
+fn walk_fields(value: &Value, schema: Option<&Value>, path: &mut Path, set: &mut Set) {
+    match shape(schema, value) {
+        Shape::Scalar => set.insert(path),
+        Shape::Object { atomic: true, .. } | Shape::List { kind: ListKind::Atomic, .. } => set.insert(path),
+        Shape::Object { fields, extra, .. } => {
+            for (key, child) in value.as_object().into_iter().flatten() {
+                path.push(PathElement::Field(key.clone()));
+                walk_fields(child, field_schema(fields, extra, key), path, set);
+                let declared = fields.is_some_and(|f| f.contains_key(key));
+                if child.is_null() || child.as_object().is_some_and(Map::is_empty) || !declared {
+                    set.insert(path);
+                }
+                path.pop();
+            }
+        }
+        Shape::List { items, kind } => {
+            for entry in value.as_array().into_iter().flatten() {
+                let Some(element) = entry_element(&kind, entry) else { continue };
+                path.push(element);
+                walk_fields(entry, items, path, set);
+                set.insert(path);
+                path.pop();
+            }
+        }
+    }
+}
+
+/// What changed from one version of an object to the next.
+#[derive(Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Fields only the new version sets.
+    pub added: Set,
+    /// Fields both set, to different values.
+    pub modified: Set,
+    /// Fields only the old version sets.
+    pub removed: Set,
+}
+
+impl Comparison {
+    /// Whether nothing changed.
+    pub fn is_same(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// Compares `old` with `new` field by field, as structured-merge-diff's `Compare`: an atomic
+/// value (scalar, atomic object or list, or an object or list empty on both sides) is one leaf;
+/// an object is compared key by key and a `set`/`map` list entry by entry; a node present on one
+/// side only is added or removed along with everything below it.
+pub fn compare(old: &Value, new: &Value, schema: &Value) -> Comparison {
+    let mut comparison = Comparison::default();
+    compare_node(Some(old), Some(new), Some(schema), &mut Vec::new(), &mut comparison);
+    comparison
+}
+
+fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>, path: &mut Path, c: &mut Comparison) {
+    let Some(sample) = new.or(old) else { return };
+    let leaf = match shape(schema, sample) {
+        Shape::Scalar | Shape::Object { atomic: true, .. } | Shape::List { kind: ListKind::Atomic, .. } => true,
+        Shape::Object { fields, extra, .. } => {
+            let (o, n) = (old.and_then(Value::as_object), new.and_then(Value::as_object));
+            if o.is_none_or(Map::is_empty) && n.is_none_or(Map::is_empty) {
+                true
+            } else {
+                let keys: std::collections::BTreeSet<&String> = o.into_iter().chain(n).flat_map(Map::keys).collect();
+                for key in keys {
+                    path.push(PathElement::Field(key.clone()));
+                    let child_schema = field_schema(fields, extra, key);
+                    compare_node(o.and_then(|m| m.get(key)), n.and_then(|m| m.get(key)), child_schema, path, c);
+                    path.pop();
+                }
+                false
+            }
+        }
+        Shape::List { items, kind } => {
+            let (o, n) = (old.and_then(Value::as_array), new.and_then(Value::as_array));
+            if o.is_none_or(Vec::is_empty) && n.is_none_or(Vec::is_empty) {
+                true
+            } else {
+                compare_entries(
+                    o.map(Vec::as_slice).unwrap_or_default(),
+                    n.map(Vec::as_slice).unwrap_or_default(),
+                    items,
+                    &kind,
+                    path,
+                    c,
+                );
+                false
+            }
+        }
+    };
+    let target = match (old, new) {
+        (None, Some(_)) => Some(&mut c.added),
+        (Some(_), None) => Some(&mut c.removed),
+        (Some(o), Some(n)) if leaf && o != n => Some(&mut c.modified),
+        _ => None,
+    };
+    if let Some(set) = target {
+        set.insert(path);
+    }
+}
+
+/// Compares the entries of a `set` or `map` list by their names; an entry whose name repeats
+/// counts as one value (modified when the repeated runs differ).
+fn compare_entries(
+    old: &[Value],
+    new: &[Value],
+    items: Option<&Value>,
+    kind: &ListKind,
+    path: &mut Path,
+    c: &mut Comparison,
+) {
+    let group = |entries: &[Value]| {
+        let mut groups: Vec<(PathElement, Vec<Value>)> = Vec::new();
+        for entry in entries {
+            let Some(element) = entry_element(kind, entry) else { continue };
+            match groups.iter_mut().find(|(e, _)| *e == element) {
+                Some((_, values)) => values.push(entry.clone()),
+                None => groups.push((element, vec![entry.clone()])),
+            }
+        }
+        groups
+    };
+    let (old, new) = (group(old), group(new));
+    let mut names: Vec<&PathElement> = old.iter().map(|(e, _)| e).collect();
+    names.extend(new.iter().map(|(e, _)| e).filter(|e| !old.iter().any(|(o, _)| o == *e)));
+    for name in names {
+        let find =
+            |groups: &'_ [(PathElement, Vec<Value>)]| groups.iter().find(|(e, _)| e == name).map(|(_, v)| v.clone());
+        let (o, n) = (find(&old).unwrap_or_default(), find(&new).unwrap_or_default());
+        path.push(name.clone());
+        match (o.len(), n.len()) {
+            (0..=1, 0..=1) => compare_node(o.first(), n.first(), items, path, c),
+            (2.., 2..) => {
+                if o != n {
+                    c.modified.insert(path);
+                }
+            }
+            (2.., _) => {
+                if let Some(first) = n.first() {
+                    compare_node(None, Some(first), items, path, c);
+                }
+                c.removed.insert(path);
+            }
+            _ => {
+                if let Some(first) = o.first() {
+                    compare_node(Some(first), None, items, path, c);
+                }
+                c.added.insert(path);
+            }
+        }
+        path.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+            }},
+            "spec": {"type": "object", "properties": {
+                "weight": {"type": "number"}, "height": {"type": "number"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            }},
+            "status": {"type": "object", "properties": {
+                "conditions": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+                    "items": {"type": "object", "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}},
+            }},
+        }})
+    }
+
+    #[test]
+    fn a_create_adds_every_node_below_what_existed_as_the_kube_apiserver_records_it() {
+        let old = json!({"metadata": {}});
+        let new = json!({"metadata": {"labels": {"herd": "north"}}, "spec": {"weight": 1, "height": 2}});
+        let c = compare(&old, &new, &schema());
+        // What kube-apiserver 1.20 wrote for the same create (apart from the status it then dropped).
+        assert_eq!(
+            c.added.to_fields_v1(),
+            json!({"f:metadata":{"f:labels":{".":{},"f:herd":{}}},"f:spec":{".":{},"f:height":{},"f:weight":{}}})
+        );
+        assert!(c.modified.is_empty() && c.removed.is_empty());
+    }
+
+    #[test]
+    fn changes_are_sorted_into_added_modified_and_removed() {
+        let old = json!({"spec": {"weight": 1, "height": 2, "tags": ["a"]}, "metadata": {"finalizers": ["x", "y"]}});
+        let new = json!({"spec": {"weight": 5, "tags": ["a", "b"]}, "metadata": {"finalizers": ["y", "z"]}});
+        let c = compare(&old, &new, &schema());
+        assert_eq!(
+            c.modified.to_fields_v1(),
+            json!({"f:spec":{"f:tags":{},"f:weight":{}}}),
+            "an atomic list is one leaf"
+        );
+        assert_eq!(c.added.to_fields_v1(), json!({"f:metadata":{"f:finalizers":{"v:\"z\"":{}}}}));
+        assert_eq!(
+            c.removed.to_fields_v1(),
+            json!({"f:metadata":{"f:finalizers":{"v:\"x\"":{}}},"f:spec":{"f:height":{}}})
+        );
+        assert!(compare(&new, &new, &schema()).is_same());
+    }
+
+    #[test]
+    fn map_lists_are_compared_entry_by_entry_by_their_keys() {
+        let old = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}, {"type": "Fed", "status": "True"}]}});
+        let new =
+            json!({"status": {"conditions": [{"type": "Fed", "status": "True"}, {"type": "Ready", "status": "True"}]}});
+        let c = compare(&old, &new, &schema());
+        assert_eq!(
+            c.modified.to_fields_v1(),
+            json!({"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{"f:status":{}}}}})
+        );
+        assert!(c.added.is_empty() && c.removed.is_empty(), "order alone is no change: {c:?}");
+    }
+
+    #[test]
+    fn the_field_set_of_an_object_names_leaves_and_list_entries() {
+        let object = json!({
+            "metadata": {"labels": {"herd": "north"}, "finalizers": ["orphan"]},
+            "spec": {"weight": 1, "tags": ["a", "b"]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            "extra": {"free": {"form": 1}},
+        });
+        assert_eq!(
+            to_field_set(&object, &schema()).to_fields_v1(),
+            json!({
+                "f:extra": {".": {}, "f:free": {".": {}, "f:form": {}}},
+                "f:metadata": {"f:finalizers": {"v:\"orphan\"": {}}, "f:labels": {"f:herd": {}}},
+                "f:spec": {"f:tags": {}, "f:weight": {}},
+                "f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:status": {}, "f:type": {}}}},
+            })
+        );
+    }
+}
