@@ -9,6 +9,7 @@ pub mod error;
 pub mod fieldpath;
 pub mod key;
 pub mod lifecycle;
+pub mod managed;
 pub mod paging;
 pub mod resource;
 pub mod schema;

@@ -1,0 +1,403 @@
+//! `metadata.managedFields` on writes that are not applies (create, update, patch, their
+//! `/status` forms), as the kube-apiserver's field manager keeps them
+//! (`k8s.io/apimachinery/pkg/util/managedfields/internal`: `FieldManager.Update`,
+//! `managedFieldsUpdater`, `stripMetaManager`, `buildManagerInfoManager`, `capManagersManager`,
+//! `skipNonAppliedManager`, and structured-merge-diff's `Updater.Update` with `force`):
+//!
+//! 1. The managers come from the request's `managedFields` when it sets valid ones (an empty list,
+//!    or one empty entry, resets them), else from the stored object; a subresource always uses
+//!    the stored ones.
+//! 2. An object that exists but has no managers is not tracked (objects from before tracking).
+//! 3. The fields the write adds or modifies ([`crate::machinery::typed::compare`], without the
+//!    fields the subresource resets) leave every other manager; fields it removes leave everyone.
+//! 4. The writer's entry (`manager`, `Update`, the API version, the subresource) gains what it
+//!    added or modified, minus the metadata nobody manages, and the current time when it gained
+//!    anything. Entries left empty go; more than ten `Update` entries fold the oldest into
+//!    `ancient-changes`.
+
+use super::fieldpath::{PathElement, Set};
+use super::typed::{Comparison, compare};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The most `Update` entries an object keeps.
+const MAX_UPDATE_MANAGERS: usize = 10;
+/// Where the oldest `Update` entries are folded.
+const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// The metadata no manager owns (`stripMetaManager`).
+fn stripped() -> Set {
+    let mut set = Set::new();
+    set.insert(&[PathElement::Field("apiVersion".into())]);
+    set.insert(&[PathElement::Field("kind".into())]);
+    set.insert(&[PathElement::Field("metadata".into())]);
+    for field in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
+        set.insert(&[PathElement::Field("metadata".into()), PathElement::Field(field.into())]);
+    }
+    set
+}
+
+/// The set holding each of `fields` (top-level), e.g. what a subresource resets.
+pub fn top_level(fields: &[&str]) -> Set {
+    let mut set = Set::new();
+    for field in fields {
+        set.insert(&[PathElement::Field(field.to_string())]);
+    }
+    set
+}
+
+/// One manager's entry, as the kube-apiserver identifies it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Manager {
+    name: String,
+    operation: String,
+    api_version: String,
+    subresource: String,
+}
+
+impl Manager {
+    /// `BuildManagerIdentifier`: the entry's JSON without fields and time (nor apiVersion for an
+    /// Apply), which orders ties as the kube-apiserver orders them.
+    fn identifier(&self) -> String {
+        let mut id = serde_json::Map::new();
+        id.insert("manager".into(), json!(self.name));
+        id.insert("operation".into(), json!(self.operation));
+        if self.operation != "Apply" {
+            id.insert("apiVersion".into(), json!(self.api_version));
+        }
+        if !self.subresource.is_empty() {
+            id.insert("subresource".into(), json!(self.subresource));
+        }
+        let ordered: Vec<String> = ["manager", "operation", "apiVersion", "subresource"]
+            .iter()
+            .filter_map(|k| id.get(*k).map(|v| format!("{}:{v}", json!(k))))
+            .collect();
+        format!("{{{}}}", ordered.join(","))
+    }
+}
+
+/// An object's managers: who owns which fields, and since when.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Managed {
+    entries: BTreeMap<Manager, (Set, Option<Time>)>,
+}
+
+impl Managed {
+    /// Reads `managedFields`; `None` when an entry cannot be read (the kube-apiserver then falls
+    /// back to the stored managers).
+    pub fn decode(entries: &[ManagedFieldsEntry]) -> Option<Managed> {
+        let mut managed = Managed::default();
+        for entry in entries {
+            let operation = entry.operation.clone().filter(|o| o == "Apply" || o == "Update")?;
+            let api_version = entry.api_version.clone().filter(|v| !v.is_empty())?;
+            if entry.fields_type.as_deref() != Some("FieldsV1") {
+                return None;
+            }
+            let set = match &entry.fields_v1 {
+                Some(FieldsV1(fields)) => Set::from_fields_v1(fields).ok()?,
+                None => Set::new(),
+            };
+            let manager = Manager {
+                name: entry.manager.clone().unwrap_or_default(),
+                operation,
+                api_version,
+                subresource: entry.subresource.clone().unwrap_or_default(),
+            };
+            managed.entries.insert(manager, (set, entry.time.clone()));
+        }
+        Some(managed)
+    }
+
+    /// Whether nobody manages anything.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// `managedFields`, sorted as the kube-apiserver sorts them (operation, time, manager,
+    /// apiVersion, subresource); `None` when there is no manager.
+    pub fn encode(&self) -> Option<Vec<ManagedFieldsEntry>> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let seconds = |t: &Option<Time>| t.as_ref().map(|t| t.0.as_second()).unwrap_or(0);
+        let mut entries: Vec<(&Manager, &(Set, Option<Time>))> = self.entries.iter().collect();
+        entries.sort_by(|(a, (_, ta)), (b, (_, tb))| {
+            (&a.operation, seconds(ta), &a.name, &a.api_version, &a.subresource).cmp(&(
+                &b.operation,
+                seconds(tb),
+                &b.name,
+                &b.api_version,
+                &b.subresource,
+            ))
+        });
+        let encoded = entries
+            .into_iter()
+            .map(|(m, (set, time))| ManagedFieldsEntry {
+                api_version: Some(m.api_version.clone()),
+                fields_type: Some("FieldsV1".into()),
+                fields_v1: Some(FieldsV1(set.to_fields_v1())),
+                manager: Some(m.name.clone()),
+                operation: Some(m.operation.clone()),
+                subresource: (!m.subresource.is_empty()).then(|| m.subresource.clone()),
+                time: time.clone(),
+            })
+            .collect();
+        Some(encoded)
+    }
+}
+
+/// What one non-apply write is: who writes, through which subresource, at what API version, what
+/// that subresource resets, and when.
+pub struct Write<'a> {
+    /// `fieldManager`, or the User-Agent's product (see [`manager_name`]).
+    pub manager: &'a str,
+    /// `status`, or empty for the object itself.
+    pub subresource: &'a str,
+    /// `group/version` of the request.
+    pub api_version: &'a str,
+    /// Fields this write may not change (the strategy resets them), left out of every set.
+    pub reset: &'a Set,
+    /// The entry's time.
+    pub now: Time,
+}
+
+/// The manager of a write: `fieldManager` when given, else the User-Agent up to its first `/`
+/// (`kubectl/v1.32.0 …` is `kubectl`), else `unknown`.
+pub fn manager_name(field_manager: Option<&str>, user_agent: Option<&str>) -> String {
+    let name = match field_manager {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => user_agent.unwrap_or_default().split('/').next().unwrap_or_default().to_string(),
+    };
+    if name.is_empty() { "unknown".into() } else { name }
+}
+
+/// Whether `entries` asks to reset the managers: an empty list, or one empty entry.
+pub fn is_reset(entries: Option<&[ManagedFieldsEntry]>) -> bool {
+    match entries {
+        Some([]) => true,
+        Some([only]) => only == &ManagedFieldsEntry::default(),
+        _ => false,
+    }
+}
+
+/// The managers after a write of `new` over `live` (`None` for a create), starting from
+/// `managed` (see the module documentation for where they come from).
+pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write, schema: &Value) -> Managed {
+    if live.is_some() && managed.is_empty() {
+        return managed;
+    }
+    let empty = json!({});
+    let mut comparison = compare(live.unwrap_or(&empty), new, schema);
+    exclude(&mut comparison, write.reset);
+    let mut managed = managed;
+    let changed = comparison.modified.union(&comparison.added);
+    for (set, _) in managed.entries.values_mut() {
+        *set = set.difference(&changed).difference(&comparison.removed);
+    }
+    let mine = changed.difference(&comparison.removed).recursive_difference(write.reset).difference(&stripped());
+    managed.entries.retain(|_, (set, _)| !set.is_empty());
+    if !mine.is_empty() {
+        let key = Manager {
+            name: write.manager.to_string(),
+            operation: "Update".into(),
+            api_version: write.api_version.to_string(),
+            subresource: write.subresource.to_string(),
+        };
+        let previous = managed.entries.remove(&key).map(|(set, _)| set).unwrap_or_default();
+        managed.entries.insert(key, (mine.union(&previous), Some(write.now.clone())));
+    }
+    cap_updates(&mut managed);
+    managed
+}
+
+/// Leaves the reset fields out of a comparison (structured-merge-diff's `FilterFields`).
+fn exclude(comparison: &mut Comparison, reset: &Set) {
+    for set in [&mut comparison.added, &mut comparison.modified, &mut comparison.removed] {
+        *set = set.recursive_difference(reset);
+    }
+}
+
+/// Folds the oldest `Update` entries of each API version into `ancient-changes` until at most
+/// [`MAX_UPDATE_MANAGERS`] remain.
+fn cap_updates(managed: &mut Managed) {
+    let seconds = |t: &Option<Time>| t.as_ref().map(|t| t.0.as_second()).unwrap_or(0);
+    let mut updaters: Vec<(i64, String, Manager)> = managed
+        .entries
+        .iter()
+        .filter(|(m, _)| m.operation == "Update")
+        .map(|(m, (_, t))| (seconds(t), m.identifier(), m.clone()))
+        .collect();
+    if updaters.len() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    updaters.sort();
+    let mut length = updaters.len();
+    let mut first_of_version: BTreeMap<String, Manager> = BTreeMap::new();
+    for (_, _, manager) in updaters {
+        if length <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let bucket = Manager {
+            name: ANCIENT_CHANGES.into(),
+            operation: "Update".into(),
+            api_version: manager.api_version.clone(),
+            subresource: String::new(),
+        };
+        let Some(first) = first_of_version.get(&manager.api_version).cloned() else {
+            first_of_version.insert(manager.api_version.clone(), manager);
+            continue;
+        };
+        if !managed.entries.contains_key(&bucket)
+            && let Some(moved) = managed.entries.remove(&first)
+        {
+            managed.entries.insert(bucket.clone(), moved);
+        }
+        if let Some((set, time)) = managed.entries.remove(&manager) {
+            let folded = managed.entries.get(&bucket).map(|(s, _)| set.union(s)).unwrap_or(set);
+            managed.entries.insert(bucket, (folded, time));
+            length -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            }},
+            "spec": {"type": "object", "properties": {"weight": {"type": "number"}, "height": {"type": "number"}}},
+            "status": {"type": "object", "properties": {"observedGeneration": {"type": "integer"}}},
+        }})
+    }
+
+    fn at(second: i64) -> Time {
+        Time(Timestamp::from_second(second).unwrap())
+    }
+
+    fn write<'a>(manager: &'a str, subresource: &'a str, reset: &'a Set, second: i64) -> Write<'a> {
+        Write { manager, subresource, api_version: "farm.example.com/v1alpha", reset, now: at(second) }
+    }
+
+    fn fields(managed: &Managed) -> Vec<(String, Value)> {
+        managed
+            .encode()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.manager.unwrap_or_default(), e.fields_v1.map(|f| f.0).unwrap_or_default()))
+            .collect()
+    }
+
+    fn object(weight: f64, labels: Value) -> Value {
+        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+            "metadata": {"name": "dolly", "namespace": "default", "labels": labels},
+            "spec": {"weight": weight, "height": 2.0}, "status": {"observedGeneration": 1}})
+    }
+
+    #[test]
+    fn a_create_gives_its_manager_every_field_but_the_reset_and_system_ones() {
+        let reset = top_level(&["status"]);
+        let created = update(
+            None,
+            &object(1.0, json!({"a": "b"})),
+            Managed::default(),
+            &write("kubectl-create", "", &reset, 10),
+            &schema(),
+        );
+        assert_eq!(
+            fields(&created),
+            [(
+                "kubectl-create".to_string(),
+                json!({"f:metadata": {"f:labels": {".": {}, "f:a": {}}}, "f:spec": {".": {}, "f:height": {}, "f:weight": {}}})
+            )]
+        );
+        let entry = &created.encode().unwrap()[0];
+        assert_eq!((entry.operation.as_deref(), entry.time.clone()), (Some("Update"), Some(at(10))));
+        assert_eq!(entry.subresource, None);
+    }
+
+    #[test]
+    fn an_update_takes_what_it_changes_from_the_others_and_removals_leave_everyone() {
+        let reset = top_level(&["status"]);
+        let v1 = object(1.0, json!({"a": "b", "c": "d"}));
+        let created = update(None, &v1, Managed::default(), &write("alice", "", &reset, 10), &schema());
+        let v2 = object(5.0, json!({"a": "b"}));
+        let updated = update(Some(&v1), &v2, created.clone(), &write("bob", "", &reset, 20), &schema());
+        assert_eq!(
+            fields(&updated),
+            [
+                (
+                    "alice".to_string(),
+                    json!({"f:metadata": {"f:labels": {".": {}, "f:a": {}}}, "f:spec": {".": {}, "f:height": {}}})
+                ),
+                ("bob".to_string(), json!({"f:spec": {"f:weight": {}}})),
+            ]
+        );
+        let same = update(Some(&v2), &v2, updated.clone(), &write("carol", "", &reset, 30), &schema());
+        assert_eq!(same, updated, "a write that changes nothing changes no manager");
+        let untracked = update(Some(&v1), &v2, Managed::default(), &write("bob", "", &reset, 20), &schema());
+        assert!(untracked.is_empty(), "an object without managers stays untracked");
+    }
+
+    #[test]
+    fn a_status_write_is_its_own_entry_and_ignores_the_spec() {
+        let spec_reset = top_level(&["spec"]);
+        let v1 = object(1.0, json!({}));
+        let base = update(None, &v1, Managed::default(), &write("alice", "", &top_level(&["status"]), 10), &schema());
+        let mut v2 = object(9.0, json!({}));
+        v2["status"]["observedGeneration"] = json!(2);
+        let status = update(Some(&v1), &v2, base, &write("controller", "status", &spec_reset, 20), &schema());
+        let entries = status.encode().unwrap();
+        let controller = entries.iter().find(|e| e.manager.as_deref() == Some("controller")).unwrap();
+        assert_eq!(controller.subresource.as_deref(), Some("status"));
+        assert_eq!(controller.fields_v1.as_ref().unwrap().0, json!({"f:status": {"f:observedGeneration": {}}}));
+    }
+
+    #[test]
+    fn more_than_ten_updaters_fold_the_oldest_into_ancient_changes() {
+        let reset = Set::new();
+        let mut managed = Managed::default();
+        let mut live = json!({"spec": {}});
+        for i in 0..12 {
+            let mut next = live.clone();
+            next["spec"][format!("f{i}")] = json!(i);
+            managed = update(
+                Some(&live).filter(|_| i > 0),
+                &next,
+                managed,
+                &write(&format!("m{i:02}"), "", &reset, i),
+                &schema(),
+            );
+            live = next;
+        }
+        let names: Vec<String> = fields(&managed).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names.len(), 10);
+        assert_eq!(names[0], "ancient-changes", "{names:?}");
+        assert!(!names.contains(&"m00".to_string()) && names.contains(&"m11".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn managers_come_from_the_field_manager_or_the_user_agent() {
+        assert_eq!(manager_name(Some("flux"), Some("kubectl/v1.32")), "flux");
+        assert_eq!(manager_name(None, Some("kubectl/v1.32.0 (linux/amd64) kubernetes/abc")), "kubectl");
+        assert_eq!(manager_name(Some(""), None), "unknown");
+        assert!(is_reset(Some(&[])) && is_reset(Some(&[ManagedFieldsEntry::default()])) && !is_reset(None));
+        let read = Managed::decode(&[ManagedFieldsEntry { operation: Some("Patch".into()), ..Default::default() }]);
+        assert_eq!(read, None, "an entry with an unknown operation cannot be read");
+    }
+}
