@@ -247,6 +247,8 @@ struct WriteRequest {
     query: Query,
     options: WriteOptions,
     representation: Representation,
+    /// Who writes: `fieldManager`, or the User-Agent's product.
+    manager: String,
 }
 
 impl WriteRequest {
@@ -254,11 +256,17 @@ impl WriteRequest {
         let query = Query::parse(raw);
         let options = WriteOptions::parse(&query, kind)?;
         let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
-        Ok(Self { query, options, representation })
+        let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+        let manager = crate::machinery::managed::manager_name(options.field_manager.as_deref(), user_agent);
+        Ok(Self { query, options, representation, manager })
     }
 
     fn context(&self) -> WriteContext {
-        WriteContext { dry_run: self.options.dry_run, field_validation: self.options.field_validation }
+        WriteContext {
+            dry_run: self.options.dry_run,
+            field_validation: self.options.field_validation,
+            manager: self.manager.clone(),
+        }
     }
 }
 

@@ -17,12 +17,13 @@ use super::patch::Patch;
 use super::query::{FieldValidation, ListOptions, ResourceVersionMatch};
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::lifecycle::{Namespaces, admit_create};
+use crate::machinery::managed::{self, Managed};
 use crate::machinery::paging::Continue;
-use crate::machinery::resource::{ApiResource, GROUP};
+use crate::machinery::resource::{API_VERSION, ApiResource, GROUP, body_schema};
 use crate::machinery::strategy::{Strategy, Subresource, field_value};
 use crate::machinery::validation;
 use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Subscription, WatchFrom};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ManagedFieldsEntry, ObjectMeta, Time};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -89,6 +90,8 @@ pub struct WriteContext {
     pub dry_run: bool,
     /// How unknown fields in the (patched) body are treated.
     pub field_validation: FieldValidation,
+    /// Who writes, for `metadata.managedFields` (`fieldManager`, or from the User-Agent).
+    pub manager: String,
 }
 
 /// The outcome of a write: the object and the warnings to send back.
@@ -289,6 +292,7 @@ impl<K: Strategy> Registry<K> {
     /// Creates `object` in `namespace` (the request path's).
     pub async fn create(&self, namespace: &str, mut object: K, ctx: &WriteContext) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
+        let managed_fields = track_managers(None, &object, Subresource::Main, &ctx.manager)?;
         let meta = object.meta_mut();
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
         meta.creation_timestamp = Some(now());
@@ -296,7 +300,7 @@ impl<K: Strategy> Registry<K> {
         meta.resource_version = None;
         meta.deletion_timestamp = None;
         meta.deletion_grace_period_seconds = None;
-        meta.managed_fields = None;
+        meta.managed_fields = managed_fields;
         meta.self_link = None;
         let generate = match (meta.name.as_deref(), meta.generate_name.as_deref()) {
             (None | Some(""), Some(prefix)) if !prefix.is_empty() => Some(prefix.to_string()),
@@ -342,7 +346,9 @@ impl<K: Strategy> Registry<K> {
         let warnings = object.warnings();
         let committed = self
             .store
-            .mutate(&key, ctx.dry_run, &mut |current| prepare_update(current, object.clone(), true, subresource))
+            .mutate(&key, ctx.dry_run, &mut |current| {
+                prepare_update(current, object.clone(), true, subresource, &ctx.manager)
+            })
             .await?;
         Ok(Written { object: committed.object, warnings })
     }
@@ -382,7 +388,7 @@ impl<K: Strategy> Registry<K> {
                         vec![FieldError::invalid(field, &json!(value), "field is immutable")],
                     ));
                 }
-                prepare_update(current, object, false, subresource)
+                prepare_update(current, object, false, subresource, &ctx.manager)
             })
             .await?;
         Ok(Written { object: committed.object, warnings })
@@ -429,6 +435,49 @@ impl<K: Strategy> Registry<K> {
     }
 }
 
+/// The managedFields of `new`, written over `live` (`None` for a create) through `subresource` by
+/// `manager` ([`crate::machinery::managed`]), computed where the kube-apiserver's field manager
+/// runs: on the object as the client sent it, before the strategy prepares it. The managers start
+/// from the request's valid `managedFields` (an empty list resets them), else the stored ones; a
+/// subresource always starts from the stored ones.
+fn track_managers<K: Strategy>(
+    live: Option<&K>,
+    new: &K,
+    subresource: Subresource,
+    manager: &str,
+) -> Result<Option<Vec<ManagedFieldsEntry>>> {
+    let stored = || live.and_then(|l| Managed::decode(l.meta().managed_fields.as_deref().unwrap_or_default()));
+    let requested = new.meta().managed_fields.as_deref();
+    let base = if subresource != Subresource::Main {
+        stored()
+    } else if managed::is_reset(requested) {
+        Some(Managed::default())
+    } else {
+        requested.and_then(Managed::decode).filter(|m| !m.is_empty()).or_else(stored)
+    };
+    let as_value = |object: &K| {
+        let mut value =
+            serde_json::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))?;
+        if let Some(meta) = value.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        Ok::<_, Error>(value)
+    };
+    let live_value = live.map(as_value).transpose()?;
+    let reset = managed::top_level(K::reset_fields(subresource));
+    let write = managed::Write {
+        manager,
+        subresource: subresource.name().unwrap_or_default(),
+        api_version: API_VERSION,
+        reset: &reset,
+        now: now(),
+    };
+    let schema = body_schema::<K>();
+    let managers =
+        managed::update(live_value.as_ref(), &as_value(new)?, base.unwrap_or_default(), &write, &schema.object);
+    Ok(managers.encode())
+}
+
 /// The optimistic-concurrency precondition of an update: the body's `resourceVersion`, when set
 /// (always, for a PUT), must be the stored one.
 fn check_resource_version<K: ApiResource>(new: &ObjectMeta, old: &ObjectMeta, required: bool) -> Result<()> {
@@ -455,9 +504,11 @@ fn prepare_update<K: Strategy>(
     mut new: K,
     require_resource_version: bool,
     subresource: Subresource,
+    manager: &str,
 ) -> Result<Mutation<K>> {
     let old = current.meta();
     check_resource_version::<K>(new.meta(), old, require_resource_version)?;
+    let managed_fields = track_managers(Some(current.as_ref()), &new, subresource, manager)?;
     if subresource == Subresource::Status {
         *new.meta_mut() = old.clone();
     }
@@ -486,7 +537,7 @@ fn prepare_update<K: Strategy>(
     meta.deletion_timestamp = old.deletion_timestamp.clone();
     meta.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
     meta.resource_version = old.resource_version.clone();
-    meta.managed_fields = None;
+    meta.managed_fields = managed_fields;
     meta.self_link = None;
     new.prepare_for_update(current, subresource);
     let generation = old.generation.unwrap_or(1);

@@ -140,6 +140,9 @@ pub struct BodySchema {
     pub properties: serde_json::Map<String, serde_json::Value>,
     /// The fields a body must have.
     pub required: Vec<&'static str>,
+    /// The whole object's schema (apiVersion, kind, metadata's shapes and the properties), for
+    /// managed fields ([`super::typed`]).
+    pub object: serde_json::Value,
 }
 
 /// `K`'s body schema ([`ApiResource::body_properties`]), built on the first call and kept, so
@@ -151,6 +154,11 @@ pub fn body_schema<K: ApiResource>() -> Arc<BodySchema> {
         return schema.clone();
     }
     let (properties, required) = K::body_properties();
-    let built = Arc::new(BodySchema { properties, required });
+    let mut all = properties.clone();
+    all.insert("apiVersion".into(), serde_json::json!({"type": "string"}));
+    all.insert("kind".into(), serde_json::json!({"type": "string"}));
+    all.insert("metadata".into(), super::schema::object_meta_shapes());
+    let object = serde_json::json!({"type": "object", "properties": all});
+    let built = Arc::new(BodySchema { properties, required, object });
     SCHEMAS.write().entry(TypeId::of::<K>()).or_insert(built).clone()
 }

@@ -44,3 +44,25 @@ pub fn strip_nulls(value: &mut Value) {
         _ => {}
     }
 }
+
+/// The shapes of `metadata` that managed fields and apply read ([`super::typed`]), as the
+/// kube-apiserver's schema of ObjectMeta gives them: labels and annotations granular maps,
+/// finalizers a set, ownerReferences a list keyed by uid, managedFields atomic.
+pub fn object_meta_shapes() -> Value {
+    let string = serde_json::json!({"type": "string"});
+    let integer = serde_json::json!({"type": "integer"});
+    let string_map = serde_json::json!({"type": "object", "additionalProperties": {"type": "string"}});
+    serde_json::json!({"type": "object", "properties": {
+        "annotations": string_map, "labels": string_map,
+        "finalizers": {"type": "array", "items": string, "x-kubernetes-list-type": "set"},
+        "ownerReferences": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"],
+            "items": {"type": "object", "properties": {
+                "apiVersion": string, "kind": string, "name": string, "uid": string,
+                "controller": {"type": "boolean"}, "blockOwnerDeletion": {"type": "boolean"},
+            }}},
+        "managedFields": {"type": "array", "items": {"type": "object"}},
+        "name": string, "generateName": string, "namespace": string, "selfLink": string, "uid": string,
+        "resourceVersion": string, "creationTimestamp": string, "deletionTimestamp": string,
+        "generation": integer, "deletionGracePeriodSeconds": integer,
+    }})
+}

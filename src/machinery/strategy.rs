@@ -27,6 +27,17 @@ pub trait Strategy: ApiResource {
     /// (uid, creationTimestamp, resourceVersion, deletion fields) is already carried over.
     fn prepare_for_update(&mut self, _old: &Self, _subresource: Subresource) {}
 
+    /// The top-level fields a write of `subresource` may not change, which managed fields leave
+    /// out: for the object, its status when it has a status subresource; for `/status`, the
+    /// spec (the custom resource strategies' `GetResetFields`).
+    fn reset_fields(subresource: Subresource) -> &'static [&'static str] {
+        match subresource {
+            Subresource::Main if Self::INFO.has(Subresource::Status) => &["status"],
+            Subresource::Main => &[],
+            Subresource::Status => &["spec"],
+        }
+    }
+
     /// Semantic validation of the resource's own fields (not metadata), collecting every error.
     fn validate(&self) -> Vec<FieldError>;
 
