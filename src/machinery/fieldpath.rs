@@ -205,6 +205,26 @@ impl Set {
         }
     }
 
+    /// The members of this node (paths of length one).
+    pub fn members(&self) -> impl Iterator<Item = &PathElement> {
+        self.members.iter()
+    }
+
+    /// The nodes below this one, with their sets.
+    pub fn children(&self) -> impl Iterator<Item = (&PathElement, &Set)> {
+        self.children.iter()
+    }
+
+    /// The set below `element`, if any.
+    pub fn child(&self, element: &PathElement) -> Option<&Set> {
+        self.children.get(element)
+    }
+
+    /// Puts `set` below `element`, replacing what was there.
+    pub fn set_child(&mut self, element: PathElement, set: Set) {
+        self.children.insert(element, set);
+    }
+
     /// Whether the set has no member at all.
     pub fn is_empty(&self) -> bool {
         self.members.is_empty() && self.children.values().all(Set::is_empty)

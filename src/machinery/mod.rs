@@ -10,6 +10,7 @@ pub mod fieldpath;
 pub mod key;
 pub mod lifecycle;
 pub mod managed;
+pub mod merge;
 pub mod paging;
 pub mod resource;
 pub mod schema;

@@ -12,14 +12,14 @@ use super::fieldpath::{Path, PathElement, Set};
 use serde_json::{Map, Value};
 
 /// How a schema node treats its value.
-enum Shape<'s> {
+pub(crate) enum Shape<'s> {
     Scalar,
     Object { fields: Option<&'s Map<String, Value>>, extra: Option<&'s Value>, atomic: bool },
     List { items: Option<&'s Value>, kind: ListKind<'s> },
 }
 
 /// How a list's entries are told apart.
-enum ListKind<'s> {
+pub(crate) enum ListKind<'s> {
     /// The list is one value.
     Atomic,
     /// Entries are scalars, each its own identity.
@@ -29,7 +29,7 @@ enum ListKind<'s> {
 }
 
 /// The shape `schema` gives `value` (a missing schema deduces it from the value).
-fn shape<'s>(schema: Option<&'s Value>, value: &Value) -> Shape<'s> {
+pub(crate) fn shape<'s>(schema: Option<&'s Value>, value: &Value) -> Shape<'s> {
     let declared = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
     let int_or_string = schema.and_then(|s| s.get("x-kubernetes-int-or-string")).and_then(Value::as_bool);
     let kind = match (declared, value) {
@@ -63,13 +63,17 @@ fn shape<'s>(schema: Option<&'s Value>, value: &Value) -> Shape<'s> {
 }
 
 /// The schema of field `key` of an object.
-fn field_schema<'s>(fields: Option<&'s Map<String, Value>>, extra: Option<&'s Value>, key: &str) -> Option<&'s Value> {
+pub(crate) fn field_schema<'s>(
+    fields: Option<&'s Map<String, Value>>,
+    extra: Option<&'s Value>,
+    key: &str,
+) -> Option<&'s Value> {
     fields.and_then(|f| f.get(key)).or(extra)
 }
 
 /// The path element naming `entry` of a `set` or `map` list; `None` for an entry that cannot be
 /// named (a map entry missing a key field, or a set entry that is not a scalar).
-fn entry_element(kind: &ListKind, entry: &Value) -> Option<PathElement> {
+pub(crate) fn entry_element(kind: &ListKind, entry: &Value) -> Option<PathElement> {
     match kind {
         ListKind::Atomic => None,
         ListKind::Set => (!entry.is_object() && !entry.is_array()).then(|| PathElement::Value(entry.clone())),
