@@ -221,6 +221,155 @@ pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write
     managed
 }
 
+/// The manager that owns the fields an object had before its first apply.
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
+/// A field another manager owns that an apply would change: the manager's entry as the
+/// kube-apiserver prints it (`"kubectl-patch" using farm.example.com/v1alpha at <time>`) and the
+/// field's path (`.spec.weight`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The owner, printed.
+    pub manager: String,
+    /// The field, printed.
+    pub field: String,
+}
+
+impl Manager {
+    /// `printManager`: the name, its subresource, and for an Update its API version and time.
+    fn printed(&self, time: Option<&Time>) -> String {
+        let mut out = format!("{:?}", self.name);
+        if !self.subresource.is_empty() {
+            out = format!("{out} with subresource {:?}", self.subresource);
+        }
+        if self.operation == "Update" {
+            out = format!("{out} using {}", self.api_version);
+            if let Some(t) = time {
+                out = format!("{out} at {}", t.0.strftime("%Y-%m-%dT%H:%M:%SZ"));
+            }
+        }
+        out
+    }
+}
+
+/// The outcome of an apply: the new object (`None` when nothing changed) and the managers.
+#[derive(Debug)]
+pub struct Applied {
+    /// The object after the apply, or `None` when it equals the live one.
+    pub object: Option<Value>,
+    /// The managers after the apply.
+    pub managed: Managed,
+}
+
+/// Server-side apply of `config` over `live` (`None` to create) by `write.manager`, as
+/// apimachinery's field manager and structured-merge-diff's `Updater.Apply` do it: the
+/// configuration is merged in, the applier's entry becomes exactly the fields it sent (fields it
+/// sent last time and no longer sends are removed unless another manager owns them), and fields
+/// other managers own that the apply changes are conflicts unless `force` takes them over.
+pub fn apply(
+    live: Option<&Value>,
+    config: &Value,
+    managed: Managed,
+    write: &Write,
+    force: bool,
+    schema: &Value,
+) -> Result<Applied, Vec<Conflict>> {
+    let empty = json!({});
+    let live_value = live.unwrap_or(&empty);
+    let mut managed = managed;
+    if managed.is_empty() && live.is_some() {
+        let before = Write { manager: BEFORE_FIRST_APPLY, now: write.now.clone(), ..*write };
+        managed = update(None, live_value, managed, &before, schema);
+    }
+    let key = Manager {
+        name: write.manager.to_string(),
+        operation: "Apply".into(),
+        api_version: write.api_version.to_string(),
+        subresource: write.subresource.to_string(),
+    };
+    let merged = super::merge::merge(live_value, config, schema);
+    let last = managed.entries.get(&key).map(|(set, _)| set.clone());
+    let mine = super::typed::to_field_set(config, schema).recursive_difference(write.reset);
+    let previous_time = managed.entries.get(&key).and_then(|(_, t)| t.clone());
+    managed.entries.insert(key.clone(), (mine, previous_time));
+    let object = match &last {
+        Some(last) if !last.is_empty() => prune(&merged, &managed, last, schema),
+        _ => merged,
+    };
+    take_over(live_value, &object, &mut managed, &key, write.reset, force, schema)?;
+    if let Some((set, _)) = managed.entries.get_mut(&key) {
+        *set = set.difference(&stripped());
+    }
+    managed.entries.retain(|_, (set, _)| !set.is_empty());
+    let changed = object != *live_value;
+    if changed && let Some((_, time)) = managed.entries.get_mut(&key) {
+        *time = Some(write.now.clone());
+    }
+    Ok(Applied { object: changed.then_some(object), managed })
+}
+
+/// Removes from `merged` what the applier owned last time and no longer sends, unless another
+/// manager owns it (`prune`, `addBackOwnedItems`, `addBackDanglingItems`, for one API version).
+fn prune(merged: &Value, managed: &Managed, last: &Set, schema: &Value) -> Value {
+    use super::merge::{ensure_named_fields_are_members as ensure, remove_items};
+    use super::typed::to_field_set;
+    let pruned = remove_items(merged, &ensure(last, schema), schema);
+    let owned = managed.entries.values().fold(Set::new(), |all, (set, _)| all.union(set));
+    let merged_set = ensure(&to_field_set(merged, schema), schema);
+    let keep = ensure(&to_field_set(&pruned, schema), schema).union(&ensure(&owned, schema));
+    let pruned = remove_items(merged, &merged_set.difference(&keep), schema);
+    let pruned_set = ensure(&to_field_set(&pruned, schema), schema);
+    remove_items(merged, &merged_set.difference(&pruned_set).intersection(&ensure(last, schema)), schema)
+}
+
+/// The other managers' side of an apply (structured-merge-diff's `update` with the applier as
+/// the workflow): what the apply changes that they own are conflicts, refused unless `force`
+/// moves them to the applier; what it removes leaves them.
+fn take_over(
+    live: &Value,
+    object: &Value,
+    managed: &mut Managed,
+    applier: &Manager,
+    reset: &Set,
+    force: bool,
+    schema: &Value,
+) -> Result<(), Vec<Conflict>> {
+    let mut comparison = compare(live, object, schema);
+    exclude(&mut comparison, reset);
+    let changed = comparison.modified.union(&comparison.added);
+    let mut conflicts = Vec::new();
+    for (manager, (set, time)) in managed.entries.iter().filter(|(m, _)| *m != applier) {
+        for path in set.intersection(&changed).paths() {
+            let field = super::fieldpath::path_string(&path);
+            conflicts.push(Conflict { manager: manager.printed(time.as_ref()), field });
+        }
+    }
+    if !force && !conflicts.is_empty() {
+        conflicts.sort_by(|a, b| (&a.manager, &a.field).cmp(&(&b.manager, &b.field)));
+        return Err(conflicts);
+    }
+    for (_, (set, _)) in managed.entries.iter_mut().filter(|(m, _)| *m != applier) {
+        *set = set.difference(&changed).difference(&comparison.removed);
+    }
+    managed.entries.retain(|_, (set, _)| !set.is_empty());
+    Ok(())
+}
+
+/// The 409 message of `conflicts`, as the kube-apiserver words it.
+pub fn conflict_message(conflicts: &[Conflict]) -> String {
+    if let [only] = conflicts {
+        return format!("Apply failed with 1 conflict: conflict with {}: {}", only.manager, only.field);
+    }
+    let mut lines = Vec::new();
+    let mut managers: Vec<&String> = conflicts.iter().map(|c| &c.manager).collect();
+    managers.dedup();
+    for manager in managers {
+        lines.push(format!("conflicts with {manager}:"));
+        lines.extend(conflicts.iter().filter(|c| &c.manager == manager).map(|c| format!("- {}", c.field)));
+    }
+    format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
+}
+
 /// Leaves the reset fields out of a comparison (structured-merge-diff's `FilterFields`).
 fn exclude(comparison: &mut Comparison, reset: &Set) {
     for set in [&mut comparison.added, &mut comparison.modified, &mut comparison.removed] {
@@ -399,5 +548,112 @@ mod tests {
         assert!(is_reset(Some(&[])) && is_reset(Some(&[ManagedFieldsEntry::default()])) && !is_reset(None));
         let read = Managed::decode(&[ManagedFieldsEntry { operation: Some("Patch".into()), ..Default::default() }]);
         assert_eq!(read, None, "an entry with an unknown operation cannot be read");
+    }
+
+    fn applied(manager: &str, managed: &Managed) -> Option<Value> {
+        managed
+            .encode()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|e| e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some("Apply"))
+            .map(|e| e.fields_v1.map(|f| f.0).unwrap_or_default())
+    }
+
+    fn spec(fields: Value) -> Value {
+        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "dolly"}, "spec": fields})
+    }
+
+    #[test]
+    fn an_apply_creates_and_owns_exactly_what_it_sent() {
+        let reset = top_level(&["status"]);
+        let config = spec(json!({"weight": 1, "height": 2}));
+        let out = apply(None, &config, Managed::default(), &write("a", "", &reset, 10), false, &schema()).unwrap();
+        assert_eq!(out.object, Some(config.clone()));
+        assert_eq!(applied("a", &out.managed), Some(json!({"f:spec": {"f:height": {}, "f:weight": {}}})));
+        let again = apply(Some(&config), &config, out.managed.clone(), &write("a", "", &reset, 20), false, &schema());
+        let again = again.unwrap();
+        assert_eq!(again.object, None, "the same apply again changes nothing");
+        assert_eq!(again.managed, out.managed, "not even the time");
+    }
+
+    #[test]
+    fn changing_another_manager_s_field_is_a_conflict_unless_forced() {
+        let reset = top_level(&["status"]);
+        let created = spec(json!({"weight": 1, "height": 2}));
+        let mine =
+            apply(None, &created, Managed::default(), &write("a", "", &reset, 10), false, &schema()).unwrap().managed;
+        let patched = spec(json!({"weight": 7, "height": 2}));
+        let both = update(Some(&created), &patched, mine, &write("b", "", &reset, 20), &schema());
+        let config = spec(json!({"weight": 3, "height": 2}));
+        let refused =
+            apply(Some(&patched), &config, both.clone(), &write("a", "", &reset, 30), false, &schema()).unwrap_err();
+        let expected = Conflict {
+            manager: "\"b\" using farm.example.com/v1alpha at 1970-01-01T00:00:20Z".into(),
+            field: ".spec.weight".into(),
+        };
+        assert_eq!(refused, std::slice::from_ref(&expected));
+        assert_eq!(
+            conflict_message(&refused),
+            "Apply failed with 1 conflict: conflict with \"b\" using farm.example.com/v1alpha at 1970-01-01T00:00:20Z: .spec.weight"
+        );
+        let forced =
+            apply(Some(&patched), &config, both.clone(), &write("a", "", &reset, 30), true, &schema()).unwrap();
+        assert_eq!(forced.object.unwrap()["spec"]["weight"], 3);
+        assert!(fields(&forced.managed).iter().all(|(m, _)| m != "b"), "b lost its only field");
+        let agreeing = apply(
+            Some(&patched),
+            &spec(json!({"weight": 7, "height": 2})),
+            both,
+            &write("a", "", &reset, 30),
+            false,
+            &schema(),
+        );
+        assert!(agreeing.is_ok(), "setting the value another manager set is shared ownership, not a conflict");
+    }
+
+    #[test]
+    fn a_field_the_applier_stops_sending_goes_unless_someone_else_owns_it() {
+        let reset = top_level(&["status"]);
+        let with_height = spec(json!({"weight": 1, "height": 2}));
+        let first =
+            apply(None, &with_height, Managed::default(), &write("a", "", &reset, 10), false, &schema()).unwrap();
+        let without = spec(json!({"weight": 1}));
+        let pruned =
+            apply(Some(&with_height), &without, first.managed.clone(), &write("a", "", &reset, 20), false, &schema());
+        assert_eq!(pruned.unwrap().object.unwrap()["spec"], json!({"weight": 1}));
+
+        let shared = update(
+            Some(&with_height),
+            &spec(json!({"weight": 1, "height": 5})),
+            first.managed,
+            &write("b", "", &reset, 15),
+            &schema(),
+        );
+        let live = spec(json!({"weight": 1, "height": 5}));
+        let kept = apply(Some(&live), &without, shared, &write("a", "", &reset, 20), false, &schema()).unwrap();
+        assert_eq!(kept.object, None, "b still owns the height, so it stays");
+    }
+
+    #[test]
+    fn the_first_apply_to_an_untracked_object_leaves_the_rest_to_before_first_apply() {
+        let reset = top_level(&["status"]);
+        let live = spec(json!({"weight": 1, "height": 2}));
+        let config = spec(json!({"weight": 4}));
+        let refused = apply(Some(&live), &config, Managed::default(), &write("a", "", &reset, 10), false, &schema());
+        let refused = refused.unwrap_err();
+        assert_eq!(refused.len(), 1);
+        assert!(refused[0].manager.starts_with("\"before-first-apply\" using "), "{refused:?}");
+        assert_eq!(refused[0].field, ".spec.weight");
+        let forced = apply(
+            Some(&live),
+            &spec(json!({"weight": 4})),
+            Managed::default(),
+            &write("a", "", &reset, 10),
+            true,
+            &schema(),
+        )
+        .unwrap();
+        let names: Vec<String> = fields(&forced.managed).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["a", "before-first-apply"]);
     }
 }
