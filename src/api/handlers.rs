@@ -13,7 +13,7 @@ use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{Registry, WriteContext};
 use super::table;
-use crate::machinery::error::{Error, Result};
+use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::resource::API_VERSION;
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
@@ -320,10 +320,35 @@ async fn patch<K: Strategy>(
     body: Body,
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Patch)?;
+    let patch_type = PatchType::from_headers(&headers)?;
+    let force = apply_options(&request, patch_type)?;
     let bytes = read_body(body).await?;
-    let patch = Patch::parse(PatchType::from_headers(&headers)?, &bytes)?;
-    let written = registry.patch(&namespace, &name, &patch, subresource, &request.context()).await?;
-    render_object(written.object.as_ref(), request.representation, &request.query, StatusCode::OK, &written.warnings)
+    let (written, code) = if patch_type == PatchType::Apply {
+        let config = super::patch::apply_configuration(&bytes)?;
+        check_kind::<K>(&config)?;
+        let (written, created) =
+            registry.apply(&namespace, &name, &config, subresource, force, &request.context()).await?;
+        (written, if created { StatusCode::CREATED } else { StatusCode::OK })
+    } else {
+        let patch = Patch::parse(patch_type, &bytes)?;
+        (registry.patch(&namespace, &name, &patch, subresource, &request.context()).await?, StatusCode::OK)
+    };
+    render_object(written.object.as_ref(), request.representation, &request.query, code, &written.warnings)
+}
+
+/// The options only an apply takes, checked as `ValidatePatchOptions` checks them: an apply needs
+/// `fieldManager`; `force` is for applies only. Returns `force`.
+fn apply_options(request: &WriteRequest, patch_type: PatchType) -> Result<bool> {
+    let force = request.query.flag("force")?;
+    let mut causes = Vec::new();
+    if patch_type == PatchType::Apply {
+        if request.options.field_manager.as_deref().is_none_or(str::is_empty) {
+            causes.push(FieldError::required("fieldManager", "is required for apply patch"));
+        }
+    } else if request.query.get("force").is_some() {
+        causes.push(FieldError::forbidden("force", "may not be specified for non-apply patch"));
+    }
+    if causes.is_empty() { Ok(force) } else { Err(OptionsKind::Patch.invalid(causes)) }
 }
 
 /// Reads `DeleteOptions` from the query and, when present, the body (which takes precedence).

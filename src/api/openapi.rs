@@ -301,7 +301,8 @@ enum Scope {
 }
 
 const JSON: &[&str] = &["application/json"];
-const PATCH_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+const PATCH_TYPES: &[&str] =
+    &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
 
 fn list_params(info: &ResourceInfo) -> Vec<Param> {
     let mut params = vec![P_LABEL_SELECTOR, P_FIELD_SELECTOR, P_LIMIT, P_CONTINUE, P_RV, P_RV_MATCH, P_TIMEOUT];

@@ -1,6 +1,8 @@
 //! Applying PATCH bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902), both through the
-//! `json-patch` crate. Strategic merge patch is refused with 415, as for custom resources, and
-//! server-side apply is not served yet.
+//! `json-patch` crate. Strategic merge patch is refused with 415, as for custom resources.
+//! Server-side apply (`application/apply-patch+yaml`) is recognised here and run by the registry
+//! (`Registry::apply`); its body is read as JSON, which is what kubectl, client-go and kube-rs
+//! send (YAML bodies are not read yet).
 //!
 //! A JSON patch is applied one operation at a time, and an operation that would nest the object
 //! deeper than a request body may nest ([`MAX_DEPTH`]) or make the patch's copies add more than
@@ -26,9 +28,11 @@ pub enum PatchType {
     Merge,
     /// `application/json-patch+json`
     Json,
+    /// `application/apply-patch+yaml`: server-side apply.
+    Apply,
 }
 
-const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json";
+const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
 impl PatchType {
     /// Reads the patch type from the request's `Content-Type`.
@@ -36,6 +40,7 @@ impl PatchType {
         match super::decode::media_type(headers).as_str() {
             "application/merge-patch+json" => Ok(Self::Merge),
             "application/json-patch+json" => Ok(Self::Json),
+            "application/apply-patch+yaml" => Ok(Self::Apply),
             other => Err(Error::UnsupportedMediaType(format!(
                 "the body of the request was in an unknown format ({}) - accepted media types include: {ACCEPTED}",
                 if other.is_empty() { "no Content-Type" } else { other }
@@ -57,6 +62,7 @@ impl Patch {
     /// Parses the body for `kind`: 400 when it is not JSON or not a valid patch.
     pub fn parse(kind: PatchType, body: &[u8]) -> Result<Self> {
         match kind {
+            PatchType::Apply => Err(Error::Internal("an apply is not a patch document".into())),
             PatchType::Merge => {
                 let value: Value = serde_json::from_slice(body)
                     .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}")))?;
@@ -173,6 +179,15 @@ fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<()> {
         json_patch::patch(doc, std::slice::from_ref(op)).map_err(|e| failed(i, e.path.as_str(), e.kind.to_string()))?;
     }
     Ok(())
+}
+
+/// Reads the body of an apply: a JSON object (400 otherwise, in the kube-apiserver's words).
+pub fn apply_configuration(body: &[u8]) -> Result<Value> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(Error::BadRequest(format!("error decoding YAML: expected an object, got {other}"))),
+        Err(e) => Err(Error::BadRequest(format!("error decoding YAML: {e}"))),
+    }
 }
 
 #[cfg(test)]

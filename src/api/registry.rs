@@ -290,9 +290,19 @@ impl<K: Strategy> Registry<K> {
     }
 
     /// Creates `object` in `namespace` (the request path's).
-    pub async fn create(&self, namespace: &str, mut object: K, ctx: &WriteContext) -> Result<Written<K>> {
+    pub async fn create(&self, namespace: &str, object: K, ctx: &WriteContext) -> Result<Written<K>> {
+        self.create_tracked(namespace, object, ctx, Tracking::Update(&ctx.manager)).await
+    }
+
+    async fn create_tracked(
+        &self,
+        namespace: &str,
+        mut object: K,
+        ctx: &WriteContext,
+        tracking: Tracking<'_>,
+    ) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
-        let managed_fields = track_managers(None, &object, Subresource::Main, &ctx.manager)?;
+        let managed_fields = tracking.managed_fields(None, &object, Subresource::Main)?;
         let meta = object.meta_mut();
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
         meta.creation_timestamp = Some(now());
@@ -347,7 +357,7 @@ impl<K: Strategy> Registry<K> {
         let committed = self
             .store
             .mutate(&key, ctx.dry_run, &mut |current| {
-                prepare_update(current, object.clone(), true, subresource, &ctx.manager)
+                prepare_update(current, object.clone(), true, subresource, Tracking::Update(&ctx.manager))
             })
             .await?;
         Ok(Written { object: committed.object, warnings })
@@ -388,7 +398,7 @@ impl<K: Strategy> Registry<K> {
                         vec![FieldError::invalid(field, &json!(value), "field is immutable")],
                     ));
                 }
-                prepare_update(current, object, false, subresource, &ctx.manager)
+                prepare_update(current, object, false, subresource, Tracking::Update(&ctx.manager))
             })
             .await?;
         Ok(Written { object: committed.object, warnings })
@@ -435,6 +445,28 @@ impl<K: Strategy> Registry<K> {
     }
 }
 
+/// Where a write's managedFields come from.
+enum Tracking<'a> {
+    /// Computed for an update by this manager ([`track_managers`]).
+    Update(&'a str),
+    /// Already computed (by an apply).
+    Given(Option<Vec<ManagedFieldsEntry>>),
+}
+
+impl Tracking<'_> {
+    fn managed_fields<K: Strategy>(
+        self,
+        live: Option<&K>,
+        new: &K,
+        subresource: Subresource,
+    ) -> Result<Option<Vec<ManagedFieldsEntry>>> {
+        match self {
+            Self::Update(manager) => track_managers(live, new, subresource, manager),
+            Self::Given(fields) => Ok(fields),
+        }
+    }
+}
+
 /// The managedFields of `new`, written over `live` (`None` for a create) through `subresource` by
 /// `manager` ([`crate::machinery::managed`]), computed where the kube-apiserver's field manager
 /// runs: on the object as the client sent it, before the strategy prepares it. The managers start
@@ -455,27 +487,28 @@ fn track_managers<K: Strategy>(
     } else {
         requested.and_then(Managed::decode).filter(|m| !m.is_empty()).or_else(stored)
     };
-    let as_value = |object: &K| {
-        let mut value =
-            serde_json::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))?;
-        if let Some(meta) = value.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
-            meta.remove("managedFields");
-        }
-        Ok::<_, Error>(value)
-    };
-    let live_value = live.map(as_value).transpose()?;
+    let live_value = live.map(object_value).transpose()?;
     let reset = managed::top_level(K::reset_fields(subresource));
-    let write = managed::Write {
-        manager,
-        subresource: subresource.name().unwrap_or_default(),
-        api_version: API_VERSION,
-        reset: &reset,
-        now: now(),
-    };
+    let write = write_of(manager, subresource, &reset);
     let schema = body_schema::<K>();
     let managers =
-        managed::update(live_value.as_ref(), &as_value(new)?, base.unwrap_or_default(), &write, &schema.object);
+        managed::update(live_value.as_ref(), &object_value(new)?, base.unwrap_or_default(), &write, &schema.object);
     Ok(managers.encode())
+}
+
+/// `object` as JSON without its managedFields, for the field manager.
+fn object_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
+    let mut value = serde_json::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))?;
+    if let Some(meta) = value.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    Ok(value)
+}
+
+/// The field manager's view of a write by `manager` through `subresource`, now.
+fn write_of<'a>(manager: &'a str, subresource: Subresource, reset: &'a managed::Set) -> managed::Write<'a> {
+    let subresource = subresource.name().unwrap_or_default();
+    managed::Write { manager, subresource, api_version: API_VERSION, reset, now: now() }
 }
 
 /// The optimistic-concurrency precondition of an update: the body's `resourceVersion`, when set
@@ -504,11 +537,11 @@ fn prepare_update<K: Strategy>(
     mut new: K,
     require_resource_version: bool,
     subresource: Subresource,
-    manager: &str,
+    tracking: Tracking,
 ) -> Result<Mutation<K>> {
     let old = current.meta();
     check_resource_version::<K>(new.meta(), old, require_resource_version)?;
-    let managed_fields = track_managers(Some(current.as_ref()), &new, subresource, manager)?;
+    let managed_fields = tracking.managed_fields(Some(current.as_ref()), &new, subresource)?;
     if subresource == Subresource::Status {
         *new.meta_mut() = old.clone();
     }
@@ -553,6 +586,8 @@ fn prepare_update<K: Strategy>(
     }
     Ok(Mutation::Put(new))
 }
+
+mod apply;
 
 #[cfg(test)]
 mod tests {

@@ -222,6 +222,14 @@ pub enum Error {
         /// Why, e.g. "the object has been modified; ...".
         detail: String,
     },
+    /// 409 `Conflict` of a server-side apply: fields other managers own, one cause each.
+    #[error("{message}")]
+    ApplyConflict {
+        /// "Apply failed with N conflicts: …".
+        message: String,
+        /// `FieldManagerConflict` causes naming the field and its manager.
+        causes: Vec<StatusCause>,
+    },
     /// 410 `Expired`.
     #[error("{0}")]
     Expired(String),
@@ -308,7 +316,7 @@ impl Error {
             Self::NotFound { .. } | Self::PathNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
-            Self::AlreadyExists { .. } | Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::AlreadyExists { .. } | Self::Conflict { .. } | Self::ApplyConflict { .. } => StatusCode::CONFLICT,
             Self::Expired(_) | Self::ExpiredContinue { .. } => StatusCode::GONE,
             Self::TooLargeResourceVersion { .. } | Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -330,7 +338,7 @@ impl Error {
             Self::MethodNotAllowed => "MethodNotAllowed",
             Self::NotAcceptable(_) => "NotAcceptable",
             Self::AlreadyExists { .. } => "AlreadyExists",
-            Self::Conflict { .. } => "Conflict",
+            Self::Conflict { .. } | Self::ApplyConflict { .. } => "Conflict",
             Self::Expired(_) | Self::ExpiredContinue { .. } => "Expired",
             Self::TooLargeResourceVersion { .. } | Self::Timeout => "Timeout",
             Self::TooLarge(_) => "RequestEntityTooLarge",
@@ -384,6 +392,9 @@ impl Error {
                 ),
                 ..Default::default()
             }),
+            Self::ApplyConflict { causes, .. } => {
+                Some(StatusDetails { causes: Some(causes.clone()), ..Default::default() })
+            }
             Self::TooManyRequests { retry_after, .. } | Self::Unavailable { retry_after, .. } => {
                 Some(StatusDetails { retry_after_seconds: Some(*retry_after as i32), ..Default::default() })
             }

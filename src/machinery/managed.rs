@@ -15,7 +15,8 @@
 //!    anything. Entries left empty go; more than ten `Update` entries fold the oldest into
 //!    `ancient-changes`.
 
-use super::fieldpath::{PathElement, Set};
+use super::fieldpath::PathElement;
+pub use super::fieldpath::Set;
 use super::typed::{Comparison, compare};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use serde_json::{Value, json};
@@ -353,6 +354,19 @@ fn take_over(
     }
     managed.entries.retain(|_, (set, _)| !set.is_empty());
     Ok(())
+}
+
+/// The 409 of `conflicts`, as the kube-apiserver's `NewConflictError` builds it.
+pub fn conflict_error(conflicts: &[Conflict]) -> super::error::Error {
+    let causes = conflicts
+        .iter()
+        .map(|c| k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
+            reason: Some("FieldManagerConflict".into()),
+            message: Some(format!("conflict with {}", c.manager)),
+            field: Some(c.field.clone()),
+        })
+        .collect();
+    super::error::Error::ApplyConflict { message: conflict_message(conflicts), causes }
 }
 
 /// The 409 message of `conflicts`, as the kube-apiserver words it.

@@ -1,0 +1,128 @@
+//! Server-side apply on the registry (`PATCH` with `application/apply-patch+yaml`), as the
+//! kube-apiserver's apply patcher runs it: the configuration is applied to the stored object by
+//! [`crate::machinery::managed::apply`] inside the store's read-modify-write, then decoded,
+//! prepared and validated like any update; an object that does not exist is created from the
+//! configuration (after the namespace lifecycle check). A `resourceVersion` in the configuration
+//! is a precondition; `dryRun` stores nothing.
+
+use super::{Registry, Tracking, WriteContext, Written, object_value, prepare_update, write_of};
+use crate::machinery::error::{Error, Result};
+use crate::machinery::managed::{self, Managed};
+use crate::machinery::resource::body_schema;
+use crate::machinery::strategy::{Strategy, Subresource};
+use crate::store::ObjectKey;
+use serde_json::Value;
+
+/// How often an apply retries when the object appears or disappears under it.
+const ATTEMPTS: usize = 4;
+
+/// Refuses a configuration whose name or namespace differs from the request's.
+fn check_target(config: &Value, namespace: &str, name: &str) -> Result<()> {
+    let meta = &config["metadata"];
+    if let Some(other) = meta["name"].as_str().filter(|n| !n.is_empty() && *n != name) {
+        return Err(Error::BadRequest(format!(
+            "the name of the object ({other}) does not match the name on the URL ({name})"
+        )));
+    }
+    if meta["namespace"].as_str().is_some_and(|n| !n.is_empty() && n != namespace) {
+        return Err(Error::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl<K: Strategy> Registry<K> {
+    /// Applies `config` (the parsed body) to `name` through `subresource` for `ctx.manager`;
+    /// `force` takes over fields other managers own instead of answering 409. Also says whether
+    /// the apply created the object.
+    pub async fn apply(
+        &self,
+        namespace: &str,
+        name: &str,
+        config: &Value,
+        subresource: Subresource,
+        force: bool,
+        ctx: &WriteContext,
+    ) -> Result<(Written<K>, bool)> {
+        check_target(config, namespace, name)?;
+        let key = ObjectKey::new(namespace, name);
+        for _ in 0..ATTEMPTS {
+            if self.store.get(&key).await?.is_none() {
+                match self.apply_create(namespace, name, config, subresource, force, ctx).await {
+                    Err(Error::AlreadyExists { .. }) => continue,
+                    other => return other.map(|written| (written, true)),
+                }
+            }
+            match self.apply_update(&key, namespace, config, subresource, force, ctx).await {
+                Err(Error::NotFound { .. }) => continue,
+                other => return other.map(|written| (written, false)),
+            }
+        }
+        Err(Error::Internal(format!("{name} kept appearing and disappearing during the apply")))
+    }
+
+    /// Creates `name` from `config`: the applier owns what it sent.
+    async fn apply_create(
+        &self,
+        namespace: &str,
+        name: &str,
+        config: &Value,
+        subresource: Subresource,
+        force: bool,
+        ctx: &WriteContext,
+    ) -> Result<Written<K>> {
+        if subresource != Subresource::Main {
+            return Err(Self::not_found(name));
+        }
+        self.admit_create(namespace, name).await?;
+        let reset = managed::top_level(K::reset_fields(subresource));
+        let write = write_of(&ctx.manager, subresource, &reset);
+        let schema = body_schema::<K>();
+        let applied = managed::apply(None, config, Managed::default(), &write, force, &schema.object)
+            .map_err(|conflicts| managed::conflict_error(&conflicts))?;
+        let mut object = applied.object.unwrap_or_else(|| config.clone());
+        object["metadata"]["name"] = Value::String(name.to_string());
+        let decoded = super::super::decode::decode_object::<K>(object, namespace, ctx.field_validation)?;
+        let created =
+            self.create_tracked(namespace, decoded.object, ctx, Tracking::Given(applied.managed.encode())).await?;
+        Ok(Written { object: created.object, warnings: [decoded.warnings, created.warnings].concat() })
+    }
+
+    /// Applies `config` to the stored object in one read-modify-write.
+    async fn apply_update(
+        &self,
+        key: &ObjectKey,
+        namespace: &str,
+        config: &Value,
+        subresource: Subresource,
+        force: bool,
+        ctx: &WriteContext,
+    ) -> Result<Written<K>> {
+        let reset = managed::top_level(K::reset_fields(subresource));
+        let schema = body_schema::<K>();
+        let mut warnings = Vec::new();
+        let committed = self
+            .store
+            .mutate(key, ctx.dry_run, &mut |current| {
+                let write = write_of(&ctx.manager, subresource, &reset);
+                let live = object_value(current.as_ref())?;
+                let stored = current.meta().managed_fields.as_deref().unwrap_or_default();
+                let managers = Managed::decode(stored).unwrap_or_default();
+                let applied = managed::apply(Some(&live), config, managers, &write, force, &schema.object)
+                    .map_err(|conflicts| managed::conflict_error(&conflicts))?;
+                let object = match applied.object {
+                    Some(value) => {
+                        let decoded = super::super::decode::decode_object::<K>(value, namespace, ctx.field_validation)?;
+                        warnings = decoded.warnings;
+                        decoded.object
+                    }
+                    None => (**current).clone(),
+                };
+                warnings.extend(object.warnings());
+                prepare_update(current, object, false, subresource, Tracking::Given(applied.managed.encode()))
+            })
+            .await?;
+        Ok(Written { object: committed.object, warnings })
+    }
+}
