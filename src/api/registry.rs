@@ -11,6 +11,8 @@
 //!   is only marked (`deletionTimestamp`); it goes when an update removes its last finalizer;
 //! - create checks the namespace's lifecycle first when the registry knows the cluster's
 //!   namespaces ([`crate::machinery::lifecycle`]);
+//! - every write records who set which field in `metadata.managedFields`
+//!   ([`crate::machinery::managed`]); server-side apply is [`Registry::apply`] (in `apply.rs`);
 //! - `dryRun=All` runs every check and stores nothing.
 
 use super::patch::Patch;
