@@ -175,3 +175,30 @@ async fn kubectl_applies_server_side_diffs_and_forces_conflicts() {
     let (_, weight, _) = s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.weight}"]);
     assert_eq!(weight, "140");
 }
+
+#[tokio::test]
+async fn kubectl_moves_a_client_side_applied_llama_to_server_side_apply() {
+    let s = Server::start().await;
+    let manifest = "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: dolly\nspec:\n  weight: 120\n  height: 170.5\n";
+    let (ok, _, err) = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(manifest));
+    assert!(ok, "{err}");
+    // The same manifest server-side: kubectl hands the client-side manager's fields over to the
+    // server-side one (its JSON patch of managedFields), and 120 equals the stored 120.0.
+    let (ok, out, err) = s.kubectl_with_stdin(&["apply", "--server-side", "-f", "-"], Some(manifest));
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "llama.farm.example.com/dolly serverside-applied");
+    let (_, managers, _) = s.kubectl(&[
+        "get",
+        "llama",
+        "dolly",
+        "--show-managed-fields",
+        "-o",
+        "jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}",
+    ]);
+    assert_eq!(managers.trim(), "kubectl/Apply kubectl-last-applied/Apply");
+    let (ok, _, err) =
+        s.kubectl_with_stdin(&["apply", "--server-side", "-f", "-"], Some(&manifest.replace("120", "125")));
+    assert!(ok, "{err}");
+    let (_, weight, _) = s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.weight}"]);
+    assert_eq!(weight, "125");
+}

@@ -302,7 +302,7 @@ pub fn apply(
         *set = set.difference(&stripped());
     }
     managed.entries.retain(|_, (set, _)| !set.is_empty());
-    let changed = object != *live_value;
+    let changed = !super::typed::values_equal(&object, live_value);
     if changed && let Some((_, time)) = managed.entries.get_mut(&key) {
         *time = Some(write.now.clone());
     }

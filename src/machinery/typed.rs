@@ -123,6 +123,22 @@ fn walk_fields(value: &Value, schema: Option<&Value>, path: &mut Path, set: &mut
     }
 }
 
+/// Whether two values are equal as structured-merge-diff's `value.Equals` has it: numbers by
+/// value (`120` equals `120.0`), lists and maps element by element.
+pub fn values_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| values_equal(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
 /// What changed from one version of an object to the next.
 #[derive(Debug, Default, PartialEq)]
 pub struct Comparison {
@@ -190,7 +206,7 @@ fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>
     let target = match (old, new) {
         (None, Some(_)) => Some(&mut c.added),
         (Some(_), None) => Some(&mut c.removed),
-        (Some(o), Some(n)) if leaf && o != n => Some(&mut c.modified),
+        (Some(o), Some(n)) if leaf && !values_equal(o, n) => Some(&mut c.modified),
         _ => None,
     };
     if let Some(set) = target {
@@ -230,7 +246,7 @@ fn compare_entries(
         match (o.len(), n.len()) {
             (0..=1, 0..=1) => compare_node(o.first(), n.first(), items, path, c),
             (2.., 2..) => {
-                if o != n {
+                if o.len() != n.len() || !o.iter().zip(&n).all(|(a, b)| values_equal(a, b)) {
                     c.modified.insert(path);
                 }
             }
@@ -302,6 +318,13 @@ mod tests {
             json!({"f:metadata":{"f:finalizers":{"v:\"x\"":{}}},"f:spec":{"f:height":{}}})
         );
         assert!(compare(&new, &new, &schema()).is_same());
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        let c = compare(&json!({"spec": {"weight": 120.0}}), &json!({"spec": {"weight": 120}}), &schema());
+        assert!(c.is_same(), "{c:?}");
+        assert!(!values_equal(&json!([1, 2]), &json!([1.0, 2.5])));
     }
 
     #[test]
