@@ -620,12 +620,13 @@ async fn tables_render_name_weight_height_and_age(#[case] backend: Backend) {
     assert_eq!(list.body["apiVersion"], "meta.k8s.io/v1");
     let columns: Vec<&str> =
         list.body["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(columns, ["Name", "Weight", "Height", "Age", "Color"]);
+    assert_eq!(columns, ["Name", "Weight", "Height", "Ready", "Age", "Color"]);
     let row = &list.body["rows"][0];
     assert_eq!(row["cells"][0], "dolly");
     assert_eq!(row["cells"][1], 120.0);
     assert_eq!(row["cells"][2], 170.5);
-    assert!(row["cells"][3].as_str().unwrap().ends_with('s'));
+    assert_eq!(row["cells"][3], Value::Null, "no Ready condition yet");
+    assert!(row["cells"][4].as_str().unwrap().ends_with('s'));
     assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
 
     let one = send(

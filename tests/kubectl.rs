@@ -45,11 +45,19 @@ async fn apply_creates_then_configures_and_get_shows_weight_and_height(#[case] b
 
     let out = ok(s.kubectl(&["get", "llamas"]));
     let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(lines[0], ["NAME", "WEIGHT", "HEIGHT", "AGE"]);
+    assert_eq!(lines[0], ["NAME", "WEIGHT", "HEIGHT", "READY", "AGE"]);
     assert_eq!(&lines[1][..3], ["dolly", "125", "170.5"]);
     let wide = ok(s.kubectl(&["get", "lm", "-A", "-o", "wide"]));
     assert!(
-        wide.lines().next().unwrap().split_whitespace().eq(["NAMESPACE", "NAME", "WEIGHT", "HEIGHT", "AGE", "COLOR"]),
+        wide.lines().next().unwrap().split_whitespace().eq([
+            "NAMESPACE",
+            "NAME",
+            "WEIGHT",
+            "HEIGHT",
+            "READY",
+            "AGE",
+            "COLOR"
+        ]),
         "{wide}"
     );
 }
@@ -149,7 +157,7 @@ async fn get_watch_prints_a_row_on_create_and_on_change(#[case] backend: Backend
     command.args(["get", "llamas", "-w"]).env("KUBECONFIG", &s.kubeconfig);
     let watch = common::LineStream::spawn(command);
     let next = || watch.next_line(std::time::Duration::from_secs(10));
-    assert!(next().split_whitespace().eq(["NAME", "WEIGHT", "HEIGHT", "AGE"]));
+    assert!(next().split_whitespace().eq(["NAME", "WEIGHT", "HEIGHT", "READY", "AGE"]));
     assert!(next().starts_with("dolly "));
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(&llama_yaml("cria", "b", 30))));
     let created: Vec<String> = next().split_whitespace().map(String::from).collect();

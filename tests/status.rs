@@ -205,6 +205,10 @@ async fn kubectl_patches_the_status_and_waits_for_the_ready_condition() {
     assert!(waited.status.success(), "{stdout}{}", String::from_utf8_lossy(&waited.stderr));
     assert_eq!(stdout.trim(), "llama.farm.example.com/dolly condition met");
 
+    let (ok, out, _) = s.kubectl(&["get", "llama", "dolly"]);
+    assert!(ok);
+    let row: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["dolly", "100", "170", "True"], "the READY column shows the condition: {out}");
     let (ok, out, err) =
         s.kubectl(&["get", "llama", "dolly", "--subresource=status", "-o", "jsonpath={.status.conditions[0].reason}"]);
     assert!(ok, "{err}");

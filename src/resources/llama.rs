@@ -72,6 +72,13 @@ const COLUMNS: &[Column] = &[
         priority: 0,
     },
     Column {
+        name: "Ready",
+        kind: ColumnType::String,
+        format: "",
+        description: "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.",
+        priority: 0,
+    },
+    Column {
         name: "Color",
         kind: ColumnType::String,
         format: "",
@@ -79,6 +86,13 @@ const COLUMNS: &[Column] = &[
         priority: 1,
     },
 ];
+
+impl Llama {
+    /// The condition of `type_` in the status, if the controller wrote one.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.status.as_ref()?.conditions.iter().find(|c| c.type_ == type_)
+    }
+}
 
 impl ApiResource for Llama {
     const INFO: ResourceInfo = ResourceInfo {
@@ -161,6 +175,7 @@ impl Strategy for Llama {
         vec![
             serde_json::json!(self.spec.weight),
             serde_json::json!(self.spec.height),
+            self.condition("Ready").map_or(serde_json::Value::Null, |c| serde_json::json!(c.status)),
             serde_json::json!(self.spec.color.as_deref().unwrap_or("")),
         ]
     }
