@@ -132,9 +132,7 @@ async fn apply_options_bodies_and_preconditions_are_checked(#[case] backend: Bac
 #[tokio::test]
 async fn kube_rs_applies_the_object_and_its_status() {
     let s = Server::start().await;
-    let kubeconfig = kube::config::Kubeconfig::read_from(&s.kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    let api: Api<Llama> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let api: Api<Llama> = Api::namespaced(s.kube_client().await, "default");
     let params = PatchParams::apply("herd-controller");
     let created = api
         .patch("dolly", &params, &Patch::Apply(applied("dolly", json!({"weight": 1.0, "height": 2.0}))))

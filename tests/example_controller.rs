@@ -15,9 +15,7 @@ async fn the_example_controller_makes_kubectl_wait_for_ready_return() {
     let s = Server::start().await;
     let created = s.client.post(s.url(&llamas("default"))).json(&llama("dolly", 100.0, 170.0)).send().await.unwrap();
     assert_eq!(created.status(), 201);
-    let kubeconfig = kube::config::Kubeconfig::read_from(&s.kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    let running = tokio::spawn(controller::run(kube::Client::try_from(config).unwrap()));
+    let running = tokio::spawn(controller::run(s.kube_client().await));
 
     let (ok, out, err) = s.kubectl(&["wait", "--for=condition=Ready", "llama/dolly", "--timeout=30s"]);
     assert!(ok, "{out}{err}");

@@ -14,12 +14,6 @@ use kube::runtime::{reflector, watcher};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-async fn client(s: &Server) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&s.kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 fn llama(name: &str, padding: usize) -> Llama {
     let mut l = Llama::new(name, LlamaSpec { weight: 10.0, height: 20.0, color: None });
     if padding > 0 {
@@ -61,7 +55,7 @@ where
 
 async fn follows_changes_and_survives_a_forced_410(backend: Backend, streaming: bool) {
     let s = Server::start_isolated(backend, &["--watch-history-size", "5", "--watch-buffer-size", "4"]).await;
-    let api: Api<Llama> = Api::namespaced(client(&s).await, "default");
+    let api: Api<Llama> = Api::namespaced(s.kube_client().await, "default");
     let (reader, writer) = reflector::store::<Llama>();
     let config = if streaming { watcher::Config::default().streaming_lists() } else { watcher::Config::default() };
     let mut stream = reflector::reflector(writer, watcher(api.clone(), config)).boxed();

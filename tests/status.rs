@@ -223,9 +223,7 @@ async fn kubectl_patches_the_status_and_waits_for_the_ready_condition() {
 #[tokio::test]
 async fn kube_rs_reads_and_writes_the_status_subresource() {
     let s = Server::start().await;
-    let kubeconfig = kube::config::Kubeconfig::read_from(&s.kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
-    let api: Api<Llama> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let api: Api<Llama> = Api::namespaced(s.kube_client().await, "default");
     let created: Llama = serde_json::from_value(llama("dolly", 100.0, 170.0)).unwrap();
     api.create(&PostParams::default(), &created).await.unwrap();
 

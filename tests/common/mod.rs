@@ -238,6 +238,13 @@ impl Server {
     }
 
     /// Runs kubectl against this server; returns (success, stdout, stderr).
+    /// A kube-rs client configured from the server's kubeconfig, as an operator would build one.
+    pub async fn kube_client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("the server's kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("a config");
+        kube::Client::try_from(config).expect("a client")
+    }
+
     pub fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
         self.kubectl_with_stdin(args, None)
     }
