@@ -199,4 +199,12 @@ async fn kubectl_moves_a_client_side_applied_llama_to_server_side_apply() {
     assert!(ok, "{err}");
     let (_, weight, _) = s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.weight}"]);
     assert_eq!(weight, "125");
+    // The server rewrote client-side apply's annotation, so client-side apply can take over again.
+    let (ok, last, err) = s.kubectl(&["apply", "view-last-applied", "llama", "dolly", "-o", "json"]);
+    assert!(ok, "{err}");
+    let last: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(last["spec"]["weight"], 125);
+    let (ok, out, err) = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(&manifest.replace("120", "126")));
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "llama.farm.example.com/dolly configured");
 }

@@ -306,7 +306,34 @@ pub fn apply(
     if changed && let Some((_, time)) = managed.entries.get_mut(&key) {
         *time = Some(write.now.clone());
     }
+    let mut object = object;
+    if write.manager == KUBECTL {
+        update_last_applied(&mut object, config);
+    }
+    let changed = !super::typed::values_equal(&object, live_value);
     Ok(Applied { object: changed.then_some(object), managed })
+}
+
+/// The manager kubectl applies as, whose applies keep its client-side annotation current.
+const KUBECTL: &str = "kubectl";
+/// The annotation client-side `kubectl apply` three-way-merges against.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// After a server-side apply by kubectl, an object that carries client-side apply's annotation
+/// gets the applied configuration in it (without the annotation itself), so a later client-side
+/// apply merges against what was applied last (apimachinery's `lastAppliedUpdater`).
+fn update_last_applied(object: &mut Value, config: &Value) {
+    let current = object.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED));
+    if current.and_then(Value::as_str).is_none_or(str::is_empty) {
+        return;
+    }
+    let mut applied = config.clone();
+    if let Some(annotations) = applied.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+        annotations.remove(LAST_APPLIED);
+    }
+    if let Some(annotations) = object.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
+        annotations.insert(LAST_APPLIED.into(), Value::String(format!("{applied}\n")));
+    }
 }
 
 /// Removes from `merged` what the applier owned last time and no longer sends, unless another
@@ -669,5 +696,21 @@ mod tests {
         .unwrap();
         let names: Vec<String> = fields(&forced.managed).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["a", "before-first-apply"]);
+    }
+
+    #[test]
+    fn a_kubectl_apply_rewrites_the_client_side_annotation_when_there_is_one() {
+        let reset = top_level(&["status"]);
+        let mut live = spec(json!({"weight": 1, "height": 2}));
+        live["metadata"]["annotations"] = json!({(LAST_APPLIED): "{\"old\":true}\n"});
+        let config = spec(json!({"weight": 4, "height": 2}));
+        let out = apply(Some(&live), &config, Managed::default(), &write("kubectl", "", &reset, 10), true, &schema());
+        let object = out.unwrap().object.unwrap();
+        let annotation = object["metadata"]["annotations"][LAST_APPLIED].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(annotation).unwrap(), config);
+        assert!(annotation.ends_with('\n'));
+        let other = apply(Some(&live), &config, Managed::default(), &write("flux", "", &reset, 10), true, &schema());
+        let object = other.unwrap().object.unwrap();
+        assert_eq!(object["metadata"]["annotations"][LAST_APPLIED], "{\"old\":true}\n", "only kubectl's applies");
     }
 }
