@@ -71,20 +71,16 @@ impl Manager {
     /// `BuildManagerIdentifier`: the entry's JSON without fields and time (nor apiVersion for an
     /// Apply), which orders ties as the kube-apiserver orders them.
     fn identifier(&self) -> String {
-        let mut id = serde_json::Map::new();
-        id.insert("manager".into(), json!(self.name));
-        id.insert("operation".into(), json!(self.operation));
+        let mut fields = vec![("manager", &self.name), ("operation", &self.operation)];
         if self.operation != "Apply" {
-            id.insert("apiVersion".into(), json!(self.api_version));
+            fields.push(("apiVersion", &self.api_version));
         }
         if !self.subresource.is_empty() {
-            id.insert("subresource".into(), json!(self.subresource));
+            fields.push(("subresource", &self.subresource));
         }
-        let ordered: Vec<String> = ["manager", "operation", "apiVersion", "subresource"]
-            .iter()
-            .filter_map(|k| id.get(*k).map(|v| format!("{}:{v}", json!(k))))
-            .collect();
-        format!("{{{}}}", ordered.join(","))
+        let written: Vec<String> =
+            fields.into_iter().map(|(key, value)| format!("{}:{}", json!(key), json!(value))).collect();
+        format!("{{{}}}", written.join(","))
     }
 }
 
@@ -579,6 +575,22 @@ mod tests {
         assert_eq!(names.len(), 10);
         assert_eq!(names[0], "ancient-changes", "{names:?}");
         assert!(!names.contains(&"m00".to_string()) && names.contains(&"m11".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn managers_are_identified_as_build_manager_identifier_writes_them() {
+        let update = Manager {
+            name: "a".into(),
+            operation: "Update".into(),
+            api_version: "v".into(),
+            subresource: "status".into(),
+        };
+        assert_eq!(
+            update.identifier(),
+            r#"{"manager":"a","operation":"Update","apiVersion":"v","subresource":"status"}"#
+        );
+        let apply = Manager { operation: "Apply".into(), subresource: String::new(), ..update };
+        assert_eq!(apply.identifier(), r#"{"manager":"a","operation":"Apply"}"#);
     }
 
     #[test]
