@@ -369,6 +369,65 @@ async fn a_body_without_content_type_is_read_as_json(#[case] backend: Backend) {
 }
 
 #[apply(backends)]
+async fn yaml_bodies_are_read_as_the_kube_apiserver_reads_them(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
+    let post = |body: &str| {
+        s.client.post(s.url(&llamas("default"))).header("content-type", "application/yaml").body(body.to_string())
+    };
+    // go-yaml v2's scalars, as kube-apiserver 1.20 stored them for a Llama CRD: hex, legacy octal, quoted text.
+    let manifest = "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: dolly\n  labels: {tier: gold}\nspec:\n  weight: 0x10\n  height: 0755\n  color: \"yes\"\n";
+    let created = send(post(manifest)).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(created.body["spec"], json!({"weight": 16.0, "height": 493.0, "color": "yes"}));
+    assert_eq!(created.body["metadata"]["labels"], json!({"tier": "gold"}));
+    // An unquoted `yes` is YAML 1.1's true, which the schema refuses for a string.
+    let r = send(post(&manifest.replace("dolly", "bool").replace("\"yes\"", "yes"))).await;
+    assert_status(&r.body, 422, "Invalid");
+    assert!(
+        r.body["message"].as_str().unwrap().contains("spec.color in body must be of type string: \"boolean\""),
+        "{}",
+        r.body
+    );
+    let r = send(post("apiVersion: farm.example.com/v1alpha\nkind: Llama\nspec:\n  height: [1\n")).await;
+    assert_status(&r.body, 400, "BadRequest");
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the object provided is unrecognized (must be of type Llama): "),
+        "{}",
+        r.body
+    );
+
+    let rv = created.body["metadata"]["resourceVersion"].as_str().unwrap();
+    let put_body = format!(
+        "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: dolly\n  resourceVersion: \"{rv}\"\nspec:\n  weight: 17\n  height: 2\n"
+    );
+    let put = send(
+        s.client.put(s.url(&llama_path("default", "dolly"))).header("content-type", "application/yaml").body(put_body),
+    )
+    .await;
+    assert_eq!(put.code, 200, "{}", put.body);
+    assert_eq!(put.body["spec"], json!({"weight": 17.0, "height": 2.0}));
+
+    let r = send(s.client.post(s.url(&llamas("default"))).header("content-type", "text/plain").body(manifest)).await;
+    assert_status(&r.body, 415, "UnsupportedMediaType");
+    assert_eq!(
+        r.body["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+    );
+
+    let dry_run = "apiVersion: v1\nkind: DeleteOptions\ndryRun: [All]\n";
+    let delete = s.client.delete(s.url(&llama_path("default", "dolly"))).header("content-type", "application/yaml");
+    assert_eq!(send(delete.body(dry_run)).await.code, 200);
+    assert_eq!(
+        s.get_json(&llama_path("default", "dolly")).await.code,
+        200,
+        "a dry-run delete read from YAML keeps the llama"
+    );
+}
+
+#[apply(backends)]
 async fn field_validation_controls_unknown_fields(#[case] backend: Backend) {
     let s = Server::start_on(backend).await;
     let mut body = llama("dolly", 1.0, 1.0);

@@ -54,7 +54,7 @@ pub fn validate(llama: &Llama) -> Vec<FieldError> {
 /// JSON, parses as a request body (no deeper than serde_json allows), so it could be PUT back.
 pub fn decode_patched(patched: &Value) {
     let text = patched.to_string();
-    if let Err(err) = parse_json(text.as_bytes()) {
+    if let Err(err) = parse_json(text.as_bytes(), "Llama") {
         panic!("a patched document does not parse as a request body: {err}");
     }
     for mode in MODES {

@@ -18,7 +18,7 @@ use farm_apiserver::resources::llama::Llama;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let value = match parse_json(data) {
+    let value = match parse_json(data, "Llama") {
         Ok(value) => value,
         Err(err) => return assert_client_error(&err),
     };

@@ -1,7 +1,7 @@
 //! Decoding request bodies into typed objects, as the kube-apiserver decodes them.
 //!
-//! 1. The body is read with a 3 MiB limit (413 beyond it) and must be JSON (415 otherwise;
-//!    400 when it does not parse).
+//! 1. The body is read with a 3 MiB limit (413 beyond it) and must be JSON or YAML (415
+//!    otherwise; 400 when it does not parse).
 //! 2. `apiVersion` and `kind` must name the resource (400).
 //! 3. A check against the resource's schema, as for CRDs
 //!    ([`crate::machinery::schema_validation`]): required fields, JSON types, bounds, enums,
@@ -44,21 +44,36 @@ pub fn media_type(headers: &http::HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// Requires a JSON `Content-Type` for create and update bodies. A body without one is read as
-/// JSON, the kube-apiserver's first supported type (the official Python client sends its
-/// custom-object creates so).
-pub fn require_json(headers: &http::HeaderMap) -> Result<()> {
+/// The media types a create, update or delete body may have, as for custom resources.
+const ACCEPTED: &str = "application/json, application/yaml";
+
+/// Parses a create, update or delete body by its `Content-Type`: JSON, or YAML read as
+/// sigs.k8s.io/yaml reads it ([`super::yaml`]). A body without a `Content-Type` is read as JSON,
+/// the kube-apiserver's first supported type (the official Python client sends its custom-object
+/// creates so); another type is a 415, and a body that does not parse is a 400 naming the type
+/// expected (`kind`), all in the kube-apiserver's words.
+pub fn parse_body(headers: &http::HeaderMap, bytes: &[u8], kind: &str) -> Result<Value> {
     match media_type(headers).as_str() {
-        "application/json" | "" => Ok(()),
-        other => Err(Error::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format ({other}) - accepted media types include: application/json"
+        "application/json" | "" => parse_json(bytes, kind),
+        "application/yaml" => parse_yaml(bytes, kind),
+        _ => Err(Error::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: {ACCEPTED}"
         ))),
     }
 }
 
-/// Parses bytes as JSON, 400 when they are not.
-pub fn parse_json(bytes: &[u8]) -> Result<Value> {
-    serde_json::from_slice(bytes).map_err(|err| Error::BadRequest(format!("the request body is not valid JSON: {err}")))
+/// Parses a JSON body that should hold a `kind`, 400 when it does not parse.
+pub fn parse_json(bytes: &[u8], kind: &str) -> Result<Value> {
+    serde_json::from_slice(bytes).map_err(|err| unrecognized(kind, err.to_string()))
+}
+
+/// Parses a YAML body that should hold a `kind`, 400 when it does not parse.
+pub fn parse_yaml(bytes: &[u8], kind: &str) -> Result<Value> {
+    super::yaml::to_json(bytes, |err| unrecognized(kind, err))
+}
+
+fn unrecognized(kind: &str, why: String) -> Error {
+    Error::BadRequest(format!("the object provided is unrecognized (must be of type {kind}): {why}"))
 }
 
 /// A decoded object and the warnings its decoding produced.

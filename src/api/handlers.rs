@@ -6,7 +6,7 @@
 //! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
 //! representation; a verb the resource lacks is a 405 `Status`.
 
-use super::decode::{check_kind, decode_object, parse_json, read_body, require_json};
+use super::decode::{check_kind, decode_object, parse_body, read_body};
 use super::extract::PathParams;
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
@@ -238,8 +238,7 @@ async fn decode_body<K: Strategy>(
     options: &WriteOptions,
 ) -> Result<super::decode::Decoded<K>> {
     let bytes = read_body(body).await?;
-    require_json(headers)?;
-    decode_object::<K>(parse_json(&bytes)?, namespace, options.field_validation)
+    decode_object::<K>(parse_body(headers, &bytes, K::INFO.kind)?, namespace, options.field_validation)
 }
 
 /// What every create, update and patch reads first: query, write options, response representation.
@@ -279,8 +278,7 @@ async fn create<K: Strategy>(
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create)?;
     let bytes = read_body(body).await?;
-    require_json(&headers)?;
-    let value = parse_json(&bytes)?;
+    let value = parse_body(&headers, &bytes, K::INFO.kind)?;
     // Admission (the namespace lifecycle) sees the decoded object, before its validation.
     let metadata = check_kind::<K>(&value)?.get("metadata");
     let name = ["name", "generateName"]
@@ -325,7 +323,7 @@ async fn patch<K: Strategy>(
     let bytes = read_body(body).await?;
     let (written, code) = if patch_type == PatchType::Apply {
         let config = super::patch::apply_configuration(&bytes)?;
-        check_kind::<K>(&config)?;
+        super::patch::check_apply_type::<K>(&config)?;
         let (written, created) =
             registry.apply(&namespace, &name, &config, subresource, force, &request.context()).await?;
         (written, if created { StatusCode::CREATED } else { StatusCode::OK })
@@ -357,11 +355,7 @@ async fn delete_options(query: &Query, headers: &HeaderMap, body: Body) -> Resul
     let mut options = if bytes.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        let media = super::decode::media_type(headers);
-        if !media.is_empty() && media != "application/json" {
-            require_json(headers)?;
-        }
-        serde_json::from_slice::<DeleteOptions>(&bytes).map_err(|e| {
+        serde_json::from_value::<DeleteOptions>(parse_body(headers, &bytes, "DeleteOptions")?).map_err(|e| {
             Error::BadRequest(format!("the body of the request could not be decoded as DeleteOptions: {e}"))
         })?
     };

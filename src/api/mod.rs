@@ -17,3 +17,4 @@ pub mod query;
 pub mod registry;
 pub mod table;
 pub mod watch;
+pub mod yaml;

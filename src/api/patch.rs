@@ -1,8 +1,7 @@
 //! Applying PATCH bodies: JSON merge patch (RFC 7386) and JSON patch (RFC 6902), both through the
 //! `json-patch` crate. Strategic merge patch is refused with 415, as for custom resources.
 //! Server-side apply (`application/apply-patch+yaml`) is recognised here and run by the registry
-//! (`Registry::apply`); its body is read as JSON, which is what kubectl, client-go and kube-rs
-//! send (YAML bodies are not read yet).
+//! (`Registry::apply`); its body is YAML or JSON ([`apply_configuration`]).
 //!
 //! A JSON patch is applied one operation at a time, and an operation that would nest the object
 //! deeper than a request body may nest ([`MAX_DEPTH`]) or make the patch's copies add more than
@@ -11,6 +10,7 @@
 //! dropping it overflows the worker's stack, which aborts the server.
 
 use crate::machinery::error::{Error, Result};
+use crate::machinery::resource::{API_VERSION, ApiResource};
 use serde_json::Value;
 
 /// How deep a patched object may nest arrays and objects: as deep as a request body may
@@ -41,9 +41,8 @@ impl PatchType {
             "application/merge-patch+json" => Ok(Self::Merge),
             "application/json-patch+json" => Ok(Self::Json),
             "application/apply-patch+yaml" => Ok(Self::Apply),
-            other => Err(Error::UnsupportedMediaType(format!(
-                "the body of the request was in an unknown format ({}) - accepted media types include: {ACCEPTED}",
-                if other.is_empty() { "no Content-Type" } else { other }
+            _ => Err(Error::UnsupportedMediaType(format!(
+                "the body of the request was in an unknown format - accepted media types include: {ACCEPTED}"
             ))),
         }
     }
@@ -181,13 +180,40 @@ fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<()> {
     Ok(())
 }
 
-/// Reads the body of an apply: a JSON object (400 otherwise, in the kube-apiserver's words).
+/// Reads the body of an apply: a YAML (or JSON, which is YAML) object, `null` and an empty
+/// document being an empty one; 400 otherwise, in the kube-apiserver's words. JSON, what
+/// kubectl, client-go and kube-rs send, takes the fast path.
 pub fn apply_configuration(body: &[u8]) -> Result<Value> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(other) => Err(Error::BadRequest(format!("error decoding YAML: expected an object, got {other}"))),
-        Err(e) => Err(Error::BadRequest(format!("error decoding YAML: {e}"))),
+    let parsed = match serde_json::from_slice::<Value>(body) {
+        Ok(value) => value,
+        Err(_) => super::yaml::to_json(body, |e| {
+            Error::BadRequest(format!("error decoding YAML: error converting YAML to JSON: {e}"))
+        })?,
+    };
+    let go_type = match parsed {
+        value @ Value::Object(_) => return Ok(value),
+        Value::Null => return Ok(Value::Object(serde_json::Map::new())),
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+    };
+    Err(Error::BadRequest(format!(
+        "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {go_type} into Go value of type map[string]interface {{}}"
+    )))
+}
+
+/// Refuses an apply configuration that is not a `K`: first its `apiVersion`, in the
+/// kube-apiserver's words, then its `kind` as a create's body (where the kube-apiserver answers
+/// 500 "no corresponding type", a 400 says what the client got wrong).
+pub fn check_apply_type<K: ApiResource>(config: &Value) -> Result<()> {
+    let version = config.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    if version != API_VERSION {
+        return Err(Error::BadRequest(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {API_VERSION}"
+        )));
     }
+    super::decode::check_kind::<K>(config).map(|_| ())
 }
 
 #[cfg(test)]
