@@ -6,8 +6,6 @@
 mod common;
 
 use common::{Backend, Server, assert_status, backends, llama, llama_path, llamas, rv};
-use farm_apiserver::resources::llama::Llama;
-use kube::api::{Api, Patch, PatchParams};
 use rstest_reuse::apply;
 use serde_json::{Value, json};
 
@@ -129,82 +127,76 @@ async fn apply_options_bodies_and_preconditions_are_checked(#[case] backend: Bac
     assert_eq!(code, 404);
 }
 
+#[apply(backends)]
+async fn apply_reads_yaml_configurations(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
+    let path = llama_path("default", "dolly");
+    let apply_yaml = |body: &str| {
+        s.client
+            .patch(s.url(&format!("{path}?fieldManager=gitops")))
+            .header("content-type", APPLY)
+            .body(body.to_string())
+    };
+    let manifest = "# managed by GitOps\napiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: dolly\n  labels:\n    tier: gold\nspec:\n  weight: 3\n  height: 1.5\n  color: brown\n";
+    let (code, created) = send(apply_yaml(manifest)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"], json!({"weight": 3.0, "height": 1.5, "color": "brown"}));
+    let entry = &created["metadata"]["managedFields"][0];
+    assert_eq!((entry["manager"].as_str(), entry["operation"].as_str()), (Some("gitops"), Some("Apply")));
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({"f:metadata": {"f:labels": {"f:tier": {}}}, "f:spec": {"f:color": {}, "f:height": {}, "f:weight": {}}})
+    );
+    // Dropping a field from the YAML removes it: the manager owned it alone.
+    let (code, updated) = send(apply_yaml(&manifest.replace("  color: brown\n", ""))).await;
+    assert_eq!(code, 200, "{updated}");
+    assert_eq!(updated["spec"], json!({"weight": 3.0, "height": 1.5}));
+
+    // The kube-apiserver's messages for what is not an object of this type.
+    for (body, message) in [
+        (
+            "- a\n- b\n",
+            "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
+        ),
+        (
+            "",
+            "Incorrect version specified in apply patch. Specified patch version: , expected: farm.example.com/v1alpha",
+        ),
+        (
+            "apiVersion: v1\nkind: Llama\n",
+            "Incorrect version specified in apply patch. Specified patch version: v1, expected: farm.example.com/v1alpha",
+        ),
+    ] {
+        let (code, status) = send(apply_yaml(body)).await;
+        assert_status(&status, 400, "BadRequest");
+        assert_eq!((code, status["message"].as_str().unwrap()), (400, message));
+    }
+    let (_, status) = send(apply_yaml("apiVersion: farm.example.com/v1alpha\nkind: Llama\nspec: {weight: [\n")).await;
+    assert_status(&status, 400, "BadRequest");
+    assert!(
+        status["message"].as_str().unwrap().starts_with("error decoding YAML: error converting YAML to JSON: "),
+        "{status}"
+    );
+    assert_eq!(send(s.client.get(s.url(&path))).await.1["spec"], updated["spec"], "refused applies change nothing");
+}
+
 #[tokio::test]
 async fn kube_rs_applies_the_object_and_its_status() {
     let s = Server::start().await;
-    let api: Api<Llama> = Api::namespaced(s.kube_client().await, "default");
-    let params = PatchParams::apply("herd-controller");
-    let created = api
-        .patch("dolly", &params, &Patch::Apply(applied("dolly", json!({"weight": 1.0, "height": 2.0}))))
-        .await
-        .unwrap();
-    assert_eq!(created.spec.weight, 1.0);
-    let status =
-        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "status": {"observedGeneration": 1}});
-    let written = api.patch_status("dolly", &params, &Patch::Apply(status)).await.unwrap();
-    assert_eq!(written.status.unwrap().observed_generation, Some(1));
-    let entries = written.metadata.managed_fields.unwrap();
-    let status_entry = entries.iter().find(|e| e.subresource.as_deref() == Some("status")).unwrap();
-    assert_eq!(
-        (status_entry.manager.as_deref(), status_entry.operation.as_deref()),
-        (Some("herd-controller"), Some("Apply"))
-    );
-    assert_eq!(written.spec.weight, 1.0, "the status apply leaves the spec");
+    common::clients::kube_rs_apply(s.kube_client().await).await;
 }
 
 #[tokio::test]
 async fn kubectl_applies_server_side_diffs_and_forces_conflicts() {
-    let s = Server::start().await;
-    let manifest = "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: dolly\nspec:\n  weight: 120\n  height: 170.5\n";
-    let (ok, out, err) = s.kubectl_with_stdin(&["apply", "--server-side", "-f", "-"], Some(manifest));
-    assert!(ok, "{err}");
-    assert_eq!(out.trim(), "llama.farm.example.com/dolly serverside-applied");
-    let (ok, _, err) = s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"weight":130}}"#]);
-    assert!(ok, "{err}");
-    let changed = manifest.replace("120", "140");
-    let (ok, diff, _) =
-        s.kubectl_with_stdin(&["diff", "--server-side", "--force-conflicts", "-f", "-"], Some(&changed));
-    assert!(!ok && diff.contains("-  weight: 130") && diff.contains("+  weight: 140"), "{diff}");
-    let (ok, _, err) = s.kubectl_with_stdin(&["apply", "--server-side", "-f", "-"], Some(&changed));
-    assert!(!ok && err.contains(r#"conflict with "kubectl-patch" using farm.example.com/v1alpha"#), "{err}");
-    let (ok, _, err) =
-        s.kubectl_with_stdin(&["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(&changed));
-    assert!(ok, "{err}");
-    let (_, weight, _) = s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.weight}"]);
-    assert_eq!(weight, "140");
+    common::clients::kubectl_server_side_apply(&Server::start().await);
 }
 
 #[tokio::test]
-async fn kubectl_moves_a_client_side_applied_llama_to_server_side_apply() {
-    let s = Server::start().await;
-    let manifest = "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: dolly\nspec:\n  weight: 120\n  height: 170.5\n";
-    let (ok, _, err) = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(manifest));
-    assert!(ok, "{err}");
-    // The same manifest server-side: kubectl hands the client-side manager's fields over to the
-    // server-side one (its JSON patch of managedFields), and 120 equals the stored 120.0.
-    let (ok, out, err) = s.kubectl_with_stdin(&["apply", "--server-side", "-f", "-"], Some(manifest));
-    assert!(ok, "{err}");
-    assert_eq!(out.trim(), "llama.farm.example.com/dolly serverside-applied");
-    let (_, managers, _) = s.kubectl(&[
-        "get",
-        "llama",
-        "dolly",
-        "--show-managed-fields",
-        "-o",
-        "jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}",
-    ]);
-    assert_eq!(managers.trim(), "kubectl/Apply kubectl-last-applied/Apply");
-    let (ok, _, err) =
-        s.kubectl_with_stdin(&["apply", "--server-side", "-f", "-"], Some(&manifest.replace("120", "125")));
-    assert!(ok, "{err}");
-    let (_, weight, _) = s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.weight}"]);
-    assert_eq!(weight, "125");
-    // The server rewrote client-side apply's annotation, so client-side apply can take over again.
-    let (ok, last, err) = s.kubectl(&["apply", "view-last-applied", "llama", "dolly", "-o", "json"]);
-    assert!(ok, "{err}");
-    let last: Value = serde_json::from_str(&last).unwrap();
-    assert_eq!(last["spec"]["weight"], 125);
-    let (ok, out, err) = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(&manifest.replace("120", "126")));
-    assert!(ok, "{err}");
-    assert_eq!(out.trim(), "llama.farm.example.com/dolly configured");
+async fn kubectl_moves_a_client_side_applied_llama_to_server_side_apply_and_back() {
+    common::clients::kubectl_client_side_then_server_side(&Server::start().await);
+}
+
+#[tokio::test]
+async fn kubectl_edit_records_its_change_as_kubectl_edit() {
+    common::clients::kubectl_edit(&Server::start().await);
 }

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::clients::{self, Cluster};
+
 use farm_apiserver::machinery::resource::API_VERSION;
 use farm_apiserver::resources::llama::{Llama, LlamaSpec};
 use futures::StreamExt;
@@ -51,27 +53,7 @@ impl ControlPlane {
 
     /// kubectl as the admin; returns (success, stdout, stderr without the version-skew warning).
     fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-        use std::io::Write;
-        let mut child = Command::new(common::kubectl_path())
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig("admin"))
-            .args(args)
-            .env("HOME", self.dir.path())
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(input) = stdin {
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
-        let stderr: String = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter(|l| !l.contains("version difference"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), stderr)
+        self.kubectl_env(args, stdin, &[])
     }
 
     fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
@@ -108,6 +90,37 @@ impl ControlPlane {
         let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig("admin")).unwrap();
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
         kube::Client::try_from(config).unwrap()
+    }
+}
+
+impl Cluster for ControlPlane {
+    fn kubectl_env(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (bool, String, String) {
+        use std::io::Write;
+        let mut child = Command::new(common::kubectl_path())
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig("admin"))
+            .args(args)
+            .env("HOME", self.dir.path())
+            .envs(env.iter().copied())
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr: String = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| !l.contains("version difference"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), stderr)
+    }
+
+    fn kubeconfig_path(&self) -> PathBuf {
+        self.kubeconfig("admin")
     }
 }
 
@@ -710,6 +723,19 @@ async fn status_writes_through_the_aggregator_are_authorized_as_llamas_status() 
         None,
     );
     assert_eq!(weight, "120 1 1");
+}
+
+#[tokio::test]
+async fn kubectl_kube_rs_and_the_python_client_apply_through_the_aggregator() {
+    let cp = ControlPlane::up();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    clients::kubectl_server_side_apply(&cp);
+    clients::kubectl_client_side_then_server_side(&cp);
+    clients::kubectl_edit(&cp);
+    clients::kube_rs_apply(cp.client().await).await;
+    cp.ok(&["create", "namespace", "python"], None);
+    clients::python_clients(&cp, "python", cp.dir.path());
 }
 
 /// A llama in `namespace`, with `finalizers` and `owners` (apiVersion, kind, name, uid).

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unused_macros)]
 
+pub mod clients;
 pub mod etcd;
 
 pub use etcd::Backend;
@@ -251,11 +252,18 @@ impl Server {
 
     /// Runs kubectl with `stdin` as its standard input.
     pub fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        clients::Cluster::kubectl_env(self, args, stdin, &[])
+    }
+}
+
+impl clients::Cluster for Server {
+    fn kubectl_env(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (bool, String, String) {
         use std::io::Write;
         let mut child = Command::new(kubectl_path())
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("HOME", self._dir.path())
+            .envs(env.iter().copied())
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -266,6 +274,10 @@ impl Server {
         }
         let out = child.wait_with_output().expect("kubectl output");
         (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+
+    fn kubeconfig_path(&self) -> PathBuf {
+        self.kubeconfig.clone()
     }
 }
 
