@@ -8,7 +8,9 @@
 //! - watch fan-out: 1,000 watchers, time from a write's acknowledgement to its delivery to the
 //!   last watcher (p50, p99 over the writes);
 //! - FarmPod LIST with 10,000 Pods in the cache;
-//! - the server's RSS with 100,000 llamas.
+//! - the server's RSS with 100,000 llamas;
+//! - what managed fields cost: GET, LIST, create and update as shipped and with
+//!   `--managed-fields false`, and apply create and update ([`managed_fields`]).
 //!
 //! When the real control plane of the e2e tests can run (`scripts/control-plane.sh`; set
 //! `BENCH_CONTROL_PLANE=0` to skip it), the same request loads also run, in the same process and
@@ -18,7 +20,10 @@
 //! reads them from etcd.
 //!
 //! `BENCH_SECONDS` sets each load phase's length (default 5); `BENCH_ONLY=rss` measures only the
-//! memory.
+//! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost.
+
+#[path = "load/managed_fields.rs"]
+mod managed_fields;
 
 use hdrhistogram::Histogram;
 use std::path::{Path, PathBuf};
@@ -534,9 +539,10 @@ async fn main() {
     let seconds: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let phase = Duration::from_secs(seconds);
     let binary = binary();
-    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "rss") {
-        rss(&binary).await;
-        return;
+    match std::env::var("BENCH_ONLY").as_deref() {
+        Ok("rss") => return rss(&binary).await,
+        Ok("managed-fields") => return managed_fields::compare(&binary, phase).await,
+        _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!("farm-apiserver load benchmark: {cores} cores, load generator on the same machine, {seconds} s per phase");
@@ -606,6 +612,7 @@ async fn main() {
     }
     fan_out_row("watch fan-out, 1,000 watchers", &memory_fan, etcd_fan.as_ref());
     println!();
+    managed_fields::compare(&binary, phase).await;
     rss(&binary).await;
 }
 

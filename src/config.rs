@@ -150,6 +150,13 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_MIN_REQUEST_TIMEOUT_SECONDS", default_value_t = 1800)]
     pub min_request_timeout_seconds: u64,
 
+    /// Record managedFields on every write and serve server-side apply. `false` is the
+    /// kube-apiserver's former `ServerSideApply=false` feature gate: no managedFields (client-set
+    /// ones are dropped) and apply patches are 415. `make bench` uses it as the baseline of what
+    /// managed fields cost.
+    #[arg(long, env = "FARM_MANAGED_FIELDS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub managed_fields: bool,
+
     /// Seconds a TokenReview answer is reused (aggregated mode).
     #[arg(long, env = "FARM_AUTHENTICATION_TOKEN_CACHE_TTL_SECONDS", default_value_t = 10)]
     pub authentication_token_cache_ttl_seconds: u64,

@@ -253,7 +253,10 @@ async fn resources(
     let settings = watch_settings(args, stopping, metrics);
     let (storage, health) = StorageFactory::new(args, stopping, Health::default()).await?;
     let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health, sources: Sources::new() };
-    let llamas = Registry::new(storage.store::<Llama>(), settings.clone());
+    let mut llamas = Registry::new(storage.store::<Llama>(), settings.clone());
+    if !args.managed_fields {
+        llamas = llamas.without_managed_fields();
+    }
     let Some((config, client)) = cluster else {
         served.add(llamas);
         return Ok(served);

@@ -123,3 +123,22 @@ async fn kubectl_shows_the_managers_of_a_client_side_apply_then_a_patch() {
     let (_, hidden, _) = s.kubectl(&["get", "llama", "dolly", "-o", "yaml"]);
     assert!(!hidden.contains("managedFields"), "kubectl hides them by default");
 }
+
+#[tokio::test]
+async fn with_managed_fields_off_writes_record_none_and_apply_is_unsupported() {
+    let s = Server::start_with(&["--managed-fields", "false"]).await;
+    let mut body = llama("dolly", 1.0, 1.0);
+    body["metadata"]["managedFields"] = json!([{"manager": "me", "operation": "Update", "apiVersion": "farm.example.com/v1alpha", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]);
+    let (code, created) = send(s.client.post(s.url(&llamas("default"))).json(&body)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"].get("managedFields"), None, "client-set entries are dropped too");
+    let (code, patched) = merge_patch(&s, &llama_path("default", "dolly"), json!({"spec": {"weight": 2.0}})).await;
+    assert_eq!((code, patched["metadata"].get("managedFields")), (200, None));
+    let apply = s.client.patch(s.url(&format!("{}?fieldManager=a", llama_path("default", "dolly"))));
+    let (code, status) = send(apply.header("content-type", "application/apply-patch+yaml").body("{}")).await;
+    assert_eq!(code, 415, "{status}");
+    assert_eq!(
+        status["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"
+    );
+}

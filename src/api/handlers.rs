@@ -318,7 +318,7 @@ async fn patch<K: Strategy>(
     body: Body,
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Patch)?;
-    let patch_type = PatchType::from_headers(&headers)?;
+    let patch_type = PatchType::from_headers(&headers, registry.serves_apply())?;
     let force = apply_options(&request, patch_type)?;
     let bytes = read_body(body).await?;
     let (written, code) = if patch_type == PatchType::Apply {

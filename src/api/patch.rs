@@ -32,17 +32,22 @@ pub enum PatchType {
     Apply,
 }
 
-const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+/// The patch types of custom resources, without and with server-side apply.
+const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json";
+const ACCEPTED_WITH_APPLY: &str =
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
 impl PatchType {
-    /// Reads the patch type from the request's `Content-Type`.
-    pub fn from_headers(headers: &http::HeaderMap) -> Result<Self> {
+    /// Reads the patch type from the request's `Content-Type`; `apply` says whether server-side
+    /// apply is served.
+    pub fn from_headers(headers: &http::HeaderMap, apply: bool) -> Result<Self> {
         match super::decode::media_type(headers).as_str() {
             "application/merge-patch+json" => Ok(Self::Merge),
             "application/json-patch+json" => Ok(Self::Json),
-            "application/apply-patch+yaml" => Ok(Self::Apply),
+            "application/apply-patch+yaml" if apply => Ok(Self::Apply),
             _ => Err(Error::UnsupportedMediaType(format!(
-                "the body of the request was in an unknown format - accepted media types include: {ACCEPTED}"
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                if apply { ACCEPTED_WITH_APPLY } else { ACCEPTED }
             ))),
         }
     }
@@ -349,6 +354,19 @@ mod tests {
     fn strategic_merge_patch_is_unsupported() {
         let mut h = http::HeaderMap::new();
         h.insert(http::header::CONTENT_TYPE, "application/strategic-merge-patch+json".parse().unwrap());
-        assert_eq!(PatchType::from_headers(&h).unwrap_err().code(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(PatchType::from_headers(&h, true).unwrap_err().code(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    }
+
+    #[test]
+    fn apply_is_a_patch_type_only_where_it_is_served() {
+        let mut h = http::HeaderMap::new();
+        h.insert(http::header::CONTENT_TYPE, "application/apply-patch+yaml; charset=utf-8".parse().unwrap());
+        assert_eq!(PatchType::from_headers(&h, true).unwrap(), PatchType::Apply);
+        let err = PatchType::from_headers(&h, false).unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert!(
+            err.to_string().ends_with("include: application/json-patch+json, application/merge-patch+json"),
+            "{err}"
+        );
     }
 }

@@ -37,6 +37,8 @@ pub struct Registry<K> {
     ready: Option<tokio::sync::watch::Receiver<bool>>,
     /// The cluster's namespaces, for the lifecycle check of creates (aggregated mode).
     namespaces: Option<Arc<dyn Namespaces>>,
+    /// Whether writes record managedFields and server-side apply is served (the default).
+    managed_fields: bool,
 }
 
 /// Tunables of lists and watches.
@@ -160,7 +162,24 @@ fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Re
 impl<K: Strategy> Registry<K> {
     /// A registry over `store`.
     pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
-        Self { store, settings, ready: None, namespaces: None }
+        Self { store, settings, ready: None, namespaces: None, managed_fields: true }
+    }
+
+    /// Records no managedFields (client-set ones are dropped) and refuses server-side apply with
+    /// 415, as the kube-apiserver did with its `ServerSideApply` feature gate off (before 1.22).
+    pub fn without_managed_fields(mut self) -> Self {
+        self.managed_fields = false;
+        self
+    }
+
+    /// Whether this registry serves server-side apply.
+    pub fn serves_apply(&self) -> bool {
+        self.managed_fields
+    }
+
+    /// How a write by `manager` gets its managedFields.
+    fn tracking<'a>(&self, manager: &'a str) -> Tracking<'a> {
+        if self.managed_fields { Tracking::Update(manager) } else { Tracking::Off }
     }
 
     /// Gates reads on `ready`: until it turns true, reads wait briefly, then get 503.
@@ -293,7 +312,7 @@ impl<K: Strategy> Registry<K> {
 
     /// Creates `object` in `namespace` (the request path's).
     pub async fn create(&self, namespace: &str, object: K, ctx: &WriteContext) -> Result<Written<K>> {
-        self.create_tracked(namespace, object, ctx, Tracking::Update(&ctx.manager)).await
+        self.create_tracked(namespace, object, ctx, self.tracking(&ctx.manager)).await
     }
 
     async fn create_tracked(
@@ -356,10 +375,11 @@ impl<K: Strategy> Registry<K> {
         }
         let key = ObjectKey::new(namespace, name);
         let warnings = object.warnings();
+        let tracking = || self.tracking(&ctx.manager);
         let committed = self
             .store
             .mutate(&key, ctx.dry_run, &mut |current| {
-                prepare_update(current, object.clone(), true, subresource, Tracking::Update(&ctx.manager))
+                prepare_update(current, object.clone(), true, subresource, tracking())
             })
             .await?;
         Ok(Written { object: committed.object, warnings })
@@ -400,7 +420,7 @@ impl<K: Strategy> Registry<K> {
                         vec![FieldError::invalid(field, &json!(value), "field is immutable")],
                     ));
                 }
-                prepare_update(current, object, false, subresource, Tracking::Update(&ctx.manager))
+                prepare_update(current, object, false, subresource, self.tracking(&ctx.manager))
             })
             .await?;
         Ok(Written { object: committed.object, warnings })
@@ -453,6 +473,8 @@ enum Tracking<'a> {
     Update(&'a str),
     /// Already computed (by an apply).
     Given(Option<Vec<ManagedFieldsEntry>>),
+    /// Not recorded: the registry tracks no managers.
+    Off,
 }
 
 impl Tracking<'_> {
@@ -465,6 +487,7 @@ impl Tracking<'_> {
         match self {
             Self::Update(manager) => track_managers(live, new, subresource, manager),
             Self::Given(fields) => Ok(fields),
+            Self::Off => Ok(None),
         }
     }
 }
