@@ -314,32 +314,41 @@ impl<K: ApiResource> MemoryStore<K> {
         Ok(stored)
     }
 
-    /// See [`Store::mutate`].
+    /// See [`Store::mutate`]. `update` runs outside the lock, on the object as read; the
+    /// decision commits only if that object is still the stored one, else `update` runs again
+    /// on the newer object (optimistic concurrency, as over etcd). So a write's decoding,
+    /// validation and field tracking never hold up other writers.
     pub fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>> {
-        let mut state = self.state.write();
-        let current = state
-            .objects
-            .get(key)
-            .cloned()
-            .ok_or_else(|| Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() })?;
-        let (kind, object) = match update(&current)? {
-            Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
-            Mutation::Put(object) if dry_run => return Ok(Committed { object: Arc::new(object), deleted: false }),
-            Mutation::Delete(object) if dry_run => return Ok(Committed { object: Arc::new(object), deleted: true }),
-            Mutation::Put(object) => (EventType::Modified, object),
-            Mutation::Delete(object) => (EventType::Deleted, object),
-        };
-        let revision = self.revision.next();
-        let stored = stamp(object, revision);
-        if kind == EventType::Deleted {
-            state.objects.remove(key);
-        } else {
-            state.objects.insert(key.clone(), stored.clone());
+        loop {
+            let current = self.state.read().objects.get(key).cloned();
+            let current = current
+                .ok_or_else(|| Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() })?;
+            let (kind, object) = match update(&current)? {
+                Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
+                Mutation::Put(object) if dry_run => return Ok(Committed { object: Arc::new(object), deleted: false }),
+                Mutation::Delete(object) if dry_run => {
+                    return Ok(Committed { object: Arc::new(object), deleted: true });
+                }
+                Mutation::Put(object) => (EventType::Modified, object),
+                Mutation::Delete(object) => (EventType::Deleted, object),
+            };
+            let mut state = self.state.write();
+            if !state.objects.get(key).is_some_and(|stored| Arc::ptr_eq(stored, &current)) {
+                // Another writer won, or deleted the object: decide again on what is there now.
+                continue;
+            }
+            let revision = self.revision.next();
+            let stored = stamp(object, revision);
+            if kind == EventType::Deleted {
+                state.objects.remove(key);
+            } else {
+                state.objects.insert(key.clone(), stored.clone());
+            }
+            let event =
+                Event { revision, kind, object: stored.clone(), previous: Some(current), frame: Default::default() };
+            self.publish(&mut state, event);
+            return Ok(Committed { object: stored, deleted: kind == EventType::Deleted });
         }
-        let event =
-            Event { revision, kind, object: stored.clone(), previous: Some(current), frame: Default::default() };
-        self.publish(&mut state, event);
-        Ok(Committed { object: stored, deleted: kind == EventType::Deleted })
     }
 
     /// See [`Store::stats`].
@@ -412,6 +421,29 @@ mod tests {
         } else {
             s.create(key, llama(ns, name, weight), false).unwrap();
         }
+    }
+
+    #[test]
+    fn an_update_that_lost_a_race_runs_again_on_the_winners_object() {
+        let s = store(10);
+        put(&s, "a", "x", 1.0);
+        let key = ObjectKey::new("a", "x");
+        let mut calls = 0;
+        let committed = s
+            .mutate(&key, false, &mut |cur| {
+                calls += 1;
+                if calls == 1 {
+                    // Another writer commits while this update is being decided.
+                    put(&s, "a", "x", 5.0);
+                }
+                let mut next = (**cur).clone();
+                next.spec.weight = cur.spec.weight + 1.0;
+                Ok(Mutation::Put(next))
+            })
+            .unwrap();
+        assert_eq!(calls, 2);
+        assert_eq!(committed.object.spec.weight, 6.0, "the increment applies on top of the winner's write");
+        assert_eq!(s.get(&key).unwrap().unwrap().spec.weight, 6.0);
     }
 
     fn delete(s: &MemoryStore<Llama>, ns: &str, name: &str) {
