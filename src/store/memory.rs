@@ -2,10 +2,11 @@
 //! subscribers, behind one `parking_lot::RwLock`.
 //!
 //! A sorted map (not a hash map) because lists are answered in key order and paged by key.
-//! Readers hold the lock only to clone `Arc`s; writers hold it while the update function runs and
-//! while the event is appended and offered to subscribers, which makes read-check-write atomic,
-//! keeps revisions in commit order, and lets a new subscription take a snapshot (or replay the
-//! history) and join the fan-out with no gap and no duplicate.
+//! Readers hold the lock only to clone `Arc`s. An update function runs outside it, on the object
+//! as read; the writer then holds the lock to check that the object is still the one it decided
+//! on (else it decides again) and while the event is appended and offered to subscribers. That
+//! makes read-check-write atomic, keeps revisions in commit order, and lets a new subscription
+//! take a snapshot (or replay the history) and join the fan-out with no gap and no duplicate.
 //!
 //! Past states for paging and `resourceVersionMatch=Exact` are rebuilt from the history: every
 //! event keeps the object's previous state, so undoing the events after revision `r` gives the
