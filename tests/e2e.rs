@@ -95,28 +95,12 @@ impl ControlPlane {
 
 impl Cluster for ControlPlane {
     fn kubectl_env(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (bool, String, String) {
-        use std::io::Write;
-        let mut child = Command::new(common::kubectl_path())
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig("admin"))
-            .args(args)
-            .env("HOME", self.dir.path())
-            .envs(env.iter().copied())
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(input) = stdin {
-            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
-        let stderr: String = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter(|l| !l.contains("version difference"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), stderr)
+        let mut command = Command::new(common::kubectl_path());
+        command.arg("--kubeconfig").arg(self.kubeconfig("admin")).args(args);
+        command.env("HOME", self.dir.path()).envs(env.iter().copied());
+        let (ok, stdout, stderr) = clients::run_with_stdin(command, stdin);
+        let stderr = stderr.lines().filter(|l| !l.contains("version difference")).collect::<Vec<_>>().join("\n");
+        (ok, stdout, stderr)
     }
 
     fn kubeconfig_path(&self) -> PathBuf {

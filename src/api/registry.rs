@@ -375,11 +375,10 @@ impl<K: Strategy> Registry<K> {
         }
         let key = ObjectKey::new(namespace, name);
         let warnings = object.warnings();
-        let tracking = || self.tracking(&ctx.manager);
         let committed = self
             .store
             .mutate(&key, ctx.dry_run, &mut |current| {
-                prepare_update(current, object.clone(), true, subresource, tracking())
+                prepare_update(current, object.clone(), true, subresource, self.tracking(&ctx.manager))
             })
             .await?;
         Ok(Written { object: committed.object, warnings })

@@ -4,9 +4,10 @@
 //! The parser is the `serde-saphyr` crate (the one kube-rs reads kubeconfigs with), set up to
 //! resolve scalars as go-yaml v2 does: YAML 1.1 booleans (`yes`, `off`), legacy octal (`0755`
 //! is 493), underscores in numbers (`1_000`), the last of duplicate keys, and only the first
-//! document of a stream. Its budget bounds nesting to what a JSON body may nest, and aliases,
-//! nodes and events to what fits in a request body, so an alias bomb or a deeply nested document
-//! is a 400 rather than memory or stack exhaustion.
+//! document of a stream. Its budget bounds nesting to what a JSON body may nest, expanded text to
+//! four request bodies, and aliases, nodes and events to the crate's defaults (50,000, 250,000
+//! and 1,000,000), so an alias bomb or a deeply nested document is a 400 rather than memory or
+//! stack exhaustion.
 
 use super::patch::MAX_DEPTH;
 use crate::machinery::error::{Error, Result};
@@ -16,7 +17,7 @@ use serde_json::Value;
 fn options() -> serde_saphyr::Options {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_depth = MAX_DEPTH;
-    budget.max_reader_input_bytes = Some(super::decode::MAX_BODY_BYTES);
+    // Aliases repeat scalars: at most four request bodies' worth of text after expansion.
     budget.max_total_scalar_bytes = 4 * super::decode::MAX_BODY_BYTES;
     serde_saphyr::options! {
         budget: Some(budget),

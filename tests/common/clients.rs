@@ -31,6 +31,23 @@ pub trait Cluster {
     }
 }
 
+/// Runs `command` (a kubectl) with `stdin`; returns (success, stdout, stderr).
+pub fn run_with_stdin(mut command: Command, stdin: Option<&str>) -> (bool, String, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl (install it with scripts/install-tools.sh)");
+    if let Some(input) = stdin {
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("kubectl output");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
 fn manifest(name: &str, weight: u32) -> String {
     format!(
         "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: {name}\nspec:\n  weight: {weight}\n  height: 170.5\n"

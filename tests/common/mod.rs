@@ -258,22 +258,9 @@ impl Server {
 
 impl clients::Cluster for Server {
     fn kubectl_env(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (bool, String, String) {
-        use std::io::Write;
-        let mut child = Command::new(kubectl_path())
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self._dir.path())
-            .envs(env.iter().copied())
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl (install it with scripts/install-tools.sh)");
-        if let Some(input) = stdin {
-            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
-        }
-        let out = child.wait_with_output().expect("kubectl output");
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        let mut command = Command::new(kubectl_path());
+        command.args(args).env("KUBECONFIG", &self.kubeconfig).env("HOME", self._dir.path()).envs(env.iter().copied());
+        clients::run_with_stdin(command, stdin)
     }
 
     fn kubeconfig_path(&self) -> PathBuf {
