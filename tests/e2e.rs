@@ -51,23 +51,12 @@ impl ControlPlane {
         self.dir.path().join(format!("{user}.kubeconfig"))
     }
 
-    /// kubectl as the admin; returns (success, stdout, stderr without the version-skew warning).
-    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-        self.kubectl_env(args, stdin, &[])
-    }
-
-    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let (success, stdout, stderr) = self.kubectl(args, stdin);
-        assert!(success, "kubectl {args:?} failed: {stderr}");
-        stdout
-    }
-
     /// Registers `farm` and waits until the aggregator serves its group.
     async fn register(&self, farm: &Farm) {
-        self.ok(&["apply", "-f", "-"], Some(&farm.registration()));
-        self.ok(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
+        self.must(&["apply", "-f", "-"], Some(&farm.registration()));
+        self.must(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
         eventually("the aggregator to serve farm.example.com/v1alpha", async || {
-            self.kubectl(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None).0
+            self.run(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None).0
         })
         .await;
     }
@@ -94,6 +83,7 @@ impl ControlPlane {
 }
 
 impl Cluster for ControlPlane {
+    /// kubectl as the admin; stderr without the version-skew warning.
     fn kubectl_env(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (bool, String, String) {
         let mut command = Command::new(common::kubectl_path());
         command.arg("--kubeconfig").arg(self.kubeconfig("admin")).args(args);
@@ -198,7 +188,7 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
 
-    let resources = cp.ok(&["api-resources", "--api-group=farm.example.com"], None);
+    let resources = cp.must(&["api-resources", "--api-group=farm.example.com"], None);
     assert!(
         resources.lines().any(|l| l.split_whitespace().eq([
             "llamas",
@@ -220,15 +210,15 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
         "{resources}"
     );
 
-    assert_eq!(cp.ok(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
+    assert_eq!(cp.must(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
     assert_eq!(
-        cp.ok(&["apply", "-f", "-"], Some(&DOLLY.replace("120", "125"))).trim(),
+        cp.must(&["apply", "-f", "-"], Some(&DOLLY.replace("120", "125"))).trim(),
         "llama.farm.example.com/dolly configured"
     );
-    let table = cp.ok(&["get", "llamas"], None);
+    let table = cp.must(&["get", "llamas"], None);
     assert!(table.lines().nth(1).unwrap().split_whitespace().take(3).eq(["dolly", "125", "170.5"]), "{table}");
     let (success, _, stderr) =
-        cp.kubectl(&["create", "-f", "-"], Some(&DOLLY.replace("weight: 120", "weight: -1").replace("dolly", "bad")));
+        cp.run(&["create", "-f", "-"], Some(&DOLLY.replace("weight: 120", "weight: -1").replace("dolly", "bad")));
     assert!(!success && stderr.contains("spec.weight"), "{stderr}");
 
     // A watch through the aggregator's proxy.
@@ -236,13 +226,13 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
     command.arg("--kubeconfig").arg(cp.kubeconfig("admin")).args(["get", "llamas", "-w", "-o", "name"]);
     let watch = common::LineStream::spawn(command);
     assert_eq!(watch.next_line(Duration::from_secs(20)), "llama.farm.example.com/dolly");
-    cp.ok(&["apply", "-f", "-"], Some(&DOLLY.replace("dolly", "cria")));
+    cp.must(&["apply", "-f", "-"], Some(&DOLLY.replace("dolly", "cria")));
     assert_eq!(watch.next_line(Duration::from_secs(20)), "llama.farm.example.com/cria");
     drop(watch);
 
     // Pods become FarmPods; status changes show up; deletions remove them.
     let client = cp.client().await;
-    cp.ok(&["create", "namespace", "shop"], None);
+    cp.must(&["create", "namespace", "shop"], None);
     let pods: Api<Pod> = Api::namespaced(client, "shop");
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "web-1", "labels": {"app": "web"}},
@@ -256,12 +246,12 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
     ]}});
     pods.patch_status("web-1", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
     eventually("the FarmPod to show the Pod's status", async || {
-        let out = cp.ok(&["get", "farmpods", "-A"], None);
+        let out = cp.must(&["get", "farmpods", "-A"], None);
         out.lines()
             .any(|l| l.split_whitespace().take(7).eq(["shop", "web-1", "1/2", "CrashLoopBackOff", "3", "2", "node-a"]))
     })
     .await;
-    let header = cp.ok(&["get", "farmpods", "-A"], None);
+    let header = cp.must(&["get", "farmpods", "-A"], None);
     assert!(header.lines().next().unwrap().split_whitespace().eq([
         "NAMESPACE",
         "NAME",
@@ -272,10 +262,10 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
         "NODE",
         "AGE"
     ]));
-    let running = cp.ok(&["get", "fp", "-n", "shop", "--field-selector", "status.phase=Running", "-o", "name"], None);
+    let running = cp.must(&["get", "fp", "-n", "shop", "--field-selector", "status.phase=Running", "-o", "name"], None);
     assert_eq!(running.trim(), "farmpod.farm.example.com/web-1");
     let json: serde_json::Value =
-        serde_json::from_str(&cp.ok(&["get", "fp", "web-1", "-n", "shop", "-o", "json"], None)).unwrap();
+        serde_json::from_str(&cp.must(&["get", "fp", "web-1", "-n", "shop", "-o", "json"], None)).unwrap();
     let pod_now = pods.get("web-1").await.unwrap();
     assert_eq!(
         json["metadata"]["resourceVersion"].as_str(),
@@ -284,12 +274,12 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
     );
     assert_eq!(json["status"]["podIP"], "10.1.2.3");
     assert_eq!(json["spec"]["images"], json!(["nginx:1.27", "busybox"]));
-    let (success, _, stderr) = cp.kubectl(&["delete", "fp", "web-1", "-n", "shop"], None);
+    let (success, _, stderr) = cp.run(&["delete", "fp", "web-1", "-n", "shop"], None);
     assert!(!success && stderr.contains("MethodNotAllowed") || stderr.contains("not allow"), "{stderr}");
 
     pods.delete("web-1", &DeleteParams::default().grace_period(0)).await.unwrap();
     eventually("the FarmPod to go with its Pod", async || {
-        cp.ok(&["get", "farmpods", "-A", "-o", "name"], None).trim().is_empty()
+        cp.must(&["get", "farmpods", "-A", "-o", "name"], None).trim().is_empty()
     })
     .await;
 }
@@ -297,7 +287,7 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
 #[tokio::test]
 async fn standalone_with_a_kubeconfig_serves_the_clusters_pods_to_kubectl_directly() {
     let cp = ControlPlane::up();
-    cp.ok(&["create", "namespace", "barn"], None);
+    cp.must(&["create", "namespace", "barn"], None);
     let pods: Api<Pod> = Api::namespaced(cp.client().await, "barn");
     let pod: Pod = serde_json::from_value(
         json!({"metadata": {"name": "hay"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
@@ -344,8 +334,8 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Server-side dry run validates every object; the namespace must exist for the namespaced ones.
-    cp.ok(&["create", "namespace", "farm-system"], None);
-    let applied = cp.ok(&["apply", "--dry-run=server", "-f", app.to_str().unwrap()], None);
+    cp.must(&["create", "namespace", "farm-system"], None);
+    let applied = cp.must(&["apply", "--dry-run=server", "-f", app.to_str().unwrap()], None);
     for object in [
         "serviceaccount/farm-apiserver",
         "clusterrole.rbac.authorization.k8s.io/farm-apiserver",
@@ -374,7 +364,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         "apiVersion: policy/v1\nkind: PodDisruptionBudget",
         "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget",
     );
-    let applied = cp.ok(&["apply", "--dry-run=server", "-f", "-"], Some(&rendered));
+    let applied = cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&rendered));
     for object in ["deployment.apps/farm-apiserver", "poddisruptionbudget.policy/farm-apiserver"] {
         assert!(applied.contains(object), "{object} missing from:\n{applied}");
     }
@@ -390,7 +380,7 @@ async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_
                       apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: nobody-reads-auth, namespace: kube-system}\n\
                       roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}\n\
                       subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";
-    cp.ok(&["apply", "-f", "-"], Some(delegation));
+    cp.must(&["apply", "-f", "-"], Some(delegation));
     let farm = Farm::start(&cp.kubeconfig("nobody"));
     cp.register(&farm).await;
     eventually("the log to explain the missing RBAC rule", async || {
@@ -399,7 +389,7 @@ async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_
             && log.contains(r#"resources: ["pods"], verbs: ["get", "list", "watch"]"#)
     })
     .await;
-    assert_eq!(cp.ok(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
+    assert_eq!(cp.must(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
     // Straight to the server (kubectl would retry the 503 as Retry-After allows).
     let direct = cp.direct(&farm, Some("admin"));
     let r = direct
@@ -415,8 +405,8 @@ async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_
                  apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-reads-pods}\n\
                  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pod-reader}\n\
                  subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";
-    cp.ok(&["apply", "-f", "-"], Some(grant));
-    eventually("the Pod cache to sync after the grant", async || cp.kubectl(&["get", "farmpods", "-A"], None).0).await;
+    cp.must(&["apply", "-f", "-"], Some(grant));
+    eventually("the Pod cache to sync after the grant", async || cp.run(&["get", "farmpods", "-A"], None).0).await;
     assert!(farm.log().contains("pod cache synced"));
 }
 
@@ -493,9 +483,9 @@ async fn authentication_and_authorization_are_delegated_to_the_cluster() {
 
     // Through the aggregator: a user without RBAC is refused; a Role in namespace a lets them
     // read llamas there, and only there.
-    cp.ok(&["create", "namespace", "a"], None);
-    cp.ok(&["create", "namespace", "b"], None);
-    let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "get", "llamas", "-n", "a"], None);
+    cp.must(&["create", "namespace", "a"], None);
+    cp.must(&["create", "namespace", "b"], None);
+    let (ok, _, stderr) = cp.run(&["--as", "bob", "get", "llamas", "-n", "a"], None);
     assert!(!ok);
     assert!(stderr.contains(r#"llamas.farm.example.com is forbidden: User "bob" cannot list resource "llamas" in API group "farm.example.com" in the namespace "a""#), "{stderr}");
     let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: llama-reader, namespace: a}\n\
@@ -503,14 +493,14 @@ async fn authentication_and_authorization_are_delegated_to_the_cluster() {
                 apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: bob-reads-llamas, namespace: a}\n\
                 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: llama-reader}\n\
                 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]\n";
-    cp.ok(&["apply", "-f", "-"], Some(role));
+    cp.must(&["apply", "-f", "-"], Some(role));
     eventually("bob to read llamas in namespace a once the denial is no longer cached", async || {
-        cp.kubectl(&["--as", "bob", "get", "llamas", "-n", "a"], None).0
+        cp.run(&["--as", "bob", "get", "llamas", "-n", "a"], None).0
     })
     .await;
-    let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "get", "llamas", "-n", "b"], None);
+    let (ok, _, stderr) = cp.run(&["--as", "bob", "get", "llamas", "-n", "b"], None);
     assert!(!ok && stderr.contains(r#"in the namespace "b""#), "{stderr}");
-    let (ok, _, stderr) = cp.kubectl(&["--as", "bob", "create", "-n", "a", "-f", "-"], Some(DOLLY));
+    let (ok, _, stderr) = cp.run(&["--as", "bob", "create", "-n", "a", "-f", "-"], Some(DOLLY));
     assert!(!ok && stderr.contains("cannot create resource"), "{stderr}");
 
     // /metrics is authorized like any non-resource path: the robot may scrape once bound to the
@@ -520,9 +510,9 @@ async fn authentication_and_authorization_are_delegated_to_the_cluster() {
     assert_eq!(refused.status(), 403);
     let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml")).unwrap();
     let reader = rbac.split("\n---\n").find(|doc| doc.contains("farm-apiserver:metrics-reader")).unwrap();
-    cp.ok(&["apply", "-f", "-"], Some(reader));
+    cp.must(&["apply", "-f", "-"], Some(reader));
     let role = "--clusterrole=farm-apiserver:metrics-reader";
-    cp.ok(&["create", "clusterrolebinding", "robot-scrapes", role, "--serviceaccount=default:robot"], None);
+    cp.must(&["create", "clusterrolebinding", "robot-scrapes", role, "--serviceaccount=default:robot"], None);
     let mut text = String::new();
     eventually("the robot to scrape /metrics once bound", async || {
         let r = anonymous.get(&metrics_url).bearer_auth(&token).send().await.unwrap();
@@ -565,7 +555,7 @@ async fn rotating_the_front_proxy_ca_keeps_the_apiservice_available_without_rest
     let cp = ControlPlane::up();
     let mut farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.ok(&["apply", "-f", "-"], Some(DOLLY));
+    cp.must(&["apply", "-f", "-"], Some(DOLLY));
     let before = std::fs::read_to_string(cp.dir.path().join("front-proxy-ca.crt")).unwrap();
 
     let status = Command::new("bash")
@@ -580,11 +570,11 @@ async fn rotating_the_front_proxy_ca_keeps_the_apiservice_available_without_rest
     // The kube-apiserver now proxies with a certificate of the new CA, which it published in the
     // ConfigMap; the same farm-apiserver process picks it up.
     eventually("llamas through the aggregator after the rotation", async || {
-        let (ok, out, _) = cp.kubectl(&["get", "llamas", "-o", "name"], None);
+        let (ok, out, _) = cp.run(&["get", "llamas", "-o", "name"], None);
         ok && out.trim() == "llama.farm.example.com/dolly"
     })
     .await;
-    cp.ok(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
+    cp.must(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
     assert!(farm.child.try_wait().unwrap().is_none(), "farm-apiserver was not restarted");
     assert!(farm.log().matches("loaded extension-apiserver-authentication").count() >= 2, "{}", farm.log());
 }
@@ -609,13 +599,13 @@ async fn a_replaced_serving_certificate_is_used_by_new_connections_without_a_res
     assert_eq!(old.get(&url).send().await.unwrap().status(), 200, "the established connection continues");
 
     // The APIService follows with the new caBundle; the aggregator then reaches the same process.
-    cp.ok(&["apply", "-f", "-"], Some(&farm.registration()));
+    cp.must(&["apply", "-f", "-"], Some(&farm.registration()));
     eventually("the aggregator to trust the new certificate", async || {
-        let (ok, out, _) = cp.kubectl(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None);
+        let (ok, out, _) = cp.run(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None);
         ok && out.contains("llamas")
     })
     .await;
-    cp.ok(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
+    cp.must(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
     assert!(farm.child.try_wait().unwrap().is_none(), "farm-apiserver was not restarted");
     assert!(farm.log().contains("reloaded the serving certificate"));
     let stale = reqwest::Client::builder()
@@ -628,29 +618,29 @@ async fn a_replaced_serving_certificate_is_used_by_new_connections_without_a_res
 #[tokio::test]
 async fn the_controller_manager_creates_accounts_collects_garbage_and_deletes_namespaces() {
     let cp = ControlPlane::up_with_controller_manager();
-    cp.ok(&["create", "namespace", "pasture"], None);
+    cp.must(&["create", "namespace", "pasture"], None);
     eventually("the service-account controller to give pasture its default account", async || {
-        cp.kubectl(&["get", "serviceaccount", "default", "-n", "pasture"], None).0
+        cp.run(&["get", "serviceaccount", "default", "-n", "pasture"], None).0
     })
     .await;
 
-    cp.ok(&["create", "configmap", "owner", "-n", "pasture"], None);
-    let uid = cp.ok(&["get", "configmap", "owner", "-n", "pasture", "-o", "jsonpath={.metadata.uid}"], None);
+    cp.must(&["create", "configmap", "owner", "-n", "pasture"], None);
+    let uid = cp.must(&["get", "configmap", "owner", "-n", "pasture", "-o", "jsonpath={.metadata.uid}"], None);
     let dependent = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dependent\n  namespace: pasture\n  ownerReferences:\n  \
          - {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}}}\n"
     );
-    cp.ok(&["create", "-f", "-"], Some(&dependent));
-    cp.ok(&["delete", "configmap", "owner", "-n", "pasture"], None);
+    cp.must(&["create", "-f", "-"], Some(&dependent));
+    cp.must(&["delete", "configmap", "owner", "-n", "pasture"], None);
     eventually("the garbage collector to delete the owner's dependent", async || {
-        let (found, _, stderr) = cp.kubectl(&["get", "configmap", "dependent", "-n", "pasture"], None);
+        let (found, _, stderr) = cp.run(&["get", "configmap", "dependent", "-n", "pasture"], None);
         !found && stderr.contains("NotFound")
     })
     .await;
 
-    cp.ok(&["delete", "namespace", "pasture", "--wait=false"], None);
+    cp.must(&["delete", "namespace", "pasture", "--wait=false"], None);
     eventually("the namespace controller to empty and remove pasture", async || {
-        let (found, _, stderr) = cp.kubectl(&["get", "namespace", "pasture"], None);
+        let (found, _, stderr) = cp.run(&["get", "namespace", "pasture"], None);
         !found && stderr.contains("NotFound")
     })
     .await;
@@ -661,7 +651,7 @@ async fn status_writes_through_the_aggregator_are_authorized_as_llamas_status() 
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.ok(&["apply", "-f", "-"], Some(DOLLY));
+    cp.must(&["apply", "-f", "-"], Some(DOLLY));
     // carol may read llamas and write their status; dave may read and patch llamas, not their status.
     let binding = |name: &str, user: &str, rules: &str| {
         format!(
@@ -677,21 +667,18 @@ async fn status_writes_through_the_aggregator_are_authorized_as_llamas_status() 
         binding("dave", "dave", "[{apiGroups: [farm.example.com], resources: [llamas], verbs: [get, patch]}]"),
     ]
     .join("---\n");
-    cp.ok(&["apply", "-f", "-"], Some(&role));
+    cp.must(&["apply", "-f", "-"], Some(&role));
     let ready = r#"{"status":{"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","reason":"Grazing","message":"","lastTransitionTime":"2026-11-23T10:00:00Z"}]}}"#;
     let patch_status = |user: &str| {
-        cp.kubectl(
-            &["--as", user, "patch", "llama", "dolly", "--subresource=status", "--type=merge", "-p", ready],
-            None,
-        )
+        cp.run(&["--as", user, "patch", "llama", "dolly", "--subresource=status", "--type=merge", "-p", ready], None)
     };
     eventually("carol and dave's Roles to be in force", async || {
-        patch_status("carol").0 && cp.kubectl(&["--as", "dave", "get", "llama", "dolly"], None).0
+        patch_status("carol").0 && cp.run(&["--as", "dave", "get", "llama", "dolly"], None).0
     })
     .await;
 
-    let (ok, _, stderr) = cp
-        .kubectl(&["--as", "carol", "patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"weight":1}}"#], None);
+    let (ok, _, stderr) =
+        cp.run(&["--as", "carol", "patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"weight":1}}"#], None);
     assert!(
         !ok && stderr.contains(r#"User "carol" cannot patch resource "llamas" in API group "farm.example.com""#),
         "{stderr}"
@@ -700,9 +687,9 @@ async fn status_writes_through_the_aggregator_are_authorized_as_llamas_status() 
     let (ok, _, stderr) = patch_status("dave");
     assert!(!ok && stderr.contains(r#"User "dave" cannot get resource "llamas/status" in API group "farm.example.com" in the namespace "default""#), "{stderr}");
 
-    let waited = cp.ok(&["wait", "--for=condition=Ready", "llama/dolly", "--timeout=30s"], None);
+    let waited = cp.must(&["wait", "--for=condition=Ready", "llama/dolly", "--timeout=30s"], None);
     assert_eq!(waited.trim(), "llama.farm.example.com/dolly condition met");
-    let weight = cp.ok(
+    let weight = cp.must(
         &["get", "llama", "dolly", "-o", "jsonpath={.spec.weight} {.metadata.generation} {.status.observedGeneration}"],
         None,
     );
@@ -718,7 +705,7 @@ async fn kubectl_kube_rs_and_the_python_client_apply_through_the_aggregator() {
     clients::kubectl_client_side_then_server_side(&cp);
     clients::kubectl_edit(&cp);
     clients::kube_rs_apply(cp.client().await).await;
-    cp.ok(&["create", "namespace", "python"], None);
+    cp.must(&["create", "namespace", "python"], None);
     clients::python_clients(&cp, "python", cp.dir.path());
 }
 
@@ -744,7 +731,7 @@ async fn the_namespace_controller_empties_a_namespace_of_500_llamas_and_nothing_
     let cp = ControlPlane::up_with_controller_manager();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.ok(&["create", "namespace", "herd"], None);
+    cp.must(&["create", "namespace", "herd"], None);
     let llamas: Api<Llama> = Api::namespaced(cp.client().await, "herd");
     futures::stream::iter(0..500)
         .map(|i| {
@@ -759,7 +746,7 @@ async fn the_namespace_controller_empties_a_namespace_of_500_llamas_and_nothing_
     assert_eq!(llamas.list(&Default::default()).await.unwrap().items.len(), 500);
 
     let started = Instant::now();
-    cp.ok(&["delete", "namespace", "herd", "--wait=false"], None);
+    cp.must(&["delete", "namespace", "herd", "--wait=false"], None);
     // The namespace controller deletes the 450 llamas without finalizers and marks the other 50.
     eventually("the namespace controller to delete every llama it can", async || {
         let left = llamas.list(&Default::default()).await.unwrap().items;
@@ -768,9 +755,9 @@ async fn the_namespace_controller_empties_a_namespace_of_500_llamas_and_nothing_
     .await;
 
     // Meanwhile: no new content in the terminating namespace, nor in one that does not exist.
-    let (ok, _, stderr) = cp.kubectl(&["create", "-n", "herd", "-f", "-"], Some(DOLLY));
+    let (ok, _, stderr) = cp.run(&["create", "-n", "herd", "-f", "-"], Some(DOLLY));
     assert!(!ok && stderr.contains(r#"llamas.farm.example.com "dolly" is forbidden: unable to create new content in namespace herd because it is being terminated"#), "{stderr}");
-    let (ok, _, stderr) = cp.kubectl(&["create", "-n", "does-not-exist", "-f", "-"], Some(DOLLY));
+    let (ok, _, stderr) = cp.run(&["create", "-n", "does-not-exist", "-f", "-"], Some(DOLLY));
     assert!(!ok && stderr.contains(r#"namespaces "does-not-exist" not found"#), "{stderr}");
 
     // The finalizers' owner (this test) finishes its work; the namespace then goes.
@@ -779,7 +766,7 @@ async fn the_namespace_controller_empties_a_namespace_of_500_llamas_and_nothing_
         llamas.patch(&llama.metadata.name.unwrap(), &PatchParams::default(), &clear).await.unwrap();
     }
     eventually("the namespace to be gone", async || {
-        let (found, _, stderr) = cp.kubectl(&["get", "namespace", "herd"], None);
+        let (found, _, stderr) = cp.run(&["get", "namespace", "herd"], None);
         !found && stderr.contains("NotFound")
     })
     .await;
@@ -796,12 +783,12 @@ async fn the_namespace_controller_empties_a_namespace_of_500_llamas_and_nothing_
 
 /// The uid of `kind/name` in `namespace`, read with kubectl.
 fn uid_of(cp: &ControlPlane, namespace: &str, kind: &str, name: &str) -> String {
-    cp.ok(&["get", kind, name, "-n", namespace, "-o", "jsonpath={.metadata.uid}"], None)
+    cp.must(&["get", kind, name, "-n", namespace, "-o", "jsonpath={.metadata.uid}"], None)
 }
 
 /// Whether `kind/name` is gone from `namespace`.
 fn gone(cp: &ControlPlane, namespace: &str, kind: &str, name: &str) -> bool {
-    let (found, _, stderr) = cp.kubectl(&["get", kind, name, "-n", namespace], None);
+    let (found, _, stderr) = cp.run(&["get", kind, name, "-n", namespace], None);
     !found && stderr.contains("NotFound")
 }
 
@@ -810,11 +797,11 @@ async fn the_garbage_collector_follows_each_propagation_policy_through_the_aggre
     let cp = ControlPlane::up_with_controller_manager();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.ok(&["create", "namespace", "farm"], None);
+    cp.must(&["create", "namespace", "farm"], None);
     let llamas: Api<Llama> = Api::namespaced(cp.client().await, "farm");
     let create = async |llama: Llama| llamas.create(&PostParams::default(), &llama).await.unwrap();
     let configmap = |name: &str| {
-        cp.ok(&["create", "configmap", name, "-n", "farm"], None);
+        cp.must(&["create", "configmap", name, "-n", "farm"], None);
         uid_of(&cp, "farm", "configmap", name)
     };
 
@@ -822,7 +809,7 @@ async fn the_garbage_collector_follows_each_propagation_policy_through_the_aggre
     // collects a probe, so that what follows is decided by policy, not by timing.
     let probe = configmap("probe");
     create(llama_in("farm", "probe", &[], &[("v1", "ConfigMap", "probe", &probe)])).await;
-    cp.ok(&["delete", "configmap", "probe", "-n", "farm"], None);
+    cp.must(&["delete", "configmap", "probe", "-n", "farm"], None);
     eventually("the garbage collector to watch llamas", async || gone(&cp, "farm", "llama", "probe")).await;
 
     // A ConfigMap owning llamas: background deletion collects them; orphan keeps them, unowned.
@@ -830,8 +817,8 @@ async fn the_garbage_collector_follows_each_propagation_policy_through_the_aggre
     create(llama_in("farm", "in-barn", &[], &[("v1", "ConfigMap", "barn", &barn)])).await;
     let shed = configmap("shed");
     create(llama_in("farm", "in-shed", &[], &[("v1", "ConfigMap", "shed", &shed)])).await;
-    cp.ok(&["delete", "configmap", "barn", "-n", "farm"], None);
-    cp.ok(&["delete", "configmap", "shed", "-n", "farm", "--cascade=orphan"], None);
+    cp.must(&["delete", "configmap", "barn", "-n", "farm"], None);
+    cp.must(&["delete", "configmap", "shed", "-n", "farm", "--cascade=orphan"], None);
     eventually("background deletion to collect in-barn", async || gone(&cp, "farm", "llama", "in-barn")).await;
     let kept = llamas.get("in-shed").await.unwrap();
     assert_eq!(kept.metadata.owner_references, None, "orphaned: the reference to the deleted owner is stripped");
@@ -845,8 +832,8 @@ async fn the_garbage_collector_follows_each_propagation_policy_through_the_aggre
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: feed\n  namespace: farm\n  ownerReferences:\n  \
          - {{apiVersion: {API_VERSION}, kind: Llama, name: leader, uid: {leader}, blockOwnerDeletion: true}}\n"
     );
-    cp.ok(&["create", "-f", "-"], Some(&feed));
-    cp.ok(&["delete", "llama", "leader", "-n", "farm", "--cascade=foreground", "--wait=false"], None);
+    cp.must(&["create", "-f", "-"], Some(&feed));
+    cp.must(&["delete", "llama", "leader", "-n", "farm", "--cascade=foreground", "--wait=false"], None);
     let marked = llamas.get("leader").await.unwrap();
     assert!(marked.metadata.deletion_timestamp.is_some());
     assert_eq!(marked.metadata.finalizers, Some(vec!["foregroundDeletion".to_string()]));
@@ -867,11 +854,11 @@ async fn the_garbage_collector_follows_each_propagation_policy_through_the_aggre
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hay\n  namespace: farm\n  ownerReferences:\n  \
          - {{apiVersion: {API_VERSION}, kind: Llama, name: boss, uid: {boss}}}\n"
     );
-    cp.ok(&["create", "-f", "-"], Some(&hay));
-    cp.ok(&["delete", "llama", "boss", "-n", "farm", "--cascade=orphan"], None);
+    cp.must(&["create", "-f", "-"], Some(&hay));
+    cp.must(&["delete", "llama", "boss", "-n", "farm", "--cascade=orphan"], None);
     assert!(gone(&cp, "farm", "llama", "boss"));
     assert_eq!(llamas.get("follower").await.unwrap().metadata.owner_references, None);
     let hay_owners =
-        cp.ok(&["get", "configmap", "hay", "-n", "farm", "-o", "jsonpath={.metadata.ownerReferences}"], None);
+        cp.must(&["get", "configmap", "hay", "-n", "farm", "-o", "jsonpath={.metadata.ownerReferences}"], None);
     assert_eq!(hay_owners, "", "the ConfigMap stays, unowned");
 }
