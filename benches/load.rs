@@ -92,7 +92,10 @@ fn binary() -> PathBuf {
     let status =
         Command::new(env!("CARGO")).args(["build", "--release", "--locked", "--quiet"]).status().expect("cargo build");
     assert!(status.success());
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/farm-apiserver")
+    // Where that build put it: `CARGO_TARGET_DIR` (relative to the package) when set.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| manifest.join("target"), |d| manifest.join(d));
+    target.join("release/farm-apiserver")
 }
 
 /// Starts farm-apiserver standalone (with `extra` flags); returns it and the time from spawn to

@@ -81,6 +81,15 @@ impl Patch {
         }
     }
 
+    /// Whether applying the patch can change `metadata.managedFields`: a merge patch only when it
+    /// names them, a JSON patch always (its paths are not read ahead).
+    pub fn may_change_managed_fields(&self) -> bool {
+        match self {
+            Self::Merge(patch) => patch.get("metadata").and_then(|m| m.get("managedFields")).is_some(),
+            Self::Json(_) => true,
+        }
+    }
+
     /// Applies the patch to a copy of `current`; a JSON patch whose operation cannot apply, or
     /// would exceed [`MAX_DEPTH`] or [`MAX_COPY_BYTES`], is 422.
     pub fn apply(&self, current: &Value) -> Result<Value> {

@@ -179,7 +179,7 @@ impl<K: Strategy> Registry<K> {
 
     /// How a write by `manager` gets its managedFields.
     fn tracking<'a>(&self, manager: &'a str) -> Tracking<'a> {
-        if self.managed_fields { Tracking::Update(manager) } else { Tracking::Off }
+        if self.managed_fields { Tracking::Update(manager, None) } else { Tracking::Off }
     }
 
     /// Gates reads on `ready`: until it turns true, reads wait briefly, then get 503.
@@ -345,9 +345,14 @@ impl<K: Strategy> Registry<K> {
                 object.meta_mut().name = Some(generated_name(prefix));
             }
             reject_invalid(&object, object.validate())?;
-            let name = object.meta().name.clone().unwrap_or_default();
-            match self.store.create(ObjectKey::new(namespace, &name), object.clone(), ctx.dry_run).await {
-                Err(Error::AlreadyExists { .. }) if attempt < attempts => continue,
+            let key = ObjectKey::new(namespace, object.meta().name.as_deref().unwrap_or_default());
+            if attempt >= attempts {
+                let created = self.store.create(key, object, ctx.dry_run).await?;
+                return Ok(Written { object: created, warnings });
+            }
+            // A generated name taken meanwhile is tried again with another.
+            match self.store.create(key, object.clone(), ctx.dry_run).await {
+                Err(Error::AlreadyExists { .. }) => continue,
                 other => return other.map(|object| Written { object, warnings }),
             }
         }
@@ -399,7 +404,11 @@ impl<K: Strategy> Registry<K> {
         let committed = self
             .store
             .mutate(&key, ctx.dry_run, &mut |current| {
-                let document = serde_json::to_value(current.as_ref()).map_err(|e| Error::Internal(e.to_string()))?;
+                // Without managedFields when the patch cannot touch them: their absence from the
+                // result means "unchanged" to the field manager, and they are costly to copy.
+                let keeps_managed_fields = patch.may_change_managed_fields();
+                let document =
+                    if keeps_managed_fields { to_value(current.as_ref())? } else { object_value(current.as_ref())? };
                 let patched = patch.apply(&document)?;
                 let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;
@@ -419,7 +428,13 @@ impl<K: Strategy> Registry<K> {
                         vec![FieldError::invalid(field, &json!(value), "field is immutable")],
                     ));
                 }
-                prepare_update(current, object, false, subresource, self.tracking(&ctx.manager))
+                let tracking = match self.tracking(&ctx.manager) {
+                    Tracking::Update(manager, None) if !keeps_managed_fields => {
+                        Tracking::Update(manager, Some(document))
+                    }
+                    other => other,
+                };
+                prepare_update(current, object, false, subresource, tracking)
             })
             .await?;
         Ok(Written { object: committed.object, warnings })
@@ -468,8 +483,9 @@ impl<K: Strategy> Registry<K> {
 
 /// Where a write's managedFields come from.
 enum Tracking<'a> {
-    /// Computed for an update by this manager ([`track_managers`]).
-    Update(&'a str),
+    /// Computed for an update by this manager ([`track_managers`]), from the live object's JSON
+    /// without its managedFields when the caller already has it.
+    Update(&'a str, Option<serde_json::Value>),
     /// Already computed (by an apply).
     Given(Option<Vec<ManagedFieldsEntry>>),
     /// Not recorded: the registry tracks no managers.
@@ -484,7 +500,7 @@ impl Tracking<'_> {
         subresource: Subresource,
     ) -> Result<Option<Vec<ManagedFieldsEntry>>> {
         match self {
-            Self::Update(manager) => track_managers(live, new, subresource, manager),
+            Self::Update(manager, live_value) => track_managers(live, live_value, new, subresource, manager),
             Self::Given(fields) => Ok(fields),
             Self::Off => Ok(None),
         }
@@ -498,6 +514,7 @@ impl Tracking<'_> {
 /// subresource always starts from the stored ones.
 fn track_managers<K: Strategy>(
     live: Option<&K>,
+    live_value: Option<serde_json::Value>,
     new: &K,
     subresource: Subresource,
     manager: &str,
@@ -511,7 +528,10 @@ fn track_managers<K: Strategy>(
     } else {
         requested.and_then(Managed::decode).filter(|m| !m.is_empty()).or_else(stored)
     };
-    let live_value = live.map(object_value).transpose()?;
+    let live_value = match live_value {
+        Some(value) => Some(value),
+        None => live.map(object_value).transpose()?,
+    };
     let reset = managed::top_level(K::reset_fields(subresource));
     let write = write_of(manager, subresource, &reset);
     let schema = body_schema::<K>();
@@ -520,9 +540,14 @@ fn track_managers<K: Strategy>(
     Ok(managers.encode())
 }
 
+/// `object` as JSON.
+fn to_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
+    serde_json::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))
+}
+
 /// `object` as JSON without its managedFields, for the field manager.
 fn object_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
-    let mut value = serde_json::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))?;
+    let mut value = to_value(object)?;
     if let Some(meta) = value.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
         meta.remove("managedFields");
     }

@@ -9,9 +9,9 @@
 //! `metadata.managedFields[].fieldsV1` stores, writes each step as a JSON key whose value holds its
 //! children, with `".": {}` marking a node that is a member and has children too.
 
+use litemap::LiteMap;
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// One step of a field path.
 #[derive(Clone, Debug)]
@@ -172,11 +172,26 @@ pub fn path_string(path: &[PathElement]) -> String {
     path.iter().map(ToString::to_string).collect()
 }
 
-/// A set of field paths, as a tree.
+/// A set of field paths, as a tree: each step below a node is an entry of one sorted map
+/// (a [`LiteMap`], a sorted `Vec`), which keeps the small sets of an object cheap to build and
+/// combine. structured-merge-diff keeps `Members` and `Children` apart; here one entry holds
+/// both, and an entry that is neither a member nor has members below it is never kept.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Set {
-    members: BTreeSet<PathElement>,
-    children: BTreeMap<PathElement, Set>,
+    nodes: LiteMap<PathElement, Node>,
+}
+
+/// One step of a [`Set`]: whether the path to it is a member, and the paths below it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Node {
+    member: bool,
+    below: Set,
+}
+
+impl Node {
+    fn is_empty(&self) -> bool {
+        !self.member && self.below.nodes.is_empty()
+    }
 }
 
 impl Set {
@@ -185,14 +200,30 @@ impl Set {
         Self::default()
     }
 
+    /// Builds a set from nodes, keeping only those that hold a member.
+    fn of(nodes: impl Iterator<Item = (PathElement, Node)>) -> Set {
+        let mut set = Set::new();
+        for (element, node) in nodes.filter(|(_, n)| !n.is_empty()) {
+            set.nodes.insert(element, node);
+        }
+        set
+    }
+
     /// Adds `path` (not its parents). The empty path, the whole object, is never tracked.
     pub fn insert(&mut self, path: &[PathElement]) {
-        match path {
-            [] => {}
-            [last] => {
-                self.members.insert(last.clone());
+        let Some((first, rest)) = path.split_first() else { return };
+        let node = match self.nodes.get_mut(first) {
+            Some(node) => node,
+            None => {
+                self.nodes.insert(first.clone(), Node::default());
+                let Some(node) = self.nodes.get_mut(first) else { return };
+                node
             }
-            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+        };
+        if rest.is_empty() {
+            node.member = true;
+        } else {
+            node.below.insert(rest);
         }
     }
 
@@ -200,98 +231,118 @@ impl Set {
     pub fn has(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,
-            [last] => self.members.contains(last),
-            [first, rest @ ..] => self.children.get(first).is_some_and(|child| child.has(rest)),
+            [last] => self.nodes.get(last).is_some_and(|n| n.member),
+            [first, rest @ ..] => self.nodes.get(first).is_some_and(|n| n.below.has(rest)),
         }
+    }
+
+    /// Whether `element` (a path of length one) is a member.
+    fn has_member(&self, element: &PathElement) -> bool {
+        self.nodes.get(element).is_some_and(|n| n.member)
     }
 
     /// The members of this node (paths of length one).
     pub fn members(&self) -> impl Iterator<Item = &PathElement> {
-        self.members.iter()
+        self.nodes.iter().filter(|(_, n)| n.member).map(|(e, _)| e)
     }
 
-    /// The nodes below this one, with their sets.
+    /// The nodes below this one that have members below them, with their sets.
     pub fn children(&self) -> impl Iterator<Item = (&PathElement, &Set)> {
-        self.children.iter()
+        self.nodes.iter().filter(|(_, n)| !n.below.nodes.is_empty()).map(|(e, n)| (e, &n.below))
     }
 
-    /// The set below `element`, if any.
+    /// The set below `element`, if it has members.
     pub fn child(&self, element: &PathElement) -> Option<&Set> {
-        self.children.get(element)
+        self.nodes.get(element).map(|n| &n.below).filter(|below| !below.nodes.is_empty())
     }
 
     /// Puts `set` below `element`, replacing what was there.
     pub fn set_child(&mut self, element: PathElement, set: Set) {
-        self.children.insert(element, set);
+        let member = self.has_member(&element);
+        let node = Node { member, below: set };
+        if node.is_empty() {
+            self.nodes.remove(&element);
+        } else {
+            self.nodes.insert(element, node);
+        }
     }
 
     /// Whether the set has no member at all.
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.children.values().all(Set::is_empty)
+        self.nodes.is_empty()
     }
 
     /// The paths in either set.
     pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (element, child) in &other.children {
-            let merged = match out.children.get(element) {
-                Some(mine) => mine.union(child),
-                None => child.clone(),
-            };
-            out.children.insert(element.clone(), merged);
-        }
+        out.merge(other.clone());
         out
+    }
+
+    /// Adds every path of `other`.
+    pub fn merge(&mut self, other: Set) {
+        for (element, theirs) in other.nodes.into_tuple_vec() {
+            match self.nodes.get_mut(&element) {
+                Some(mine) => {
+                    mine.member |= theirs.member;
+                    mine.below.merge(theirs.below);
+                }
+                None => {
+                    self.nodes.insert(element, theirs);
+                }
+            }
+        }
     }
 
     /// The paths in both sets.
     pub fn intersection(&self, other: &Set) -> Set {
-        let members = self.members.intersection(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter_map(|(element, child)| {
-                let both = child.intersection(other.children.get(element)?);
-                (!both.is_empty()).then(|| (element.clone(), both))
-            })
-            .collect();
-        Set { members, children }
+        Set::of(self.nodes.iter().filter_map(|(element, mine)| {
+            let theirs = other.nodes.get(element)?;
+            let node = Node { member: mine.member && theirs.member, below: mine.below.intersection(&theirs.below) };
+            Some((element.clone(), node))
+        }))
     }
 
     /// The paths of `self` that `other` lacks; a parent stays even when `other` has its
     /// children (structured-merge-diff's `Difference`).
     pub fn difference(&self, other: &Set) -> Set {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter_map(|(element, child)| {
-                let left = match other.children.get(element) {
-                    Some(theirs) => child.difference(theirs),
-                    None => child.clone(),
-                };
-                (!left.is_empty()).then(|| (element.clone(), left))
-            })
-            .collect();
-        Set { members, children }
+        let mut out = self.clone();
+        out.remove(other);
+        out
+    }
+
+    /// Removes the paths of `other` (see [`Set::difference`]).
+    pub fn remove(&mut self, other: &Set) {
+        self.remove_where(other, false);
     }
 
     /// Like [`Set::difference`], but a member of `other` also removes everything below it.
     pub fn recursive_difference(&self, other: &Set) -> Set {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter(|(element, _)| !other.members.contains(element))
-            .filter_map(|(element, child)| {
-                let left = match other.children.get(element) {
-                    Some(theirs) => child.recursive_difference(theirs),
-                    None => child.clone(),
-                };
-                (!left.is_empty()).then(|| (element.clone(), left))
-            })
-            .collect();
-        Set { members, children }
+        let mut out = self.clone();
+        out.remove_recursive(other);
+        out
+    }
+
+    /// Removes the paths of `other` and everything below its members (see
+    /// [`Set::recursive_difference`]).
+    pub fn remove_recursive(&mut self, other: &Set) {
+        self.remove_where(other, true);
+    }
+
+    fn remove_where(&mut self, other: &Set, recursive: bool) {
+        if other.is_empty() || self.is_empty() {
+            return;
+        }
+        for (element, mine) in self.nodes.iter_mut() {
+            let Some(theirs) = other.nodes.get(element) else { continue };
+            if recursive && theirs.member {
+                *mine = Node::default();
+                continue;
+            }
+            mine.member &= !theirs.member;
+            mine.below.remove_where(&theirs.below, recursive);
+        }
+        self.nodes.retain(|_, node| !node.is_empty());
     }
 
     /// Every member path, in order.
@@ -302,15 +353,12 @@ impl Set {
     }
 
     fn collect(&self, prefix: &mut Path, out: &mut Vec<Path>) {
-        let elements: BTreeSet<&PathElement> = self.members.iter().chain(self.children.keys()).collect();
-        for element in elements {
+        for (element, node) in self.nodes.iter() {
             prefix.push(element.clone());
-            if self.members.contains(element) {
+            if node.member {
                 out.push(prefix.clone());
             }
-            if let Some(child) = self.children.get(element) {
-                child.collect(prefix, out);
-            }
+            node.below.collect(prefix, out);
             prefix.pop();
         }
     }
@@ -322,17 +370,11 @@ impl Set {
 
     fn fields_v1_contents(&self, include_self: bool) -> Map<String, Value> {
         let mut out = Map::new();
-        if include_self && !(self.members.is_empty() && self.children.is_empty()) {
+        if include_self && !self.nodes.is_empty() {
             out.insert(".".into(), Value::Object(Map::new()));
         }
-        for element in &self.members {
-            if !self.children.contains_key(element) {
-                out.insert(element.serialize(), Value::Object(Map::new()));
-            }
-        }
-        for (element, child) in &self.children {
-            let member = self.members.contains(element);
-            out.insert(element.serialize(), Value::Object(child.fields_v1_contents(member)));
+        for (element, node) in self.nodes.iter() {
+            out.insert(element.serialize(), Value::Object(node.below.fields_v1_contents(node.member)));
         }
         out
     }
@@ -349,13 +391,10 @@ impl Set {
             let Value::Object(grandchildren) = child else {
                 return Err(format!("{key:?}: the value of a path element must be a JSON object"));
             };
-            let is_member = grandchildren.is_empty() || grandchildren.contains_key(".");
-            if is_member {
-                set.members.insert(element.clone());
-            }
-            let below = Set::from_fields_v1(child)?;
-            if !below.members.is_empty() || !below.children.is_empty() {
-                set.children.insert(element, below);
+            let member = grandchildren.is_empty() || grandchildren.contains_key(".");
+            let node = Node { member, below: Set::from_fields_v1(child)? };
+            if !node.is_empty() {
+                set.nodes.insert(element, node);
             }
         }
         Ok(set)
@@ -437,5 +476,27 @@ mod tests {
         assert!(set(&[]).is_empty() && !b.is_empty());
         let paths: Vec<String> = a.paths().iter().map(|p| path_string(p)).collect();
         assert_eq!(paths, [".spec", ".spec.height", ".spec.weight"]);
+    }
+
+    #[test]
+    fn a_step_with_nothing_left_below_it_is_dropped_so_equal_sets_compare_equal() {
+        let mut a = Set::new();
+        a.insert(&[field("spec"), field("weight")]);
+        a.insert(&[field("status")]);
+        let mut only_status = Set::new();
+        only_status.insert(&[field("status")]);
+        let mut removed = a.clone();
+        removed.remove(&a.difference(&only_status));
+        assert_eq!(removed, only_status, "no empty `spec` step is left behind");
+        assert_eq!(removed.child(&field("spec")), None);
+        let mut recursive = a.clone();
+        recursive.remove_recursive(&a);
+        assert!(recursive.is_empty() && recursive == Set::new());
+        let mut replaced = a.clone();
+        replaced.set_child(field("spec"), Set::new());
+        assert_eq!(replaced, only_status);
+        let mut merged = only_status.clone();
+        merged.merge(a.clone());
+        assert_eq!(merged, a);
     }
 }

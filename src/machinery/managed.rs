@@ -19,6 +19,7 @@ use super::fieldpath::PathElement;
 pub use super::fieldpath::Set;
 use super::typed::{Comparison, compare};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+use litemap::LiteMap;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -28,7 +29,12 @@ const MAX_UPDATE_MANAGERS: usize = 10;
 const ANCIENT_CHANGES: &str = "ancient-changes";
 
 /// The metadata no manager owns (`stripMetaManager`).
-fn stripped() -> Set {
+fn stripped() -> &'static Set {
+    static STRIPPED: std::sync::LazyLock<Set> = std::sync::LazyLock::new(stripped_fields);
+    &STRIPPED
+}
+
+fn stripped_fields() -> Set {
     let mut set = Set::new();
     set.insert(&[PathElement::Field("apiVersion".into())]);
     set.insert(&[PathElement::Field("kind".into())]);
@@ -87,7 +93,7 @@ impl Manager {
 /// An object's managers: who owns which fields, and since when.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Managed {
-    entries: BTreeMap<Manager, (Set, Option<Time>)>,
+    entries: LiteMap<Manager, (Set, Option<Time>)>,
 }
 
 impl Managed {
@@ -195,14 +201,15 @@ pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write
         return managed;
     }
     let empty = json!({});
-    let mut comparison = compare(live.unwrap_or(&empty), new, schema);
-    exclude(&mut comparison, write.reset);
+    let (changed, removed) = changes(live.unwrap_or(&empty), new, write.reset, schema);
     let mut managed = managed;
-    let changed = comparison.modified.union(&comparison.added);
-    for (set, _) in managed.entries.values_mut() {
-        *set = set.difference(&changed).difference(&comparison.removed);
+    for (_, (set, _)) in managed.entries.iter_mut() {
+        set.remove(&changed);
+        set.remove(&removed);
     }
-    let mine = changed.difference(&comparison.removed).recursive_difference(write.reset).difference(&stripped());
+    let mut mine = changed;
+    mine.remove(&removed);
+    mine.remove(stripped());
     managed.entries.retain(|_, (set, _)| !set.is_empty());
     if !mine.is_empty() {
         let key = Manager {
@@ -295,7 +302,7 @@ pub fn apply(
     };
     take_over(live_value, &object, &mut managed, &key, write.reset, force, schema)?;
     if let Some((set, _)) = managed.entries.get_mut(&key) {
-        *set = set.difference(&stripped());
+        *set = set.difference(stripped());
     }
     managed.entries.retain(|_, (set, _)| !set.is_empty());
     let changed = !super::typed::values_equal(&object, live_value);
@@ -358,9 +365,7 @@ fn take_over(
     force: bool,
     schema: &Value,
 ) -> Result<(), Vec<Conflict>> {
-    let mut comparison = compare(live, object, schema);
-    exclude(&mut comparison, reset);
-    let changed = comparison.modified.union(&comparison.added);
+    let (changed, removed) = changes(live, object, reset, schema);
     let mut conflicts = Vec::new();
     for (manager, (set, time)) in managed.entries.iter().filter(|(m, _)| *m != applier) {
         for path in set.intersection(&changed).paths() {
@@ -373,7 +378,8 @@ fn take_over(
         return Err(conflicts);
     }
     for (_, (set, _)) in managed.entries.iter_mut().filter(|(m, _)| *m != applier) {
-        *set = set.difference(&changed).difference(&comparison.removed);
+        set.remove(&changed);
+        set.remove(&removed);
     }
     managed.entries.retain(|_, (set, _)| !set.is_empty());
     Ok(())
@@ -407,16 +413,22 @@ pub fn conflict_message(conflicts: &[Conflict]) -> String {
     format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
 }
 
-/// Leaves the reset fields out of a comparison (structured-merge-diff's `FilterFields`).
-fn exclude(comparison: &mut Comparison, reset: &Set) {
-    for set in [&mut comparison.added, &mut comparison.modified, &mut comparison.removed] {
-        *set = set.recursive_difference(reset);
-    }
+/// What a write from `old` to `new` changed (added or modified) and removed, without the fields
+/// its subresource resets (structured-merge-diff's `Compare`, then `FilterFields`).
+fn changes(old: &Value, new: &Value, reset: &Set, schema: &Value) -> (Set, Set) {
+    let Comparison { added: mut changed, modified, mut removed } = compare(old, new, schema);
+    changed.merge(modified);
+    changed.remove_recursive(reset);
+    removed.remove_recursive(reset);
+    (changed, removed)
 }
 
 /// Folds the oldest `Update` entries of each API version into `ancient-changes` until at most
 /// [`MAX_UPDATE_MANAGERS`] remain.
 fn cap_updates(managed: &mut Managed) {
+    if managed.entries.iter().filter(|(m, _)| m.operation == "Update").count() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
     let seconds = |t: &Option<Time>| t.as_ref().map(|t| t.0.as_second()).unwrap_or(0);
     let mut updaters: Vec<(i64, String, Manager)> = managed
         .entries
@@ -424,9 +436,6 @@ fn cap_updates(managed: &mut Managed) {
         .filter(|(m, _)| m.operation == "Update")
         .map(|(m, (_, t))| (seconds(t), m.identifier(), m.clone()))
         .collect();
-    if updaters.len() <= MAX_UPDATE_MANAGERS {
-        return;
-    }
     updaters.sort();
     let mut length = updaters.len();
     let mut first_of_version: BTreeMap<String, Manager> = BTreeMap::new();
