@@ -107,6 +107,31 @@ async fn the_manager_defaults_to_the_user_agent_and_an_empty_list_strips_the_ent
     assert_eq!(code, 422, "{refused}");
 }
 
+/// Clearing the managers as Kubernetes documents it: a patch that sets `managedFields` to one
+/// empty entry, whether a merge patch or a JSON patch; a patch that does not name them leaves
+/// them to the field manager.
+#[apply(backends)]
+async fn a_patch_naming_managed_fields_resets_them_and_one_that_does_not_keeps_them(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
+    for name in ["merged", "json"] {
+        let create = s.client.post(s.url(&format!("{}?fieldManager=a", llamas("default"))));
+        let (code, created) = send(create.json(&llama(name, 1.0, 2.0))).await;
+        assert_eq!((code, entries(&created).len()), (201, 1), "{created}");
+        let path = format!("{}?fieldManager=b", llama_path("default", name));
+        let (code, kept) = merge_patch(&s, &path, json!({"spec": {"weight": 3.0}})).await;
+        let managers: Vec<String> = entries(&kept).into_iter().map(|e| e.0).collect();
+        assert_eq!((code, managers), (200, vec!["a".to_string(), "b".to_string()]), "{kept}");
+    }
+    let (code, cleared) =
+        merge_patch(&s, &llama_path("default", "merged"), json!({"metadata": {"managedFields": [{}]}})).await;
+    assert_eq!((code, cleared["metadata"].get("managedFields")), (200, None), "{cleared}");
+    let clear = json!([{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}]);
+    let request =
+        s.client.patch(s.url(&llama_path("default", "json"))).header("content-type", "application/json-patch+json");
+    let (code, cleared) = send(request.body(clear.to_string())).await;
+    assert_eq!((code, cleared["metadata"].get("managedFields")), (200, None), "{cleared}");
+}
+
 #[tokio::test]
 async fn kubectl_shows_the_managers_of_a_client_side_apply_then_a_patch() {
     let s = Server::start().await;
