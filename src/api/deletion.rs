@@ -21,7 +21,6 @@ use crate::machinery::resource::{ApiResource, GROUP};
 use crate::store::Mutation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
 use serde_json::json;
-use std::sync::Arc;
 
 /// The garbage collector's finalizer: orphan the dependents, then let the object go.
 pub const ORPHAN_FINALIZER: &str = "orphan";
@@ -144,13 +143,13 @@ fn check_preconditions<K: ApiResource>(current: &K, options: &DeleteOptions) -> 
 
 /// Decides what a delete with `options` does to `current` (see the module documentation); `now`
 /// becomes the `deletionTimestamp` of an object marked for the first time.
-pub fn prepare<K: ApiResource>(current: &Arc<K>, options: &DeleteOptions, now: Time) -> Result<Mutation<K>> {
-    check_preconditions(current.as_ref(), options)?;
+pub fn prepare<K: ApiResource>(current: &K, options: &DeleteOptions, now: Time) -> Result<Mutation<K>> {
+    check_preconditions(current, options)?;
     let finalizers = finalizers_after_delete(current.meta().finalizers.as_deref().unwrap_or_default(), options);
     if finalizers.is_empty() {
-        return Ok(Mutation::Delete((**current).clone()));
+        return Ok(Mutation::Delete(current.clone()));
     }
-    let mut marked = (**current).clone();
+    let mut marked = current.clone();
     let meta = marked.meta_mut();
     meta.finalizers = Some(finalizers);
     if meta.deletion_timestamp.is_none() {
@@ -158,7 +157,7 @@ pub fn prepare<K: ApiResource>(current: &Arc<K>, options: &DeleteOptions, now: T
         meta.deletion_timestamp = Some(now);
     }
     meta.deletion_grace_period_seconds = Some(0);
-    if &marked == current.as_ref() { Ok(Mutation::Unchanged) } else { Ok(Mutation::Put(marked)) }
+    if &marked == current { Ok(Mutation::Unchanged) } else { Ok(Mutation::Put(marked)) }
 }
 
 #[cfg(test)]
@@ -168,13 +167,13 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions;
     use k8s_openapi::jiff::Timestamp;
 
-    fn llama(finalizers: &[&str]) -> Arc<Llama> {
+    fn llama(finalizers: &[&str]) -> Llama {
         let mut l = Llama::new("dolly", LlamaSpec { weight: 1.0, height: 1.0, color: None });
         l.metadata.finalizers = (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
         l.metadata.generation = Some(1);
         l.metadata.uid = Some("u1".into());
         l.metadata.resource_version = Some("7".into());
-        Arc::new(l)
+        l
     }
 
     fn policy(p: &str) -> DeleteOptions {
@@ -215,12 +214,12 @@ mod tests {
         assert_eq!(first.metadata.deletion_timestamp, Some(at(10)));
         assert_eq!(first.metadata.deletion_grace_period_seconds, Some(0));
         assert_eq!(first.metadata.generation, Some(2), "the first mark moves the generation");
-        let again = prepare(&Arc::new(first.clone()), &policy("Orphan"), at(20)).unwrap();
+        let again = prepare(&first, &policy("Orphan"), at(20)).unwrap();
         assert!(matches!(again, Mutation::Unchanged), "{again:?}");
-        let switched = marked(prepare(&Arc::new(first.clone()), &policy("Foreground"), at(20)).unwrap());
+        let switched = marked(prepare(&first, &policy("Foreground"), at(20)).unwrap());
         assert_eq!(switched.metadata.finalizers.as_deref(), Some(&["foregroundDeletion".to_string()][..]));
         assert_eq!((switched.metadata.deletion_timestamp, switched.metadata.generation), (Some(at(10)), Some(2)));
-        assert!(matches!(prepare(&Arc::new(first), &policy("Background"), at(20)).unwrap(), Mutation::Delete(_)));
+        assert!(matches!(prepare(&first, &policy("Background"), at(20)).unwrap(), Mutation::Delete(_)));
     }
 
     #[test]

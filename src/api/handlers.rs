@@ -17,6 +17,7 @@ use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::resource::API_VERSION;
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
+use crate::store::Stored;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
@@ -100,8 +101,8 @@ fn warning_header(text: &str) -> Option<HeaderValue> {
 }
 
 /// A JSON response with the given content type and warnings.
-fn respond(code: StatusCode, content_type: &str, body: Vec<u8>, warnings: &[String]) -> Response {
-    let mut response = (code, body).into_response();
+fn respond(code: StatusCode, content_type: &str, body: impl Into<Body>, warnings: &[String]) -> Response {
+    let mut response = (code, body.into()).into_response();
     let headers = response.headers_mut();
     if let Ok(v) = HeaderValue::from_str(content_type) {
         headers.insert(header::CONTENT_TYPE, v);
@@ -112,9 +113,10 @@ fn respond(code: StatusCode, content_type: &str, body: Vec<u8>, warnings: &[Stri
     response
 }
 
-/// Renders one object in the representation the client negotiated.
+/// Renders one object in the representation the client negotiated; the plain compact form is
+/// the stored object's own encoding, shared rather than made again.
 fn render_object<K: Strategy>(
-    object: &K,
+    object: &Stored<K>,
     representation: Representation,
     query: &Query,
     code: StatusCode,
@@ -122,31 +124,61 @@ fn render_object<K: Strategy>(
 ) -> Result<Response> {
     let pretty = query.pretty();
     let body = match representation {
-        Representation::Object => encode(object, pretty)?,
-        Representation::Metadata(version) => encode(&partial_metadata_in(object.meta(), version), pretty)?,
+        Representation::Object if !pretty => object.json()?,
+        Representation::Object => encode(object, pretty)?.into(),
+        Representation::Metadata(version) => encode(&partial_metadata_in(object.meta(), version), pretty)?.into(),
         Representation::Table(_) => {
             let metadata = ListMeta { resource_version: object.meta().resource_version.clone(), ..Default::default() };
             let t = table::render(
-                std::iter::once(object),
+                std::iter::once(object.object()),
                 metadata,
                 query.include_object()?,
                 k8s_openapi::jiff::Timestamp::now(),
             );
-            encode(&t, pretty)?
+            encode(&t, pretty)?.into()
         }
     };
     Ok(respond(code, &representation.content_type(Target::Object), body, warnings))
 }
 
+/// The head of a list: everything but its items, which follow it (see [`list_json`]).
+#[derive(Serialize)]
+struct ListHead<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: &'a ListMeta,
+}
+
+/// A compact JSON list whose items are the stored objects' own encodings, copied once into
+/// the body and not encoded again: `{"apiVersion":…,"kind":…,"metadata":{…},"items":[…]}`.
+fn list_json<K: Strategy>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Result<Vec<u8>> {
+    let head = ListHead { api_version: API_VERSION, kind: K::INFO.list_kind, metadata };
+    let encoded: Vec<bytes::Bytes> = items.iter().map(|o| o.json()).collect::<Result<_>>()?;
+    let mut out = encode(&head, false)?;
+    out.reserve(encoded.iter().map(|j| j.len() + 1).sum::<usize>() + 12);
+    out.pop(); // the head's closing brace
+    out.extend_from_slice(br#","items":["#);
+    for (i, json) in encoded.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(json);
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
 /// Renders a list of objects in the representation the client negotiated.
 fn render_list<K: Strategy>(
-    items: &[Arc<K>],
+    items: &[Arc<Stored<K>>],
     metadata: ListMeta,
     representation: Representation,
     query: &Query,
 ) -> Result<Response> {
     let pretty = query.pretty();
     let body = match representation {
+        Representation::Object if !pretty => list_json(items, &metadata)?,
         Representation::Object => {
             let list = ObjectList {
                 types: TypeMeta { api_version: API_VERSION.into(), kind: K::INFO.list_kind.into() },
@@ -165,7 +197,7 @@ fn render_list<K: Strategy>(
         }
         Representation::Table(_) => {
             let t = table::render(
-                items.iter().map(AsRef::as_ref),
+                items.iter().map(|o| o.object()),
                 metadata,
                 query.include_object()?,
                 k8s_openapi::jiff::Timestamp::now(),
@@ -416,4 +448,37 @@ async fn delete_collection<K: Strategy>(
         .await?;
     let metadata = ListMeta { resource_version: Some(registry.revision().await?.to_string()), ..Default::default() };
     render_list(&deleted, metadata, representation, &query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::llama::{Llama, LlamaSpec};
+
+    fn llama(name: &str, weight: f64) -> Arc<Stored<Llama>> {
+        let mut l = Llama::new(name, LlamaSpec { weight, height: 2.0, color: Some("white \"snow\"".into()) });
+        l.metadata.namespace = Some("farm".into());
+        l.metadata.labels = Some([("herd".to_string(), "a".to_string())].into());
+        Arc::new(Stored::new(l))
+    }
+
+    #[test]
+    fn a_list_of_stored_encodings_is_byte_for_byte_the_list_serde_writes() {
+        let metadata = ListMeta {
+            resource_version: Some("42".into()),
+            continue_: Some("token".into()),
+            remaining_item_count: Some(3),
+            ..Default::default()
+        };
+        for items in [vec![], vec![llama("a", 1.0)], vec![llama("a", 1.5), llama("b", 300.0), llama("c", 0.0)]] {
+            let expected = serde_json::to_vec(&ObjectList {
+                types: TypeMeta { api_version: API_VERSION.into(), kind: "LlamaList".into() },
+                metadata: metadata.clone(),
+                items: items.iter().map(|o| o.object().clone()).collect(),
+            })
+            .unwrap();
+            let written = list_json(&items, &metadata).unwrap();
+            assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
+        }
+    }
 }

@@ -24,7 +24,7 @@ use crate::machinery::paging::Continue;
 use crate::machinery::resource::{API_VERSION, ApiResource, GROUP, body_schema};
 use crate::machinery::strategy::{Strategy, Subresource, field_value};
 use crate::machinery::validation;
-use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Subscription, WatchFrom};
+use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ManagedFieldsEntry, ObjectMeta, Time};
 use serde_json::json;
 use std::sync::Arc;
@@ -78,7 +78,7 @@ impl Default for WatchSettings {
 #[derive(Debug)]
 pub struct ListPage<K> {
     /// The objects of this page, sorted by namespace and name.
-    pub items: Vec<Arc<K>>,
+    pub items: Vec<Arc<Stored<K>>>,
     /// The revision the page was read at.
     pub revision: u64,
     /// The token for the next page, when there is one.
@@ -102,7 +102,7 @@ pub struct WriteContext {
 #[derive(Debug)]
 pub struct Written<K> {
     /// The object as stored (or as it would be, for a dry run).
-    pub object: Arc<K>,
+    pub object: Arc<Stored<K>>,
     /// `Warning` header texts.
     pub warnings: Vec<String>,
 }
@@ -306,7 +306,7 @@ impl<K: Strategy> Registry<K> {
     }
 
     /// One object; 404 when absent.
-    pub async fn get(&self, namespace: &str, name: &str) -> Result<Arc<K>> {
+    pub async fn get(&self, namespace: &str, name: &str) -> Result<Arc<Stored<K>>> {
         self.store.get(&ObjectKey::new(namespace, name)).await?.ok_or_else(|| Self::not_found(name))
     }
 
@@ -408,7 +408,7 @@ impl<K: Strategy> Registry<K> {
                 // result means "unchanged" to the field manager, and they are costly to copy.
                 let keeps_managed_fields = patch.may_change_managed_fields();
                 let document =
-                    if keeps_managed_fields { to_value(current.as_ref())? } else { object_value(current.as_ref())? };
+                    if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
                 let patched = patch.apply(&document)?;
                 let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;
@@ -461,12 +461,12 @@ impl<K: Strategy> Registry<K> {
         options: &DeleteOptions,
         dry_run: bool,
         keep: &(dyn Fn(&K) -> bool + Sync),
-    ) -> Result<Vec<Arc<K>>> {
+    ) -> Result<Vec<Arc<Stored<K>>>> {
         super::deletion::validate_options(options)?;
         let listing = self.store.list(namespace).await?;
         let mut out = Vec::new();
         for object in listing.items.iter().filter(|o| keep(o)) {
-            let key = ObjectKey::of(object.as_ref());
+            let key = ObjectKey::of(object.object());
             match self
                 .store
                 .mutate(&key, dry_run, &mut |current| super::deletion::prepare(current, options, now()))
@@ -582,7 +582,7 @@ fn check_resource_version<K: ApiResource>(new: &ObjectMeta, old: &ObjectMeta, re
 /// [`Subresource::Status`] keeps all of the stored metadata, as the custom resource status
 /// strategy does (`*new = *old.DeepCopy()`, then the new status).
 fn prepare_update<K: Strategy>(
-    current: &Arc<K>,
+    current: &Arc<Stored<K>>,
     mut new: K,
     require_resource_version: bool,
     subresource: Subresource,
@@ -590,7 +590,7 @@ fn prepare_update<K: Strategy>(
 ) -> Result<Mutation<K>> {
     let old = current.meta();
     check_resource_version::<K>(new.meta(), old, require_resource_version)?;
-    let managed_fields = tracking.managed_fields(Some(current.as_ref()), &new, subresource)?;
+    let managed_fields = tracking.managed_fields(Some(current.object()), &new, subresource)?;
     if subresource == Subresource::Status {
         *new.meta_mut() = old.clone();
     }
@@ -630,7 +630,7 @@ fn prepare_update<K: Strategy>(
     if deleting && new.meta().finalizers.as_ref().is_none_or(Vec::is_empty) {
         return Ok(Mutation::Delete(new));
     }
-    if &new == current.as_ref() {
+    if &new == current.object() {
         return Ok(Mutation::Unchanged);
     }
     Ok(Mutation::Put(new))

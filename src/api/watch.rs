@@ -28,7 +28,7 @@ use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::{API_VERSION, ApiResource};
 use crate::machinery::strategy::Strategy;
 use crate::metrics::Metrics;
-use crate::store::{CloseReason, Closing, Event, EventType, Subscription, WatchFrom};
+use crate::store::{CloseReason, Closing, Event, EventType, Stored, Subscription, WatchFrom};
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
@@ -62,6 +62,18 @@ fn frame<T: Serialize>(kind: &'static str, object: &T) -> Result<Bytes> {
     Ok(Bytes::from(out))
 }
 
+/// The frame of a stored object: what [`frame`] writes, around the object's own encoding.
+fn stored_frame<K: ApiResource>(kind: &'static str, object: &Stored<K>) -> Result<Bytes> {
+    let json = object.json()?;
+    let mut out = Vec::with_capacity(json.len() + kind.len() + 24);
+    out.extend_from_slice(br#"{"type":""#);
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(br#"","object":"#);
+    out.extend_from_slice(&json);
+    out.extend_from_slice(b"}\n");
+    Ok(Bytes::from(out))
+}
+
 fn type_name(kind: EventType) -> &'static str {
     match kind {
         EventType::Added => "ADDED",
@@ -80,15 +92,19 @@ struct Encoder<K: Strategy> {
 }
 
 impl<K: Strategy> Encoder<K> {
-    fn object(&mut self, kind: &'static str, object: &K) -> Result<Bytes> {
+    fn object(&mut self, kind: &'static str, object: &Stored<K>) -> Result<Bytes> {
         match self.representation {
-            Representation::Object => frame(kind, object),
+            Representation::Object => stored_frame(kind, object),
             Representation::Metadata(version) => frame(kind, &partial_metadata_in(object.meta(), version)),
             Representation::Table(_) => {
                 let metadata =
                     ListMeta { resource_version: object.meta().resource_version.clone(), ..Default::default() };
-                let mut t =
-                    table::render(std::iter::once(object), metadata, self.include, k8s_openapi::jiff::Timestamp::now());
+                let mut t = table::render(
+                    std::iter::once(object.object()),
+                    metadata,
+                    self.include,
+                    k8s_openapi::jiff::Timestamp::now(),
+                );
                 if self.columns_sent {
                     t.drop_column_definitions();
                 }
@@ -105,7 +121,7 @@ impl<K: Strategy> Encoder<K> {
             if let Some(cached) = event.frame.get() {
                 return Ok(cached.clone());
             }
-            let encoded = frame(kind, event.object.as_ref())?;
+            let encoded = stored_frame(kind, &event.object)?;
             return Ok(event.frame.get_or_init(|| encoded).clone());
         }
         self.object(kind, event.object.as_ref())
@@ -141,7 +157,7 @@ fn visible<K: ApiResource>(event: &Event<K>, selects: &(dyn Fn(&K) -> bool + Syn
         EventType::Added => now.then_some("ADDED"),
         EventType::Deleted => now.then_some("DELETED"),
         EventType::Modified => {
-            let before = event.previous.as_deref().is_some_and(selects);
+            let before = event.previous.as_deref().is_some_and(|p| selects(p));
             match (before, now) {
                 (true, true) => Some("MODIFIED"),
                 (false, true) => Some("ADDED"),
@@ -280,7 +296,7 @@ impl<K: Strategy, F: Fn(&K) -> bool + Sync> Outbox<K, F> {
 
     /// ADDED for every selected object of `snapshot`; false when the stream must end (an
     /// unfinished initial list at shutdown ends it too: the client lists again elsewhere).
-    async fn initial(&mut self, snapshot: &[Arc<K>], stopping: &tokio_util::sync::CancellationToken) -> bool {
+    async fn initial(&mut self, snapshot: &[Arc<Stored<K>>], stopping: &tokio_util::sync::CancellationToken) -> bool {
         for object in snapshot.iter().filter(|o| (self.selects)(o)) {
             if stopping.is_cancelled() {
                 return false;
@@ -432,6 +448,16 @@ mod tests {
         for i in range {
             let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
             registry.create("farm", llama, &WriteContext::default()).await.unwrap();
+        }
+    }
+
+    #[test]
+    fn a_stored_objects_frame_is_byte_for_byte_the_frame_serde_writes() {
+        let mut llama = Llama::new("dolly", LlamaSpec { weight: 2.5, height: 1.0, color: Some("a \"b\"".into()) });
+        llama.metadata.resource_version = Some("7".into());
+        for kind in ["ADDED", "MODIFIED", "DELETED"] {
+            let stored = Stored::new(llama.clone());
+            assert_eq!(stored_frame(kind, &stored).unwrap(), frame(kind, &llama).unwrap());
         }
     }
 

@@ -16,6 +16,7 @@ pub mod resource;
 pub mod schema;
 pub mod schema_validation;
 pub mod selector;
+pub mod stored;
 pub mod strategy;
 pub mod typed;
 pub mod validation;

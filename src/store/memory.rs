@@ -14,7 +14,7 @@
 
 use super::{
     CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Revision, Store,
-    StoreStats, Subscription, UpdateFn, WatchFrom,
+    StoreStats, Stored, Subscription, UpdateFn, WatchFrom,
 };
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
@@ -35,7 +35,7 @@ struct Subscriber<K> {
 
 struct State<K> {
     /// The objects by key.
-    objects: BTreeMap<ObjectKey, Arc<K>>,
+    objects: BTreeMap<ObjectKey, Arc<Stored<K>>>,
     /// The most recent events, oldest first, at most `history_capacity`.
     history: VecDeque<Arc<Event<K>>>,
     /// The revision of the newest event dropped from the history (0: none dropped yet).
@@ -73,9 +73,9 @@ impl<K: ApiResource> MemoryStore<K> {
     }
 }
 
-fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<K> {
+fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<Stored<K>> {
     object.meta_mut().resource_version = Some(revision.to_string());
-    Arc::new(object)
+    Arc::new(Stored::new(object))
 }
 
 fn in_namespace(key: &ObjectKey, namespace: Option<&str>) -> bool {
@@ -114,7 +114,7 @@ impl<K: ApiResource> State<K> {
         });
     }
 
-    fn objects_in(&self, namespace: Option<&str>) -> Vec<(ObjectKey, Arc<K>)> {
+    fn objects_in(&self, namespace: Option<&str>) -> Vec<(ObjectKey, Arc<Stored<K>>)> {
         match namespace {
             None => self.objects.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             Some(ns) => self
@@ -218,7 +218,7 @@ impl<K: ApiResource> MemoryStore<K> {
 /// The [`Store`] operations, synchronous: nothing here waits for anything but the lock.
 impl<K: ApiResource> MemoryStore<K> {
     /// See [`Store::get`].
-    pub fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
+    pub fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
         Ok(self.state.read().objects.get(key).cloned())
     }
 
@@ -240,11 +240,11 @@ impl<K: ApiResource> MemoryStore<K> {
         }
         // Undo, newest first, every event after `revision`: the earliest such event of a key
         // holds the key's state at `revision`.
-        let mut past: BTreeMap<ObjectKey, Option<Arc<K>>> = BTreeMap::new();
+        let mut past: BTreeMap<ObjectKey, Option<Arc<Stored<K>>>> = BTreeMap::new();
         for event in state.history.iter().rev().take_while(|e| e.revision > revision) {
-            past.insert(ObjectKey::of(event.object.as_ref()), event.previous.clone());
+            past.insert(ObjectKey::of(event.object.object()), event.previous.clone());
         }
-        let mut items: BTreeMap<ObjectKey, Arc<K>> =
+        let mut items: BTreeMap<ObjectKey, Arc<Stored<K>>> =
             state.objects_in(namespace).into_iter().filter(|(k, _)| !past.contains_key(k)).collect();
         for (key, object) in past {
             if let Some(object) = object
@@ -271,7 +271,7 @@ impl<K: ApiResource> MemoryStore<K> {
                     .history
                     .iter()
                     .filter(|e| e.revision > revision)
-                    .filter(|e| in_namespace(&ObjectKey::of(e.object.as_ref()), namespace))
+                    .filter(|e| in_namespace(&ObjectKey::of(e.object.object()), namespace))
                     .cloned()
                     .collect();
                 (Vec::new(), replay, revision.max(current))
@@ -293,13 +293,13 @@ impl<K: ApiResource> MemoryStore<K> {
     }
 
     /// See [`Store::create`].
-    pub fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
+    pub fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>> {
         let mut state = self.state.write();
         if state.objects.contains_key(&key) {
             return Err(Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name });
         }
         if dry_run {
-            return Ok(Arc::new(object));
+            return Ok(Arc::new(Stored::new(object)));
         }
         let revision = self.revision.next();
         let stored = stamp(object, revision);
@@ -326,9 +326,11 @@ impl<K: ApiResource> MemoryStore<K> {
                 .ok_or_else(|| Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() })?;
             let (kind, object) = match update(&current)? {
                 Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
-                Mutation::Put(object) if dry_run => return Ok(Committed { object: Arc::new(object), deleted: false }),
+                Mutation::Put(object) if dry_run => {
+                    return Ok(Committed { object: Arc::new(Stored::new(object)), deleted: false });
+                }
                 Mutation::Delete(object) if dry_run => {
-                    return Ok(Committed { object: Arc::new(object), deleted: true });
+                    return Ok(Committed { object: Arc::new(Stored::new(object)), deleted: true });
                 }
                 Mutation::Put(object) => (EventType::Modified, object),
                 Mutation::Delete(object) => (EventType::Deleted, object),
@@ -366,7 +368,7 @@ impl<K: ApiResource> MemoryStore<K> {
 
 #[async_trait::async_trait]
 impl<K: ApiResource> Store<K> for MemoryStore<K> {
-    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
+    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
         MemoryStore::get(self, key)
     }
 
@@ -378,7 +380,7 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
         MemoryStore::subscribe(self, namespace, from, capacity)
     }
 
-    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
+    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>> {
         MemoryStore::create(self, key, object, dry_run)
     }
 

@@ -16,6 +16,7 @@ pub mod memory;
 
 use crate::machinery::error::Result;
 pub use crate::machinery::key::ObjectKey;
+pub use crate::machinery::stored::Stored;
 use std::sync::Arc;
 
 /// What an update function decided to do with the current object.
@@ -33,7 +34,7 @@ pub enum Mutation<K> {
 #[derive(Debug, Clone)]
 pub struct Committed<K> {
     /// The object as stored, or as it was when deleted (with the deletion's resourceVersion).
-    pub object: Arc<K>,
+    pub object: Arc<Stored<K>>,
     /// Whether the object is gone.
     pub deleted: bool,
 }
@@ -42,7 +43,7 @@ pub struct Committed<K> {
 #[derive(Debug, Clone)]
 pub struct Listing<K> {
     /// Objects sorted by namespace then name.
-    pub items: Vec<Arc<K>>,
+    pub items: Vec<Arc<Stored<K>>>,
     /// The store's revision at the time of the snapshot.
     pub revision: u64,
 }
@@ -65,7 +66,7 @@ pub struct PageRequest<'a, K> {
 #[derive(Debug)]
 pub struct Page<K> {
     /// The selected objects, in key order.
-    pub items: Vec<Arc<K>>,
+    pub items: Vec<Arc<Stored<K>>>,
     /// The revision the page was read at.
     pub revision: u64,
     /// The key of the last item, when more selected objects follow.
@@ -93,9 +94,9 @@ pub struct Event<K> {
     /// What happened.
     pub kind: EventType,
     /// The object after the change; for a deletion, its last state stamped with the deletion's revision.
-    pub object: Arc<K>,
+    pub object: Arc<Stored<K>>,
     /// The object before the change; `None` for a creation.
-    pub previous: Option<Arc<K>>,
+    pub previous: Option<Arc<Stored<K>>>,
     /// The plain JSON watch frame, encoded once by the first watcher that needs it.
     pub frame: std::sync::OnceLock<bytes::Bytes>,
 }
@@ -122,7 +123,7 @@ pub enum WatchFrom {
 #[derive(Debug)]
 pub struct Subscription<K> {
     /// For [`WatchFrom::Now`]: the objects at [`Subscription::revision`].
-    pub snapshot: Vec<Arc<K>>,
+    pub snapshot: Vec<Arc<Stored<K>>>,
     /// For [`WatchFrom::After`]: the history events after the requested revision, in order.
     pub replay: Vec<Arc<Event<K>>>,
     /// The revision the subscription starts from; later events arrive on `receiver`.
@@ -184,7 +185,7 @@ impl Progress {
 }
 
 /// The function a [`Store::mutate`] runs on the current object to decide the change.
-pub type UpdateFn<'f, K> = dyn FnMut(&Arc<K>) -> Result<Mutation<K>> + Send + 'f;
+pub type UpdateFn<'f, K> = dyn FnMut(&Arc<Stored<K>>) -> Result<Mutation<K>> + Send + 'f;
 
 /// Storage for one resource type. Implementations set `metadata.resourceVersion` on commit.
 ///
@@ -192,7 +193,7 @@ pub type UpdateFn<'f, K> = dyn FnMut(&Arc<K>) -> Result<Mutation<K>> + Send + 'f
 #[async_trait::async_trait]
 pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'static {
     /// The object at `key`, if any, as of now (a linearizable read).
-    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>>;
+    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>>;
 
     /// Every object, or those of one namespace, at one consistent revision.
     async fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
@@ -207,8 +208,8 @@ pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'stat
     /// less work.
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
         let listing = self.list_at(request.namespace, request.at).await?;
-        let selected: Vec<Arc<K>> = listing.items.into_iter().filter(|o| (request.selects)(o)).collect();
-        let page = crate::machinery::paging::cut(selected, |o| ObjectKey::of(o.as_ref()), request.after, request.limit);
+        let selected: Vec<Arc<Stored<K>>> = listing.items.into_iter().filter(|o| (request.selects)(o)).collect();
+        let page = crate::machinery::paging::cut(selected, |o| ObjectKey::of(o.object()), request.after, request.limit);
         Ok(Page {
             items: page.items,
             revision: listing.revision,
@@ -223,7 +224,7 @@ pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'stat
 
     /// Stores a new object; 409 `AlreadyExists` if its key is taken. With `dry_run` the checks
     /// run but nothing is stored.
-    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>>;
+    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>>;
 
     /// Runs `update` on the current object at `key` and applies its decision atomically;
     /// 404 when there is no object. With `dry_run` the decision is returned but not applied.

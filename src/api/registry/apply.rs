@@ -106,7 +106,7 @@ impl<K: Strategy> Registry<K> {
             .store
             .mutate(key, ctx.dry_run, &mut |current| {
                 let write = write_of(&ctx.manager, subresource, &reset);
-                let live = object_value(current.as_ref())?;
+                let live = object_value(current.object())?;
                 let stored = current.meta().managed_fields.as_deref().unwrap_or_default();
                 let managers = Managed::decode(stored).unwrap_or_default();
                 let applied = managed::apply(Some(&live), config, managers, &write, force, &schema.object)

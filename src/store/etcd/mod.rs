@@ -20,7 +20,7 @@ pub mod grpc;
 
 use super::{
     CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress,
-    ReadAt, Store, StoreStats, Subscription, UpdateFn, WatchFrom,
+    ReadAt, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom,
 };
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
@@ -95,9 +95,9 @@ fn decode<K: ApiResource>(kv: &KeyValue) -> Result<K> {
     Ok(object)
 }
 
-fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<K> {
+fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<Stored<K>> {
     object.meta_mut().resource_version = Some(revision.to_string());
-    Arc::new(object)
+    Arc::new(Stored::new(object))
 }
 
 fn header_revision(header: Option<&ResponseHeader>) -> Result<u64> {
@@ -118,10 +118,10 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
 
 impl<K: ApiResource> EtcdStore<K> {
     /// The object at `key` with its mod revision, read now.
-    async fn read(&self, key: &str) -> Result<Option<(Arc<K>, i64)>> {
+    async fn read(&self, key: &str) -> Result<Option<(Arc<Stored<K>>, i64)>> {
         let response = self.client.get(key).await.map_err(api_error)?;
         match response.kvs.first() {
-            Some(kv) => Ok(Some((Arc::new(decode(kv)?), kv.mod_revision))),
+            Some(kv) => Ok(Some((Arc::new(Stored::new(decode(kv)?)), kv.mod_revision))),
             None => Ok(None),
         }
     }
@@ -138,7 +138,7 @@ impl<K: ApiResource> EtcdStore<K> {
 
 #[async_trait::async_trait]
 impl<K: ApiResource> Store<K> for EtcdStore<K> {
-    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<K>>> {
+    async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
         Ok(self.read(&self.key(key)).await?.map(|(object, _)| object))
     }
 
@@ -163,7 +163,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         let mut at = etcd_revision(read_revision(request.at)?)?;
         // One more than the limit tells whether more follow.
         let wanted = request.limit.map(|limit| limit.saturating_add(1));
-        let mut items: Vec<Arc<K>> = Vec::new();
+        let mut items: Vec<Arc<Stored<K>>> = Vec::new();
         'chunks: loop {
             let chunk = wanted.map_or(LIST_CHUNK, |w| w.saturating_sub(items.len()).clamp(1, LIST_CHUNK));
             let read = RangeRequest {
@@ -183,7 +183,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 start.push(0);
                 let object = decode::<K>(kv)?;
                 if (request.selects)(&object) {
-                    items.push(Arc::new(object));
+                    items.push(Arc::new(Stored::new(object)));
                     if Some(items.len()) == wanted {
                         break 'chunks;
                     }
@@ -197,7 +197,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         let mut remaining = 0;
         if let Some(limit) = request.limit.filter(|limit| items.len() > *limit) {
             items.truncate(limit);
-            let last = items.last().map(|o| ObjectKey::of(o.as_ref()));
+            let last = items.last().map(|o| ObjectKey::of(o.object()));
             if let Some(last) = &last {
                 let mut from = self.key(last).into_bytes();
                 from.push(0);
@@ -239,13 +239,13 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         Ok(Subscription { snapshot, replay: Vec::new(), revision, receiver, progress, closing })
     }
 
-    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<K>> {
+    async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>> {
         let path = self.key(&key);
         let exists = || Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name.clone() };
         if dry_run {
             return match self.read(&path).await? {
                 Some(_) => Err(exists()),
-                None => Ok(Arc::new(object)),
+                None => Ok(Arc::new(Stored::new(object))),
             };
         }
         let absent = create_revision_is(path.clone(), 0);
@@ -268,7 +268,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 Mutation::Delete(object) => (object, true),
             };
             if dry_run {
-                return Ok(Committed { object: Arc::new(object), deleted });
+                return Ok(Committed { object: Arc::new(Stored::new(object)), deleted });
             }
             let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&object)?) };
             let unchanged = mod_revision_is(path.clone(), read_at);
@@ -282,7 +282,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 first_read(&response).and_then(|read| read.kvs.first()).map(|kv| (decode::<K>(kv), kv.mod_revision));
             match newer {
                 Some((object, revision)) => {
-                    current = Arc::new(object?);
+                    current = Arc::new(Stored::new(object?));
                     read_at = revision;
                 }
                 None => return Err(not_found()),
@@ -312,13 +312,13 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
 fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
     let kv = event.kv.as_ref().ok_or_else(|| Error::Internal("an etcd event without a key".into()))?;
     let revision = revision_of(kv.mod_revision);
-    let previous = event.prev_kv.as_ref().map(|p| decode::<K>(p).map(Arc::new)).transpose()?;
+    let previous = event.prev_kv.as_ref().map(|p| decode::<K>(p).map(|o| Arc::new(Stored::new(o)))).transpose()?;
     let kind = EtcdEventType::try_from(event.r#type)
         .map_err(|_| Error::Internal(format!("an etcd event of unknown type {}", event.r#type)))?;
     match kind {
         EtcdEventType::Put => {
             let kind = if kv.create_revision == kv.mod_revision { EventType::Added } else { EventType::Modified };
-            let object = Arc::new(decode::<K>(kv)?);
+            let object = Arc::new(Stored::new(decode::<K>(kv)?));
             Ok(Event { revision, kind, object, previous, frame: Default::default() })
         }
         EtcdEventType::Delete => {
