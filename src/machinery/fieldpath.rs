@@ -227,6 +227,24 @@ impl Set {
         }
     }
 
+    /// Adds `element` (a member itself when `member`) with `below` under it, merged into what is
+    /// there; nothing when neither holds a member. Building a set bottom-up this way copies no
+    /// path, and appends when elements come in order.
+    pub fn attach(&mut self, element: PathElement, member: bool, below: Set) {
+        if !member && below.is_empty() {
+            return;
+        }
+        match self.nodes.get_mut(&element) {
+            Some(node) => {
+                node.member |= member;
+                node.below.merge(below);
+            }
+            None => {
+                self.nodes.insert(element, Node { member, below });
+            }
+        }
+    }
+
     /// Whether `path` is a member.
     pub fn has(&self, path: &[PathElement]) -> bool {
         match path {

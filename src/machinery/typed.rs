@@ -155,6 +155,32 @@ impl Comparison {
     pub fn is_same(&self) -> bool {
         self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
     }
+
+    /// Puts the comparison `below` a node named `element`, and the node itself in the set of
+    /// its `change`.
+    fn attach(&mut self, element: PathElement, change: Option<Change>, below: Comparison) {
+        let targets = [
+            (&mut self.added, change == Some(Change::Added), below.added),
+            (&mut self.modified, change == Some(Change::Modified), below.modified),
+            (&mut self.removed, change == Some(Change::Removed), below.removed),
+        ];
+        let mut targets: Vec<_> = targets.into_iter().filter(|(_, member, set)| *member || !set.is_empty()).collect();
+        let last = targets.pop();
+        for (set, member, below) in targets {
+            set.attach(element.clone(), member, below);
+        }
+        if let Some((set, member, below)) = last {
+            set.attach(element, member, below);
+        }
+    }
+}
+
+/// What happened to one node between two versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    Added,
+    Modified,
+    Removed,
 }
 
 /// Compares `old` with `new` field by field, as structured-merge-diff's `Compare`: an atomic
@@ -162,13 +188,14 @@ impl Comparison {
 /// an object is compared key by key and a `set`/`map` list entry by entry; a node present on one
 /// side only is added or removed along with everything below it.
 pub fn compare(old: &Value, new: &Value, schema: &Value) -> Comparison {
-    let mut comparison = Comparison::default();
-    compare_node(Some(old), Some(new), Some(schema), &mut Vec::new(), &mut comparison);
-    comparison
+    compare_node(Some(old), Some(new), Some(schema)).0
 }
 
-fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>, path: &mut Path, c: &mut Comparison) {
-    let Some(sample) = new.or(old) else { return };
+/// Compares one node: the changes below it (paths relative to it), and its own change. The sets
+/// are built from the leaves up, so no path is copied.
+fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>) -> (Comparison, Option<Change>) {
+    let mut below = Comparison::default();
+    let Some(sample) = new.or(old) else { return (below, None) };
     let leaf = match shape(schema, sample) {
         Shape::Scalar | Shape::Object { atomic: true, .. } | Shape::List { kind: ListKind::Atomic, .. } => true,
         Shape::Object { fields, extra, .. } => {
@@ -176,12 +203,9 @@ fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>
             if o.is_none_or(Map::is_empty) && n.is_none_or(Map::is_empty) {
                 true
             } else {
-                let keys: std::collections::BTreeSet<&String> = o.into_iter().chain(n).flat_map(Map::keys).collect();
-                for key in keys {
-                    path.push(PathElement::Field(key.clone()));
-                    let child_schema = field_schema(fields, extra, key);
-                    compare_node(o.and_then(|m| m.get(key)), n.and_then(|m| m.get(key)), child_schema, path, c);
-                    path.pop();
+                for (key, o, n) in join_fields(o, n) {
+                    let (sub, change) = compare_node(o, n, field_schema(fields, extra, key));
+                    below.attach(PathElement::Field(key.clone()), change, sub);
                 }
                 false
             }
@@ -191,79 +215,88 @@ fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>
             if o.is_none_or(Vec::is_empty) && n.is_none_or(Vec::is_empty) {
                 true
             } else {
-                compare_entries(
-                    o.map(Vec::as_slice).unwrap_or_default(),
-                    n.map(Vec::as_slice).unwrap_or_default(),
-                    items,
-                    &kind,
-                    path,
-                    c,
-                );
+                let (o, n) = (o.map(Vec::as_slice).unwrap_or_default(), n.map(Vec::as_slice).unwrap_or_default());
+                compare_entries(o, n, items, &kind, &mut below);
                 false
             }
         }
     };
-    let target = match (old, new) {
-        (None, Some(_)) => Some(&mut c.added),
-        (Some(_), None) => Some(&mut c.removed),
-        (Some(o), Some(n)) if leaf && !values_equal(o, n) => Some(&mut c.modified),
+    let change = match (old, new) {
+        (None, Some(_)) => Some(Change::Added),
+        (Some(_), None) => Some(Change::Removed),
+        (Some(o), Some(n)) if leaf && !values_equal(o, n) => Some(Change::Modified),
         _ => None,
     };
-    if let Some(set) = target {
-        set.insert(path);
+    (below, change)
+}
+
+/// The fields of two objects in key order, each with its value on either side: a merge of the
+/// two sorted maps.
+fn join_fields<'v>(
+    old: Option<&'v Map<String, Value>>,
+    new: Option<&'v Map<String, Value>>,
+) -> impl Iterator<Item = (&'v String, Option<&'v Value>, Option<&'v Value>)> {
+    let mut old = old.into_iter().flatten().peekable();
+    let mut new = new.into_iter().flatten().peekable();
+    std::iter::from_fn(move || match (old.peek(), new.peek()) {
+        (Some((ko, _)), Some((kn, _))) if ko == kn => {
+            let ((key, o), (_, n)) = (old.next()?, new.next()?);
+            Some((key, Some(o), Some(n)))
+        }
+        (Some((ko, _)), Some((kn, _))) if ko > kn => new.next().map(|(key, n)| (key, None, Some(n))),
+        (Some(_), _) => old.next().map(|(key, o)| (key, Some(o), None)),
+        (None, _) => new.next().map(|(key, n)| (key, None, Some(n))),
+    })
+}
+
+/// The entries of a `set` or `map` list grouped by name, in order of first appearance.
+fn group_entries<'v>(kind: &ListKind, entries: &'v [Value]) -> Vec<(PathElement, Vec<&'v Value>)> {
+    let mut groups: Vec<(PathElement, Vec<&Value>)> = Vec::new();
+    for entry in entries {
+        let Some(element) = entry_element(kind, entry) else { continue };
+        match groups.iter_mut().find(|(e, _)| *e == element) {
+            Some((_, values)) => values.push(entry),
+            None => groups.push((element, vec![entry])),
+        }
     }
+    groups
 }
 
 /// Compares the entries of a `set` or `map` list by their names; an entry whose name repeats
 /// counts as one value (modified when the repeated runs differ).
-fn compare_entries(
-    old: &[Value],
-    new: &[Value],
-    items: Option<&Value>,
-    kind: &ListKind,
-    path: &mut Path,
-    c: &mut Comparison,
-) {
-    let group = |entries: &[Value]| {
-        let mut groups: Vec<(PathElement, Vec<Value>)> = Vec::new();
-        for entry in entries {
-            let Some(element) = entry_element(kind, entry) else { continue };
-            match groups.iter_mut().find(|(e, _)| *e == element) {
-                Some((_, values)) => values.push(entry.clone()),
-                None => groups.push((element, vec![entry.clone()])),
-            }
-        }
-        groups
-    };
-    let (old, new) = (group(old), group(new));
+fn compare_entries(old: &[Value], new: &[Value], items: Option<&Value>, kind: &ListKind, below: &mut Comparison) {
+    let (old, new) = (group_entries(kind, old), group_entries(kind, new));
     let mut names: Vec<&PathElement> = old.iter().map(|(e, _)| e).collect();
     names.extend(new.iter().map(|(e, _)| e).filter(|e| !old.iter().any(|(o, _)| o == *e)));
+    let empty = Vec::new();
     for name in names {
-        let find =
-            |groups: &'_ [(PathElement, Vec<Value>)]| groups.iter().find(|(e, _)| e == name).map(|(_, v)| v.clone());
-        let (o, n) = (find(&old).unwrap_or_default(), find(&new).unwrap_or_default());
-        path.push(name.clone());
-        match (o.len(), n.len()) {
-            (0..=1, 0..=1) => compare_node(o.first(), n.first(), items, path, c),
+        let find = |groups: &[(PathElement, Vec<&Value>)]| groups.iter().position(|(e, _)| e == name);
+        let o = find(&old).map_or(&empty, |i| &old[i].1);
+        let n = find(&new).map_or(&empty, |i| &new[i].1);
+        let (sub, change) = match (o.len(), n.len()) {
+            (0..=1, 0..=1) => compare_node(o.first().copied(), n.first().copied(), items),
             (2.., 2..) => {
-                if o.len() != n.len() || !o.iter().zip(&n).all(|(a, b)| values_equal(a, b)) {
-                    c.modified.insert(path);
-                }
+                let same = o.len() == n.len() && o.iter().zip(n).all(|(a, b)| values_equal(a, b));
+                (Comparison::default(), (!same).then_some(Change::Modified))
             }
+            // A repeated name on one side only: the run is removed (added), and the single entry
+            // on the other side, if any, added (removed) with everything below it.
             (2.., _) => {
                 if let Some(first) = n.first() {
-                    compare_node(None, Some(first), items, path, c);
+                    let (sub, change) = compare_node(None, Some(first), items);
+                    below.attach(name.clone(), change, sub);
                 }
-                c.removed.insert(path);
+                (Comparison::default(), Some(Change::Removed))
             }
             _ => {
                 if let Some(first) = o.first() {
-                    compare_node(Some(first), None, items, path, c);
+                    let (sub, change) = compare_node(Some(first), None, items);
+                    below.attach(name.clone(), change, sub);
                 }
-                c.added.insert(path);
+                (Comparison::default(), Some(Change::Added))
             }
-        }
-        path.pop();
+        };
+        below.attach(name.clone(), change, sub);
     }
 }
 
