@@ -113,18 +113,27 @@ fn respond(code: StatusCode, content_type: &str, body: impl Into<Body>, warnings
     response
 }
 
+/// Whether a response is a read, which keeps the object's encoding for the next read, or a
+/// write's, which does not ([`Stored`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Served {
+    Read,
+    Written,
+}
+
 /// Renders one object in the representation the client negotiated; the plain compact form is
 /// the stored object's own encoding, shared rather than made again.
 fn render_object<K: Strategy>(
     object: &Stored<K>,
     representation: Representation,
     query: &Query,
-    code: StatusCode,
+    (code, served): (StatusCode, Served),
     warnings: &[String],
 ) -> Result<Response> {
     let pretty = query.pretty();
     let body = match representation {
-        Representation::Object if !pretty => object.json()?,
+        Representation::Object if !pretty && served == Served::Read => object.json()?,
+        Representation::Object if !pretty => object.encode()?,
         Representation::Object => encode(object, pretty)?.into(),
         Representation::Metadata(version) => encode(&partial_metadata_in(object.meta(), version), pretty)?.into(),
         Representation::Table(_) => {
@@ -218,7 +227,7 @@ async fn get<K: Strategy>(
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     registry.ensure_ready().await?;
     let object = registry.get(&namespace, &name).await?;
-    render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
+    render_object(object.as_ref(), representation, &query, (StatusCode::OK, Served::Read), &[])
 }
 
 async fn list_all<K: Strategy>(
@@ -321,7 +330,13 @@ async fn create<K: Strategy>(
     let decoded = decode_object::<K>(value, &namespace, request.options.field_validation)?;
     let created = registry.create(&namespace, decoded.object, &request.context()).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
-    render_object(created.object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
+    render_object(
+        created.object.as_ref(),
+        request.representation,
+        &request.query,
+        (StatusCode::CREATED, Served::Written),
+        &warnings,
+    )
 }
 
 /// PUT of the object, or of its `subresource`.
@@ -337,7 +352,13 @@ async fn update<K: Strategy>(
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
     let updated = registry.update(&namespace, &name, decoded.object, subresource, &request.context()).await?;
     let warnings = [decoded.warnings, updated.warnings].concat();
-    render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &warnings)
+    render_object(
+        updated.object.as_ref(),
+        request.representation,
+        &request.query,
+        (StatusCode::OK, Served::Written),
+        &warnings,
+    )
 }
 
 /// PATCH of the object, or of its `subresource`.
@@ -363,7 +384,13 @@ async fn patch<K: Strategy>(
         let patch = Patch::parse(patch_type, &bytes)?;
         (registry.patch(&namespace, &name, &patch, subresource, &request.context()).await?, StatusCode::OK)
     };
-    render_object(written.object.as_ref(), request.representation, &request.query, code, &written.warnings)
+    render_object(
+        written.object.as_ref(),
+        request.representation,
+        &request.query,
+        (code, Served::Written),
+        &written.warnings,
+    )
 }
 
 /// The options only an apply takes, checked as `ValidatePatchOptions` checks them: an apply needs
@@ -429,7 +456,7 @@ async fn delete<K: Strategy>(
     } else {
         StatusCode::OK
     };
-    render_object(committed.object.as_ref(), representation, &query, code, &[])
+    render_object(committed.object.as_ref(), representation, &query, (code, Served::Written), &[])
 }
 
 async fn delete_collection<K: Strategy>(

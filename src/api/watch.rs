@@ -62,9 +62,10 @@ fn frame<T: Serialize>(kind: &'static str, object: &T) -> Result<Bytes> {
     Ok(Bytes::from(out))
 }
 
-/// The frame of a stored object: what [`frame`] writes, around the object's own encoding.
+/// The frame of a stored object: what [`frame`] writes, around the object's encoding (shared
+/// when a read made it; an event's frame is itself made once and shared by every watcher).
 fn stored_frame<K: ApiResource>(kind: &'static str, object: &Stored<K>) -> Result<Bytes> {
-    let json = object.json()?;
+    let json = object.encode()?;
     let mut out = Vec::with_capacity(json.len() + kind.len() + 24);
     out.extend_from_slice(br#"{"type":""#);
     out.extend_from_slice(kind.as_bytes());

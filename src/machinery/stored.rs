@@ -1,8 +1,9 @@
 //! An object as the stores keep and share it: the decoded value, for rules, selectors and
-//! tables, and its JSON encoding, made the first time a response or a watch frame needs it and
-//! then shared by every later one. A stored object never changes (a write stores a new one), so
-//! the encoding never goes stale, and a GET, a LIST or a watch event writes those bytes as they
-//! are instead of encoding the object again for each request.
+//! tables, and its JSON encoding, made the first time a read (GET or LIST) needs it and then
+//! shared by every later read. A stored object never changes (a write stores a new one), so the
+//! encoding never goes stale, and a GET or a LIST writes those bytes as they are instead of
+//! encoding the object again for each request. Writes and watch events use the kept encoding when
+//! there is one but do not keep theirs: an object nobody reads does not pay for it in memory.
 
 use super::error::{Error, Result};
 use bytes::Bytes;
@@ -36,14 +37,29 @@ impl<K> Stored<K> {
 }
 
 impl<K: Serialize> Stored<K> {
-    /// The object's compact JSON, encoded on the first call and shared (not copied) afterwards.
+    /// The object's compact JSON, encoded on the first call and kept, then shared (not copied)
+    /// by every later call: for reads, which come back to the same object.
     pub fn json(&self) -> Result<Bytes> {
         if let Some(json) = self.json.get() {
             return Ok(json.clone());
         }
-        let encoded =
-            serde_json::to_vec(&self.object).map_err(|e| Error::Internal(format!("encoding an object: {e}")))?;
+        let mut encoded = self.encode_now()?;
+        encoded.shrink_to_fit();
         Ok(self.json.get_or_init(|| Bytes::from(encoded)).clone())
+    }
+
+    /// The object's compact JSON: the kept encoding when a read has made it, else a new one that
+    /// is not kept (for a write's response or a watch event: an object that nobody reads does not
+    /// hold its encoding as well).
+    pub fn encode(&self) -> Result<Bytes> {
+        match self.json.get() {
+            Some(json) => Ok(json.clone()),
+            None => self.encode_now().map(Bytes::from),
+        }
+    }
+
+    fn encode_now(&self) -> Result<Vec<u8>> {
+        serde_json::to_vec(&self.object).map_err(|e| Error::Internal(format!("encoding an object: {e}")))
     }
 }
 
@@ -80,9 +96,13 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_encoding_is_the_objects_compact_json_made_once_and_shared() {
+    fn the_encoding_is_the_objects_compact_json_made_once_by_a_read_and_shared() {
         let stored = Stored::new(json!({"kind": "Llama", "spec": {"weight": 3}}));
+        let written = stored.encode().unwrap();
+        assert_ne!(written.as_ptr(), stored.encode().unwrap().as_ptr(), "a write's encoding is not kept");
         let first = stored.json().unwrap();
+        assert_eq!(first, written);
+        assert_eq!(first.as_ptr(), stored.encode().unwrap().as_ptr(), "once kept, writes share it too");
         assert_eq!(&first[..], serde_json::to_vec(stored.object()).unwrap().as_slice());
         assert_eq!(first.as_ptr(), stored.json().unwrap().as_ptr(), "the second call shares the first's bytes");
         assert_eq!(serde_json::to_value(&stored).unwrap(), *stored.object());
