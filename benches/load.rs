@@ -523,12 +523,27 @@ async fn farmpods(binary: &Path, cp: &ControlPlane, phase: Duration) -> (Stats, 
     (ours, theirs)
 }
 
+/// The server's RSS empty, with 100,000 llamas, and after one LIST of them all (which leaves
+/// each llama its kept JSON encoding, `store::Stored`), as shipped and with `--managed-fields
+/// false`, to show what managed fields and the kept encodings cost in memory.
 async fn rss(binary: &Path) {
-    let (farm, _) = start(binary, &[]).await;
-    let before = rss_mb(farm.child.id());
-    fill(&farm.target, &format!("{LLAMAS}/rss/llamas"), 100_000, llama, "l").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    println!("RSS: {before:.1} MB empty, {:.1} MB with 100,000 llamas", rss_mb(farm.child.id()));
+    for (name, args) in [("as shipped", &[][..]), ("--managed-fields false", &["--managed-fields", "false"][..])] {
+        let (farm, _) = start(binary, args).await;
+        let pid = farm.child.id();
+        let before = rss_mb(pid);
+        let path = format!("{LLAMAS}/rss/llamas");
+        fill(&farm.target, &path, 100_000, llama, "l").await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let filled = rss_mb(pid);
+        let listed = farm.target.client(false).get(farm.target.url(&path)).send().await.expect("list");
+        assert_eq!(listed.status(), 200);
+        drop(listed.bytes().await.expect("list body"));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        println!(
+            "RSS ({name}): {before:.1} MB empty, {filled:.1} MB with 100,000 llamas, {:.1} MB after listing them",
+            rss_mb(pid)
+        );
+    }
 }
 
 #[tokio::main]
