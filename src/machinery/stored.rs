@@ -29,11 +29,6 @@ impl<K> Stored<K> {
     pub fn object(&self) -> &K {
         &self.object
     }
-
-    /// The object, for a caller that owns the only reference.
-    pub fn into_object(self) -> K {
-        self.object
-    }
 }
 
 impl<K: Serialize> Stored<K> {
@@ -60,12 +55,6 @@ impl<K: Serialize> Stored<K> {
 
     fn encode_now(&self) -> Result<Vec<u8>> {
         serde_json::to_vec(&self.object).map_err(|e| Error::Internal(format!("encoding an object: {e}")))
-    }
-}
-
-impl<K> From<K> for Stored<K> {
-    fn from(object: K) -> Self {
-        Self::new(object)
     }
 }
 
