@@ -164,13 +164,15 @@ impl Comparison {
             (&mut self.modified, change == Some(Change::Modified), below.modified),
             (&mut self.removed, change == Some(Change::Removed), below.removed),
         ];
-        let mut targets: Vec<_> = targets.into_iter().filter(|(_, member, set)| *member || !set.is_empty()).collect();
-        let last = targets.pop();
-        for (set, member, below) in targets {
-            set.attach(element.clone(), member, below);
-        }
-        if let Some((set, member, below)) = last {
-            set.attach(element, member, below);
+        let mut left = targets.iter().filter(|(_, member, set)| *member || !set.is_empty()).count();
+        let mut element = Some(element);
+        for (set, member, below) in targets.into_iter().filter(|(_, member, set)| *member || !set.is_empty()) {
+            left -= 1;
+            // The last set to take the element takes it; the others take copies.
+            let named = if left == 0 { element.take() } else { element.clone() };
+            if let Some(named) = named {
+                set.attach(named, member, below);
+            }
         }
     }
 }
