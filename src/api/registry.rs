@@ -23,6 +23,7 @@ use crate::machinery::managed::{self, Managed};
 use crate::machinery::paging::Continue;
 use crate::machinery::resource::{API_VERSION, ApiResource, GROUP, body_schema};
 use crate::machinery::strategy::{Strategy, Subresource, field_value};
+use crate::machinery::unmanaged_value;
 use crate::machinery::validation;
 use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ManagedFieldsEntry, ObjectMeta, Time};
@@ -547,11 +548,7 @@ fn to_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
 
 /// `object` as JSON without its managedFields, for the field manager.
 fn object_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
-    let mut value = to_value(object)?;
-    if let Some(meta) = value.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    Ok(value)
+    unmanaged_value::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))
 }
 
 /// The field manager's view of a write by `manager` through `subresource`, now.

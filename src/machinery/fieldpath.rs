@@ -118,7 +118,7 @@ impl PathElement {
     /// The `FieldsV1` key of this element.
     pub fn serialize(&self) -> String {
         match self {
-            Self::Field(name) => format!("f:{name}"),
+            Self::Field(name) => ["f:", name].concat(),
             Self::Key(fields) => {
                 let entries: Vec<String> =
                     fields.iter().map(|(name, value)| format!("{}:{value}", Value::String(name.clone()))).collect();

@@ -17,6 +17,7 @@
 
 use super::fieldpath::PathElement;
 pub use super::fieldpath::Set;
+use super::shape::Schema;
 use super::typed::{Comparison, compare};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use litemap::LiteMap;
@@ -196,7 +197,7 @@ pub fn is_reset(entries: Option<&[ManagedFieldsEntry]>) -> bool {
 
 /// The managers after a write of `new` over `live` (`None` for a create), starting from
 /// `managed` (see the module documentation for where they come from).
-pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write, schema: &Value) -> Managed {
+pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write, schema: &Schema) -> Managed {
     if live.is_some() && managed.is_empty() {
         return managed;
     }
@@ -276,7 +277,7 @@ pub fn apply(
     managed: Managed,
     write: &Write,
     force: bool,
-    schema: &Value,
+    schema: &Schema,
 ) -> Result<Applied, Vec<Conflict>> {
     let empty = json!({});
     let live_value = live.unwrap_or(&empty);
@@ -341,7 +342,7 @@ fn update_last_applied(object: &mut Value, config: &Value) {
 
 /// Removes from `merged` what the applier owned last time and no longer sends, unless another
 /// manager owns it (`prune`, `addBackOwnedItems`, `addBackDanglingItems`, for one API version).
-fn prune(merged: &Value, managed: &Managed, last: &Set, schema: &Value) -> Value {
+fn prune(merged: &Value, managed: &Managed, last: &Set, schema: &Schema) -> Value {
     use super::merge::{ensure_named_fields_are_members as ensure, remove_items};
     use super::typed::to_field_set;
     let pruned = remove_items(merged, &ensure(last, schema), schema);
@@ -363,7 +364,7 @@ fn take_over(
     applier: &Manager,
     reset: &Set,
     force: bool,
-    schema: &Value,
+    schema: &Schema,
 ) -> Result<(), Vec<Conflict>> {
     let (changed, removed) = changes(live, object, reset, schema);
     let mut conflicts = Vec::new();
@@ -415,7 +416,7 @@ pub fn conflict_message(conflicts: &[Conflict]) -> String {
 
 /// What a write from `old` to `new` changed (added or modified) and removed, without the fields
 /// its subresource resets (structured-merge-diff's `Compare`, then `FilterFields`).
-fn changes(old: &Value, new: &Value, reset: &Set, schema: &Value) -> (Set, Set) {
+fn changes(old: &Value, new: &Value, reset: &Set, schema: &Schema) -> (Set, Set) {
     let Comparison { added: mut changed, modified, mut removed } = compare(old, new, schema);
     changed.merge(modified);
     changed.remove_recursive(reset);
@@ -471,14 +472,14 @@ mod tests {
     use super::*;
     use k8s_openapi::jiff::Timestamp;
 
-    fn schema() -> Value {
-        json!({"type": "object", "properties": {
+    fn schema() -> Schema {
+        Schema::compile(&json!({"type": "object", "properties": {
             "metadata": {"type": "object", "properties": {
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
             }},
             "spec": {"type": "object", "properties": {"weight": {"type": "number"}, "height": {"type": "number"}}},
             "status": {"type": "object", "properties": {"observedGeneration": {"type": "integer"}}},
-        }})
+        }}))
     }
 
     fn at(second: i64) -> Time {

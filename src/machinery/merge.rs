@@ -7,15 +7,16 @@
 //! right-hand side orders the ones it has, with the left-hand side's others kept where they stood.
 
 use super::fieldpath::{PathElement, Set};
-use super::typed::{ListKind, Shape, entry_element, field_schema, shape};
+use super::shape::{ListKind, Schema, Shape, field_schema, shape};
+use super::typed::entry_element;
 use serde_json::{Map, Value};
 
 /// `rhs` merged into `lhs` (see the module documentation).
-pub fn merge(lhs: &Value, rhs: &Value, schema: &Value) -> Value {
+pub fn merge(lhs: &Value, rhs: &Value, schema: &Schema) -> Value {
     merge_node(Some(lhs), Some(rhs), Some(schema)).unwrap_or(Value::Null)
 }
 
-fn merge_node(lhs: Option<&Value>, rhs: Option<&Value>, schema: Option<&Value>) -> Option<Value> {
+fn merge_node(lhs: Option<&Value>, rhs: Option<&Value>, schema: Option<&Schema>) -> Option<Value> {
     let sample = rhs.or(lhs)?;
     let keep_rhs = || rhs.or(lhs).cloned();
     match shape(schema, sample) {
@@ -41,7 +42,7 @@ fn merge_node(lhs: Option<&Value>, rhs: Option<&Value>, schema: Option<&Value>) 
                 return keep_rhs();
             }
             let (l, r) = (l.map(Vec::as_slice).unwrap_or_default(), r.map(Vec::as_slice).unwrap_or_default());
-            let out = merge_entries(l, r, &kind, items);
+            let out = merge_entries(l, r, kind, items);
             (!out.is_empty()).then_some(Value::Array(out))
         }
     }
@@ -60,7 +61,7 @@ fn find<'v>(side: &[(PathElement, &'v Value)], element: &PathElement) -> Option<
 /// Merges two lists entry by entry (structured-merge-diff's `visitListItems`): walking both, an
 /// entry both have is merged in place; one only the left has stays where it was unless the
 /// right has it later; the right's own entries come in its order.
-fn merge_entries(lhs: &[Value], rhs: &[Value], kind: &ListKind, items: Option<&Value>) -> Vec<Value> {
+fn merge_entries(lhs: &[Value], rhs: &[Value], kind: &ListKind, items: Option<&Schema>) -> Vec<Value> {
     let (left, right) = (named(lhs, kind), named(rhs, kind));
     let shared: Vec<&PathElement> = right.iter().map(|(e, _)| e).filter(|e| find(&left, e).is_some()).collect();
     let mut shared = shared.into_iter().peekable();
@@ -108,11 +109,11 @@ fn merge_entries(lhs: &[Value], rhs: &[Value], kind: &ListKind, items: Option<&V
 
 /// `value` without the fields of `set` (structured-merge-diff's `RemoveItems`): a member goes
 /// with everything below it; an object or list left empty goes too.
-pub fn remove_items(value: &Value, set: &Set, schema: &Value) -> Value {
+pub fn remove_items(value: &Value, set: &Set, schema: &Schema) -> Value {
     remove_node(value, set, Some(schema)).unwrap_or(Value::Null)
 }
 
-fn remove_node(value: &Value, set: &Set, schema: Option<&Value>) -> Option<Value> {
+fn remove_node(value: &Value, set: &Set, schema: Option<&Schema>) -> Option<Value> {
     match shape(schema, value) {
         Shape::Scalar | Shape::Object { atomic: true, .. } | Shape::List { kind: ListKind::Atomic, .. } => {
             Some(value.clone())
@@ -136,7 +137,7 @@ fn remove_node(value: &Value, set: &Set, schema: Option<&Value>) -> Option<Value
         Shape::List { items, kind } => {
             let Some(entries) = value.as_array().filter(|l| !l.is_empty()) else { return Some(value.clone()) };
             let mut out = Vec::new();
-            for (element, entry) in named(entries, &kind) {
+            for (element, entry) in named(entries, kind) {
                 if set.has(std::slice::from_ref(&element)) {
                     continue;
                 }
@@ -152,14 +153,14 @@ fn remove_node(value: &Value, set: &Set, schema: Option<&Value>) -> Option<Value
 
 /// `set` with every declared field that has members below it made a member too
 /// (`EnsureNamedFieldsAreMembers`), so that removing the set removes those fields whole.
-pub fn ensure_named_fields_are_members(set: &Set, schema: &Value) -> Set {
+pub fn ensure_named_fields_are_members(set: &Set, schema: &Schema) -> Set {
     ensure_node(set, Some(schema))
 }
 
-fn ensure_node(set: &Set, schema: Option<&Value>) -> Set {
-    let declared = schema.and_then(|s| s.get("properties")).and_then(Value::as_object);
-    let extra = schema.and_then(|s| s.get("additionalProperties")).filter(|a| a.is_object());
-    let items = schema.and_then(|s| s.get("items"));
+fn ensure_node(set: &Set, schema: Option<&Schema>) -> Set {
+    let declared = schema.and_then(Schema::fields);
+    let extra = schema.and_then(Schema::extra);
+    let items = schema.and_then(Schema::items);
     let mut out = Set::new();
     for (element, child) in set.children() {
         let child_schema = match element {
@@ -189,8 +190,8 @@ mod tests {
     use crate::machinery::typed::to_field_set;
     use serde_json::json;
 
-    fn schema() -> Value {
-        json!({"type": "object", "properties": {
+    fn schema() -> Schema {
+        Schema::compile(&json!({"type": "object", "properties": {
             "spec": {"type": "object", "properties": {
                 "weight": {"type": "number"}, "height": {"type": "number"},
                 "tags": {"type": "array", "items": {"type": "string"}},
@@ -200,7 +201,7 @@ mod tests {
                 "conditions": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
                     "items": {"type": "object", "properties": {"type": {"type": "string"}, "status": {"type": "string"}, "reason": {"type": "string"}}}},
             }},
-        }})
+        }}))
     }
 
     #[test]

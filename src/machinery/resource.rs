@@ -140,9 +140,9 @@ pub struct BodySchema {
     pub properties: serde_json::Map<String, serde_json::Value>,
     /// The fields a body must have.
     pub required: Vec<&'static str>,
-    /// The whole object's schema (apiVersion, kind, metadata's shapes and the properties), for
-    /// managed fields ([`super::typed`]).
-    pub object: serde_json::Value,
+    /// The whole object's schema (apiVersion, kind, metadata's shapes and the properties),
+    /// compiled for managed fields ([`super::typed`]) and server-side apply.
+    pub object: super::shape::Schema,
 }
 
 /// `K`'s body schema ([`ApiResource::body_properties`]), built on the first call and kept, so
@@ -158,7 +158,7 @@ pub fn body_schema<K: ApiResource>() -> Arc<BodySchema> {
     all.insert("apiVersion".into(), serde_json::json!({"type": "string"}));
     all.insert("kind".into(), serde_json::json!({"type": "string"}));
     all.insert("metadata".into(), super::schema::object_meta_shapes());
-    let object = serde_json::json!({"type": "object", "properties": all});
+    let object = super::shape::Schema::compile(&serde_json::json!({"type": "object", "properties": all}));
     let built = Arc::new(BodySchema { properties, required, object });
     SCHEMAS.write().entry(TypeId::of::<K>()).or_insert(built).clone()
 }

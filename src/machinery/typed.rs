@@ -2,74 +2,12 @@
 //! fields an object sets ([`to_field_set`]) and which fields differ between two versions of it
 //! ([`compare`]), the two questions managed fields and server-side apply ask.
 //!
-//! The schema is the published one (OpenAPI v3 JSON, inlined), read for its shapes only: a
-//! scalar; an object (`properties`, `additionalProperties`), granular unless
-//! `x-kubernetes-map-type: atomic`; a list, atomic unless `x-kubernetes-list-type` is `set` (its
-//! entries named by value, `v:`) or `map` (named by `x-kubernetes-list-map-keys`, `k:`). A value
-//! without a schema is deduced from itself: objects granular, lists atomic.
+//! The schema is the published one, compiled into its shapes ([`super::shape`]): `set` list
+//! entries are named by value (`v:`), `map` list entries by their key fields (`k:`).
 
 use super::fieldpath::{Path, PathElement, Set};
+use super::shape::{ListKind, Schema, Shape, field_schema, shape};
 use serde_json::{Map, Value};
-
-/// How a schema node treats its value.
-pub(crate) enum Shape<'s> {
-    Scalar,
-    Object { fields: Option<&'s Map<String, Value>>, extra: Option<&'s Value>, atomic: bool },
-    List { items: Option<&'s Value>, kind: ListKind<'s> },
-}
-
-/// How a list's entries are told apart.
-pub(crate) enum ListKind<'s> {
-    /// The list is one value.
-    Atomic,
-    /// Entries are scalars, each its own identity.
-    Set,
-    /// Entries are objects, identified by these fields.
-    Map(Vec<&'s str>),
-}
-
-/// The shape `schema` gives `value` (a missing schema deduces it from the value).
-pub(crate) fn shape<'s>(schema: Option<&'s Value>, value: &Value) -> Shape<'s> {
-    let declared = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
-    let int_or_string = schema.and_then(|s| s.get("x-kubernetes-int-or-string")).and_then(Value::as_bool);
-    let kind = match (declared, value) {
-        _ if int_or_string == Some(true) => "scalar",
-        (Some("object"), _) | (None, Value::Object(_)) => "object",
-        (Some("array"), _) | (None, Value::Array(_)) => "array",
-        _ => "scalar",
-    };
-    let extension = |name: &str| schema.and_then(|s| s.get(name));
-    match kind {
-        "object" => Shape::Object {
-            fields: extension("properties").and_then(Value::as_object),
-            extra: extension("additionalProperties").filter(|a| a.is_object()),
-            atomic: extension("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
-        },
-        "array" => Shape::List {
-            items: extension("items"),
-            kind: match extension("x-kubernetes-list-type").and_then(Value::as_str) {
-                Some("set") => ListKind::Set,
-                Some("map") => ListKind::Map(
-                    extension("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .map(|keys| keys.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default(),
-                ),
-                _ => ListKind::Atomic,
-            },
-        },
-        _ => Shape::Scalar,
-    }
-}
-
-/// The schema of field `key` of an object.
-pub(crate) fn field_schema<'s>(
-    fields: Option<&'s Map<String, Value>>,
-    extra: Option<&'s Value>,
-    key: &str,
-) -> Option<&'s Value> {
-    fields.and_then(|f| f.get(key)).or(extra)
-}
 
 /// The path element naming `entry` of a `set` or `map` list; `None` for an entry that cannot be
 /// named (a map entry missing a key field, or a set entry that is not a scalar).
@@ -80,7 +18,7 @@ pub(crate) fn entry_element(kind: &ListKind, entry: &Value) -> Option<PathElemen
         ListKind::Map(keys) => {
             let fields = keys
                 .iter()
-                .map(|k| entry.get(*k).filter(|v| !v.is_null()).map(|v| (k.to_string(), v.clone())))
+                .map(|k| entry.get(k).filter(|v| !v.is_null()).map(|v| (k.clone(), v.clone())))
                 .collect::<Option<Vec<_>>>()?;
             Some(PathElement::key(fields))
         }
@@ -90,13 +28,13 @@ pub(crate) fn entry_element(kind: &ListKind, entry: &Value) -> Option<PathElemen
 /// Every field `value` sets, as structured-merge-diff's `ToFieldSet`: scalars and atomic values
 /// are members; an object's fields are walked (a field is a member itself when it is null, an
 /// empty object, or an undeclared key of a map); list entries are members and are walked.
-pub fn to_field_set(value: &Value, schema: &Value) -> Set {
+pub fn to_field_set(value: &Value, schema: &Schema) -> Set {
     let mut set = Set::new();
     walk_fields(value, Some(schema), &mut Vec::new(), &mut set);
     set
 }
 
-fn walk_fields(value: &Value, schema: Option<&Value>, path: &mut Path, set: &mut Set) {
+fn walk_fields(value: &Value, schema: Option<&Schema>, path: &mut Path, set: &mut Set) {
     match shape(schema, value) {
         Shape::Scalar => set.insert(path),
         Shape::Object { atomic: true, .. } | Shape::List { kind: ListKind::Atomic, .. } => set.insert(path),
@@ -113,7 +51,7 @@ fn walk_fields(value: &Value, schema: Option<&Value>, path: &mut Path, set: &mut
         }
         Shape::List { items, kind } => {
             for entry in value.as_array().into_iter().flatten() {
-                let Some(element) = entry_element(&kind, entry) else { continue };
+                let Some(element) = entry_element(kind, entry) else { continue };
                 path.push(element);
                 walk_fields(entry, items, path, set);
                 set.insert(path);
@@ -189,13 +127,13 @@ enum Change {
 /// value (scalar, atomic object or list, or an object or list empty on both sides) is one leaf;
 /// an object is compared key by key and a `set`/`map` list entry by entry; a node present on one
 /// side only is added or removed along with everything below it.
-pub fn compare(old: &Value, new: &Value, schema: &Value) -> Comparison {
+pub fn compare(old: &Value, new: &Value, schema: &Schema) -> Comparison {
     compare_node(Some(old), Some(new), Some(schema)).0
 }
 
 /// Compares one node: the changes below it (paths relative to it), and its own change. The sets
 /// are built from the leaves up, so no path is copied.
-fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>) -> (Comparison, Option<Change>) {
+fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Schema>) -> (Comparison, Option<Change>) {
     let mut below = Comparison::default();
     let Some(sample) = new.or(old) else { return (below, None) };
     let leaf = match shape(schema, sample) {
@@ -218,7 +156,7 @@ fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Value>
                 true
             } else {
                 let (o, n) = (o.map(Vec::as_slice).unwrap_or_default(), n.map(Vec::as_slice).unwrap_or_default());
-                compare_entries(o, n, items, &kind, &mut below);
+                compare_entries(o, n, items, kind, &mut below);
                 false
             }
         }
@@ -266,7 +204,7 @@ fn group_entries<'v>(kind: &ListKind, entries: &'v [Value]) -> Vec<(PathElement,
 
 /// Compares the entries of a `set` or `map` list by their names; an entry whose name repeats
 /// counts as one value (modified when the repeated runs differ).
-fn compare_entries(old: &[Value], new: &[Value], items: Option<&Value>, kind: &ListKind, below: &mut Comparison) {
+fn compare_entries(old: &[Value], new: &[Value], items: Option<&Schema>, kind: &ListKind, below: &mut Comparison) {
     let (old, new) = (group_entries(kind, old), group_entries(kind, new));
     let mut names: Vec<&PathElement> = old.iter().map(|(e, _)| e).collect();
     names.extend(new.iter().map(|(e, _)| e).filter(|e| !old.iter().any(|(o, _)| o == *e)));
@@ -307,8 +245,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn schema() -> Value {
-        json!({"type": "object", "properties": {
+    fn schema() -> Schema {
+        Schema::compile(&json!({"type": "object", "properties": {
             "metadata": {"type": "object", "properties": {
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                 "finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
@@ -321,7 +259,7 @@ mod tests {
                 "conditions": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
                     "items": {"type": "object", "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}},
             }},
-        }})
+        }}))
     }
 
     #[test]
