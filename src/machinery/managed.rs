@@ -201,8 +201,14 @@ pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write
     if live.is_some() && managed.is_empty() {
         return managed;
     }
-    let empty = json!({});
-    let (changed, removed) = changes(live.unwrap_or(&empty), new, write.reset, schema);
+    let (changed, removed) = match live {
+        Some(live) => changes(live, new, write.reset, schema),
+        None => {
+            let mut added = super::typed::added(new, schema);
+            added.remove_recursive(write.reset);
+            (added, Set::new())
+        }
+    };
     let mut managed = managed;
     for (_, (set, _)) in managed.entries.iter_mut() {
         set.remove(&changed);

@@ -170,6 +170,37 @@ fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Schema
     (below, change)
 }
 
+/// Every node of `value` below its root, each a member: what [`compare`] finds added when the
+/// old version is an empty object (a create), without comparing anything.
+pub fn added(value: &Value, schema: &Schema) -> Set {
+    added_below(value, Some(schema))
+}
+
+/// The nodes below `value`, as `compare_node(None, Some(value), …)` finds them.
+fn added_below(value: &Value, schema: Option<&Schema>) -> Set {
+    let mut below = Set::new();
+    match shape(schema, value) {
+        Shape::Scalar | Shape::Object { atomic: true, .. } | Shape::List { kind: ListKind::Atomic, .. } => {}
+        Shape::Object { fields, extra, .. } => {
+            for (key, child) in value.as_object().into_iter().flatten() {
+                let sub = added_below(child, field_schema(fields, extra, key));
+                below.attach(PathElement::Field(key.clone()), true, sub);
+            }
+        }
+        Shape::List { items, kind } => {
+            for (element, entries) in group_entries(kind, value.as_array().map(Vec::as_slice).unwrap_or_default()) {
+                // A name that repeats is one value: the entry, not what is below it.
+                let sub = match entries.as_slice() {
+                    [single] => added_below(single, items),
+                    _ => Set::new(),
+                };
+                below.attach(element, true, sub);
+            }
+        }
+    }
+    below
+}
+
 /// The fields of two objects in key order, each with its value on either side: a merge of the
 /// two sorted maps.
 fn join_fields<'v>(
@@ -291,6 +322,21 @@ mod tests {
             json!({"f:metadata":{"f:finalizers":{"v:\"x\"":{}}},"f:spec":{"f:height":{}}})
         );
         assert!(compare(&new, &new, &schema()).is_same());
+    }
+
+    #[test]
+    fn what_a_create_adds_is_what_comparing_with_an_empty_object_finds() {
+        let objects = [
+            json!({}),
+            json!({"metadata": {"labels": {"herd": "north"}, "finalizers": ["x", "y", "x"]}, "spec": {}}),
+            json!({"spec": {"weight": 1, "tags": ["a"], "extra": {"deep": {"er": [1, {"a": null}]}}}, "kind": null}),
+            json!({"status": {"conditions": [{"type": "Ready", "status": "True"}, {"status": "no key"},
+                {"type": "Fed"}, {"type": "Fed", "status": "twice"}]}, "metadata": {"finalizers": [{"not": "a scalar"}]}}),
+            json!({"spec": [], "metadata": {"labels": {}}, "status": {"conditions": []}}),
+        ];
+        for object in objects {
+            assert_eq!(added(&object, &schema()), compare(&json!({}), &object, &schema()).added, "{object}");
+        }
     }
 
     #[test]
