@@ -145,7 +145,10 @@ fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Schema
             } else {
                 for (key, o, n) in join_fields(o, n) {
                     let (sub, change) = compare_node(o, n, field_schema(fields, extra, key));
-                    below.attach(PathElement::Field(key.clone()), change, sub);
+                    // Most fields of an update do not change: name them only when they did.
+                    if change.is_some() || !sub.is_same() {
+                        below.attach(PathElement::Field(key.clone()), change, sub);
+                    }
                 }
                 false
             }
@@ -267,7 +270,9 @@ fn compare_entries(old: &[Value], new: &[Value], items: Option<&Schema>, kind: &
                 (Comparison::default(), Some(Change::Added))
             }
         };
-        below.attach(name.clone(), change, sub);
+        if change.is_some() || !sub.is_same() {
+            below.attach(name.clone(), change, sub);
+        }
     }
 }
 
