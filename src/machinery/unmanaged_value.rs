@@ -4,7 +4,7 @@
 //! what tracking them cost on an update.
 //!
 //! serde has no hook to skip a field of a type it does not own (`ObjectMeta` is k8s-openapi's),
-//! so [`to_value`] serializes through [`Skipping`], a [`Serializer`] that passes everything to
+//! so [`to_value`] serializes through `Skipping`, a [`Serializer`] that passes everything to
 //! `serde_json`'s value serializer but the `metadata` field of the object and, inside it, the
 //! `managedFields` field.
 
@@ -151,22 +151,22 @@ impl<S: Serializer> Serializer for Skipping<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::llama::Llama;
+    use k8s_openapi::api::core::v1::ConfigMap;
     use serde_json::json;
 
     #[test]
     fn managed_fields_are_left_out_and_everything_else_kept() {
-        let llama: Llama = serde_json::from_value(json!({
-            "apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+        let config_map: ConfigMap = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "dolly", "labels": {"herd": "north"}, "managedFields": [
-                {"manager": "kubectl", "operation": "Update", "apiVersion": "farm.example.com/v1alpha",
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:weight": {}}}}]},
-            "spec": {"weight": 120, "height": 170, "color": "white"},
+                {"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:weight": {}}}}]},
+            "data": {"weight": "120"},
         }))
         .unwrap();
-        let mut expected = serde_json::to_value(&llama).unwrap();
+        let mut expected = serde_json::to_value(&config_map).unwrap();
         expected["metadata"].as_object_mut().unwrap().remove("managedFields");
-        assert_eq!(to_value(&llama).unwrap(), expected);
+        assert_eq!(to_value(&config_map).unwrap(), expected);
         assert_eq!(
             to_value(&json!({"metadata": {"managedFields": []}, "a": 1})).unwrap(),
             json!({"metadata": {}, "a": 1})
