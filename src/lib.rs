@@ -23,7 +23,8 @@
 //! 5. Request plumbing beside it: [`auth`] (the standalone bearer token, or delegation to the
 //!    cluster: front-proxy certificates and headers, client certificates, TokenReview,
 //!    SubjectAccessReview), [`observe`] (counts, times and logs every request), [`limits`]
-//!    (requests in flight and timeouts), [`health`]; [`pods`] (the Pod cache that feeds
+//!    (requests in flight and timeouts), [`health`]; [`admission`] (which of the cluster's
+//!    admission webhooks a write calls); [`pods`] (the Pod cache that feeds
 //!    FarmPods); [`namespaces`] (the Namespace cache behind the lifecycle of creates); [`tls`], [`kubeconfig`], [`certs`], [`config`].
 //! 6. [`server`] wires everything: TLS, authentication, the storage factory (the configured
 //!    backend, a store per mounted resource), each resource's routes, the metric sources,
@@ -40,6 +41,7 @@
 //! `subresources` plus what the strategy's `prepare_for_update` keeps for it: routes, discovery,
 //! OpenAPI, authorization attributes and the registry's write rules follow from the list.
 
+pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod certs;
