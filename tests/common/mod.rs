@@ -62,7 +62,7 @@ impl Server {
     }
 
     /// Like [`Server::start_on_with`], but with etcd, on an etcd of its own (for tests that
-    /// compact the history, which is global to an etcd).
+    /// compact the history or read the revision, both global to an etcd).
     pub async fn start_isolated(backend: Backend, extra: &[&str]) -> Self {
         match backend {
             Backend::Memory => Self::start_with(extra).await,
