@@ -76,25 +76,22 @@ pub struct Matching<'w> {
     pub object_selector: Option<&'w LabelSelector>,
 }
 
-impl<'w> From<&'w MutatingWebhook> for Matching<'w> {
-    fn from(webhook: &'w MutatingWebhook) -> Self {
-        Matching {
-            rules: webhook.rules.as_deref().unwrap_or_default(),
-            namespace_selector: webhook.namespace_selector.as_ref(),
-            object_selector: webhook.object_selector.as_ref(),
+/// Mutating and validating webhooks carry the same matching fields.
+macro_rules! matching_from {
+    ($($webhook:ty),*) => {$(
+        impl<'w> From<&'w $webhook> for Matching<'w> {
+            fn from(webhook: &'w $webhook) -> Self {
+                Matching {
+                    rules: webhook.rules.as_deref().unwrap_or_default(),
+                    namespace_selector: webhook.namespace_selector.as_ref(),
+                    object_selector: webhook.object_selector.as_ref(),
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl<'w> From<&'w ValidatingWebhook> for Matching<'w> {
-    fn from(webhook: &'w ValidatingWebhook) -> Self {
-        Matching {
-            rules: webhook.rules.as_deref().unwrap_or_default(),
-            namespace_selector: webhook.namespace_selector.as_ref(),
-            object_selector: webhook.object_selector.as_ref(),
-        }
-    }
-}
+matching_from!(MutatingWebhook, ValidatingWebhook);
 
 /// Whether the request `attr` calls the webhook `matching` (see the module documentation).
 /// `namespace_labels` looks the request's namespace up, only when a selector needs it; its
@@ -327,6 +324,30 @@ mod tests {
         let webhook = Matching { object_selector: Some(&unlabelled), ..webhook };
         assert!(should_call(webhook, &create(&meta(&[])), no_lookup).unwrap(), "no labels is the empty set");
         assert!(!should_call(webhook, &request(Operation::Delete, ""), no_lookup).unwrap(), "no object at all");
+    }
+
+    #[test]
+    fn both_kinds_of_webhook_give_their_rules_and_selectors() {
+        let white = selector(&[("color", "white")], &[]);
+        let validating = ValidatingWebhook {
+            name: "weight.farm.example.com".into(),
+            rules: Some(vec![rule(&["CREATE"], &["llamas"], None)]),
+            object_selector: Some(white.clone()),
+            ..Default::default()
+        };
+        let mutating = MutatingWebhook {
+            name: "label.farm.example.com".into(),
+            rules: validating.rules.clone(),
+            object_selector: Some(white),
+            ..Default::default()
+        };
+        let (white_llama, brown_llama) = (meta(&[("color", "white")]), meta(&[("color", "brown")]));
+        for matching in [Matching::from(&validating), Matching::from(&mutating)] {
+            let create = |object| Attributes { object: Some(object), ..request(Operation::Create, "") };
+            assert!(should_call(matching, &create(&white_llama), no_lookup).unwrap());
+            assert!(!should_call(matching, &create(&brown_llama), no_lookup).unwrap());
+        }
+        assert!(Matching::from(&ValidatingWebhook::default()).rules.is_empty());
     }
 
     #[test]
