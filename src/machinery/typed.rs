@@ -94,16 +94,20 @@ impl Comparison {
         self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
     }
 
-    /// Puts the comparison `below` a node named `element`, and the node itself in the set of
-    /// its `change`.
-    fn attach(&mut self, element: PathElement, change: Option<Change>, below: Comparison) {
+    /// Puts the comparison `below` a node named by `element`, and the node itself in the set of
+    /// its `change`. The name is made only when the node changed or something below it did:
+    /// most fields of an update do not, and their names are not copied.
+    fn attach(&mut self, element: impl FnOnce() -> PathElement, change: Option<Change>, below: Comparison) {
         let targets = [
             (&mut self.added, change == Some(Change::Added), below.added),
             (&mut self.modified, change == Some(Change::Modified), below.modified),
             (&mut self.removed, change == Some(Change::Removed), below.removed),
         ];
         let mut left = targets.iter().filter(|(_, member, set)| *member || !set.is_empty()).count();
-        let mut element = Some(element);
+        if left == 0 {
+            return;
+        }
+        let mut element = Some(element());
         for (set, member, below) in targets.into_iter().filter(|(_, member, set)| *member || !set.is_empty()) {
             left -= 1;
             // The last set to take the element takes it; the others take copies.
@@ -145,10 +149,7 @@ fn compare_node(old: Option<&Value>, new: Option<&Value>, schema: Option<&Schema
             } else {
                 for (key, o, n) in join_fields(o, n) {
                     let (sub, change) = compare_node(o, n, field_schema(fields, extra, key));
-                    // Most fields of an update do not change: name them only when they did.
-                    if change.is_some() || !sub.is_same() {
-                        below.attach(PathElement::Field(key.clone()), change, sub);
-                    }
+                    below.attach(|| PathElement::Field(key.clone()), change, sub);
                 }
                 false
             }
@@ -258,21 +259,19 @@ fn compare_entries(old: &[Value], new: &[Value], items: Option<&Schema>, kind: &
             (2.., _) => {
                 if let Some(first) = n.first() {
                     let (sub, change) = compare_node(None, Some(first), items);
-                    below.attach(name.clone(), change, sub);
+                    below.attach(|| name.clone(), change, sub);
                 }
                 (Comparison::default(), Some(Change::Removed))
             }
             _ => {
                 if let Some(first) = o.first() {
                     let (sub, change) = compare_node(Some(first), None, items);
-                    below.attach(name.clone(), change, sub);
+                    below.attach(|| name.clone(), change, sub);
                 }
                 (Comparison::default(), Some(Change::Added))
             }
         };
-        if change.is_some() || !sub.is_same() {
-            below.attach(name.clone(), change, sub);
-        }
+        below.attach(|| name.clone(), change, sub);
     }
 }
 
