@@ -8,6 +8,7 @@
 //! send base64. The review is therefore written here, with k8s-openapi's `UserInfo`, `Status`
 //! and `StatusDetails` inside.
 
+use crate::machinery::error::GroupResource;
 use base64::Engine;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
@@ -221,9 +222,10 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
 /// The `Status` a refusal answers the client with (`ToStatusErr`, as current Kubernetes words
 /// it): the webhook's code (403 when it gave none), its message (or reason) after
 /// `<resource> "<name>" is forbidden: admission webhook "<webhook>" denied the request: `, and
-/// its details, or the object's. kube-apiserver 1.20 sent the webhook's message without the
-/// `… is forbidden: ` prefix, no reason, no details, and 400 in place of a code under 400.
-pub fn refusal(group: &str, resource: &str, name: &str, webhook: &str, result: Option<&Status>) -> Status {
+/// its details, or the object's. Older kube-apiservers wrote the webhook's message without the
+/// `… is forbidden: ` prefix, reason or details (what 1.20 sends is for the differential tests
+/// to pin down).
+pub fn refusal(resource: GroupResource, name: &str, webhook: &str, result: Option<&Status>) -> Status {
     let mut status = result.cloned().unwrap_or_default();
     let name = if name.is_empty() { "Unknown" } else { name };
     let code = match status.code {
@@ -248,19 +250,15 @@ pub fn refusal(group: &str, resource: &str, name: &str, webhook: &str, result: O
             }
         } else {
             StatusDetails {
-                group: Some(group.into()),
-                kind: Some(resource.into()),
+                group: Some(resource.group.into()),
+                kind: Some(resource.resource.into()),
                 name: Some(name.into()),
                 ..Default::default()
             }
         });
     }
-    let group_resource = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
-    let prefix = if code == 500 {
-        "Internal error occurred".to_string()
-    } else {
-        format!("{group_resource} {name:?} is forbidden")
-    };
+    let prefix =
+        if code == 500 { "Internal error occurred".to_string() } else { format!("{resource} {name:?} is forbidden") };
     status.message = Some(format!("{prefix}: {message}"));
     if status.reason.as_deref().unwrap_or_default().is_empty() {
         status.reason = Some(if code == 500 { "InternalError" } else { "Forbidden" }.into());
@@ -278,6 +276,7 @@ mod tests {
     }
 
     const LLAMA: GroupVersionKind = GroupVersionKind { group: "farm.example.com", version: "v1alpha", kind: "Llama" };
+    const LLAMAS_RESOURCE: GroupResource = GroupResource { group: "farm.example.com", resource: "llamas" };
     const LLAMAS: GroupVersionResource =
         GroupVersionResource { group: "farm.example.com", version: "v1alpha", resource: "llamas" };
 
@@ -401,7 +400,7 @@ mod tests {
 
     #[test]
     fn a_refusal_names_the_object_and_the_webhook() {
-        let plain = refusal("farm.example.com", "llamas", "dolly", "weight.farm.example.com", None);
+        let plain = refusal(LLAMAS_RESOURCE, "dolly", "weight.farm.example.com", None);
         assert_eq!(plain.code, Some(403));
         assert_eq!(plain.reason.as_deref(), Some("Forbidden"));
         assert_eq!(
@@ -417,7 +416,7 @@ mod tests {
         );
 
         let said = Status { code: Some(422), message: Some("weight over 500".into()), ..Default::default() };
-        let explained = refusal("farm.example.com", "llamas", "", "w", Some(&said));
+        let explained = refusal(LLAMAS_RESOURCE, "", "w", Some(&said));
         assert_eq!(explained.code, Some(422));
         assert_eq!(
             explained.message.as_deref(),
@@ -426,12 +425,12 @@ mod tests {
             )
         );
         let reason_only = Status { reason: Some("TooHeavy".into()), ..Default::default() };
-        let by_reason = refusal("farm.example.com", "llamas", "dolly", "w", Some(&reason_only));
+        let by_reason = refusal(LLAMAS_RESOURCE, "dolly", "w", Some(&reason_only));
         assert!(by_reason.message.unwrap().ends_with("denied the request: TooHeavy"));
         assert_eq!(by_reason.reason.as_deref(), Some("TooHeavy"));
 
         let broken = Status { code: Some(500), message: Some("database down".into()), ..Default::default() };
-        let internal = refusal("farm.example.com", "llamas", "dolly", "w", Some(&broken));
+        let internal = refusal(LLAMAS_RESOURCE, "dolly", "w", Some(&broken));
         assert_eq!(internal.reason.as_deref(), Some("InternalError"));
         assert_eq!(
             internal.message.as_deref(),
