@@ -157,6 +157,13 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_MANAGED_FIELDS", default_value_t = true, action = clap::ArgAction::Set)]
     pub managed_fields: bool,
 
+    /// In aggregated mode, call the cluster's admission webhooks (MutatingWebhookConfiguration
+    /// and ValidatingWebhookConfiguration) on writes they match, as the kube-apiserver does.
+    /// `false` is the kube-apiserver's `--disable-admission-plugins=MutatingAdmissionWebhook,
+    /// ValidatingAdmissionWebhook`.
+    #[arg(long, env = "FARM_ADMISSION_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub admission_webhooks: bool,
+
     /// Seconds a TokenReview answer is reused (aggregated mode).
     #[arg(long, env = "FARM_AUTHENTICATION_TOKEN_CACHE_TTL_SECONDS", default_value_t = 10)]
     pub authentication_token_cache_ttl_seconds: u64,

@@ -1,11 +1,12 @@
 //! The cluster's Namespaces, for the namespace lifecycle of creates in aggregated mode
-//! ([`crate::machinery::lifecycle`]): a kube-rs reflector keeps every Namespace's phase in
+//! ([`crate::machinery::lifecycle`]) and the `namespaceSelector` of admission webhooks: a kube-rs reflector keeps every Namespace's phase in
 //! memory, and a namespace the cache does not hold (not yet synced, or created a moment ago) is
 //! looked up with one live GET before a create is refused, as the kube-apiserver's
 //! `NamespaceLifecycle` plugin does, so a namespace created just before its first llama is never
 //! refused. The server's ServiceAccount needs get, list and watch on namespaces
 //! (`manifests/rbac.yaml`).
 
+use crate::machinery::error::GroupResource;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::lifecycle::{NamespacePhase, Namespaces};
 use futures::StreamExt;
@@ -13,7 +14,11 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
+use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
+
+/// The resource of namespaces, for the 404 of a namespace that does not exist.
+const NAMESPACES: GroupResource = GroupResource { group: "", resource: "namespaces" };
 
 /// The Namespace cache and the client for its misses.
 pub struct NamespaceCache {
@@ -45,6 +50,21 @@ impl NamespaceCache {
             }
         });
         Self { reader, api }
+    }
+}
+
+impl NamespaceCache {
+    /// The labels of `namespace`, for admission webhooks' `namespaceSelector`: from the cache,
+    /// else from one live GET; 404 when it does not exist.
+    pub async fn labels(&self, namespace: &str) -> Result<BTreeMap<String, String>> {
+        if let Some(cached) = self.reader.get(&ObjectRef::new(namespace)) {
+            return Ok(cached.metadata.labels.clone().unwrap_or_default());
+        }
+        match self.api.get_opt(namespace).await {
+            Ok(Some(found)) => Ok(found.metadata.labels.unwrap_or_default()),
+            Ok(None) => Err(Error::NotFound { resource: NAMESPACES, name: namespace.to_string() }),
+            Err(err) => Err(Error::Internal(format!("looking up namespace {namespace:?} in the cluster: {err}"))),
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! listener closes, in-flight requests finish, then watches send what was committed and end;
 //! connections still open after the grace period are closed.
 
+use crate::admission::{client::Caller, configurations::Configurations, webhooks::Webhooks};
 use crate::api::discovery::{self, Discovery};
 use crate::api::handlers;
 use crate::api::openapi::{Document, Documents};
@@ -243,7 +244,7 @@ impl Resources {
 
 /// The resources in the configured storage (one line each in the list below), and FarmPods when
 /// there is a cluster, fed by the Pod cache started here; with a cluster, creates of llamas obey
-/// its namespaces' lifecycle.
+/// its namespaces' lifecycle and writes of llamas go through its admission webhooks.
 async fn resources(
     args: &ServeArgs,
     cluster: Option<(kube::Config, kube::Client)>,
@@ -262,6 +263,11 @@ async fn resources(
         return Ok(served);
     };
     let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
+    if args.admission_webhooks {
+        let configurations = Configurations::start(client.clone(), stopping.clone());
+        let webhooks = Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone());
+        llamas = llamas.with_admission(Arc::new(webhooks));
+    }
     served.add(llamas.with_namespaces(namespaces));
     served.add_farm_pods(args, config.cluster_url.to_string(), client, settings);
     Ok(served)

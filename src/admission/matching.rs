@@ -17,32 +17,12 @@
 //! both policies decide alike. A selector that is not valid (an unknown operator) makes the
 //! request fail with a 500 when the rules match, as it does on the kube-apiserver.
 
+pub use crate::machinery::admission::Operation;
 use crate::machinery::error::{Error, Result};
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, RuleWithOperations, ValidatingWebhook};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::core::{Selector, SelectorExt};
 use std::collections::BTreeMap;
-
-/// The operation a request performs, as admission names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operation {
-    Create,
-    Update,
-    Delete,
-    Connect,
-}
-
-impl Operation {
-    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Create => "CREATE",
-            Self::Update => "UPDATE",
-            Self::Delete => "DELETE",
-            Self::Connect => "CONNECT",
-        }
-    }
-}
 
 /// What a webhook's rules and selectors are matched against.
 #[derive(Clone, Copy, Debug)]

@@ -5,13 +5,12 @@
 //! kube-core's admission types are made for webhook servers and do not fit the calling side: its
 //! `GroupVersionResource` writes a stray `api_version` field into the request, and its
 //! `AdmissionResponse` requires `status` and reads `patch` as an array of numbers where webhooks
-//! send base64. The review is therefore written here, with k8s-openapi's `UserInfo`, `Status`
-//! and `StatusDetails` inside.
+//! send base64. The review is therefore written here, with k8s-openapi's `UserInfo` and
+//! `Status` inside.
 
-use crate::machinery::error::GroupResource;
 use base64::Engine;
 use k8s_openapi::api::authentication::v1::UserInfo;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -219,50 +218,24 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
     format!("{group}/{version}, Kind={kind}")
 }
 
-/// The `Status` a refusal answers the client with (`ToStatusErr`, as current Kubernetes words
-/// it): the webhook's code (403 when it gave none), its message (or reason) after
-/// `<resource> "<name>" is forbidden: admission webhook "<webhook>" denied the request: `, and
-/// its details, or the object's. Older kube-apiservers wrote the webhook's message without the
-/// `… is forbidden: ` prefix, reason or details (what 1.20 sends is for the differential tests
-/// to pin down).
-pub fn refusal(resource: GroupResource, name: &str, webhook: &str, result: Option<&Status>) -> Status {
+/// The `Status` a refusal answers the client with (`ToStatusErr`): the webhook's own, its code
+/// at least 400 and its status `Failure`, its message (or else its reason) after `admission
+/// webhook "<webhook>" denied the request: `. Nothing else is added: no reason or details that
+/// the webhook did not give (as 1.20 and current Kubernetes both answer).
+pub fn refusal(webhook: &str, result: Option<&Status>) -> Status {
     let mut status = result.cloned().unwrap_or_default();
-    let name = if name.is_empty() { "Unknown" } else { name };
-    let code = match status.code {
-        None | Some(0) => 403,
-        Some(code) => code,
-    };
-    status.code = Some(code);
-    if status.status.as_deref().unwrap_or_default().is_empty() {
+    if status.code.unwrap_or_default() < 400 {
+        status.code = Some(400);
+    }
+    if matches!(status.status.as_deref(), None | Some("" | "Success")) {
         status.status = Some("Failure".into());
     }
     let denied = format!("admission webhook {webhook:?} denied the request");
     let said = |text: &Option<String>| text.clone().filter(|t| !t.is_empty());
-    let message = match said(&status.message).or_else(|| said(&status.reason)) {
+    status.message = Some(match said(&status.message).or_else(|| said(&status.reason)) {
         Some(text) => format!("{denied}: {text}"),
         None => format!("{denied} without explanation"),
-    };
-    if status.details.is_none() {
-        status.details = Some(if code == 500 {
-            StatusDetails {
-                causes: Some(vec![StatusCause { message: Some(message.clone()), ..Default::default() }]),
-                ..Default::default()
-            }
-        } else {
-            StatusDetails {
-                group: Some(resource.group.into()),
-                kind: Some(resource.resource.into()),
-                name: Some(name.into()),
-                ..Default::default()
-            }
-        });
-    }
-    let prefix =
-        if code == 500 { "Internal error occurred".to_string() } else { format!("{resource} {name:?} is forbidden") };
-    status.message = Some(format!("{prefix}: {message}"));
-    if status.reason.as_deref().unwrap_or_default().is_empty() {
-        status.reason = Some(if code == 500 { "InternalError" } else { "Forbidden" }.into());
-    }
+    });
     status
 }
 
@@ -276,7 +249,6 @@ mod tests {
     }
 
     const LLAMA: GroupVersionKind = GroupVersionKind { group: "farm.example.com", version: "v1alpha", kind: "Llama" };
-    const LLAMAS_RESOURCE: GroupResource = GroupResource { group: "farm.example.com", resource: "llamas" };
     const LLAMAS: GroupVersionResource =
         GroupVersionResource { group: "farm.example.com", version: "v1alpha", resource: "llamas" };
 
@@ -399,44 +371,32 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_names_the_object_and_the_webhook() {
-        let plain = refusal(LLAMAS_RESOURCE, "dolly", "weight.farm.example.com", None);
-        assert_eq!(plain.code, Some(403));
-        assert_eq!(plain.reason.as_deref(), Some("Forbidden"));
+    fn a_refusal_is_the_webhooks_status_with_the_webhook_named() {
+        let plain = refusal("weight.farm.example.com", None);
+        assert_eq!((plain.code, plain.status.as_deref()), (Some(400), Some("Failure")));
         assert_eq!(
             plain.message.as_deref(),
-            Some(
-                r#"llamas.farm.example.com "dolly" is forbidden: admission webhook "weight.farm.example.com" denied the request without explanation"#
-            )
+            Some(r#"admission webhook "weight.farm.example.com" denied the request without explanation"#)
         );
-        let details = plain.details.unwrap();
-        assert_eq!(
-            (details.group.as_deref(), details.kind.as_deref(), details.name.as_deref()),
-            (Some("farm.example.com"), Some("llamas"), Some("dolly"))
-        );
+        assert_eq!((plain.reason, plain.details), (None, None), "nothing is added");
 
         let said = Status { code: Some(422), message: Some("weight over 500".into()), ..Default::default() };
-        let explained = refusal(LLAMAS_RESOURCE, "", "w", Some(&said));
+        let explained = refusal("w", Some(&said));
         assert_eq!(explained.code, Some(422));
-        assert_eq!(
-            explained.message.as_deref(),
-            Some(
-                r#"llamas.farm.example.com "Unknown" is forbidden: admission webhook "w" denied the request: weight over 500"#
-            )
-        );
-        let reason_only = Status { reason: Some("TooHeavy".into()), ..Default::default() };
-        let by_reason = refusal(LLAMAS_RESOURCE, "dolly", "w", Some(&reason_only));
-        assert!(by_reason.message.unwrap().ends_with("denied the request: TooHeavy"));
-        assert_eq!(by_reason.reason.as_deref(), Some("TooHeavy"));
+        assert_eq!(explained.message.as_deref(), Some(r#"admission webhook "w" denied the request: weight over 500"#));
 
-        let broken = Status { code: Some(500), message: Some("database down".into()), ..Default::default() };
-        let internal = refusal(LLAMAS_RESOURCE, "dolly", "w", Some(&broken));
-        assert_eq!(internal.reason.as_deref(), Some("InternalError"));
+        let reason_only = Status {
+            code: Some(200),
+            reason: Some("TooHeavy".into()),
+            status: Some("Success".into()),
+            ..Default::default()
+        };
+        let by_reason = refusal("w", Some(&reason_only));
+        assert_eq!(by_reason.message.as_deref(), Some(r#"admission webhook "w" denied the request: TooHeavy"#));
         assert_eq!(
-            internal.message.as_deref(),
-            Some(r#"Internal error occurred: admission webhook "w" denied the request: database down"#)
+            (by_reason.code, by_reason.status.as_deref(), by_reason.reason.as_deref()),
+            (Some(400), Some("Failure"), Some("TooHeavy")),
+            "a refusal is never a success"
         );
-        let causes = internal.details.and_then(|d| d.causes).unwrap();
-        assert_eq!(causes[0].message.as_deref(), Some(r#"admission webhook "w" denied the request: database down"#));
     }
 }

@@ -1,12 +1,14 @@
 //! Request extractors whose rejections are `Status` bodies, as every other failure is: the path
 //! parameters (a segment that is not UTF-8 once percent-decoded, such as `%FF`, is a 400
-//! `BadRequest` `Status`, not axum's plain-text rejection). The query and the body are read raw
+//! `BadRequest` `Status`, not axum's plain-text rejection), and who asks. The query and the body are read raw
 //! and parsed by `crate::api::query` and `crate::api::decode`, which fail with `Status` too.
 
 use crate::machinery::error::Error;
+use crate::machinery::user::UserInfo;
 use axum::extract::{FromRequestParts, Path};
 use http::request::Parts;
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
 
 /// The path parameters of a route, deserialized into `T`.
 #[derive(Debug)]
@@ -24,5 +26,18 @@ where
             Ok(Path(params)) => Ok(Self(params)),
             Err(rejection) => Err(Error::BadRequest(rejection.body_text())),
         }
+    }
+}
+
+/// Who made the request, as authentication recorded it in the request's extensions (nobody in
+/// particular for the standalone token, which no admission webhook ever hears about).
+#[derive(Clone, Debug, Default)]
+pub struct Requester(pub Arc<UserInfo>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Requester {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(Arc::new(parts.extensions.get::<UserInfo>().cloned().unwrap_or_default())))
     }
 }

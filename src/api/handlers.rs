@@ -7,7 +7,7 @@
 //! representation; a verb the resource lacks is a 405 `Status`.
 
 use super::decode::{check_kind, decode_object, parse_body, read_body};
-use super::extract::PathParams;
+use super::extract::{PathParams, Requester};
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
@@ -73,10 +73,10 @@ fn object_routes<K: Strategy>(subresource: Subresource) -> MethodRouter<Arc<Regi
         item = item.get(get::<K>);
     }
     if verbs.contains(&Verb::Update) {
-        item = item.put(move |s, p, q, h, b| update::<K>(subresource, s, p, q, h, b));
+        item = item.put(move |s, p, q, u, h, b| update::<K>(subresource, s, p, q, u, h, b));
     }
     if verbs.contains(&Verb::Patch) {
-        item = item.on(MethodFilter::PATCH, move |s, p, q, h, b| patch::<K>(subresource, s, p, q, h, b));
+        item = item.on(MethodFilter::PATCH, move |s, p, q, u, h, b| patch::<K>(subresource, s, p, q, u, h, b));
     }
     if verbs.contains(&Verb::Delete) && subresource == Subresource::Main {
         item = item.delete(delete::<K>);
@@ -301,11 +301,13 @@ impl WriteRequest {
         Ok(Self { query, options, representation, manager })
     }
 
-    fn context(&self) -> WriteContext {
+    fn context(&self, Requester(user): Requester) -> WriteContext {
         WriteContext {
             dry_run: self.options.dry_run,
             field_validation: self.options.field_validation,
             manager: self.manager.clone(),
+            field_manager: self.options.field_manager.clone(),
+            user,
         }
     }
 }
@@ -314,6 +316,7 @@ async fn create<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
+    requester: Requester,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
@@ -328,7 +331,7 @@ async fn create<K: Strategy>(
         .unwrap_or_default();
     registry.admit_create(&namespace, name).await?;
     let decoded = decode_object::<K>(value, &namespace, request.options.field_validation)?;
-    let created = registry.create(&namespace, decoded.object, &request.context()).await?;
+    let created = registry.create(&namespace, decoded.object, &request.context(requester)).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
     render_object(
         created.object.as_ref(),
@@ -345,12 +348,13 @@ async fn update<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
+    requester: Requester,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update)?;
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
-    let updated = registry.update(&namespace, &name, decoded.object, subresource, &request.context()).await?;
+    let updated = registry.update(&namespace, &name, decoded.object, subresource, &request.context(requester)).await?;
     let warnings = [decoded.warnings, updated.warnings].concat();
     render_object(
         updated.object.as_ref(),
@@ -367,6 +371,7 @@ async fn patch<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
+    requester: Requester,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
@@ -374,15 +379,15 @@ async fn patch<K: Strategy>(
     let patch_type = PatchType::from_headers(&headers, registry.serves_apply())?;
     let force = apply_options(&request, patch_type)?;
     let bytes = read_body(body).await?;
+    let ctx = request.context(requester);
     let (written, code) = if patch_type == PatchType::Apply {
         let config = super::patch::apply_configuration(&bytes)?;
         super::patch::check_apply_type::<K>(&config)?;
-        let (written, created) =
-            registry.apply(&namespace, &name, &config, subresource, force, &request.context()).await?;
+        let (written, created) = registry.apply(&namespace, &name, &config, subresource, force, &ctx).await?;
         (written, if created { StatusCode::CREATED } else { StatusCode::OK })
     } else {
         let patch = Patch::parse(patch_type, &bytes)?;
-        (registry.patch(&namespace, &name, &patch, subresource, &request.context()).await?, StatusCode::OK)
+        (registry.patch(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
     };
     render_object(
         written.object.as_ref(),
@@ -438,17 +443,23 @@ async fn delete_options(query: &Query, headers: &HeaderMap, body: Body) -> Resul
     Ok((options, dry_run))
 }
 
+/// The context of a delete: only whether it is a dry run, and who asks.
+fn delete_context(dry_run: bool, Requester(user): Requester) -> WriteContext {
+    WriteContext { dry_run, user, ..WriteContext::default() }
+}
+
 async fn delete<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
+    requester: Requester,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
-    let committed = registry.delete(&namespace, &name, &options, dry_run).await?;
+    let committed = registry.delete(&namespace, &name, &options, &delete_context(dry_run, requester)).await?;
     // As the kube-apiserver: 202 when the object stays and the client asked, the legacy way,
     // for its dependents to be deleted (`orphanDependents=false`).
     let code = if !committed.deleted && options.orphan_dependents == Some(false) {
@@ -463,6 +474,7 @@ async fn delete_collection<K: Strategy>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
+    requester: Requester,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
@@ -471,7 +483,9 @@ async fn delete_collection<K: Strategy>(
     let selection = ListOptions::parse(&query, K::INFO.selectable_fields)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
     let deleted = registry
-        .delete_collection(Some(&namespace), &options, dry_run, &|o| Registry::<K>::selects(&selection, o))
+        .delete_collection(Some(&namespace), &options, &delete_context(dry_run, requester), &|o| {
+            Registry::<K>::selects(&selection, o)
+        })
         .await?;
     let metadata = ListMeta { resource_version: Some(registry.revision().await?.to_string()), ..Default::default() };
     render_list(&deleted, metadata, representation, &query)

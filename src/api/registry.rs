@@ -17,6 +17,7 @@
 
 use super::patch::Patch;
 use super::query::{FieldValidation, ListOptions, ResourceVersionMatch};
+use crate::machinery::admission::{Admission, Operation};
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::lifecycle::{Namespaces, admit_create};
 use crate::machinery::managed::{self, Managed};
@@ -24,6 +25,7 @@ use crate::machinery::paging::Continue;
 use crate::machinery::resource::{API_VERSION, ApiResource, GROUP, body_schema};
 use crate::machinery::strategy::{Strategy, Subresource, field_value};
 use crate::machinery::unmanaged_value;
+use crate::machinery::user::UserInfo;
 use crate::machinery::validation;
 use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ManagedFieldsEntry, ObjectMeta, Time};
@@ -40,6 +42,8 @@ pub struct Registry<K> {
     namespaces: Option<Arc<dyn Namespaces>>,
     /// Whether writes record managedFields and server-side apply is served (the default).
     managed_fields: bool,
+    /// The cluster's admission webhooks (aggregated mode), called by writes they match.
+    admission: Option<Arc<dyn Admission>>,
 }
 
 /// Tunables of lists and watches.
@@ -97,6 +101,10 @@ pub struct WriteContext {
     pub field_validation: FieldValidation,
     /// Who writes, for `metadata.managedFields` (`fieldManager`, or from the User-Agent).
     pub manager: String,
+    /// The `fieldManager` the client named, if any (for admission's options).
+    pub field_manager: Option<String>,
+    /// Who asks, for admission webhooks.
+    pub user: Arc<UserInfo>,
 }
 
 /// The outcome of a write: the object and the warnings to send back.
@@ -163,7 +171,7 @@ fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Re
 impl<K: Strategy> Registry<K> {
     /// A registry over `store`.
     pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
-        Self { store, settings, ready: None, namespaces: None, managed_fields: true }
+        Self { store, settings, ready: None, namespaces: None, managed_fields: true, admission: None }
     }
 
     /// Records no managedFields (client-set ones are dropped) and refuses server-side apply with
@@ -193,6 +201,12 @@ impl<K: Strategy> Registry<K> {
     /// is missing or being deleted.
     pub fn with_namespaces(mut self, namespaces: Arc<dyn Namespaces>) -> Self {
         self.namespaces = Some(namespaces);
+        self
+    }
+
+    /// Calls the cluster's admission webhooks on the writes they match.
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Self {
+        self.admission = Some(admission);
         self
     }
 
@@ -324,7 +338,13 @@ impl<K: Strategy> Registry<K> {
         tracking: Tracking<'_>,
     ) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
-        let managed_fields = tracking.managed_fields(None, &object, Subresource::Main)?;
+        object.meta_mut().managed_fields = tracking.managed_fields(None, &object, Subresource::Main)?;
+        let requested = object.meta().name.clone().unwrap_or_default();
+        let admission = self.admission_of(Operation::Create, Subresource::Main, namespace, &requested, ctx);
+        let mut warnings = match &admission {
+            Some(admission) => self.admit_create_mutation(admission, &mut object, namespace).await?,
+            None => Vec::new(),
+        };
         let meta = object.meta_mut();
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
         meta.creation_timestamp = Some(now());
@@ -332,20 +352,22 @@ impl<K: Strategy> Registry<K> {
         meta.resource_version = None;
         meta.deletion_timestamp = None;
         meta.deletion_grace_period_seconds = None;
-        meta.managed_fields = managed_fields;
         meta.self_link = None;
         let generate = match (meta.name.as_deref(), meta.generate_name.as_deref()) {
             (None | Some(""), Some(prefix)) if !prefix.is_empty() => Some(prefix.to_string()),
             _ => None,
         };
         object.prepare_for_create();
-        let warnings = object.warnings();
+        warnings.extend(object.warnings());
         let attempts = if generate.is_some() { GENERATE_ATTEMPTS } else { 1 };
         for attempt in 1..=attempts {
             if let Some(prefix) = &generate {
                 object.meta_mut().name = Some(generated_name(prefix));
             }
             reject_invalid(&object, object.validate())?;
+            if let Some(admission) = &admission {
+                warnings.extend(admission.validate(Some(&object), None).await?);
+            }
             let key = ObjectKey::new(namespace, object.meta().name.as_deref().unwrap_or_default());
             if attempt >= attempts {
                 let created = self.store.create(key, object, ctx.dry_run).await?;
@@ -380,13 +402,13 @@ impl<K: Strategy> Registry<K> {
             }
         }
         let key = ObjectKey::new(namespace, name);
-        let warnings = object.warnings();
-        let committed = self
-            .store
-            .mutate(&key, ctx.dry_run, &mut |current| {
+        let mut warnings = object.warnings();
+        let (committed, admitted) = self
+            .commit_update(&key, subresource, ctx, &mut |current| {
                 prepare_update(current, object.clone(), true, subresource, self.tracking(&ctx.manager))
             })
             .await?;
+        warnings.extend(admitted);
         Ok(Written { object: committed.object, warnings })
     }
 
@@ -402,9 +424,8 @@ impl<K: Strategy> Registry<K> {
     ) -> Result<Written<K>> {
         let key = ObjectKey::new(namespace, name);
         let mut warnings = Vec::new();
-        let committed = self
-            .store
-            .mutate(&key, ctx.dry_run, &mut |current| {
+        let (committed, admitted) = self
+            .commit_update(&key, subresource, ctx, &mut |current| {
                 // Without managedFields when the patch cannot touch them: their absence from the
                 // result means "unchanged" to the field manager, and they are costly to copy.
                 let keeps_managed_fields = patch.may_change_managed_fields();
@@ -438,6 +459,7 @@ impl<K: Strategy> Registry<K> {
                 prepare_update(current, object, false, subresource, tracking)
             })
             .await?;
+        warnings.extend(admitted);
         Ok(Written { object: committed.object, warnings })
     }
 
@@ -447,11 +469,20 @@ impl<K: Strategy> Registry<K> {
         namespace: &str,
         name: &str,
         options: &DeleteOptions,
-        dry_run: bool,
+        ctx: &WriteContext,
     ) -> Result<Committed<K>> {
         super::deletion::validate_options(options)?;
-        let key = ObjectKey::new(namespace, name);
-        self.store.mutate(&key, dry_run, &mut |current| super::deletion::prepare(current, options, now())).await
+        self.delete_validated(&ObjectKey::new(namespace, name), options, ctx).await
+    }
+
+    async fn delete_validated(
+        &self,
+        key: &ObjectKey,
+        options: &DeleteOptions,
+        ctx: &WriteContext,
+    ) -> Result<Committed<K>> {
+        let mut decide = |current: &Arc<Stored<K>>| super::deletion::prepare(current.object(), options, now());
+        self.commit_delete(key, delete_options_value(options)?, ctx, &mut decide).await
     }
 
     /// Deletes every object of `namespace` (or all namespaces) that `keep` selects, returning what
@@ -460,19 +491,14 @@ impl<K: Strategy> Registry<K> {
         &self,
         namespace: Option<&str>,
         options: &DeleteOptions,
-        dry_run: bool,
+        ctx: &WriteContext,
         keep: &(dyn Fn(&K) -> bool + Sync),
     ) -> Result<Vec<Arc<Stored<K>>>> {
         super::deletion::validate_options(options)?;
         let listing = self.store.list(namespace).await?;
         let mut out = Vec::new();
         for object in listing.items.iter().filter(|o| keep(o)) {
-            let key = ObjectKey::of(object.object());
-            match self
-                .store
-                .mutate(&key, dry_run, &mut |current| super::deletion::prepare(current, options, now()))
-                .await
-            {
+            match self.delete_validated(&ObjectKey::of(object.object()), options, ctx).await {
                 Ok(committed) => out.push(committed.object),
                 Err(Error::NotFound { .. }) => {}
                 Err(err) => return Err(err),
@@ -480,6 +506,17 @@ impl<K: Strategy> Registry<K> {
         }
         Ok(out)
     }
+}
+
+/// `options` as an admission review carries them.
+fn delete_options_value(options: &DeleteOptions) -> Result<serde_json::Value> {
+    let mut value =
+        serde_json::to_value(options).map_err(|e| Error::Internal(format!("encoding DeleteOptions: {e}")))?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("kind".into(), "DeleteOptions".into());
+        map.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+    }
+    Ok(value)
 }
 
 /// Where a write's managedFields come from.
@@ -633,6 +670,7 @@ fn prepare_update<K: Strategy>(
     Ok(Mutation::Put(new))
 }
 
+mod admitted;
 mod apply;
 
 #[cfg(test)]
@@ -704,7 +742,7 @@ mod tests {
         let mut l = llama("dolly", 1.0);
         l.metadata.finalizers = Some(vec!["farm.example.com/shear".into()]);
         r.create("default", l, &ctx).await.unwrap();
-        let marked = r.delete("default", "dolly", &DeleteOptions::default(), false).await.unwrap();
+        let marked = r.delete("default", "dolly", &DeleteOptions::default(), &ctx).await.unwrap();
         assert!(!marked.deleted);
         assert!(marked.object.metadata.deletion_timestamp.is_some());
         let mut adding = (*marked.object).clone();
@@ -727,7 +765,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert_eq!(r.delete("default", "dolly", &options, false).await.unwrap_err().code(), 409);
+        assert_eq!(r.delete("default", "dolly", &options, &WriteContext::default()).await.unwrap_err().code(), 409);
         assert!(r.get("default", "dolly").await.is_ok());
     }
 }

@@ -13,6 +13,7 @@ pub mod requestheader;
 
 use crate::api::query::Query;
 use crate::machinery::error::Error;
+pub use crate::machinery::user::UserInfo;
 use crate::metrics::Metrics;
 use crate::tls::PeerCertificates;
 use axum::extract::Request;
@@ -20,7 +21,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 /// Where authentication records who made the request, for the request log.
@@ -37,19 +37,6 @@ impl RequestUser {
     pub fn name(&self) -> &str {
         self.0.get().map(|n| n.as_ref()).unwrap_or("-")
     }
-}
-
-/// Who made a request.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    /// The user name.
-    pub name: String,
-    /// The user's UID, when the authenticator knows it.
-    pub uid: Option<String>,
-    /// Groups, `system:authenticated` included once authenticated.
-    pub groups: Vec<String>,
-    /// Extra attributes (keys lower-case).
-    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 /// How requests are authenticated and authorized.

@@ -282,6 +282,10 @@ pub enum Error {
     /// 500 `InternalError`.
     #[error("Internal error occurred: {0}")]
     Internal(String),
+    /// A `Status` given whole, with its own code, reason, message and details: an admission
+    /// webhook's refusal.
+    #[error("{}", .0.message.as_deref().unwrap_or_default())]
+    Refused(Box<Status>),
     /// 503 `ServiceUnavailable`.
     #[error("{message}")]
     Unavailable {
@@ -290,6 +294,35 @@ pub enum Error {
         /// Seconds the client should wait.
         retry_after: u32,
     },
+}
+
+/// The HTTP code of a given `Status`: its own when it is an error code, else 500.
+fn refused_code(status: &Status) -> StatusCode {
+    let code = status.code.and_then(|c| u16::try_from(c).ok()).filter(|c| (400..600).contains(c));
+    code.and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// The `Status.reason` the kube-apiserver gives an error of this code when nobody names one
+/// (`StatusReasonForCode`), for the request log and metrics.
+fn reason_of(code: StatusCode) -> &'static str {
+    match code.as_u16() {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        406 => "NotAcceptable",
+        409 => "Conflict",
+        410 => "Gone",
+        413 => "RequestEntityTooLarge",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
 }
 
 fn forbidden_object_message(resource: &GroupResource, name: &str, detail: &str) -> String {
@@ -325,6 +358,7 @@ impl Error {
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Refused(status) => refused_code(status),
         }
     }
 
@@ -348,6 +382,7 @@ impl Error {
             Self::TooManyRequests { .. } => "TooManyRequests",
             Self::Internal(_) => "InternalError",
             Self::Unavailable { .. } => "ServiceUnavailable",
+            Self::Refused(status) => reason_of(refused_code(status)),
         }
     }
 
@@ -418,6 +453,9 @@ impl Error {
 
     /// The `Status` object for this error.
     pub fn to_status(&self) -> Status {
+        if let Self::Refused(status) = self {
+            return Status { code: Some(i32::from(refused_code(status).as_u16())), ..(**status).clone() };
+        }
         let mut status = failure_status(self.code(), self.reason(), self.to_string(), self.details());
         if let Self::ExpiredContinue { token } = self {
             status.metadata.continue_ = Some(token.clone());

@@ -3,6 +3,7 @@
 //! token and the page cut, table columns, JSON schemas and the description of a resource. Named
 //! after k8s.io/apimachinery, which plays this part in the kube-apiserver.
 
+pub mod admission;
 pub mod columns;
 pub mod conditions;
 pub mod error;
@@ -21,5 +22,6 @@ pub mod stored;
 pub mod strategy;
 pub mod typed;
 pub mod unmanaged_value;
+pub mod user;
 pub mod validation;
 pub mod verb;

@@ -20,7 +20,7 @@ pub use crate::machinery::stored::Stored;
 use std::sync::Arc;
 
 /// What an update function decided to do with the current object.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Mutation<K> {
     /// Store this new state.
     Put(K),

@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_macros)]
 
 pub mod clients;
+pub mod control_plane;
 pub mod etcd;
 
 pub use etcd::Backend;

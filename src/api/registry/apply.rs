@@ -102,9 +102,8 @@ impl<K: Strategy> Registry<K> {
         let reset = managed::top_level(K::reset_fields(subresource));
         let schema = body_schema::<K>();
         let mut warnings = Vec::new();
-        let committed = self
-            .store
-            .mutate(key, ctx.dry_run, &mut |current| {
+        let (committed, admitted) = self
+            .commit_update(key, subresource, ctx, &mut |current| {
                 let write = write_of(&ctx.manager, subresource, &reset);
                 let live = object_value(current.object())?;
                 let stored = current.meta().managed_fields.as_deref().unwrap_or_default();
@@ -123,6 +122,7 @@ impl<K: Strategy> Registry<K> {
                 prepare_update(current, object, false, subresource, Tracking::Given(applied.managed.encode()))
             })
             .await?;
+        warnings.extend(admitted);
         Ok(Written { object: committed.object, warnings })
     }
 }

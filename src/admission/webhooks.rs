@@ -1,0 +1,290 @@
+//! The cluster's admission webhooks as this server's writes meet them (the registry's
+//! [`Admission`]), as k8s.io/apiserver's webhook dispatchers call them:
+//!
+//! - **mutating** webhooks one after the other, in calling order ([`super::configurations`]),
+//!   each on the object as the previous ones left it, their JSONPatch applied as they answer;
+//!   when one changes the object, the earlier ones with `reinvocationPolicy: IfNeeded` are
+//!   called once more at the end (never a webhook that was not called in the first round);
+//! - **validating** webhooks all at once; the first refusal, in calling order, wins.
+//!
+//! A webhook that refuses (`allowed: false`) fails the write with its `Status`
+//! ([`super::review::refusal`]). One that cannot be called, or answers with something that is not
+//! a valid review, fails it with a 500 `failed calling webhook` under `failurePolicy: Fail` (the
+//! default) and is skipped, with a log line, under `Ignore`. A dry run refuses to call a webhook
+//! with side effects (400). `timeoutSeconds` defaults to 10. Until both configuration kinds have
+//! been listed once, writes wait for them briefly, then are refused with 403, so no policy is
+//! bypassed while the server starts.
+
+use super::client::Caller;
+use super::configurations::{Configurations, Listed};
+use super::matching::{Attributes, Matching, rule_matches, should_call};
+use super::review::{self, GroupVersionKind, GroupVersionResource, Request};
+use crate::machinery::admission::{Admission, Call, Mutated};
+use crate::machinery::error::{Error, Result};
+use crate::machinery::resource::{GROUP, VERSION};
+use crate::namespaces::NamespaceCache;
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, ValidatingWebhook, WebhookClientConfig};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a write waits for the configurations to be listed at start.
+const SYNC_WAIT: Duration = Duration::from_secs(5);
+
+/// The cluster's webhooks and how to call them.
+pub struct Webhooks {
+    configurations: Configurations,
+    caller: Caller,
+    namespaces: Arc<NamespaceCache>,
+}
+
+/// What one webhook call needs to know of its webhook, mutating or validating.
+struct Hook<'w> {
+    name: &'w str,
+    client: &'w WebhookClientConfig,
+    matching: Matching<'w>,
+    failure_policy: Option<&'w str>,
+    side_effects: &'w str,
+    timeout_seconds: Option<i32>,
+}
+
+macro_rules! hook_from {
+    ($($webhook:ty),*) => {$(
+        impl<'w> From<&'w $webhook> for Hook<'w> {
+            fn from(webhook: &'w $webhook) -> Self {
+                Hook {
+                    name: &webhook.name,
+                    client: &webhook.client_config,
+                    matching: Matching::from(webhook),
+                    failure_policy: webhook.failure_policy.as_deref(),
+                    side_effects: &webhook.side_effects,
+                    timeout_seconds: webhook.timeout_seconds,
+                }
+            }
+        }
+    )*};
+}
+
+hook_from!(MutatingWebhook, ValidatingWebhook);
+
+/// The metadata of an object as the selectors read it (its labels).
+fn labels_of(object: Option<&Value>) -> Option<ObjectMeta> {
+    let labels = object?.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok());
+    Some(ObjectMeta { labels, ..Default::default() })
+}
+
+/// The request attributes of `call` that rules and selectors match.
+fn attributes<'a>(call: &'a Call, object: Option<&'a ObjectMeta>, old: Option<&'a ObjectMeta>) -> Attributes<'a> {
+    Attributes {
+        group: GROUP,
+        version: VERSION,
+        resource: call.resource.plural,
+        subresource: call.subresource.name().unwrap_or_default(),
+        operation: call.operation,
+        namespace: call.namespace,
+        object,
+        old_object: old,
+    }
+}
+
+/// The review user of `call`.
+fn user_info(call: &Call) -> k8s_openapi::api::authentication::v1::UserInfo {
+    let user = call.user;
+    k8s_openapi::api::authentication::v1::UserInfo {
+        username: Some(user.name.clone()).filter(|n| !n.is_empty()),
+        uid: user.uid.clone(),
+        groups: Some(user.groups.clone()).filter(|g| !g.is_empty()),
+        extra: Some(user.extra.clone()).filter(|e| !e.is_empty()),
+    }
+}
+
+impl Webhooks {
+    /// Webhooks from `configurations`, called by `caller`, with namespaces' labels from
+    /// `namespaces`.
+    pub fn new(configurations: Configurations, caller: Caller, namespaces: Arc<NamespaceCache>) -> Self {
+        Self { configurations, caller, namespaces }
+    }
+
+    /// Waits for the configurations to be listed; 403 when they are not in time.
+    async fn ready(&self) -> Result<()> {
+        match tokio::time::timeout(SYNC_WAIT, self.configurations.wait_synced()).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(Error::Forbidden("not yet ready to handle request".into())),
+        }
+    }
+
+    /// Whether `call` on `object` over `old` calls `hook`; the namespace's labels are looked up
+    /// (once per write) only when a selector needs them.
+    async fn matches(
+        &self,
+        hook: &Hook<'_>,
+        call: &Call<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        namespace_labels: &mut Option<BTreeMap<String, String>>,
+    ) -> Result<bool> {
+        let (object, old) = (labels_of(object), labels_of(old));
+        let attr = attributes(call, object.as_ref(), old.as_ref());
+        if !hook.matching.rules.iter().any(|r| rule_matches(r, &attr)) {
+            return Ok(false);
+        }
+        let selects_all = hook.matching.namespace_selector.is_none_or(|s| *s == Default::default());
+        if namespace_labels.is_none() && !selects_all && !call.namespace.is_empty() {
+            *namespace_labels = Some(self.namespaces.labels(call.namespace).await?);
+        }
+        let labels = namespace_labels.clone().unwrap_or_default();
+        should_call(hook.matching, &attr, |_| Ok(labels))
+    }
+
+    /// Calls `hook` about `call`; its checked answer, `None` when the call failed under
+    /// `failurePolicy: Ignore`.
+    async fn review(
+        &self,
+        hook: &Hook<'_>,
+        mutating: bool,
+        call: &Call<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<Option<review::Answer>> {
+        if call.dry_run && !matches!(hook.side_effects, "None" | "NoneOnDryRun") {
+            return Err(Error::BadRequest(format!("admission webhook {:?} does not support dry run", hook.name)));
+        }
+        let uid = uuid::Uuid::new_v4().to_string();
+        let user = user_info(call);
+        let request = Request {
+            uid: &uid,
+            kind: GroupVersionKind { group: GROUP, version: VERSION, kind: call.resource.kind },
+            resource: GroupVersionResource { group: GROUP, version: VERSION, resource: call.resource.plural },
+            subresource: call.subresource.name().unwrap_or_default(),
+            name: call.name,
+            namespace: call.namespace,
+            operation: call.operation.as_str(),
+            user: &user,
+            object,
+            old_object: old,
+            dry_run: call.dry_run,
+            options: Some(call.options),
+        };
+        let body = review::encode(&request).map_err(|e| Error::Internal(format!("encoding the review: {e}")))?;
+        let timeout = Duration::from_secs(hook.timeout_seconds.unwrap_or(10).clamp(1, 30) as u64);
+        let answer = match self.caller.call(hook.client, timeout, body).await {
+            Ok(bytes) => {
+                review::verify(&uid, mutating, &bytes).map_err(|e| format!("received invalid webhook response: {e}"))
+            }
+            Err(reason) => Err(format!("failed to call webhook: {reason}")),
+        };
+        match answer {
+            Ok(answer) if answer.allowed => Ok(Some(answer)),
+            Ok(answer) => Err(Error::Refused(Box::new(review::refusal(hook.name, answer.result.as_ref())))),
+            Err(reason) => hook.failed(&reason).map(|()| None),
+        }
+    }
+
+    /// Calls the mutating webhook `hook` and applies its patch to `object`; whether it changed.
+    async fn mutate_once(
+        &self,
+        hook: &Hook<'_>,
+        call: &Call<'_>,
+        object: &mut Option<Value>,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool> {
+        let Some(answer) = self.review(hook, true, call, object.as_ref(), old).await? else { return Ok(false) };
+        warnings.extend(answer.warnings);
+        let Some(patch) = answer.patch else { return Ok(false) };
+        let Some(current) = object.as_mut() else {
+            return Err(Error::Internal(format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                hook.name
+            )));
+        };
+        if answer.patch_type.as_deref() != Some("JSONPatch") {
+            let kind = answer.patch_type.unwrap_or_default();
+            return hook.failed(&format!("unsupported patch type {kind:?}")).map(|()| false);
+        }
+        let patch: json_patch::Patch = match serde_json::from_slice(&patch) {
+            Ok(patch) => patch,
+            Err(e) => {
+                let reason = format!("received undecodable patch in webhook response: {e}");
+                return hook.failed(&reason).map(|()| false);
+            }
+        };
+        let mut patched = current.clone();
+        json_patch::patch(&mut patched, &patch).map_err(|e| Error::Internal(e.to_string()))?;
+        let changed = patched != *current;
+        *current = patched;
+        Ok(changed)
+    }
+}
+
+impl Hook<'_> {
+    /// What a failed call to this webhook does (`ErrCallingWebhook`): nothing but a log line
+    /// under `failurePolicy: Ignore`; else the write fails with a 500.
+    fn failed(&self, reason: &str) -> Result<()> {
+        if self.failure_policy == Some("Ignore") {
+            tracing::warn!(webhook = self.name, %reason, "failed calling webhook, failing open");
+            return Ok(());
+        }
+        Err(Error::Internal(format!("failed calling webhook {:?}: {reason}", self.name)))
+    }
+}
+
+#[async_trait::async_trait]
+impl Admission for Webhooks {
+    fn may_call(&self, call: &Call) -> bool {
+        if !self.configurations.synced() {
+            return true;
+        }
+        let attr = attributes(call, None, None);
+        self.configurations.any_rules(|rules| rules.iter().any(|r| rule_matches(r, &attr)))
+    }
+
+    async fn mutate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Mutated> {
+        self.ready().await?;
+        let listed: Vec<Listed<MutatingWebhook>> = self.configurations.mutating();
+        let hooks: Vec<Hook> = listed.iter().map(|l| Hook::from(&l.webhook)).collect();
+        let reinvocable = |i: usize| listed[i].webhook.reinvocation_policy.as_deref() == Some("IfNeeded");
+        let mut object = object.cloned();
+        let (mut warnings, mut namespace_labels, mut changed) = (Vec::new(), None, false);
+        let (mut invoked, mut again) = (Vec::new(), HashSet::new());
+        for (i, hook) in hooks.iter().enumerate() {
+            if !self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? {
+                continue;
+            }
+            if self.mutate_once(hook, call, &mut object, old, &mut warnings).await? {
+                changed = true;
+                again.extend(invoked.iter().copied());
+            }
+            if reinvocable(i) {
+                invoked.push(i);
+            }
+        }
+        for (_, hook) in hooks.iter().enumerate().filter(|(i, _)| again.contains(i)) {
+            if self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? {
+                changed |= self.mutate_once(hook, call, &mut object, old, &mut warnings).await?;
+            }
+        }
+        Ok(Mutated { object: object.filter(|_| changed), warnings })
+    }
+
+    async fn validate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Vec<String>> {
+        self.ready().await?;
+        let listed = self.configurations.validating();
+        let mut namespace_labels = None;
+        let mut called = Vec::new();
+        for listed in &listed {
+            let hook = Hook::from(&listed.webhook);
+            if self.matches(&hook, call, object, old, &mut namespace_labels).await? {
+                called.push(hook);
+            }
+        }
+        let answers = futures::future::join_all(called.iter().map(|h| self.review(h, false, call, object, old))).await;
+        let mut warnings = Vec::new();
+        for answer in answers {
+            warnings.extend(answer?.map(|a| a.warnings).unwrap_or_default());
+        }
+        Ok(warnings)
+    }
+}

@@ -1,0 +1,394 @@
+//! Admission webhooks, end to end and side by side: the same webhooks (a server written in the
+//! test, `admission/webhook.rs`, reached through an ExternalName Service with its own CA in the
+//! `caBundle`) are configured for llamas of farm-apiserver (`farm.example.com`, through the
+//! aggregator) and for a CustomResourceDefinition of the same Llama on the real kube-apiserver
+//! (`ref.example.com`). Every request is sent to both, and both answers are compared once the
+//! group's name is made the same: codes, `Status` bodies, `Warning` headers, stored objects and
+//! the reviews the webhook received.
+
+mod common;
+#[path = "admission/webhook.rs"]
+mod webhook;
+
+use common::clients::Cluster;
+use common::control_plane::{ControlPlane, Farm, eventually};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use webhook::WebhookServer;
+
+/// The CustomResourceDefinition of the reference llamas.
+const REFERENCE_CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "llamas.ref.example.com"},
+  "spec": {"group": "ref.example.com", "scope": "Namespaced",
+    "names": {"plural": "llamas", "singular": "llama", "kind": "Llama", "listKind": "LlamaList"},
+    "versions": [{"name": "v1alpha", "served": true, "storage": true, "subresources": {"status": {}},
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["weight", "height"], "properties": {
+          "weight": {"type": "number"}, "height": {"type": "number"}, "color": {"type": "string"}}},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}}"#;
+
+/// One answer, with `ref.example.com` written as `farm.example.com`.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    code: u16,
+    body: Value,
+    warnings: Vec<String>,
+}
+
+/// Sends requests to both groups through the kube-apiserver, as its admin.
+struct Both {
+    base: String,
+    client: reqwest::Client,
+}
+
+/// `value` with the reference group named as farm-apiserver's.
+fn same_group(value: &Value) -> Value {
+    serde_json::from_str(&value.to_string().replace("ref.example.com", "farm.example.com")).unwrap()
+}
+
+impl Both {
+    async fn send(&self, group: &str, method: reqwest::Method, path: &str, body: Option<&Value>, kind: &str) -> Answer {
+        let url = format!("{}/apis/{group}/v1alpha/{path}", self.base);
+        let mut request = self.client.request(method, url).header("content-type", kind);
+        if let Some(body) = body {
+            request = request.body(body.to_string().replace("farm.example.com", group));
+        }
+        let response = request.send().await.unwrap();
+        let code = response.status().as_u16();
+        let warnings = response
+            .headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().replace("ref.example.com", "farm.example.com"))
+            .collect();
+        let body = same_group(&response.json().await.unwrap_or(Value::Null));
+        Answer { code, body, warnings }
+    }
+
+    /// Sends the request to farm-apiserver, then to the reference; both answers.
+    async fn each(&self, method: reqwest::Method, path: &str, body: Option<&Value>, kind: &str) -> (Answer, Answer) {
+        let farm = self.send("farm.example.com", method.clone(), path, body, kind).await;
+        let reference = self.send("ref.example.com", method, path, body, kind).await;
+        (farm, reference)
+    }
+
+    async fn create(&self, namespace: &str, llama: &Value) -> (Answer, Answer) {
+        self.each(reqwest::Method::POST, &format!("namespaces/{namespace}/llamas"), Some(llama), "application/json")
+            .await
+    }
+
+    async fn get(&self, namespace: &str, name: &str) -> (Answer, Answer) {
+        self.each(reqwest::Method::GET, &format!("namespaces/{namespace}/llamas/{name}"), None, "application/json")
+            .await
+    }
+}
+
+fn llama(name: &str, weight: f64, labels: Value) -> Value {
+    json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+        "metadata": {"name": name, "labels": labels}, "spec": {"weight": weight, "height": 170}})
+}
+
+/// A webhook of `kind` (`mutating` or `validating`) named `<name>.farm.example.com`, calling
+/// `path` on `service` for `operations` on llamas of both groups.
+fn entry(service: &str, port: u16, ca: &str, name: &str, path: &str, operations: &str, extra: &str) -> String {
+    format!(
+        "- name: {name}.farm.example.com\n  \
+           clientConfig: {{service: {{name: {service}, namespace: farm-system, path: /{path}, port: {port}}}, caBundle: {ca}}}\n  \
+           rules: [{{apiGroups: [farm.example.com, ref.example.com], apiVersions: ['*'], operations: [{operations}], resources: [llamas]}}]\n  \
+           admissionReviewVersions: [v1]\n  {extra}\n"
+    )
+}
+
+/// A configuration of `kind` named `name` holding `webhooks`.
+fn configuration(api_version: &str, kind: &str, name: &str, webhooks: &str) -> String {
+    format!("apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: {name}}}\nwebhooks:\n{webhooks}")
+}
+
+/// Services routing to the webhook server (`webhook`) and to a port where nothing listens
+/// (`stopped`), as the tests' APIService is routed: ExternalName to localhost.
+fn services(webhook: &WebhookServer, stopped: u16) -> String {
+    let service = |name: &str, port: u16| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: farm-system}}\n\
+             spec: {{type: ExternalName, externalName: localhost, ports: [{{port: {port}, protocol: TCP}}]}}\n"
+        )
+    };
+    format!("{}---\n{}", service("webhook", webhook.port), service("stopped", stopped))
+}
+
+/// Starts the control plane, farm-apiserver, the reference CRD and the webhook server.
+async fn setup() -> (ControlPlane, Farm, Both, WebhookServer) {
+    let cp = ControlPlane::up();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    cp.must(&["apply", "-f", "-"], Some(REFERENCE_CRD));
+    cp.must(&["wait", "--for=condition=Established", "crd/llamas.ref.example.com", "--timeout=60s"], None);
+    let webhook = webhook::start().await;
+    let stopped = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    cp.must(&["apply", "-f", "-"], Some(&services(&webhook, stopped)));
+    cp.must(&["create", "namespace", "pasture"], None);
+    cp.must(&["label", "namespace", "pasture", "admission=on"], None);
+    cp.must(&["create", "namespace", "wild"], None);
+    let (base, client) = cp.apiserver();
+    (cp, farm, Both { base, client }, webhook)
+}
+
+/// Waits until both servers answer `create` of `probe` in `namespace` with `code`, deleting
+/// what they created meanwhile.
+async fn until_both_answer(both: &Both, namespace: &str, probe: &Value, code: u16) {
+    let name = probe["metadata"]["name"].as_str().unwrap().to_string();
+    eventually("both servers to see the webhook configuration", async || {
+        let (farm, reference) = both.create(namespace, probe).await;
+        let path = format!("namespaces/{namespace}/llamas/{name}");
+        both.each(reqwest::Method::DELETE, &path, None, "application/json").await;
+        farm.code == code && reference.code == code
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_mutate_warn_and_refuse_llamas_as_they_do_custom_resources() {
+    let (cp, farm, both, webhook) = setup().await;
+    let (port, ca) = (webhook.port, webhook.ca_bundle.clone());
+    let mutating = entry(
+        "webhook",
+        port,
+        &ca,
+        "label",
+        "mutate",
+        "CREATE",
+        "sideEffects: None\n  namespaceSelector: {matchLabels: {admission: 'on'}}\n  \
+         objectSelector: {matchExpressions: [{key: skip-mutation, operator: DoesNotExist}]}",
+    );
+    let validating = [
+        entry(
+            "webhook",
+            port,
+            &ca,
+            "weight",
+            "validate",
+            "CREATE, UPDATE",
+            "sideEffects: None\n  namespaceSelector: {matchLabels: {admission: 'on'}}",
+        ),
+        entry("webhook", port, &ca, "protect", "protect", "DELETE", "sideEffects: NoneOnDryRun"),
+    ]
+    .concat();
+    let v1 = "admissionregistration.k8s.io/v1";
+    cp.must(&["apply", "-f", "-"], Some(&configuration(v1, "MutatingWebhookConfiguration", "farm-label", &mutating)));
+    cp.must(
+        &["apply", "-f", "-"],
+        Some(&configuration(v1, "ValidatingWebhookConfiguration", "farm-weight", &validating)),
+    );
+    until_both_answer(&both, "pasture", &llama("probe", 600.0, json!({})), 403).await;
+
+    // A refusal is the same Status on both, naming the webhook and carrying its message.
+    let (refused, reference) = both.create("pasture", &llama("heavy", 600.0, json!({}))).await;
+    assert_eq!(refused, reference);
+    assert_eq!(refused.code, 403, "{:?}", refused.body);
+    let message = refused.body["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            r#"admission webhook "weight.farm.example.com" denied the request: llamas over 500 kg are not allowed"#
+        ),
+        "{message}"
+    );
+    let (missing, _) = both.get("pasture", "heavy").await;
+    assert_eq!(missing.code, 404, "nothing was stored");
+
+    // The namespaceSelector: the namespace `wild` is not labelled, so neither webhook is called.
+    let (created, reference) = both.create("wild", &llama("heavy", 600.0, json!({}))).await;
+    assert_eq!((created.code, reference.code), (201, 201), "{:?}", created.body);
+    assert_eq!(created.body["metadata"]["labels"], json!({}));
+
+    // A mutating webhook's patch is stored; a validating webhook's warning reaches the client.
+    webhook.forget();
+    let (created, reference) = both.create("pasture", &llama("light", 450.0, json!({"herd": "a"}))).await;
+    assert_eq!((created.code, reference.code), (201, 201), "{:?}", created.body);
+    assert_eq!(created.body["metadata"]["labels"], json!({"herd": "a", "checked": "yes"}));
+    assert_eq!(created.body["metadata"]["labels"], reference.body["metadata"]["labels"]);
+    assert_eq!(created.warnings, reference.warnings);
+    assert_eq!(created.warnings.len(), 1, "{:?}", created.warnings);
+    assert!(created.warnings[0].contains("a llama of 450 kg is close to the limit"), "{:?}", created.warnings);
+    compare_reviews(&webhook.received("mutate"), "CREATE");
+    compare_reviews(&webhook.received("validate"), "CREATE");
+
+    // The objectSelector: a llama labelled skip-mutation is not mutated.
+    let (created, reference) = both.create("pasture", &llama("wool", 10.0, json!({"skip-mutation": "yes"}))).await;
+    assert_eq!((created.code, reference.code), (201, 201));
+    assert_eq!(created.body["metadata"]["labels"], json!({"skip-mutation": "yes"}));
+    assert_eq!(reference.body["metadata"]["labels"], json!({"skip-mutation": "yes"}));
+
+    // An update the webhook refuses leaves the object as it was.
+    webhook.forget();
+    let path = "namespaces/pasture/llamas/light";
+    let merge = json!({"spec": {"weight": 700}});
+    let (refused, reference) =
+        both.each(reqwest::Method::PATCH, path, Some(&merge), "application/merge-patch+json").await;
+    assert_eq!(refused, reference);
+    assert_eq!(refused.code, 403);
+    let (stored, _) = both.get("pasture", "light").await;
+    assert_eq!(stored.body["spec"]["weight"], 450.0);
+    compare_reviews(&webhook.received("validate"), "UPDATE");
+
+    // Deletes: the old object is what the webhook judges; a dry run still asks it.
+    let protected = llama("guarded", 10.0, json!({"protected": "true"}));
+    let (created, reference) = both.create("wild", &protected).await;
+    assert_eq!((created.code, reference.code), (201, 201));
+    webhook.forget();
+    let path = "namespaces/wild/llamas/guarded";
+    let (refused, reference) = both.each(reqwest::Method::DELETE, path, None, "application/json").await;
+    assert_eq!(refused, reference);
+    assert_eq!(refused.code, 403);
+    let dry = format!("{path}?dryRun=All");
+    let (refused, reference) = both.each(reqwest::Method::DELETE, &dry, None, "application/json").await;
+    assert_eq!(refused, reference);
+    let reviews = webhook.received("protect");
+    compare_reviews(&reviews, "DELETE");
+    assert_eq!(reviews.last().unwrap()["request"]["dryRun"], true);
+
+    // kubectl shows the refusal and the warning as for any resource.
+    let (ok, _, stderr) =
+        cp.run(&["create", "-n", "pasture", "-f", "-"], Some(&llama("big", 900.0, json!({})).to_string()));
+    assert!(!ok && stderr.contains("llamas over 500 kg are not allowed"), "{stderr}");
+    let (ok, _, stderr) =
+        cp.run(&["create", "-n", "pasture", "-f", "-"], Some(&llama("near", 420.0, json!({})).to_string()));
+    assert!(ok && stderr.contains("Warning: a llama of 420 kg is close to the limit"), "{stderr}");
+    drop(farm);
+}
+
+/// Every number of `value` as a float: Llama's numbers are floats, which serde writes `170.0`
+/// where the kube-apiserver keeps the `170` a client sent to a custom resource.
+fn floats(value: &mut Value) {
+    match value {
+        Value::Number(n) => *value = json!(n.as_f64().unwrap()),
+        Value::Array(items) => items.iter_mut().for_each(floats),
+        Value::Object(map) => map.values_mut().for_each(floats),
+        _ => {}
+    }
+}
+
+/// The last review of `operation` each group's server sent, compared once what must differ is set aside: their uids, the
+/// objects' uid, resourceVersion, generation, timestamps and managedFields, and the namespace of
+/// the object of a create (which current Kubernetes sets before admission, and 1.20 only after).
+fn compare_reviews(reviews: &[Value], operation: &str) {
+    let of = |group: &str| {
+        let mut sent = reviews
+            .iter()
+            .map(|r| &r["request"])
+            .filter(|r| r["operation"] == operation && r["kind"]["group"] == group);
+        sent.next_back().unwrap_or_else(|| panic!("no {operation} review of {group}: {reviews:#?}")).clone()
+    };
+    // farm-apiserver asks once; the kube-apiserver may ask again (a refused update that began
+    // from its watch cache is tried once more on the object read from etcd).
+    let (farm, reference) = (of("farm.example.com"), of("ref.example.com"));
+    let normal = |request: &Value| {
+        let mut request = same_group(request);
+        request["uid"] = Value::Null;
+        floats(&mut request);
+        for object in ["object", "oldObject"] {
+            if let Some(meta) = request[object]["metadata"].as_object_mut() {
+                for field in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "namespace"]
+                {
+                    meta.remove(field);
+                }
+            }
+        }
+        request
+    };
+    assert_eq!(normal(&farm), normal(&reference));
+    assert_eq!(farm["userInfo"]["username"], "e2e-admin");
+}
+
+/// Words that current Kubernetes adds to admission errors and 1.20, the reference here, did not
+/// have yet; farm-apiserver follows current Kubernetes. Each with the version that added it.
+const NEWER_THAN_THE_REFERENCE: &[(&str, &str)] =
+    &[("failed to call webhook: ", "1.22, k8s.io/apiserver 8c01d7fe1: admission errors wrapped with their context")];
+
+/// `message` without the words of [`NEWER_THAN_THE_REFERENCE`].
+fn as_1_20(message: &str) -> String {
+    NEWER_THAN_THE_REFERENCE.iter().fold(message.to_string(), |m, (words, _)| m.replace(words, ""))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_slow_and_side_effect_webhooks_fail_writes_as_they_do_custom_resources() {
+    let (cp, _farm, both, webhook) = setup().await;
+    let (port, ca) = (webhook.port, webhook.ca_bundle.clone());
+    let stopped_port: u16 = {
+        let (ok, out, _) =
+            cp.run(&["get", "service", "-n", "farm-system", "stopped", "-o", "jsonpath={.spec.ports[0].port}"], None);
+        assert!(ok);
+        out.trim().parse().unwrap()
+    };
+    let v1 = "admissionregistration.k8s.io/v1";
+    let apply = |kind: &str, name: &str, webhooks: String| {
+        cp.must(&["apply", "-f", "-"], Some(&configuration(v1, kind, name, &webhooks)));
+    };
+
+    // A webhook that cannot be reached fails the write under Fail, with the same Status.
+    let down = |policy: &str| {
+        entry(
+            "stopped",
+            stopped_port,
+            &ca,
+            "down",
+            "validate",
+            "CREATE",
+            &format!("sideEffects: None\n  failurePolicy: {policy}"),
+        )
+    };
+    apply("ValidatingWebhookConfiguration", "farm-down", down("Fail"));
+    until_both_answer(&both, "wild", &llama("probe", 1.0, json!({})), 500).await;
+    let (failed, reference) = both.create("wild", &llama("a", 1.0, json!({}))).await;
+    assert_eq!((failed.code, reference.code), (500, 500));
+    assert_eq!(failed.body["reason"], reference.body["reason"]);
+    let prefix = |answer: &Answer| {
+        let message = answer.body["message"].as_str().unwrap().to_string();
+        message.split("?timeout=").next().unwrap().to_string()
+    };
+    assert_eq!(as_1_20(&prefix(&failed)), prefix(&reference));
+    assert!(prefix(&failed).contains(&format!(r#"failed calling webhook "down.farm.example.com": failed to call webhook: Post "https://stopped.farm-system.svc:{stopped_port}/validate"#)), "{:?}", failed.body);
+
+    // Under Ignore it is skipped.
+    apply("ValidatingWebhookConfiguration", "farm-down", down("Ignore"));
+    until_both_answer(&both, "wild", &llama("probe", 1.0, json!({})), 201).await;
+    cp.must(&["delete", "validatingwebhookconfiguration", "farm-down"], None);
+
+    // A webhook slower than its timeout fails the write when its time is up.
+    apply(
+        "ValidatingWebhookConfiguration",
+        "farm-slow",
+        entry("webhook", port, &ca, "slow", "slow", "CREATE", "sideEffects: None\n  timeoutSeconds: 1"),
+    );
+    until_both_answer(&both, "wild", &llama("probe", 1.0, json!({})), 500).await;
+    let started = Instant::now();
+    let (failed, _) = both.create("wild", &llama("b", 1.0, json!({}))).await;
+    assert!(started.elapsed() < Duration::from_millis(2 * 2500), "both answered within the timeout, plus the proxy");
+    assert_eq!(failed.code, 500);
+    let message = failed.body["message"].as_str().unwrap();
+    assert!(message.contains("?timeout=1s") && message.contains("context deadline exceeded"), "{message}");
+    cp.must(&["delete", "validatingwebhookconfiguration", "farm-slow"], None);
+
+    // A webhook with side effects (sideEffects: Unknown, only v1beta1 allows it) refuses dry runs.
+    let unknown = entry("webhook", port, &ca, "effects", "validate", "CREATE", "sideEffects: Unknown");
+    cp.must(
+        &["apply", "-f", "-"],
+        Some(&configuration(
+            "admissionregistration.k8s.io/v1beta1",
+            "ValidatingWebhookConfiguration",
+            "farm-effects",
+            &unknown,
+        )),
+    );
+    let path = "namespaces/wild/llamas?dryRun=All";
+    let probe = llama("c", 1.0, json!({}));
+    eventually("both servers to see the webhook with side effects", async || {
+        let (farm, reference) = both.each(reqwest::Method::POST, path, Some(&probe), "application/json").await;
+        farm.code == 400 && reference.code == 400
+    })
+    .await;
+    let (refused, reference) = both.each(reqwest::Method::POST, path, Some(&probe), "application/json").await;
+    assert_eq!(refused, reference);
+    assert!(refused.body["message"].as_str().unwrap().contains("does not support dry run"), "{:?}", refused.body);
+    let (created, _) = both.create("wild", &probe).await;
+    assert_eq!(created.code, 201, "without dryRun the webhook is called: {:?}", created.body);
+}

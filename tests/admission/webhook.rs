@@ -1,0 +1,118 @@
+//! An admission webhook server written for the tests: HTTPS on a loopback port with its own CA
+//! (for the configurations' `caBundle`), its certificate naming `webhook.farm-system.svc`, the
+//! Service name the kube-apiserver and farm-apiserver both verify. It records every review it
+//! receives and answers by path:
+//!
+//! - `/validate`: refuses llamas heavier than 500 kg; warns about those over 400 kg;
+//! - `/mutate`: adds the label `checked: "yes"` with a JSONPatch;
+//! - `/protect`: refuses deleting a llama labelled `protected: "true"`;
+//! - `/slow`: allows, after 3 s.
+
+use axum::extract::{Path, State};
+use axum::routing::post;
+use axum::{Json, Router};
+use base64::Engine;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+/// Every review received, with the path it came to.
+type Received = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// The running webhook server.
+pub struct WebhookServer {
+    pub port: u16,
+    /// The CA that signed its certificate, base64 for a `caBundle`.
+    pub ca_bundle: String,
+    pub reviews: Received,
+    handle: axum_server::Handle<std::net::SocketAddr>,
+}
+
+impl Drop for WebhookServer {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+    }
+}
+
+fn answer(request: &Value, allowed: bool, extra: Value) -> Json<Value> {
+    let mut response = json!({"uid": request["uid"], "allowed": allowed});
+    if let (Some(response), Some(extra)) = (response.as_object_mut(), extra.as_object()) {
+        response.extend(extra.clone());
+    }
+    Json(json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}))
+}
+
+async fn review(State(reviews): State<Received>, Path(path): Path<String>, Json(review): Json<Value>) -> Json<Value> {
+    reviews.lock().unwrap().push((path.clone(), review.clone()));
+    let request = &review["request"];
+    match path.as_str() {
+        "validate" => {
+            let weight = request["object"]["spec"]["weight"].as_f64().unwrap_or_default();
+            if weight > 500.0 {
+                let status = json!({"code": 403, "message": "llamas over 500 kg are not allowed"});
+                return answer(request, false, json!({"status": status}));
+            }
+            let warnings = if weight > 400.0 {
+                json!([format!("a llama of {weight} kg is close to the limit")])
+            } else {
+                json!([])
+            };
+            answer(request, true, json!({"warnings": warnings}))
+        }
+        "mutate" => {
+            let patch = if request["object"]["metadata"]["labels"].is_object() {
+                json!([{"op": "add", "path": "/metadata/labels/checked", "value": "yes"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"checked": "yes"}}])
+            };
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            answer(request, true, json!({"patch": patch, "patchType": "JSONPatch"}))
+        }
+        "protect" => {
+            if request["oldObject"]["metadata"]["labels"]["protected"] == "true" {
+                let status = json!({"code": 403, "message": "protected llamas cannot be deleted"});
+                return answer(request, false, json!({"status": status}));
+            }
+            answer(request, true, json!({}))
+        }
+        _ => {
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            answer(request, true, json!({}))
+        }
+    }
+}
+
+/// Starts the server on a free loopback port.
+pub async fn start() -> WebhookServer {
+    let certs = farm_apiserver::tls::generate("webhook-ca", &["webhook.farm-system.svc".into()]).unwrap();
+    let chain: Vec<_> = rustls_pemfile::certs(&mut certs.cert_pem.as_bytes()).collect::<Result<_, _>>().unwrap();
+    let key = rustls_pemfile::private_key(&mut certs.key_pem.as_bytes()).unwrap().unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(farm_apiserver::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reviews = Arc::new(Mutex::new(Vec::new()));
+    let app = Router::new().route("/{path}", post(review)).with_state(reviews.clone());
+    let handle = axum_server::Handle::new();
+    let tls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(config));
+    let server = axum_server::from_tcp_rustls(listener, tls).unwrap().handle(handle.clone());
+    tokio::spawn(server.serve(app.into_make_service()));
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&certs.ca_pem);
+    WebhookServer { port, ca_bundle, reviews, handle }
+}
+
+impl WebhookServer {
+    /// The reviews received on `path` so far.
+    pub fn received(&self, path: &str) -> Vec<Value> {
+        self.reviews.lock().unwrap().iter().filter(|(p, _)| p == path).map(|(_, r)| r.clone()).collect()
+    }
+
+    /// Forgets the reviews received so far.
+    pub fn forget(&self) {
+        self.reviews.lock().unwrap().clear();
+    }
+}

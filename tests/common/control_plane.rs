@@ -1,0 +1,192 @@
+//! A real control plane for the end-to-end tests: etcd and kube-apiserver on loopback (and
+//! kube-controller-manager where a test asks for it), started by `scripts/control-plane.sh`,
+//! which builds them once when `KUBE_APISERVER` / `KUBE_CONTROLLER_MANAGER` are unset; and
+//! farm-apiserver in aggregated mode, registered with it through an APIService.
+
+use super::clients::{self, Cluster};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running etcd + kube-apiserver, stopped when dropped.
+pub struct ControlPlane {
+    pub dir: tempfile::TempDir,
+}
+
+impl ControlPlane {
+    pub fn up() -> Self {
+        Self::start(&[])
+    }
+
+    /// With kube-controller-manager: namespace, garbage-collector and service-account controllers.
+    pub fn up_with_controller_manager() -> Self {
+        Self::start(&["--controller-manager"])
+    }
+
+    pub fn start(options: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+            .arg("up")
+            .arg(dir.path())
+            .args(options)
+            .status()
+            .expect("run scripts/control-plane.sh");
+        assert!(status.success(), "the control plane did not start");
+        Self { dir }
+    }
+
+    pub fn kubeconfig(&self, user: &str) -> PathBuf {
+        self.dir.path().join(format!("{user}.kubeconfig"))
+    }
+
+    /// Registers `farm` and waits until the aggregator serves its group.
+    pub async fn register(&self, farm: &Farm) {
+        self.must(&["apply", "-f", "-"], Some(&farm.registration()));
+        self.must(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
+        eventually("the aggregator to serve farm.example.com/v1alpha", async || {
+            self.run(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None).0
+        })
+        .await;
+    }
+
+    /// A client of `farm`'s own port (not through the aggregator) presenting `user`'s client
+    /// certificate (signed by the cluster's client CA), or none when `user` is `None`. It does not
+    /// retry, so tests see every status as sent.
+    pub fn direct(&self, farm: &Farm, user: Option<&str>) -> reqwest::Client {
+        let mut builder = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(farm.ca_pem.as_bytes()).unwrap());
+        if let Some(user) = user {
+            let mut pem = std::fs::read(self.dir.path().join(format!("{user}.crt"))).unwrap();
+            pem.extend(std::fs::read(self.dir.path().join(format!("{user}.key"))).unwrap());
+            builder = builder.identity(reqwest::Identity::from_pem(&pem).unwrap());
+        }
+        builder.build().unwrap()
+    }
+
+    /// The kube-apiserver's URL and an HTTPS client of it presenting the admin's certificate,
+    /// for requests whose raw answers (Status bodies, headers) a test compares.
+    pub fn apiserver(&self) -> (String, reqwest::Client) {
+        let env = std::fs::read_to_string(self.dir.path().join("env")).unwrap();
+        let port = env.lines().find_map(|l| l.strip_prefix("KUBE_APISERVER_PORT=")).unwrap().to_string();
+        let mut pem = std::fs::read(self.dir.path().join("admin.crt")).unwrap();
+        pem.extend(std::fs::read(self.dir.path().join("admin.key")).unwrap());
+        let ca = std::fs::read(self.dir.path().join("ca.crt")).unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+            .identity(reqwest::Identity::from_pem(&pem).unwrap())
+            .build()
+            .unwrap();
+        (format!("https://127.0.0.1:{port}"), client)
+    }
+
+    pub async fn client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig("admin")).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+impl Cluster for ControlPlane {
+    /// kubectl as the admin; stderr without the version-skew warning.
+    fn kubectl_env(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> (bool, String, String) {
+        let mut command = Command::new(super::kubectl_path());
+        command.arg("--kubeconfig").arg(self.kubeconfig("admin")).args(args);
+        command.env("HOME", self.dir.path()).envs(env.iter().copied());
+        let (ok, stdout, stderr) = clients::run_with_stdin(command, stdin);
+        let stderr = stderr.lines().filter(|l| !l.contains("version difference")).collect::<Vec<_>>().join("\n");
+        (ok, stdout, stderr)
+    }
+
+    fn kubeconfig_path(&self) -> PathBuf {
+        self.kubeconfig("admin")
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+            .arg("down")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// farm-apiserver in aggregated mode, its log captured.
+pub struct Farm {
+    pub child: std::process::Child,
+    pub port: u16,
+    pub ca_pem: String,
+    pub log: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Farm {
+    pub fn start(kubeconfig: &Path) -> Self {
+        Self::start_with(kubeconfig, &[])
+    }
+
+    /// With `extra` arguments to `serve`.
+    pub fn start_with(kubeconfig: &Path, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = farm_apiserver::tls::generate("farm-e2e-ca", &["farm-apiserver.farm-system.svc".into()]).unwrap();
+        let (cert, key, log) = (dir.path().join("tls.crt"), dir.path().join("tls.key"), dir.path().join("server.log"));
+        std::fs::write(&cert, &certs.cert_pem).unwrap();
+        std::fs::write(&key, &certs.key_pem).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+            .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+            .args(["--pod-cache-max-backoff-seconds", "2", "--tls-reload-interval-seconds", "1"])
+            .args(extra)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--tls-cert-file")
+            .arg(&cert)
+            .arg("--tls-private-key-file")
+            .arg(&key)
+            .env("RUST_LOG", std::env::var("FARM_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Self { child, port, ca_pem: certs.ca_pem, log, cert, key, _dir: dir }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The Namespace, ExternalName Service and APIService routing the group to this server.
+    pub fn registration(&self) -> String {
+        use base64::Engine;
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: farm-system}}\n---\n\
+             apiVersion: v1\nkind: Service\nmetadata: {{name: farm-apiserver, namespace: farm-system}}\n\
+             spec: {{type: ExternalName, externalName: localhost, ports: [{{port: {port}, protocol: TCP}}]}}\n---\n\
+             apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1alpha.farm.example.com}}\n\
+             spec: {{group: farm.example.com, version: v1alpha, groupPriorityMinimum: 1000, versionPriority: 15, \
+             service: {{name: farm-apiserver, namespace: farm-system, port: {port}}}, caBundle: {ca}}}\n",
+            port = self.port
+        )
+    }
+}
+
+impl Drop for Farm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
