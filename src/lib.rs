@@ -23,9 +23,11 @@
 //! 5. Request plumbing beside it: [`auth`] (the standalone bearer token, or delegation to the
 //!    cluster: front-proxy certificates and headers, client certificates, TokenReview,
 //!    SubjectAccessReview), [`observe`] (counts, times and logs every request), [`limits`]
-//!    (requests in flight and timeouts), [`health`]; [`admission`] (which of the cluster's
-//!    admission webhooks a write calls); [`pods`] (the Pod cache that feeds
-//!    FarmPods); [`namespaces`] (the Namespace cache behind the lifecycle of creates); [`tls`], [`kubeconfig`], [`certs`], [`config`].
+//!    (requests in flight and timeouts), [`health`]; [`admission`] (the cluster's
+//!    admission webhooks: their configurations, which ones a write calls, and the calls, behind
+//!    the registry's [`machinery::admission::Admission`]); [`pods`] (the Pod cache that feeds
+//!    FarmPods); [`namespaces`] (the Namespace cache behind the lifecycle of creates and the
+//!    webhooks' `namespaceSelector`); [`tls`], [`kubeconfig`], [`certs`], [`config`].
 //! 6. [`server`] wires everything: TLS, authentication, the storage factory (the configured
 //!    backend, a store per mounted resource), each resource's routes, the metric sources,
 //!    graceful shutdown; [`server::run`] takes its listener so tests can bind

@@ -11,7 +11,7 @@ mod common;
 mod webhook;
 
 use common::clients::Cluster;
-use common::control_plane::{ControlPlane, Farm, eventually};
+use common::control_plane::{ControlPlane, Farm, NOBODY_ADMITS, NOBODY_DELEGATES, eventually};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use webhook::WebhookServer;
@@ -171,9 +171,26 @@ async fn webhooks_mutate_warn_and_refuse_llamas_as_they_do_custom_resources() {
             "sideEffects: None\n  namespaceSelector: {matchLabels: {admission: 'on'}}",
         ),
         entry("webhook", port, &ca, "protect", "protect", "DELETE", "sideEffects: NoneOnDryRun"),
+        entry("webhook", port, &ca, "status", "observe", "UPDATE", "sideEffects: None")
+            .replace("resources: [llamas]", "resources: [llamas/status]"),
     ]
     .concat();
+    // Called before the label webhook (configurations go by name), and again after it changed
+    // the object, as its reinvocationPolicy asks.
+    let observing = entry(
+        "webhook",
+        port,
+        &ca,
+        "observe",
+        "observe",
+        "CREATE",
+        "sideEffects: None\n  reinvocationPolicy: IfNeeded\n  namespaceSelector: {matchLabels: {admission: 'on'}}",
+    );
     let v1 = "admissionregistration.k8s.io/v1";
+    cp.must(
+        &["apply", "-f", "-"],
+        Some(&configuration(v1, "MutatingWebhookConfiguration", "farm-a-observe", &observing)),
+    );
     cp.must(&["apply", "-f", "-"], Some(&configuration(v1, "MutatingWebhookConfiguration", "farm-label", &mutating)));
     cp.must(
         &["apply", "-f", "-"],
@@ -211,6 +228,9 @@ async fn webhooks_mutate_warn_and_refuse_llamas_as_they_do_custom_resources() {
     assert!(created.warnings[0].contains("a llama of 450 kg is close to the limit"), "{:?}", created.warnings);
     compare_reviews(&webhook.received("mutate"), "CREATE");
     compare_reviews(&webhook.received("validate"), "CREATE");
+    let observed = webhook.received("observe");
+    let calls = |group: &str| observed.iter().filter(|r| r["request"]["kind"]["group"] == group).count();
+    assert_eq!((calls("farm.example.com"), calls("ref.example.com")), (2, 2), "called again after the label");
 
     // The objectSelector: a llama labelled skip-mutation is not mutated.
     let (created, reference) = both.create("pasture", &llama("wool", 10.0, json!({"skip-mutation": "yes"}))).await;
@@ -229,6 +249,18 @@ async fn webhooks_mutate_warn_and_refuse_llamas_as_they_do_custom_resources() {
     let (stored, _) = both.get("pasture", "light").await;
     assert_eq!(stored.body["spec"]["weight"], 450.0);
     compare_reviews(&webhook.received("validate"), "UPDATE");
+
+    // A status write calls the webhooks of `llamas/status`, not those of `llamas`.
+    webhook.forget();
+    let status = json!({"status": {"observedGeneration": 1}});
+    let path = "namespaces/pasture/llamas/light/status";
+    let (written, reference) =
+        both.each(reqwest::Method::PATCH, path, Some(&status), "application/merge-patch+json").await;
+    assert_eq!((written.code, reference.code), (200, 200), "{:?}", written.body);
+    let reviews = webhook.received("observe");
+    compare_reviews(&reviews, "UPDATE");
+    assert!(reviews.iter().all(|r| r["request"]["subResource"] == "status"), "{reviews:#?}");
+    assert!(webhook.received("validate").is_empty());
 
     // Deletes: the old object is what the webhook judges; a dry run still asks it.
     let protected = llama("guarded", 10.0, json!({"protected": "true"}));
@@ -391,4 +423,19 @@ async fn failing_slow_and_side_effect_webhooks_fail_writes_as_they_do_custom_res
     assert!(refused.body["message"].as_str().unwrap().contains("does not support dry run"), "{:?}", refused.body);
     let (created, _) = both.create("wild", &probe).await;
     assert_eq!(created.code, 201, "without dryRun the webhook is called: {:?}", created.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_rbac_for_webhook_configurations_writes_are_refused_not_let_through() {
+    let cp = ControlPlane::up();
+    let _farm = cp.farm_lacking_rbac_for(NOBODY_DELEGATES, "mutatingwebhookconfigurations").await;
+    let dolly = llama("dolly", 120.0, json!({})).to_string();
+    let (ok, _, stderr) = cp.run(&["create", "-f", "-"], Some(&dolly));
+    assert!(!ok && stderr.contains("not yet ready to handle request"), "{stderr}");
+    let (ok, _, stderr) = cp.run(&["get", "llamas"], None);
+    assert!(ok, "reads are not admitted: {stderr}");
+
+    // Once it may read them, writes go through.
+    cp.must(&["apply", "-f", "-"], Some(NOBODY_ADMITS));
+    eventually("writes to be admitted", async || cp.run(&["create", "-f", "-"], Some(&dolly)).0).await;
 }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::clients::{self, Cluster};
-use common::control_plane::{ControlPlane, Farm, eventually};
+use common::control_plane::{ControlPlane, Farm, NOBODY_ADMITS, NOBODY_DELEGATES, eventually};
 
 use farm_apiserver::machinery::resource::API_VERSION;
 use farm_apiserver::resources::llama::{Llama, LlamaSpec};
@@ -213,21 +213,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
 async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_cache_recovers() {
     let cp = ControlPlane::up();
     // Everything an installed server has (manifests/rbac.yaml) except the right to read Pods.
-    let delegation = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-delegates}\n\
-                      roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}\n\
-                      subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n---\n\
-                      apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: nobody-reads-auth, namespace: kube-system}\n\
-                      roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}\n\
-                      subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";
-    cp.must(&["apply", "-f", "-"], Some(delegation));
-    let farm = Farm::start(&cp.kubeconfig("nobody"));
-    cp.register(&farm).await;
-    eventually("the log to explain the missing RBAC rule", async || {
-        let log = farm.log();
-        log.contains("RBAC forbids the server to list or watch pods")
-            && log.contains(r#"resources: ["pods"], verbs: ["get", "list", "watch"]"#)
-    })
-    .await;
+    let farm = cp.farm_lacking_rbac_for(&format!("{NOBODY_DELEGATES}---\n{NOBODY_ADMITS}"), "pods").await;
     assert_eq!(cp.must(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
     // Straight to the server (kubectl would retry the 503 as Retry-After allows).
     let direct = cp.direct(&farm, Some("admin"));

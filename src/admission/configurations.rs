@@ -49,12 +49,31 @@ where
             };
             match event {
                 Some(Ok(_)) => {}
-                Some(Err(err)) => tracing::warn!(error = %err, kind = %K::kind(&()), "watching failed; retrying"),
+                Some(Err(err)) => tracing::warn!("{}; retrying", explain::<K>(&err)),
                 None => return,
             }
         }
     });
     reader
+}
+
+/// Why watching `K` failed, with what to grant when RBAC forbids it: until both kinds are
+/// listed, writes that might call a webhook are refused.
+fn explain<K: kube::Resource<DynamicType = ()>>(err: &watcher::Error) -> String {
+    let plural = K::plural(&());
+    let forbidden = match err {
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
+            matches!(e, kube::Error::Api(status) if status.code == 403)
+        }
+        _ => false,
+    };
+    if forbidden {
+        format!(
+            "RBAC forbids the server to list or watch {plural}: {err}; writes that may call an admission webhook are              refused until it can. Grant its ServiceAccount a ClusterRole with the rule {{apiGroups:              [\"admissionregistration.k8s.io\"], resources: [\"{plural}\"], verbs: [\"get\", \"list\", \"watch\"]}}              (manifests/rbac.yaml has it), or start it with --admission-webhooks=false"
+        )
+    } else {
+        format!("watching {plural} failed: {err}")
+    }
 }
 
 /// `items` sorted by name, each with its webhooks in order.

@@ -1,7 +1,8 @@
 //! The bottom layer: what every other layer speaks, importing nothing of the crate. Errors and
 //! their `Status` bodies, field errors, object keys, label and field selectors, the continue
-//! token and the page cut, table columns, JSON schemas and the description of a resource. Named
-//! after k8s.io/apimachinery, which plays this part in the kube-apiserver.
+//! token and the page cut, table columns, JSON schemas, the description of a resource, who made a
+//! request and what admission is asked about a write. Named after k8s.io/apimachinery, which
+//! plays this part in the kube-apiserver.
 
 pub mod admission;
 pub mod columns;

@@ -6,6 +6,7 @@
 //! - `/validate`: refuses llamas heavier than 500 kg; warns about those over 400 kg;
 //! - `/mutate`: adds the label `checked: "yes"` with a JSONPatch;
 //! - `/protect`: refuses deleting a llama labelled `protected: "true"`;
+//! - `/observe`: allows, changing nothing;
 //! - `/slow`: allows, after 3 s.
 
 use axum::extract::{Path, State};
@@ -74,6 +75,7 @@ async fn review(State(reviews): State<Received>, Path(path): Path<String>, Json(
             }
             answer(request, true, json!({}))
         }
+        "observe" => answer(request, true, json!({})),
         _ => {
             tokio::time::sleep(std::time::Duration::from_secs(3)).await;
             answer(request, true, json!({}))

@@ -80,6 +80,21 @@ impl ControlPlane {
         (format!("https://127.0.0.1:{port}"), client)
     }
 
+    /// farm-apiserver running as `e2e-nobody` with only the RBAC of `grants`, registered, once
+    /// its log has explained which rule it lacks to read `plural`.
+    pub async fn farm_lacking_rbac_for(&self, grants: &str, plural: &str) -> Farm {
+        self.must(&["apply", "-f", "-"], Some(grants));
+        let farm = Farm::start(&self.kubeconfig("nobody"));
+        self.register(&farm).await;
+        let rule = format!(r#"resources: ["{plural}"], verbs: ["get", "list", "watch"]"#);
+        eventually("the log to explain the missing RBAC rule", async || {
+            let log = farm.log();
+            log.contains(&format!("RBAC forbids the server to list or watch {plural}")) && log.contains(&rule)
+        })
+        .await;
+        farm
+    }
+
     pub async fn client(&self) -> kube::Client {
         let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig("admin")).unwrap();
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
@@ -190,3 +205,19 @@ pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// RBAC letting the user `e2e-nobody` (`ControlPlane::kubeconfig("nobody")`) delegate
+/// authentication and authorization, as an installed server may (manifests/rbac.yaml).
+pub const NOBODY_DELEGATES: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-delegates}\n\
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}\n\
+    subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n---\n\
+    apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: nobody-reads-auth, namespace: kube-system}\n\
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}\n\
+    subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";
+
+/// RBAC letting `e2e-nobody` read admission webhook configurations, as an installed server may.
+pub const NOBODY_ADMITS: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: nobody-admits}\n\
+    rules: [{apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations, validatingwebhookconfigurations], verbs: [get, list, watch]}]\n---\n\
+    apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-admits}\n\
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nobody-admits}\n\
+    subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";

@@ -241,3 +241,179 @@ fn changed_meanwhile<K: Strategy>(name: &str) -> Error {
 fn key_namespace<K: Strategy>(current: &Arc<Stored<K>>) -> String {
     current.meta().namespace.clone().unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Registry, WatchSettings, WriteContext};
+    use crate::api::patch::{Patch, PatchType};
+    use crate::machinery::admission::{Admission, Call, Mutated, Operation};
+    use crate::machinery::error::{Error, Result};
+    use crate::machinery::resource::Subresource;
+    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::store::{Revision, memory::MemoryStore};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Status};
+    use parking_lot::Mutex;
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+
+    /// One call: which kind of webhook, the operation, the object and the old object.
+    type Recorded = (&'static str, Operation, Option<Value>, Option<Value>);
+
+    /// Webhooks in memory: the mutating one labels every object `checked=yes` (and, once, lets
+    /// `during_mutation` write meanwhile); the validating one refuses weights over 500 and
+    /// deletes of llamas labelled `protected`. Every call is recorded.
+    #[derive(Default)]
+    struct Webhooks {
+        matches: bool,
+        calls: Mutex<Vec<Recorded>>,
+        during_mutation: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    }
+
+    fn refusal(message: &str) -> Error {
+        Error::Refused(Box::new(Status { code: Some(403), message: Some(message.into()), ..Default::default() }))
+    }
+
+    #[async_trait::async_trait]
+    impl Admission for Webhooks {
+        fn may_call(&self, _call: &Call) -> bool {
+            self.matches
+        }
+
+        async fn mutate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Mutated> {
+            self.calls.lock().push(("mutate", call.operation, object.cloned(), old.cloned()));
+            if let Some(write) = self.during_mutation.lock().take() {
+                write();
+            }
+            let Some(mut object) = object.cloned() else { return Ok(Mutated::default()) };
+            object["metadata"]["labels"]["checked"] = json!("yes");
+            Ok(Mutated { object: Some(object), warnings: vec!["labelled".into()] })
+        }
+
+        async fn validate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Vec<String>> {
+            self.calls.lock().push(("validate", call.operation, object.cloned(), old.cloned()));
+            if object.is_some_and(|o| o["spec"]["weight"].as_f64() > Some(500.0)) {
+                return Err(refusal("too heavy"));
+            }
+            if object.is_none() && old.is_some_and(|o| o["metadata"]["labels"]["protected"] == "true") {
+                return Err(refusal("protected"));
+            }
+            Ok(vec!["validated".into()])
+        }
+    }
+
+    fn registry(webhooks: Arc<Webhooks>) -> Arc<Registry<Llama>> {
+        let store = Arc::new(MemoryStore::new(Arc::new(Revision::default()), 100));
+        Arc::new(Registry::new(store, WatchSettings::default()).with_admission(webhooks))
+    }
+
+    fn llama(name: &str, weight: f64) -> Llama {
+        Llama::new(name, LlamaSpec { weight, height: 1.0, color: None })
+    }
+
+    fn weight(patch: f64) -> Patch {
+        Patch::parse(PatchType::Merge, format!(r#"{{"spec":{{"weight":{patch}}}}}"#).as_bytes()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_create_is_mutated_then_validated_as_it_will_be_stored() {
+        let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
+        let r = registry(webhooks.clone());
+        let created = r.create("default", llama("dolly", 1.0), &WriteContext::default()).await.unwrap();
+        assert_eq!(created.object.metadata.labels.as_ref().unwrap()["checked"], "yes");
+        assert_eq!(created.warnings, ["labelled", "validated"]);
+        let calls = webhooks.calls.lock().clone();
+        let (_, operation, mutated, old) = &calls[0];
+        assert_eq!((*operation, old), (Operation::Create, &None));
+        let mutated = mutated.as_ref().unwrap();
+        assert!(mutated["metadata"]["uid"].is_null(), "mutating webhooks see the object as sent");
+        assert!(mutated["metadata"]["managedFields"].is_array(), "with its managedFields");
+        let validated = calls[1].2.as_ref().unwrap();
+        assert!(validated["metadata"]["uid"].is_string(), "validating webhooks see it as stored");
+        assert_eq!(validated["metadata"]["labels"]["checked"], "yes");
+
+        let refused = r.create("default", llama("heavy", 600.0), &WriteContext::default()).await.unwrap_err();
+        assert_eq!((refused.code(), refused.to_string().as_str()), (http::StatusCode::FORBIDDEN, "too heavy"));
+        assert_eq!(r.get("default", "heavy").await.unwrap_err().code(), 404, "nothing was stored");
+    }
+
+    #[tokio::test]
+    async fn an_update_is_admitted_and_a_refused_one_changes_nothing() {
+        let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
+        let r = registry(webhooks.clone());
+        let ctx = WriteContext::default();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
+        webhooks.calls.lock().clear();
+        let patched = r.patch("default", "dolly", &weight(2.0), Subresource::Main, &ctx).await.unwrap();
+        assert_eq!(patched.object.spec.weight, 2.0);
+        assert_eq!(patched.warnings, ["labelled", "validated"]);
+        let calls = webhooks.calls.lock().clone();
+        assert!(calls.iter().all(|(_, operation, _, old)| *operation == Operation::Update && old.is_some()));
+        assert_eq!(calls[0].3.as_ref().unwrap()["spec"]["weight"], 1.0, "the old object is the stored one");
+
+        let refused = r.patch("default", "dolly", &weight(700.0), Subresource::Main, &ctx).await.unwrap_err();
+        assert_eq!(refused.code(), 403);
+        let stored = r.get("default", "dolly").await.unwrap();
+        assert_eq!(stored.spec.weight, 2.0);
+        assert_ne!(stored.metadata.resource_version, created.metadata.resource_version);
+    }
+
+    #[tokio::test]
+    async fn an_update_decides_again_when_the_object_changed_during_admission() {
+        let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
+        let r = registry(webhooks.clone());
+        let ctx = WriteContext::default();
+        r.create("default", llama("dolly", 1.0), &ctx).await.unwrap();
+        let store = r.store();
+        *webhooks.during_mutation.lock() = Some(Box::new(move || {
+            // Another writer changes the height while the webhooks are being called.
+            let key = crate::store::ObjectKey::new("default", "dolly");
+            let write = async move {
+                store
+                    .mutate(&key, false, &mut |current| {
+                        let mut next = (**current).clone();
+                        next.spec.height = 9.0;
+                        Ok(crate::store::Mutation::Put(next))
+                    })
+                    .await
+                    .unwrap();
+            };
+            futures::executor::block_on(write);
+        }));
+        webhooks.calls.lock().clear();
+        let patched = r.patch("default", "dolly", &weight(3.0), Subresource::Main, &ctx).await.unwrap().object;
+        assert_eq!((patched.spec.weight, patched.spec.height), (3.0, 9.0), "neither write is lost");
+        let mutations = webhooks.calls.lock().iter().filter(|c| c.0 == "mutate").count();
+        assert_eq!(mutations, 2, "the update was admitted again on the newer object");
+    }
+
+    #[tokio::test]
+    async fn a_delete_is_validated_against_the_stored_object() {
+        let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
+        let r = registry(webhooks.clone());
+        let ctx = WriteContext::default();
+        let mut guarded = llama("guarded", 1.0);
+        guarded.metadata.labels = Some([("protected".to_string(), "true".to_string())].into());
+        r.create("default", guarded, &ctx).await.unwrap();
+        let refused = r.delete("default", "guarded", &DeleteOptions::default(), &ctx).await.unwrap_err();
+        assert_eq!(refused.to_string(), "protected");
+        assert!(r.get("default", "guarded").await.is_ok());
+        let calls = webhooks.calls.lock().clone();
+        let deletes: Vec<_> = calls.iter().filter(|c| c.1 == Operation::Delete).collect();
+        assert_eq!(deletes[0].2, None, "mutating webhooks of a delete get no object");
+        assert_eq!(deletes[1].3.as_ref().unwrap()["metadata"]["name"], "guarded");
+        r.create("default", llama("free", 1.0), &ctx).await.unwrap();
+        assert!(r.delete("default", "free", &DeleteOptions::default(), &ctx).await.unwrap().deleted);
+    }
+
+    #[tokio::test]
+    async fn writes_no_webhook_can_match_skip_admission() {
+        let webhooks = Arc::new(Webhooks::default());
+        let r = registry(webhooks.clone());
+        let ctx = WriteContext::default();
+        let created = r.create("default", llama("heavy", 600.0), &ctx).await.unwrap();
+        assert!(created.warnings.is_empty());
+        r.patch("default", "heavy", &weight(700.0), Subresource::Main, &ctx).await.unwrap();
+        r.delete("default", "heavy", &DeleteOptions::default(), &ctx).await.unwrap();
+        assert!(webhooks.calls.lock().is_empty());
+    }
+}
