@@ -164,6 +164,27 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_ADMISSION_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set)]
     pub admission_webhooks: bool,
 
+    /// The audit policy: an `audit.k8s.io/v1` Policy file (YAML or JSON). With
+    /// `--audit-log-path`, requests are recorded as the policy says.
+    #[arg(long, env = "FARM_AUDIT_POLICY_FILE")]
+    pub audit_policy_file: Option<std::path::PathBuf>,
+
+    /// Where audit events are written, one JSON line each; `-` for standard output.
+    #[arg(long, env = "FARM_AUDIT_LOG_PATH")]
+    pub audit_log_path: Option<String>,
+
+    /// The size, in megabytes, at which the audit log is rotated.
+    #[arg(long, env = "FARM_AUDIT_LOG_MAXSIZE", default_value_t = 100)]
+    pub audit_log_maxsize: u64,
+
+    /// Rotated audit logs kept (`0`: all).
+    #[arg(long, env = "FARM_AUDIT_LOG_MAXBACKUP", default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+
+    /// Days a rotated audit log is kept (`0`: no limit).
+    #[arg(long, env = "FARM_AUDIT_LOG_MAXAGE", default_value_t = 0)]
+    pub audit_log_maxage: u64,
+
     /// Seconds a TokenReview answer is reused (aggregated mode).
     #[arg(long, env = "FARM_AUTHENTICATION_TOKEN_CACHE_TTL_SECONDS", default_value_t = 10)]
     pub authentication_token_cache_ttl_seconds: u64,

@@ -45,6 +45,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod certs;
 pub mod config;

@@ -9,6 +9,7 @@ use crate::api::discovery::{self, Discovery};
 use crate::api::handlers;
 use crate::api::openapi::{Document, Documents};
 use crate::api::registry::{Registry, WatchSettings};
+use crate::audit::Auditor;
 use crate::auth::delegated::{Delegated, DelegationSettings};
 use crate::auth::{self, Authenticator};
 use crate::config::ServeArgs;
@@ -61,6 +62,9 @@ pub enum StartError {
     /// The storage could not be set up.
     #[error("storage: {0}")]
     Storage(String),
+    /// The audit policy or log could not be used.
+    #[error("audit: {0}")]
+    Audit(String),
     /// The server failed while serving.
     #[error("serving: {0}")]
     Serve(std::io::Error),
@@ -280,10 +284,11 @@ fn router(
     shared: Arc<Shared>,
     health: Arc<Health>,
     authenticator: Authenticator,
+    auditor: Option<Arc<Auditor>>,
     limits: Limits,
 ) -> Router {
     let metrics = shared.metrics.clone();
-    let observed = metrics.clone();
+    let (observed, authorized, authorizer) = (metrics.clone(), metrics.clone(), authenticator.clone());
     let served = shared.served.clone();
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
@@ -306,7 +311,12 @@ fn router(
         .merge(resource_routes)
         .fallback(|| async { ApiError::PathNotFound })
         .layer(axum::middleware::from_fn(move |req, next| {
-            auth::require(authenticator.clone(), metrics.clone(), req, next)
+            auth::authorize(authorizer.clone(), authorized.clone(), req, next)
+        }))
+        // Between the two: it knows the user and records authorization's decision.
+        .layer(axum::middleware::from_fn(move |req, next| crate::audit::audit(auditor.clone(), req, next)))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            auth::authenticate(authenticator.clone(), metrics.clone(), req, next)
         }))
         // Outermost, so floods are refused before any authentication work.
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
@@ -412,7 +422,8 @@ pub async fn run(
         sources: metric_sources,
     });
     let health = Arc::new(served.health);
-    let app = router(served.routes, shared, health.clone(), authenticator, limits.clone());
+    let auditor = auditor(&args, &shared.metrics)?;
+    let app = router(served.routes, shared, health.clone(), authenticator, auditor.clone(), limits.clone());
 
     let handle = axum_server::Handle::new();
     tokio::spawn(drain(
@@ -427,7 +438,30 @@ pub async fn run(
         },
     ));
     tracing::info!(%url, standalone = args.standalone, "serving");
-    serve_tls(&args, listener, server_config, handle, app).await
+    let served = serve_tls(&args, listener, server_config, handle, app).await;
+    if let Some(auditor) = auditor {
+        auditor.stop().await;
+    }
+    served
+}
+
+/// The audit log, when `--audit-policy-file` and `--audit-log-path` ask for one (both, or
+/// neither).
+fn auditor(args: &ServeArgs, metrics: &Arc<Metrics>) -> Result<Option<Arc<Auditor>>, StartError> {
+    let (policy, path) = match (&args.audit_policy_file, &args.audit_log_path) {
+        (None, None) => return Ok(None),
+        (Some(policy), Some(path)) => (policy, path),
+        (Some(_), None) => return Err(StartError::Audit("--audit-policy-file needs --audit-log-path".into())),
+        (None, Some(_)) => return Err(StartError::Audit("--audit-log-path needs --audit-policy-file".into())),
+    };
+    let limits = crate::audit::rotate::Limits {
+        max_bytes: args.audit_log_maxsize.max(1).saturating_mul(1024 * 1024),
+        max_backups: args.audit_log_maxbackup,
+        max_age: Duration::from_secs(args.audit_log_maxage.saturating_mul(86_400)),
+    };
+    let auditor = Auditor::start(policy, path, limits, metrics.clone()).map_err(StartError::Audit)?;
+    tracing::info!(policy = %policy.display(), path, "writing the audit log");
+    Ok(Some(Arc::new(auditor)))
 }
 
 /// Who may call: the standalone bearer token (written into the kubeconfig when asked), or

@@ -290,8 +290,13 @@ pub fn subject(cert: &CertificateDer<'_>) -> Option<(String, Vec<String>)> {
     Some((cn, orgs))
 }
 
-/// Wraps axum-server's rustls acceptor to attach the client's certificate chain to every
-/// request of the connection as a [`PeerCertificates`] extension.
+/// The address of the client's end of the connection a request came on (for the audit log's
+/// `sourceIPs`).
+#[derive(Clone, Copy, Debug)]
+pub struct PeerAddress(pub std::net::IpAddr);
+
+/// Wraps axum-server's rustls acceptor to attach the client's certificate chain and address to
+/// every request of the connection as [`PeerCertificates`] and [`PeerAddress`] extensions.
 #[derive(Clone)]
 pub struct PeerCertificateAcceptor {
     /// The TLS acceptor.
@@ -303,6 +308,7 @@ pub struct PeerCertificateAcceptor {
 pub struct WithPeerCertificates<S> {
     inner: S,
     certificates: PeerCertificates,
+    address: Option<PeerAddress>,
 }
 
 impl<S, B> tower::Service<http::Request<B>> for WithPeerCertificates<S>
@@ -319,6 +325,9 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         request.extensions_mut().insert(self.certificates.clone());
+        if let Some(address) = self.address {
+            request.extensions_mut().insert(address);
+        }
         self.inner.call(request)
     }
 }
@@ -331,12 +340,13 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
 
     fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
         let inner = self.inner.clone();
+        let address = stream.peer_addr().ok().map(|a| PeerAddress(a.ip()));
         Box::pin(async move {
             let (stream, service) = inner.accept(stream, service).await?;
             let chain =
                 stream.get_ref().1.peer_certificates().map(|c| c.iter().map(|d| d.clone().into_owned()).collect());
             let certificates = PeerCertificates(Arc::new(chain.unwrap_or_default()));
-            Ok((stream, WithPeerCertificates { inner: service, certificates }))
+            Ok((stream, WithPeerCertificates { inner: service, certificates, address }))
         })
     }
 }

@@ -30,7 +30,7 @@ where
 }
 
 /// Who made the request, as authentication recorded it in the request's extensions (nobody in
-/// particular for the standalone token, which no admission webhook ever hears about).
+/// particular when nothing authenticated it).
 #[derive(Clone, Debug, Default)]
 pub struct Requester(pub Arc<UserInfo>);
 
@@ -38,6 +38,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Requester {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(Arc::new(parts.extensions.get::<UserInfo>().cloned().unwrap_or_default())))
+        Ok(Self(parts.extensions.get::<Arc<UserInfo>>().cloned().unwrap_or_default()))
     }
 }

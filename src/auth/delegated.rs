@@ -96,7 +96,8 @@ pub struct Delegated {
     /// The configuration in force; `None` until the ConfigMap has been read.
     config: RwLock<Option<Arc<AuthConfig>>>,
     tokens: TtlCache<Option<UserInfo>>,
-    decisions: TtlCache<Result<(), String>>,
+    /// Recent decisions: allowed or denied, with the authorizer's reason.
+    decisions: TtlCache<Result<String, String>>,
     settings: DelegationSettings,
     /// Cache hits and misses are counted here.
     metrics: Arc<Metrics>,
@@ -236,10 +237,12 @@ impl Delegated {
         Ok(user)
     }
 
-    /// Allows or denies `attributes` for `user`: 403 with the reason when denied.
-    pub async fn authorize(&self, user: &UserInfo, attributes: &Attributes) -> Result<(), Error> {
+    /// Allows or denies `attributes` for `user`: the authorizer's reason when allowed, 403 with
+    /// it when denied. Members of `system:masters` are allowed without asking, as the
+    /// kube-apiserver's delegating authorizer allows them (with no reason).
+    pub async fn authorize(&self, user: &UserInfo, attributes: &Attributes) -> Result<String, Denied> {
         if user.groups.iter().any(|g| g == "system:masters") {
-            return Ok(());
+            return Ok(String::new());
         }
         let mut spec = SubjectAccessReviewSpec {
             user: Some(user.name.clone()),
@@ -276,17 +279,29 @@ impl Delegated {
                 let review = SubjectAccessReview { spec, ..Default::default() };
                 let answer = api.create(&PostParams::default(), &review).await.map_err(|e| {
                     tracing::warn!(error = %e, "SubjectAccessReview failed");
-                    Error::Internal(format!("authorization failed: {e}"))
+                    let reason = format!("authorization failed: {e}");
+                    Denied { error: Error::Internal(reason.clone()), reason }
                 })?;
                 let status = answer.status.unwrap_or_default();
-                let decision = if status.allowed { Ok(()) } else { Err(status.reason.unwrap_or_default()) };
+                let reason = status.reason.unwrap_or_default();
+                let decision = if status.allowed { Ok(reason) } else { Err(reason) };
                 let ttl = if decision.is_ok() { self.settings.allowed_ttl } else { self.settings.denied_ttl };
                 self.decisions.insert(key, decision.clone(), ttl);
                 decision
             }
         };
-        decision.map_err(|reason| Error::Forbidden(forbidden_message(user, attributes, &reason)))
+        decision
+            .map_err(|reason| Denied { error: Error::Forbidden(forbidden_message(user, attributes, &reason)), reason })
     }
+}
+
+/// A request authorization did not allow: the error to answer with, and the authorizer's reason.
+#[derive(Debug)]
+pub struct Denied {
+    /// 403, or 500 when the authorizer could not be asked.
+    pub error: Error,
+    /// The authorizer's reason (for the audit log).
+    pub reason: String,
 }
 
 /// The kube-apiserver's wording of a denial.

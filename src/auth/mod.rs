@@ -83,48 +83,102 @@ fn has_token(expected: &str, headers: &http::HeaderMap) -> bool {
 /// The name the request log gives the holder of the standalone token.
 pub const STANDALONE_USER: &str = "standalone-token";
 
-/// Middleware authenticating and authorizing every request it wraps; outcomes are counted in
-/// `metrics` and the user is recorded for the request log.
-pub async fn require(
+/// What authorization decided about a request, for the audit log: [`authorize`] records it in
+/// the slot an outer layer put in the request's extensions.
+#[derive(Clone, Debug, Default)]
+pub struct Decision(Arc<OnceLock<(bool, String)>>);
+
+impl Decision {
+    /// Records whether the request was allowed, and the authorizer's reason.
+    pub fn record(&self, allowed: bool, reason: String) {
+        let _ = self.0.set((allowed, reason));
+    }
+
+    /// Whether the request was allowed, and why; `None` before authorization (or without it).
+    pub fn get(&self) -> Option<(bool, &str)> {
+        self.0.get().map(|(allowed, reason)| (*allowed, reason.as_str()))
+    }
+}
+
+/// The holder of the standalone token: an administrator, made once and shared by every request.
+fn standalone_user() -> Arc<UserInfo> {
+    static USER: OnceLock<Arc<UserInfo>> = OnceLock::new();
+    USER.get_or_init(|| {
+        Arc::new(UserInfo {
+            name: STANDALONE_USER.into(),
+            groups: vec!["system:masters".into(), "system:authenticated".into()],
+            ..Default::default()
+        })
+    })
+    .clone()
+}
+
+/// Middleware authenticating every request it wraps: a 401 without acceptable credentials, else
+/// the request goes on with its user (an `Arc<UserInfo>`) in its extensions. Outcomes are counted in `metrics`
+/// and the user is recorded for the request log.
+pub async fn authenticate(
     authenticator: Authenticator,
     metrics: Arc<Metrics>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let record = request.extensions().get::<RequestUser>().cloned().unwrap_or_default();
-    match authenticator {
+    let user = match authenticator {
         Authenticator::BearerToken(expected) => {
             if !has_token(&expected, request.headers()) {
                 Metrics::count(&metrics.authentication, "failure");
                 return Error::Unauthorized.into_response();
             }
-            Metrics::count(&metrics.authentication, "success");
-            record.set(STANDALONE_USER);
             requestheader::strip(&requestheader::HeaderNames::default(), request.headers_mut());
-            next.run(request).await
+            standalone_user()
         }
         Authenticator::Delegated(delegated) => {
             let peer = request.extensions().get::<PeerCertificates>().cloned();
-            let user = match delegated.authenticate(request.headers_mut(), peer.as_ref()).await {
-                Ok(user) => user,
+            match delegated.authenticate(request.headers_mut(), peer.as_ref()).await {
+                Ok(user) => Arc::new(user),
                 Err(e) => {
                     let result = if e.code() == http::StatusCode::UNAUTHORIZED { "failure" } else { "error" };
                     Metrics::count(&metrics.authentication, result);
                     return e.into_response();
                 }
-            };
-            Metrics::count(&metrics.authentication, "success");
-            record.set(user.name.clone());
-            let query = Query::parse(request.uri().query());
-            let attributes = attributes::attributes(request.method(), request.uri().path(), &query);
-            if let Err(e) = delegated.authorize(&user, &attributes).await {
-                let result = if e.code() == http::StatusCode::FORBIDDEN { "denied" } else { "error" };
-                Metrics::count(&metrics.authorization, result);
-                return e.into_response();
             }
+        }
+    };
+    Metrics::count(&metrics.authentication, "success");
+    if user.name == STANDALONE_USER {
+        record.set(STANDALONE_USER);
+    } else {
+        record.set(user.name.clone());
+    }
+    request.extensions_mut().insert(user);
+    next.run(request).await
+}
+
+/// Middleware authorizing every request it wraps, after [`authenticate`]: the standalone token
+/// may do everything; in aggregated mode the cluster decides (SubjectAccessReview). The decision
+/// is counted in `metrics` and recorded in the request's [`Decision`] slot, if it has one.
+pub async fn authorize(authenticator: Authenticator, metrics: Arc<Metrics>, request: Request, next: Next) -> Response {
+    let decision = request.extensions().get::<Decision>().cloned().unwrap_or_default();
+    let Authenticator::Delegated(delegated) = authenticator else {
+        decision.record(true, String::new());
+        return next.run(request).await;
+    };
+    let Some(user) = request.extensions().get::<Arc<UserInfo>>() else {
+        return Error::Unauthorized.into_response();
+    };
+    let query = Query::parse(request.uri().query());
+    let attributes = attributes::attributes(request.method(), request.uri().path(), &query);
+    match delegated.authorize(user, &attributes).await {
+        Ok(reason) => {
             Metrics::count(&metrics.authorization, "allowed");
-            request.extensions_mut().insert(user);
+            decision.record(true, reason);
             next.run(request).await
+        }
+        Err(denied) => {
+            let result = if denied.error.code() == http::StatusCode::FORBIDDEN { "denied" } else { "error" };
+            Metrics::count(&metrics.authorization, result);
+            decision.record(false, denied.reason);
+            denied.error.into_response()
         }
     }
 }

@@ -47,6 +47,13 @@ pub struct ResultLabel {
     pub result: &'static str,
 }
 
+/// A label naming the part of the audit pipeline that lost an event.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginLabel {
+    /// `buffered` (the queue was full) or `log` (the write failed).
+    pub plugin: &'static str,
+}
+
 /// A float gauge.
 pub type FloatGauge = Gauge<f64, AtomicU64>;
 
@@ -87,6 +94,10 @@ pub struct Metrics {
     pub token_cache: Family<ResultLabel, Counter>,
     /// SubjectAccessReview cache lookups: `hit`, `miss`.
     pub authorization_cache: Family<ResultLabel, Counter>,
+    /// Audit events generated (handed to the audit log).
+    pub audit_events: Counter,
+    /// Audit events lost: dropped from a full queue (`buffered`) or not written (`log`).
+    pub audit_errors: Family<PluginLabel, Counter>,
     /// When the serving certificate expires (Unix seconds).
     pub certificate_expiry: FloatGauge,
     /// Resident memory.
@@ -146,6 +157,8 @@ impl Metrics {
             authorization: Family::default(),
             token_cache: Family::default(),
             authorization_cache: Family::default(),
+            audit_events: Counter::default(),
+            audit_errors: Family::default(),
             certificate_expiry: FloatGauge::default(),
             resident_memory: Gauge::default(),
             cpu_seconds: Counter::default(),
@@ -214,6 +227,16 @@ impl Metrics {
 
     fn register_auth(&mut self) {
         let registry = &mut self.registry;
+        registry.register(
+            "apiserver_audit_event",
+            "Audit events generated and sent to the audit log",
+            self.audit_events.clone(),
+        );
+        registry.register(
+            "apiserver_audit_error",
+            "Audit events lost: dropped from the full queue (plugin=buffered) or not written (plugin=log)",
+            self.audit_errors.clone(),
+        );
         registry.register(
             "authentication_attempts",
             "Authentication attempts by result: success, failure (no valid credential) or error",

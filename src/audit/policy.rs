@@ -1,0 +1,316 @@
+//! The audit policy (`--audit-policy-file`, an `audit.k8s.io/v1` Policy in YAML or JSON) and
+//! how it decides what a request records, as k8s.io/apiserver's `audit/policy` checker does: the
+//! first rule that matches gives the level, the stages to leave out (the rule's and the
+//! policy's) and whether managedFields are left out; a request no rule matches is not recorded.
+//! A rule matches when each of its non-empty lists does: `users`, `userGroups` (any group),
+//! `verbs`, then either `namespaces` and `resources` (group, resources with `*`, `*/sub`,
+//! `res/*`, and `resourceNames`) for resource requests, or `nonResourceURLs` (exact, `*`, or a
+//! `prefix*`) for the others.
+
+use crate::auth::attributes::Attributes;
+use crate::machinery::user::UserInfo;
+use serde::Deserialize;
+
+/// How much of a request an event records.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Nothing.
+    #[default]
+    None,
+    /// Who did what to which object, and the answer's code.
+    Metadata,
+    /// And the request's body.
+    Request,
+    /// And the response's body.
+    RequestResponse,
+}
+
+/// When in a request's life an event is written.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum Stage {
+    /// As soon as the request arrives.
+    RequestReceived,
+    /// When a long-running request (a watch) has sent its response head.
+    ResponseStarted,
+    /// When the response is complete.
+    ResponseComplete,
+    /// When serving the request panicked.
+    Panic,
+}
+
+/// A group's resources, as a rule names them.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupResources {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub resources: Vec<String>,
+    #[serde(default)]
+    pub resource_names: Vec<String>,
+}
+
+/// One rule of the policy.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRule {
+    pub level: Level,
+    #[serde(default)]
+    pub users: Vec<String>,
+    #[serde(default)]
+    pub user_groups: Vec<String>,
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    #[serde(default)]
+    pub resources: Vec<GroupResources>,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    #[serde(default, rename = "nonResourceURLs")]
+    pub non_resource_urls: Vec<String>,
+    #[serde(default)]
+    pub omit_stages: Vec<Stage>,
+    pub omit_managed_fields: Option<bool>,
+}
+
+/// The policy file.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub rules: Vec<PolicyRule>,
+    #[serde(default)]
+    pub omit_stages: Vec<Stage>,
+    #[serde(default)]
+    pub omit_managed_fields: bool,
+}
+
+/// What the policy asks of one request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestConfig {
+    pub level: Level,
+    /// Stages not written.
+    pub omit_stages: Vec<Stage>,
+    /// Leave managedFields out of the recorded objects.
+    pub omit_managed_fields: bool,
+}
+
+impl RequestConfig {
+    /// Whether an event of `stage` is written.
+    pub fn writes(&self, stage: Stage) -> bool {
+        self.level > Level::None && !self.omit_stages.contains(&stage)
+    }
+}
+
+impl Policy {
+    /// Reads a policy from YAML or JSON text and checks it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let policy: Self = serde_saphyr::from_str(text).map_err(|e| format!("decoding the audit policy: {e}"))?;
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    /// Refuses a policy of another kind or version, or with a rule that mixes resources and
+    /// non-resource URLs, or whose non-resource URLs are not paths.
+    fn validate(&self) -> Result<(), String> {
+        if self.kind != "Policy" || !matches!(self.api_version.as_str(), "audit.k8s.io/v1" | "audit.k8s.io/v1beta1") {
+            return Err(format!(
+                "the audit policy must be an audit.k8s.io/v1 Policy, not {}/{}",
+                self.api_version, self.kind
+            ));
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            let resources = !rule.resources.is_empty() || !rule.namespaces.is_empty();
+            if resources && !rule.non_resource_urls.is_empty() {
+                return Err(format!(
+                    "rules[{i}].nonResourceURLs: Invalid value: rules cannot apply to both regular resources and non-resource URLs"
+                ));
+            }
+            if let Some(url) = rule.non_resource_urls.iter().find(|u| *u != "*" && !u.starts_with('/')) {
+                return Err(format!(
+                    "rules[{i}].nonResourceURLs: Invalid value: {url:?}: non-resource URLs must start with /"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the policy asks of a request by `user` with `attributes`.
+    pub fn evaluate(&self, user: &UserInfo, attributes: &Attributes) -> RequestConfig {
+        let Some(rule) = self.rules.iter().find(|rule| rule_matches(rule, user, attributes)) else {
+            return RequestConfig { level: Level::None, omit_stages: self.omit_stages.clone(), ..Default::default() };
+        };
+        let mut omit_stages = self.omit_stages.clone();
+        omit_stages.extend(rule.omit_stages.iter().filter(|s| !self.omit_stages.contains(s)));
+        RequestConfig {
+            level: rule.level,
+            omit_stages,
+            omit_managed_fields: rule.omit_managed_fields.unwrap_or(self.omit_managed_fields),
+        }
+    }
+}
+
+fn rule_matches(rule: &PolicyRule, user: &UserInfo, attributes: &Attributes) -> bool {
+    if !rule.users.is_empty() && !rule.users.contains(&user.name) {
+        return false;
+    }
+    if !rule.user_groups.is_empty() && !user.groups.iter().any(|g| rule.user_groups.contains(g)) {
+        return false;
+    }
+    let verb = match attributes {
+        Attributes::Resource { verb, .. } | Attributes::NonResource { verb, .. } => verb,
+    };
+    if !rule.verbs.is_empty() && !rule.verbs.contains(verb) {
+        return false;
+    }
+    if !rule.namespaces.is_empty() || !rule.resources.is_empty() {
+        return matches_resource(rule, attributes);
+    }
+    if !rule.non_resource_urls.is_empty() {
+        let Attributes::NonResource { path, .. } = attributes else { return false };
+        return rule.non_resource_urls.iter().any(|spec| path_matches(path, spec));
+    }
+    true
+}
+
+/// `ruleMatchesResource`.
+fn matches_resource(rule: &PolicyRule, attributes: &Attributes) -> bool {
+    let Attributes::Resource { group, resource, subresource, namespace, name, .. } = attributes else { return false };
+    if !rule.namespaces.is_empty() && !rule.namespaces.contains(namespace) {
+        return false;
+    }
+    if rule.resources.is_empty() {
+        return true;
+    }
+    let combined = if subresource.is_empty() { resource.clone() } else { format!("{resource}/{subresource}") };
+    rule.resources.iter().filter(|gr| gr.group == *group || gr.group == "*").any(|gr| {
+        gr.resources.is_empty()
+            || gr.resources.iter().any(|listed| {
+                (gr.resource_names.is_empty() || gr.resource_names.contains(name))
+                    && (*listed == combined
+                        || listed == "*"
+                        || (!subresource.is_empty() && listed.strip_prefix("*/") == Some(subresource.as_str()))
+                        || listed.strip_suffix("/*") == Some(resource.as_str()))
+            })
+    })
+}
+
+/// `pathMatches`: `*`, the path itself, or a prefix ending in `*`.
+fn path_matches(path: &str, spec: &str) -> bool {
+    spec == "*" || spec == path || spec.strip_suffix('*').is_some_and(|prefix| path.starts_with(prefix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(verb: &str, resource: &str, subresource: &str, namespace: &str, name: &str) -> Attributes {
+        Attributes::Resource {
+            verb: verb.into(),
+            group: "farm.example.com".into(),
+            version: "v1alpha".into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo { name: name.into(), groups: groups.iter().map(|g| g.to_string()).collect(), ..Default::default() }
+    }
+
+    const POLICY: &str = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+omitManagedFields: true
+rules:
+- level: None
+  users: ["system:kube-aggregator"]
+- level: None
+  nonResourceURLs: ["/healthz*", "/version"]
+- level: RequestResponse
+  resources: [{group: farm.example.com, resources: ["llamas/status"]}]
+  omitManagedFields: false
+- level: Request
+  verbs: [create, update, patch]
+  namespaces: [pasture]
+  resources: [{group: farm.example.com, resources: [llamas], resourceNames: [dolly]}]
+  omitStages: [ResponseStarted]
+- level: Metadata
+  userGroups: ["system:authenticated"]
+"#;
+
+    #[test]
+    fn the_first_matching_rule_decides() {
+        let policy = Policy::parse(POLICY).unwrap();
+        let alice = user("alice", &["system:authenticated"]);
+        let level = |user: &UserInfo, attributes: &Attributes| policy.evaluate(user, attributes).level;
+        let aggregator = user("system:kube-aggregator", &["system:masters", "system:authenticated"]);
+        assert_eq!(level(&aggregator, &resource("get", "llamas", "", "pasture", "dolly")), Level::None);
+        let version = Attributes::NonResource { verb: "get".into(), path: "/version".into() };
+        assert_eq!(level(&alice, &version), Level::None);
+        let healthz = Attributes::NonResource { verb: "get".into(), path: "/healthz/ping".into() };
+        assert_eq!(level(&alice, &healthz), Level::None, "a prefix ending in *");
+        let status = policy.evaluate(&alice, &resource("update", "llamas", "status", "wild", "cria"));
+        assert_eq!(status.level, Level::RequestResponse);
+        assert!(!status.omit_managed_fields, "the rule's choice wins over the policy's");
+        let dolly = policy.evaluate(&alice, &resource("patch", "llamas", "", "pasture", "dolly"));
+        assert_eq!(dolly.level, Level::Request);
+        assert_eq!(dolly.omit_stages, [Stage::RequestReceived, Stage::ResponseStarted], "policy's and rule's");
+        assert!(dolly.omit_managed_fields);
+        assert!(!dolly.writes(Stage::RequestReceived) && dolly.writes(Stage::ResponseComplete));
+        assert_eq!(level(&alice, &resource("patch", "llamas", "", "pasture", "cria")), Level::Metadata, "another name");
+        assert_eq!(level(&alice, &resource("get", "llamas", "", "pasture", "dolly")), Level::Metadata, "another verb");
+        let anonymous = user("system:anonymous", &["system:unauthenticated"]);
+        let none = policy.evaluate(&anonymous, &resource("list", "llamas", "", "", ""));
+        assert_eq!(none.level, Level::None, "no rule matches");
+        assert!(!none.writes(Stage::ResponseComplete));
+    }
+
+    #[test]
+    fn resources_match_with_wildcards_as_upstream() {
+        let rule = |resources: &[&str], group: &str| PolicyRule {
+            level: Level::Metadata,
+            users: vec![],
+            user_groups: vec![],
+            verbs: vec![],
+            resources: vec![GroupResources {
+                group: group.into(),
+                resources: resources.iter().map(|r| r.to_string()).collect(),
+                resource_names: vec![],
+            }],
+            namespaces: vec![],
+            non_resource_urls: vec![],
+            omit_stages: vec![],
+            omit_managed_fields: None,
+        };
+        let status = resource("update", "llamas", "status", "a", "x");
+        let main = resource("update", "llamas", "", "a", "x");
+        assert!(matches_resource(&rule(&["*/status"], "farm.example.com"), &status));
+        assert!(!matches_resource(&rule(&["*/status"], "farm.example.com"), &main));
+        assert!(matches_resource(&rule(&["llamas/*"], "*"), &status));
+        assert!(matches_resource(&rule(&["llamas/*"], "*"), &main), "`res/*` also matches the resource itself");
+        assert!(!matches_resource(&rule(&["llamas"], "farm.example.com"), &status), "a subresource is named in full");
+        assert!(matches_resource(&rule(&[], "farm.example.com"), &status), "a group without resources is all of it");
+        assert!(!matches_resource(&rule(&["*"], ""), &main), "another group");
+        let url = Attributes::NonResource { verb: "get".into(), path: "/apis".into() };
+        assert!(!matches_resource(&rule(&["*"], "*"), &url));
+    }
+
+    #[test]
+    fn bad_policies_are_refused() {
+        assert!(Policy::parse("apiVersion: v1\nkind: ConfigMap\n").unwrap_err().contains("audit.k8s.io/v1 Policy"));
+        let mixed = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: ''}]\n  nonResourceURLs: ['/version']\n";
+        assert!(Policy::parse(mixed).unwrap_err().contains("cannot apply to both"));
+        let level = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Everything\n";
+        assert!(Policy::parse(level).unwrap_err().starts_with("decoding the audit policy"));
+        let relative =
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  nonResourceURLs: ['version']\n";
+        assert!(Policy::parse(relative).unwrap_err().contains("must start with /"));
+    }
+}
