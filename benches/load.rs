@@ -10,7 +10,9 @@
 //! - FarmPod LIST with 10,000 Pods in the cache;
 //! - the server's RSS with 100,000 llamas;
 //! - what managed fields cost: GET, LIST, create and update as shipped and with
-//!   `--managed-fields false`, and apply create and update ([`managed_fields`]).
+//!   `--managed-fields false`, and apply create and update ([`managed_fields`]);
+//! - what the audit log costs: GET and create with every request audited at `Metadata`, and
+//!   without ([`audit`]).
 //!
 //! When the real control plane of the e2e tests can run (`scripts/control-plane.sh`; set
 //! `BENCH_CONTROL_PLANE=0` to skip it), the same request loads also run, in the same process and
@@ -20,8 +22,13 @@
 //! reads them from etcd.
 //!
 //! `BENCH_SECONDS` sets each load phase's length (default 5); `BENCH_ONLY=rss` measures only the
-//! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost.
+//! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost, `BENCH_ONLY=audit` only the
+//! audit log's.
 
+#[path = "load/ab.rs"]
+mod ab;
+#[path = "load/audit.rs"]
+mod audit;
 #[path = "load/managed_fields.rs"]
 mod managed_fields;
 
@@ -560,6 +567,7 @@ async fn main() {
     match std::env::var("BENCH_ONLY").as_deref() {
         Ok("rss") => return rss(&binary).await,
         Ok("managed-fields") => return managed_fields::compare(&binary, phase).await,
+        Ok("audit") => return audit::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -631,6 +639,7 @@ async fn main() {
     fan_out_row("watch fan-out, 1,000 watchers", &memory_fan, etcd_fan.as_ref());
     println!();
     managed_fields::compare(&binary, phase).await;
+    audit::compare(&binary, phase).await;
     rss(&binary).await;
 }
 

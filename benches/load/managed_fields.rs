@@ -1,21 +1,12 @@
-//! What managed fields and server-side apply cost: two servers side by side in one run, one as
-//! it ships and one with `--managed-fields false` (no managedFields recorded, nothing to send),
-//! under the same loads. Each load runs in [`ROUNDS`] rounds of four runs, alternating (tracked,
-//! untracked, untracked, tracked), so drift of the shared machine during the run falls on both
-//! sides. Beside each side's rate, the table gives the server's own CPU time per request (from
-//! `/proc`), which the load generator and other processes sharing the cores do not move. Apply
-//! create and apply update run on the tracked server only, beside its create and update.
+//! What managed fields and server-side apply cost: two servers side by side in one run
+//! ([`ab`]), one as it ships and one with `--managed-fields false` (no managedFields recorded,
+//! nothing to send), under the same loads. Apply create and apply update run on the tracked
+//! server only, beside its create and update.
 
-use super::{Farm, LLAMAS, Stats, Target, fill, llama, load, start};
+use super::ab::{self, Load, ROUNDS};
+use super::{LLAMAS, Target, fill, llama, start};
 use std::path::Path;
 use std::time::Duration;
-
-/// One measured load: its row name and how to send one request number `i`.
-struct Load {
-    name: &'static str,
-    concurrency: usize,
-    request: fn(&Target, &reqwest::Client, u64) -> reqwest::RequestBuilder,
-}
 
 fn apply_body(name: &str, weight: u64) -> String {
     format!(
@@ -72,13 +63,6 @@ const APPLIES: [Load; 2] = [
     },
 ];
 
-/// Runs `l` for `phase`; `round` keeps the names a create makes apart from earlier rounds'.
-async fn run(target: &Target, l: &Load, phase: Duration, round: u64) -> Stats {
-    let t = target.clone();
-    let request = l.request;
-    load(target, l.concurrency, phase, move |c, i| request(&t, c, round * 1_000_000_000 + i)).await
-}
-
 /// Fills both servers alike: 1,000 llamas to read and patch, and 1,000 applied ones to re-apply.
 async fn prepare(target: &Target, applies: bool) {
     fill(target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
@@ -91,53 +75,6 @@ async fn prepare(target: &Target, applies: bool) {
     }
 }
 
-/// Alternation rounds per load: each runs tracked, untracked, untracked, tracked.
-const ROUNDS: u64 = 2;
-
-/// One side's runs of a load, summed.
-#[derive(Default)]
-struct Side {
-    requests: u64,
-    errors: u64,
-    seconds: f64,
-    /// The server's CPU time (user + system) during the runs.
-    cpu_seconds: f64,
-    p99_ms: f64,
-}
-
-impl Side {
-    fn add(&mut self, stats: &Stats, cpu_seconds: f64) {
-        self.requests += stats.requests.saturating_sub(stats.errors);
-        self.errors += stats.errors;
-        self.seconds += stats.elapsed.as_secs_f64();
-        self.cpu_seconds += cpu_seconds;
-        self.p99_ms = self.p99_ms.max(stats.ms(0.99));
-    }
-
-    fn rate(&self) -> f64 {
-        self.requests as f64 / self.seconds.max(f64::MIN_POSITIVE)
-    }
-
-    /// The server's CPU time per request: unlike the rate, not moved by what else the shared
-    /// machine runs meanwhile (the load generator included).
-    fn cpu_us(&self) -> f64 {
-        self.cpu_seconds * 1e6 / self.requests.max(1) as f64
-    }
-}
-
-/// The CPU time `farm` has used so far, in seconds.
-fn cpu_seconds(farm: &Farm) -> f64 {
-    let Ok(stat) = procfs::process::Process::new(farm.child.id() as i32).and_then(|p| p.stat()) else { return 0.0 };
-    (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
-}
-
-/// Runs `l` on `farm` for `phase`, adding what it measured to `side`.
-async fn measure(farm: &Farm, l: &Load, phase: Duration, round: u64, side: &mut Side) {
-    let before = cpu_seconds(farm);
-    let stats = run(&farm.target, l, phase, round).await;
-    side.add(&stats, cpu_seconds(farm) - before);
-}
-
 /// Runs the comparison and prints its table.
 pub async fn compare(binary: &Path, phase: Duration) {
     let (tracked, _) = start(binary, &[]).await;
@@ -148,54 +85,12 @@ pub async fn compare(binary: &Path, phase: Duration) {
         "managed fields: as shipped vs --managed-fields false, {ROUNDS} rounds of alternating runs, {} s each",
         phase.as_secs()
     );
-    println!(
-        "(rate ratio: tracked/untracked requests per second; CPU ratio: untracked/tracked server CPU per request)"
-    );
-    println!();
-    println!(
-        "| {:<34} | {:>9} | {:>11} | {:>6} | {:>8} | {:>8} | {:>6} | {:>6} | {:>6} |",
-        "operation", "tracked/s", "untracked/s", "ratio", "CPU µs", "untr. µs", "CPU", "p99 ms", "errors"
-    );
-    println!(
-        "|{:-<36}|{:->11}|{:->13}|{:->8}|{:->10}|{:->10}|{:->8}|{:->8}|{:->8}|",
-        "", "", "", "", "", "", "", "", ""
-    );
+    ab::header("tracked", "untracked");
     for l in &LOADS {
-        let (mut a, mut b) = (Side::default(), Side::default());
-        for round in 0..ROUNDS {
-            measure(&tracked, l, phase, 4 * round + 1, &mut a).await;
-            measure(&untracked, l, phase, 4 * round + 2, &mut b).await;
-            measure(&untracked, l, phase, 4 * round + 3, &mut b).await;
-            measure(&tracked, l, phase, 4 * round + 4, &mut a).await;
-        }
-        println!(
-            "| {:<34} | {:>9.0} | {:>11.0} | {:>5.2}x | {:>8.1} | {:>8.1} | {:>5.2}x | {:>6.2} | {:>6} |",
-            l.name,
-            a.rate(),
-            b.rate(),
-            a.rate() / b.rate().max(f64::MIN_POSITIVE),
-            a.cpu_us(),
-            b.cpu_us(),
-            b.cpu_us() / a.cpu_us().max(f64::MIN_POSITIVE),
-            a.p99_ms,
-            a.errors + b.errors
-        );
+        ab::row(&tracked, &untracked, l, phase).await;
     }
     for l in &APPLIES {
-        let mut a = Side::default();
-        measure(&tracked, l, phase, 4 * ROUNDS + 1, &mut a).await;
-        println!(
-            "| {:<34} | {:>9.0} | {:>11} | {:>6} | {:>8.1} | {:>8} | {:>6} | {:>6.2} | {:>6} |",
-            l.name,
-            a.rate(),
-            "-",
-            "-",
-            a.cpu_us(),
-            "-",
-            "-",
-            a.p99_ms,
-            a.errors
-        );
+        ab::row_a_only(&tracked, l, phase).await;
     }
     println!();
 }

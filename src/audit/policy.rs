@@ -303,6 +303,19 @@ rules:
     }
 
     #[test]
+    fn the_policy_the_deployment_mounts_is_valid() {
+        let manifests: Vec<serde_json::Value> =
+            serde_saphyr::from_multiple(include_str!("../../manifests/deployment.yaml")).unwrap();
+        let text = manifests.iter().find_map(|m| m["data"]["policy.yaml"].as_str()).unwrap();
+        let policy = Policy::parse(text).unwrap();
+        let aggregator = user("system:kube-aggregator", &["system:masters"]);
+        assert_eq!(policy.evaluate(&aggregator, &resource("get", "llamas", "", "", "")).level, Level::None);
+        let alice = user("alice", &[]);
+        assert_eq!(policy.evaluate(&alice, &resource("patch", "llamas", "", "a", "x")).level, Level::RequestResponse);
+        assert_eq!(policy.evaluate(&alice, &resource("watch", "llamas", "", "a", "")).level, Level::Metadata);
+    }
+
+    #[test]
     fn bad_policies_are_refused() {
         assert!(Policy::parse("apiVersion: v1\nkind: ConfigMap\n").unwrap_err().contains("audit.k8s.io/v1 Policy"));
         let mixed = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: ''}]\n  nonResourceURLs: ['/version']\n";

@@ -1,0 +1,132 @@
+//! Same-run A/B comparisons of two servers under the same loads ([`row`]): each load runs in
+//! [`ROUNDS`] rounds of four runs, alternating (A, B, B, A), so drift of the shared machine during
+//! the run falls on both sides. Beside each side's rate, the table gives the server's own CPU time
+//! per request (from `/proc`), which the load generator and other processes sharing the cores do
+//! not move.
+
+use super::{Farm, Stats, Target, load};
+use std::time::Duration;
+
+/// One measured load: its row name and how to send one request number `i`.
+pub struct Load {
+    pub name: &'static str,
+    pub concurrency: usize,
+    pub request: fn(&Target, &reqwest::Client, u64) -> reqwest::RequestBuilder,
+}
+
+/// Runs `l` for `phase`; `round` keeps the names a create makes apart from earlier rounds'.
+async fn run(target: &Target, l: &Load, phase: Duration, round: u64) -> Stats {
+    let t = target.clone();
+    let request = l.request;
+    load(target, l.concurrency, phase, move |c, i| request(&t, c, round * 1_000_000_000 + i)).await
+}
+
+/// Alternation rounds per load: each runs A, B, B, A.
+pub const ROUNDS: u64 = 2;
+
+/// One side's runs of a load, summed.
+#[derive(Default)]
+pub struct Side {
+    requests: u64,
+    errors: u64,
+    seconds: f64,
+    /// The server's CPU time (user + system) during the runs.
+    cpu_seconds: f64,
+    p99_ms: f64,
+}
+
+impl Side {
+    fn add(&mut self, stats: &Stats, cpu_seconds: f64) {
+        self.requests += stats.requests.saturating_sub(stats.errors);
+        self.errors += stats.errors;
+        self.seconds += stats.elapsed.as_secs_f64();
+        self.cpu_seconds += cpu_seconds;
+        self.p99_ms = self.p99_ms.max(stats.ms(0.99));
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.requests as f64 / self.seconds.max(f64::MIN_POSITIVE)
+    }
+
+    /// The server's CPU time per request: unlike the rate, not moved by what else the shared
+    /// machine runs meanwhile (the load generator included).
+    pub fn cpu_us(&self) -> f64 {
+        self.cpu_seconds * 1e6 / self.requests.max(1) as f64
+    }
+}
+
+/// The CPU time `farm` has used so far, in seconds.
+fn cpu_seconds(farm: &Farm) -> f64 {
+    let Ok(stat) = procfs::process::Process::new(farm.child.id() as i32).and_then(|p| p.stat()) else { return 0.0 };
+    (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
+}
+
+/// Runs `l` on `farm` for `phase`, adding what it measured to `side`.
+pub async fn measure(farm: &Farm, l: &Load, phase: Duration, round: u64, side: &mut Side) {
+    let before = cpu_seconds(farm);
+    let stats = run(&farm.target, l, phase, round).await;
+    side.add(&stats, cpu_seconds(farm) - before);
+}
+
+/// Prints the head of a table comparing servers named `a` and `b`.
+pub fn header(a: &str, b: &str) {
+    println!("(rate ratio: {a}/{b} requests per second; CPU ratio: {b}/{a} server CPU per request)");
+    println!();
+    println!(
+        "| {:<34} | {:>11} | {:>11} | {:>6} | {:>8} | {:>8} | {:>6} | {:>6} | {:>6} |",
+        "operation",
+        format!("{a}/s"),
+        format!("{b}/s"),
+        "ratio",
+        "CPU µs",
+        format!("{} µs", &b[..b.len().min(5)]),
+        "CPU",
+        "p99 ms",
+        "errors"
+    );
+    println!(
+        "|{:-<36}|{:->13}|{:->13}|{:->8}|{:->10}|{:->10}|{:->8}|{:->8}|{:->8}|",
+        "", "", "", "", "", "", "", "", ""
+    );
+}
+
+/// Measures `l` on `a` and `b` in alternating rounds and prints its row.
+pub async fn row(a_farm: &Farm, b_farm: &Farm, l: &Load, phase: Duration) {
+    let (mut a, mut b) = (Side::default(), Side::default());
+    for round in 0..ROUNDS {
+        measure(a_farm, l, phase, 4 * round + 1, &mut a).await;
+        measure(b_farm, l, phase, 4 * round + 2, &mut b).await;
+        measure(b_farm, l, phase, 4 * round + 3, &mut b).await;
+        measure(a_farm, l, phase, 4 * round + 4, &mut a).await;
+    }
+    println!(
+        "| {:<34} | {:>11.0} | {:>11.0} | {:>5.2}x | {:>8.1} | {:>8.1} | {:>5.2}x | {:>6.2} | {:>6} |",
+        l.name,
+        a.rate(),
+        b.rate(),
+        a.rate() / b.rate().max(f64::MIN_POSITIVE),
+        a.cpu_us(),
+        b.cpu_us(),
+        b.cpu_us() / a.cpu_us().max(f64::MIN_POSITIVE),
+        a.p99_ms,
+        a.errors + b.errors
+    );
+}
+
+/// Measures `l` on `a` alone and prints its row.
+pub async fn row_a_only(a_farm: &Farm, l: &Load, phase: Duration) {
+    let mut a = Side::default();
+    measure(a_farm, l, phase, 4 * ROUNDS + 1, &mut a).await;
+    println!(
+        "| {:<34} | {:>11.0} | {:>11} | {:>6} | {:>8.1} | {:>8} | {:>6} | {:>6.2} | {:>6} |",
+        l.name,
+        a.rate(),
+        "-",
+        "-",
+        a.cpu_us(),
+        "-",
+        "-",
+        a.p99_ms,
+        a.errors
+    );
+}
