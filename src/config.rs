@@ -173,16 +173,16 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_AUDIT_LOG_PATH")]
     pub audit_log_path: Option<String>,
 
-    /// The size, in megabytes, at which the audit log is rotated.
+    /// The size, in megabytes, at which the audit log is rotated (`0`: never).
     #[arg(long, env = "FARM_AUDIT_LOG_MAXSIZE", default_value_t = 100)]
     pub audit_log_maxsize: u64,
 
     /// Rotated audit logs kept (`0`: all).
-    #[arg(long, env = "FARM_AUDIT_LOG_MAXBACKUP", default_value_t = 0)]
+    #[arg(long, env = "FARM_AUDIT_LOG_MAXBACKUP", default_value_t = 100)]
     pub audit_log_maxbackup: usize,
 
     /// Days a rotated audit log is kept (`0`: no limit).
-    #[arg(long, env = "FARM_AUDIT_LOG_MAXAGE", default_value_t = 0)]
+    #[arg(long, env = "FARM_AUDIT_LOG_MAXAGE", default_value_t = 366)]
     pub audit_log_maxage: u64,
 
     /// Seconds a TokenReview answer is reused (aggregated mode).

@@ -289,6 +289,7 @@ fn router(
 ) -> Router {
     let metrics = shared.metrics.clone();
     let (observed, authorized, authorizer) = (metrics.clone(), metrics.clone(), authenticator.clone());
+    let audit_init = auditor.clone();
     let served = shared.served.clone();
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
@@ -318,6 +319,8 @@ fn router(
         .layer(axum::middleware::from_fn(move |req, next| {
             auth::authenticate(authenticator.clone(), metrics.clone(), req, next)
         }))
+        // Before authentication: the Audit-ID, and the events of requests it refuses.
+        .layer(axum::middleware::from_fn(move |req, next| crate::audit::audit_init(audit_init.clone(), req, next)))
         // Outermost, so floods are refused before any authentication work.
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
     health::routes(health).merge(protected).layer(axum::middleware::from_fn(move |req, next| {
@@ -445,17 +448,26 @@ pub async fn run(
     served
 }
 
-/// The audit log, when `--audit-policy-file` and `--audit-log-path` ask for one (both, or
-/// neither).
+/// The audit log, when `--audit-policy-file` and `--audit-log-path` ask for one. As on the
+/// kube-apiserver, one without the other records nothing (a warning says so).
 fn auditor(args: &ServeArgs, metrics: &Arc<Metrics>) -> Result<Option<Arc<Auditor>>, StartError> {
     let (policy, path) = match (&args.audit_policy_file, &args.audit_log_path) {
         (None, None) => return Ok(None),
         (Some(policy), Some(path)) => (policy, path),
-        (Some(_), None) => return Err(StartError::Audit("--audit-policy-file needs --audit-log-path".into())),
-        (None, Some(_)) => return Err(StartError::Audit("--audit-log-path needs --audit-policy-file".into())),
+        (Some(_), None) => {
+            tracing::warn!("--audit-policy-file without --audit-log-path: no audit events are written");
+            return Ok(None);
+        }
+        (None, Some(_)) => {
+            tracing::warn!("no --audit-policy-file: no audit events are written to --audit-log-path");
+            return Ok(None);
+        }
     };
     let limits = crate::audit::rotate::Limits {
-        max_bytes: args.audit_log_maxsize.max(1).saturating_mul(1024 * 1024),
+        max_bytes: match args.audit_log_maxsize {
+            0 => u64::MAX,
+            megabytes => megabytes.saturating_mul(1024 * 1024),
+        },
         max_backups: args.audit_log_maxbackup,
         max_age: Duration::from_secs(args.audit_log_maxage.saturating_mul(86_400)),
     };

@@ -224,22 +224,47 @@ async fn ten_thousand_requests_under_load_lose_no_event_and_rotation_keeps_maxba
 }
 
 #[tokio::test]
-async fn a_bad_policy_or_a_missing_log_path_stops_the_server_at_start() {
+async fn a_request_authentication_refuses_leaves_one_event_without_a_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = audited(dir.path(), "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n", &[]).await;
+    let refused = s.anonymous().get(s.url(&llamas("default"))).header("audit-id", "nobody-1").send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(refused.headers()["audit-id"], "nobody-1");
+    stop(s).await;
+    let events = events(dir.path());
+    let refused: Vec<&Value> = events.iter().filter(|e| e["auditID"] == "nobody-1").collect();
+    assert_eq!(refused.len(), 1, "{events:#?}");
+    let event = refused[0];
+    assert_eq!((event["stage"].as_str(), event["verb"].as_str()), (Some("ResponseStarted"), Some("list")));
+    assert_eq!(event["user"], serde_json::json!({}));
+    assert_eq!(
+        event["responseStatus"],
+        serde_json::json!({"metadata": {}, "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+}
+
+#[tokio::test]
+async fn a_bad_policy_stops_the_server_at_start_and_half_a_configuration_records_nothing() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.yaml"), "apiVersion: v1\nkind: ConfigMap\n").unwrap();
-    let bad = dir.path().join("bad.yaml").display().to_string();
+    std::fs::write(dir.path().join("empty.yaml"), "apiVersion: audit.k8s.io/v1\nkind: Policy\n").unwrap();
     let log = dir.path().join("audit.log").display().to_string();
-    for (args, expected) in [
-        (vec!["--audit-policy-file", bad.as_str(), "--audit-log-path", log.as_str()], "audit.k8s.io/v1 Policy"),
-        (vec!["--audit-policy-file", bad.as_str()], "--audit-policy-file needs --audit-log-path"),
-    ] {
+    for (policy, expected) in
+        [("bad.yaml", "audit.k8s.io/v1 Policy"), ("empty.yaml", "loaded illegal policy with 0 rules")]
+    {
+        let policy = dir.path().join(policy).display().to_string();
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
             .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0"])
-            .args(&args)
+            .args(["--audit-policy-file", &policy, "--audit-log-path", &log])
             .output()
             .unwrap();
         assert!(!output.status.success());
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(expected), "{stderr}");
     }
+    // A log path without a policy: the server runs, and records nothing, as the kube-apiserver.
+    let s = Server::start_with(&["--audit-log-path", &log]).await;
+    assert_eq!(s.client.get(s.url(&llamas("default"))).send().await.unwrap().status(), 200);
+    stop(s).await;
+    assert!(std::fs::read_to_string(&log).unwrap_or_default().is_empty());
 }

@@ -339,8 +339,8 @@ impl<K: Strategy> Registry<K> {
     ) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
         object.meta_mut().managed_fields = tracking.managed_fields(None, &object, Subresource::Main)?;
-        let requested = object.meta().name.clone().unwrap_or_default();
-        let admission = self.admission_of(Operation::Create, Subresource::Main, namespace, &requested, ctx);
+        let requested = object.meta().name.as_deref().unwrap_or_default();
+        let admission = self.admission_of(Operation::Create, Subresource::Main, namespace, requested, ctx);
         let mut warnings = match &admission {
             Some(admission) => self.admit_create_mutation(admission, &mut object, namespace).await?,
             None => Vec::new(),

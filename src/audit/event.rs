@@ -19,9 +19,13 @@ use std::sync::Arc;
 /// The longest User-Agent recorded; a longer one is cut and marked.
 const MAX_USER_AGENT: usize = 1024;
 
-/// `metav1.MicroTime`'s layout.
+/// `metav1.MicroTime`'s layout (`2006-01-02T15:04:05.000000Z`), with jiff's RFC 3339 printer
+/// (much faster than its `strftime`).
 fn micro_time(time: Timestamp) -> String {
-    time.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    // Truncated to the microsecond, as Go formats it, then printed with exactly six digits.
+    let micros = time.as_microsecond();
+    let time = Timestamp::from_microsecond(micros).unwrap_or(time);
+    format!("{time:.6}")
 }
 
 /// What a request is about, when it is about a resource.
@@ -84,6 +88,7 @@ impl ResponseStatus {
 /// The user as an event writes it (`authentication/v1` UserInfo).
 #[derive(Serialize)]
 struct User<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
     username: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     uid: Option<&'a str>,
@@ -180,7 +185,7 @@ impl Record {
             request_object: self.request_object.as_ref(),
             response_object: self.response_object.as_ref(),
             request_received_timestamp: micro_time(self.received),
-            stage_timestamp: micro_time(Timestamp::now()),
+            stage_timestamp: micro_time(if stage == Stage::RequestReceived { self.received } else { Timestamp::now() }),
             annotations: &self.annotations,
         };
         // Strings, maps and JSON values always serialize.
@@ -196,8 +201,8 @@ impl Record {
     }
 }
 
-/// `utilnet.SourceIPs`: the addresses of `X-Forwarded-For`, then `X-Real-Ip` and the peer when
-/// they are not listed already.
+/// `utilnet.SourceIPs`: the addresses of `X-Forwarded-For`, then `X-Real-Ip` when it is not
+/// among them, then the peer unless it is the last one already.
 pub fn source_ips(headers: &http::HeaderMap, peer: Option<IpAddr>) -> Vec<String> {
     let mut ips: Vec<IpAddr> = headers
         .get_all("x-forwarded-for")
@@ -206,11 +211,13 @@ pub fn source_ips(headers: &http::HeaderMap, peer: Option<IpAddr>) -> Vec<String
         .flat_map(|v| v.split(','))
         .filter_map(|ip| ip.trim().parse().ok())
         .collect();
-    let real = headers.get("x-real-ip").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
-    for ip in [real, peer].into_iter().flatten() {
-        if !ips.contains(&ip) {
-            ips.push(ip);
-        }
+    let real: Option<IpAddr> =
+        headers.get("x-real-ip").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    if let Some(real) = real.filter(|ip| !ips.contains(ip)) {
+        ips.push(real);
+    }
+    if let Some(peer) = peer.filter(|ip| ips.last() != Some(ip)) {
+        ips.push(peer);
     }
     ips.iter().map(IpAddr::to_string).collect()
 }
@@ -319,6 +326,8 @@ mod tests {
         headers.append("x-real-ip", "10.0.0.2".parse().unwrap());
         let peer = "127.0.0.1".parse().ok();
         assert_eq!(source_ips(&headers, peer), ["10.0.0.1", "10.0.0.2", "127.0.0.1"]);
+        assert_eq!(source_ips(&headers, "10.0.0.2".parse().ok()), ["10.0.0.1", "10.0.0.2"], "the peer is the last one");
+        assert_eq!(source_ips(&headers, "10.0.0.1".parse().ok()), ["10.0.0.1", "10.0.0.2", "10.0.0.1"]);
         assert_eq!(source_ips(&http::HeaderMap::new(), peer), ["127.0.0.1"]);
     }
 

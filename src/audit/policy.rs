@@ -113,29 +113,54 @@ impl Policy {
         Ok(policy)
     }
 
-    /// Refuses a policy of another kind or version, or with a rule that mixes resources and
-    /// non-resource URLs, or whose non-resource URLs are not paths.
+    /// Refuses what the kube-apiserver's `ValidatePolicy` and reader refuse, in its words: another
+    /// kind or version, no rules, a rule for both resources and non-resource URLs, a
+    /// non-resource URL not starting with `/` or with `*` before its end, `resourceNames`
+    /// without resources.
     fn validate(&self) -> Result<(), String> {
-        if self.kind != "Policy" || !matches!(self.api_version.as_str(), "audit.k8s.io/v1" | "audit.k8s.io/v1beta1") {
+        if self.kind != "Policy" || self.api_version != "audit.k8s.io/v1" {
             return Err(format!(
                 "the audit policy must be an audit.k8s.io/v1 Policy, not {}/{}",
                 self.api_version, self.kind
             ));
         }
+        if self.rules.is_empty() {
+            return Err("loaded illegal policy with 0 rules".into());
+        }
+        let mut errors = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
             let resources = !rule.resources.is_empty() || !rule.namespaces.is_empty();
             if resources && !rule.non_resource_urls.is_empty() {
-                return Err(format!(
-                    "rules[{i}].nonResourceURLs: Invalid value: rules cannot apply to both regular resources and non-resource URLs"
+                errors.push(format!(
+                    "rules[{i}].nonResourceURLs: Invalid value: {:?}: rules cannot apply to both regular resources and non-resource URLs",
+                    rule.non_resource_urls
                 ));
             }
-            if let Some(url) = rule.non_resource_urls.iter().find(|u| *u != "*" && !u.starts_with('/')) {
-                return Err(format!(
-                    "rules[{i}].nonResourceURLs: Invalid value: {url:?}: non-resource URLs must start with /"
-                ));
+            for (j, url) in rule.non_resource_urls.iter().enumerate() {
+                let field = format!("rules[{i}].nonResourceURLs[{j}]");
+                if url != "*" && !url.starts_with('/') {
+                    errors.push(format!(
+                        "{field}: Invalid value: {url:?}: non-resource URL rules must begin with a '/' character"
+                    ));
+                }
+                if url.trim_end_matches('*').contains('*') {
+                    errors.push(format!("{field}: Invalid value: {url:?}: non-resource URL wildcards '*' must be the final character of the rule"));
+                }
+            }
+            for (j, group) in rule.resources.iter().enumerate() {
+                if !group.resource_names.is_empty() && group.resources.is_empty() {
+                    errors.push(format!(
+                        "rules[{i}].resources[{j}].resourceNames: Invalid value: {:?}: using resourceNames requires at least one resource",
+                        group.resource_names
+                    ));
+                }
             }
         }
-        Ok(())
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(format!("[{}]", errors.join(", "))),
+        }
     }
 
     /// What the policy asks of a request by `user` with `attributes`.
@@ -317,13 +342,27 @@ rules:
 
     #[test]
     fn bad_policies_are_refused() {
-        assert!(Policy::parse("apiVersion: v1\nkind: ConfigMap\n").unwrap_err().contains("audit.k8s.io/v1 Policy"));
-        let mixed = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: ''}]\n  nonResourceURLs: ['/version']\n";
-        assert!(Policy::parse(mixed).unwrap_err().contains("cannot apply to both"));
-        let level = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Everything\n";
-        assert!(Policy::parse(level).unwrap_err().starts_with("decoding the audit policy"));
-        let relative =
-            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  nonResourceURLs: ['version']\n";
-        assert!(Policy::parse(relative).unwrap_err().contains("must start with /"));
+        let refused = |text: &str| Policy::parse(text).unwrap_err();
+        assert!(refused("apiVersion: v1\nkind: ConfigMap\n").contains("audit.k8s.io/v1 Policy"));
+        assert!(
+            refused("apiVersion: audit.k8s.io/v1beta1\nkind: Policy\nrules: [{level: None}]\n")
+                .contains("audit.k8s.io/v1 Policy")
+        );
+        assert_eq!(refused("apiVersion: audit.k8s.io/v1\nkind: Policy\n"), "loaded illegal policy with 0 rules");
+        let head = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n";
+        let mixed = format!("{head}- level: Metadata\n  resources: [{{group: ''}}]\n  nonResourceURLs: ['/version']\n");
+        assert!(refused(&mixed).contains("cannot apply to both"));
+        assert!(refused(&format!("{head}- level: Everything\n")).starts_with("decoding the audit policy"));
+        let urls = format!("{head}- level: Metadata\n  nonResourceURLs: ['version', '/a*b']\n");
+        let both = refused(&urls);
+        assert!(
+            both.starts_with('[')
+                && both.contains("must begin with a '/'")
+                && both.contains("must be the final character"),
+            "{both}"
+        );
+        let names =
+            format!("{head}- level: Metadata\n  resources: [{{group: farm.example.com, resourceNames: [dolly]}}]\n");
+        assert!(refused(&names).contains("using resourceNames requires at least one resource"));
     }
 }

@@ -8,17 +8,20 @@
 
 use k8s_openapi::jiff;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// How a backup's time is written in its name.
 const TIME_FORMAT: &str = "%Y-%m-%dT%H-%M-%S%.3f";
 
+/// Bytes of lines held before they are written.
+const BUFFER: usize = 256 * 1024;
+
 /// Limits of the log and its backups.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Rotate before the file would grow past this.
+    /// Rotate before the file would grow past this (`u64::MAX`: never).
     pub max_bytes: u64,
     /// Backups kept, newest first; 0 keeps all.
     pub max_backups: usize,
@@ -30,7 +33,8 @@ pub struct Limits {
 pub struct RotatingFile {
     path: PathBuf,
     limits: Limits,
-    file: File,
+    /// Buffered: lines reach the file when [`RotatingFile::flush`] is called or the buffer fills.
+    file: BufWriter<File>,
     size: u64,
     /// When the last backup was made, as its name says.
     last_backup: Option<SystemTime>,
@@ -48,7 +52,13 @@ impl RotatingFile {
         }
         let file = open(path)?;
         let size = file.metadata()?.len();
-        Ok(Self { path: path.to_path_buf(), limits, file, size, last_backup: None })
+        Ok(Self {
+            path: path.to_path_buf(),
+            limits,
+            file: BufWriter::with_capacity(BUFFER, file),
+            size,
+            last_backup: None,
+        })
     }
 
     /// Appends `bytes` (whole lines), rotating first when they would not fit.
@@ -112,7 +122,7 @@ impl RotatingFile {
         self.last_backup = Some(time);
         let backup = self.backup_name(time);
         std::fs::rename(&self.path, &backup)?;
-        self.file = open(&self.path)?;
+        self.file = BufWriter::with_capacity(BUFFER, open(&self.path)?);
         self.size = 0;
         let backups = self.backups()?;
         let excess =

@@ -54,6 +54,13 @@ pub struct PluginLabel {
     pub plugin: &'static str,
 }
 
+/// A label naming an audit level.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LevelLabel {
+    /// `None`, `Metadata`, `Request` or `RequestResponse`.
+    pub level: &'static str,
+}
+
 /// A float gauge.
 pub type FloatGauge = Gauge<f64, AtomicU64>;
 
@@ -98,6 +105,8 @@ pub struct Metrics {
     pub audit_events: Counter,
     /// Audit events lost: dropped from a full queue (`buffered`) or not written (`log`).
     pub audit_errors: Family<PluginLabel, Counter>,
+    /// Audit policy decisions, by level.
+    pub audit_levels: Family<LevelLabel, Counter>,
     /// When the serving certificate expires (Unix seconds).
     pub certificate_expiry: FloatGauge,
     /// Resident memory.
@@ -159,6 +168,7 @@ impl Metrics {
             authorization_cache: Family::default(),
             audit_events: Counter::default(),
             audit_errors: Family::default(),
+            audit_levels: Family::default(),
             certificate_expiry: FloatGauge::default(),
             resident_memory: Gauge::default(),
             cpu_seconds: Counter::default(),
@@ -237,6 +247,7 @@ impl Metrics {
             "Audit events lost: dropped from the full queue (plugin=buffered) or not written (plugin=log)",
             self.audit_errors.clone(),
         );
+        registry.register("apiserver_audit_level", "Audit policy decisions, by level", self.audit_levels.clone());
         registry.register(
             "authentication_attempts",
             "Authentication attempts by result: success, failure (no valid credential) or error",

@@ -23,7 +23,8 @@
 //!    never go back;
 //! 4. the server's RSS stays flat after a warm-up (see [`RSS_SLACK_FRACTION`]);
 //! 5. nothing but the expected errors happened (every operation and error class is counted and
-//!    printed).
+//!    printed);
+//! 6. the audit log, with every request at `Metadata` to a rotated file, dropped no event.
 //!
 //! It runs twice: Llamas in memory, and in a real etcd of its own (the RSS is the server's; with
 //! etcd, revisions start at etcd's own, and a bookmark carries the last event's revision).
@@ -82,7 +83,19 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
         watch_specs().len(),
         NAMESPACES.len()
     );
+    // Every request is audited, to a rotated file: none of its events may be dropped.
+    let audit = tempfile::tempdir().expect("a directory for the audit log");
+    let policy = audit.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+    )
+    .expect("the audit policy");
     let flags = [
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", audit.path().join("audit.log").display()),
+        "--audit-log-maxsize=20".to_string(),
+        "--audit-log-maxbackup=2".to_string(),
         format!("--watch-history-size={HISTORY}"),
         format!("--watch-buffer-size={WATCH_BUFFER}"),
         format!("--watch-bookmark-interval-seconds={BOOKMARK_INTERVAL}"),
@@ -171,6 +184,13 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
         check_watchers(watchers, stop_watch_tx, &writes, &mut observations, &mut problems).await;
     check_lists(&mut observations, &writes, &mut problems);
     let rss = check_rss(&samples, elapsed, rss_prefilled, &mut problems);
+    let metrics = server.scrape().await;
+    let audited = metrics.get("apiserver_audit_event_total").copied().unwrap_or_default();
+    let dropped = metrics.get("apiserver_audit_error_total{plugin=\"buffered\"}").copied().unwrap_or_default();
+    println!("audit events: {audited:.0} written, {dropped:.0} dropped");
+    if audited == 0.0 || dropped > 0.0 {
+        problems.push(format!("the audit log lost events: {audited} handed to it, {dropped} dropped"));
+    }
 
     let counts = shared.counts.lock().unwrap().clone();
     let soak_count =
