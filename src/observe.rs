@@ -1,7 +1,9 @@
 //! The outermost middleware: every request (health and refused ones included) is timed, counted
 //! in `apiserver_request_total` and `apiserver_request_duration_seconds`, and logged: one line at
 //! debug for every request, at info for a 4xx and at warn for a 5xx, with verb, path, user,
-//! status, and for failures the Status reason and message (`error`), and the duration.
+//! status, and for failures the Status reason and message (`error`), and the duration. An
+//! `Audit-ID` the request carries comes back in the response, as the kube-apiserver returns it
+//! with or without an audit log.
 //!
 //! Only the method and the path are logged, never a header, the query or a body, so a bearer
 //! token, a client certificate or anything else a client sends cannot reach the log. The
@@ -53,7 +55,11 @@ pub async fn observe(metrics: Arc<Metrics>, served: Arc<[&'static str]>, mut req
     let (verb, resource) = labels(&method, path, uri.query(), &served);
     let user = RequestUser::default();
     request.extensions_mut().insert(user.clone());
-    let response = next.run(request).await;
+    let audit_id = request.headers().get("audit-id").cloned();
+    let mut response = next.run(request).await;
+    if let Some(id) = audit_id {
+        response.headers_mut().entry("audit-id").or_insert(id);
+    }
     let elapsed = started.elapsed();
     let status = response.status();
     let labels = RequestLabels { verb, resource, code: status.as_u16() };

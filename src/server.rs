@@ -288,8 +288,7 @@ fn router(
     limits: Limits,
 ) -> Router {
     let metrics = shared.metrics.clone();
-    let (observed, authorized, authorizer) = (metrics.clone(), metrics.clone(), authenticator.clone());
-    let audit_init = auditor.clone();
+    let observed = metrics.clone();
     let served = shared.served.clone();
     let non_resource = Router::new()
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
@@ -308,19 +307,17 @@ fn router(
         .route("/openapi/v3/apis/farm.example.com/v1alpha", get_only(openapi_v3_group_version))
         .route("/metrics", get_only(metrics_text))
         .with_state(shared);
-    let protected = non_resource
-        .merge(resource_routes)
-        .fallback(|| async { ApiError::PathNotFound })
-        .layer(axum::middleware::from_fn(move |req, next| {
-            auth::authorize(authorizer.clone(), authorized.clone(), req, next)
-        }))
-        // Between the two: it knows the user and records authorization's decision.
-        .layer(axum::middleware::from_fn(move |req, next| crate::audit::audit(auditor.clone(), req, next)))
-        .layer(axum::middleware::from_fn(move |req, next| {
-            auth::authenticate(authenticator.clone(), metrics.clone(), req, next)
-        }))
-        // Before authentication: the Audit-ID, and the events of requests it refuses.
-        .layer(axum::middleware::from_fn(move |req, next| crate::audit::audit_init(audit_init.clone(), req, next)))
+    let protected = non_resource.merge(resource_routes).fallback(|| async { ApiError::PathNotFound });
+    let protected = match auditor {
+        // Without an audit log, authentication and authorization are one step.
+        None => protected.layer(axum::middleware::from_fn(move |req, next| {
+            auth::require(authenticator.clone(), metrics.clone(), req, next)
+        })),
+        Some(auditor) => protected.layer(axum::middleware::from_fn(move |req, next| {
+            crate::audit::gate(auditor.clone(), authenticator.clone(), metrics.clone(), req, next)
+        })),
+    };
+    let protected = protected
         // Outermost, so floods are refused before any authentication work.
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
     health::routes(health).merge(protected).layer(axum::middleware::from_fn(move |req, next| {

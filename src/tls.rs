@@ -291,9 +291,14 @@ pub fn subject(cert: &CertificateDer<'_>) -> Option<(String, Vec<String>)> {
 }
 
 /// The address of the client's end of the connection a request came on (for the audit log's
-/// `sourceIPs`).
-#[derive(Clone, Copy, Debug)]
-pub struct PeerAddress(pub std::net::IpAddr);
+/// `sourceIPs`), also as text, written once per connection.
+#[derive(Clone, Debug)]
+pub struct PeerAddress {
+    /// The address.
+    pub ip: std::net::IpAddr,
+    /// `ip` as text.
+    pub text: Arc<str>,
+}
 
 /// Wraps axum-server's rustls acceptor to attach the client's certificate chain and address to
 /// every request of the connection as [`PeerCertificates`] and [`PeerAddress`] extensions.
@@ -325,8 +330,8 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         request.extensions_mut().insert(self.certificates.clone());
-        if let Some(address) = self.address {
-            request.extensions_mut().insert(address);
+        if let Some(address) = &self.address {
+            request.extensions_mut().insert(address.clone());
         }
         self.inner.call(request)
     }
@@ -340,7 +345,7 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
 
     fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
         let inner = self.inner.clone();
-        let address = stream.peer_addr().ok().map(|a| PeerAddress(a.ip()));
+        let address = stream.peer_addr().ok().map(|a| PeerAddress { ip: a.ip(), text: a.ip().to_string().into() });
         Box::pin(async move {
             let (stream, service) = inner.accept(stream, service).await?;
             let chain =

@@ -3,16 +3,16 @@
 //! ([`event`]) handed to a queue ([`sink`]) that one thread writes to a rotated file
 //! ([`rotate`]) or standard output.
 //!
-//! Two middlewares, placed as the kube-apiserver places its filters: [`audit_init`], before
-//! authentication, takes the request's `Audit-ID` (the aggregator sends one) or makes one,
-//! returns it in the response's `Audit-Id` header, and records a request authentication refused
-//! (one `ResponseStarted` event, no user); [`audit`], after authentication (it knows the user)
-//! and around authorization (it records the decision and its reason as annotations), records
-//! the rest. A request is recorded at `RequestReceived`, then `ResponseComplete`; a watch also
-//! at `ResponseStarted`, and its `ResponseComplete` is written when its stream ends. Bodies are
-//! read only when the level needs them: the request's object (for a create or an update also at
-//! `Metadata`, to name the object), the response's at `RequestResponse` (never a watch's
-//! stream), and an error's `Status`.
+//! One middleware, [`gate`], runs the steps the kube-apiserver's filters run, in their order:
+//! it takes the request's `Audit-ID` (the aggregator sends one) or makes one, and returns it in
+//! the response's `Audit-Id` header; authenticates (a refused request is recorded with one
+//! `ResponseStarted` event and no user); asks the policy, knowing the user; writes
+//! `RequestReceived`; authorizes (the decision and its reason become annotations); runs the
+//! request and writes `ResponseComplete` (a watch: `ResponseStarted`, then `ResponseComplete`
+//! when its stream ends). Bodies are read only when the level needs them: the request's object
+//! (for a create or an update also at `Metadata`, to name the object), the response's at
+//! `RequestResponse` (never a watch's stream), and an error's `Status`. Without an audit log the
+//! server authenticates and authorizes in one step (`crate::auth::require`), with none of this.
 
 pub mod event;
 pub mod policy;
@@ -20,7 +20,7 @@ pub mod rotate;
 pub mod sink;
 
 use crate::api::query::Query;
-use crate::auth::Decision;
+use crate::auth::Authenticator;
 use crate::auth::attributes::{Attributes, attributes};
 use crate::machinery::user::UserInfo;
 use crate::metrics::Metrics;
@@ -35,7 +35,6 @@ use serde_json::Value;
 use sink::{Output, Sink};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The header carrying a request's audit ID, both ways.
 const AUDIT_ID: &str = "audit-id";
@@ -105,76 +104,18 @@ fn audit_id(request: &Request) -> Arc<str> {
     }
 }
 
-/// What [`audit_init`] hands the inner [`audit`] layer.
-#[derive(Clone)]
-struct Auditing {
-    /// The request's audit ID.
-    id: Arc<str>,
-    /// Set by the inner layer: authentication let the request through.
-    authenticated: Arc<AtomicBool>,
-}
-
-/// Where a request came from, kept by [`audit_init`] for the event of a failed authentication
-/// (cheap copies: the header values share their bytes).
-struct Origin {
-    method: http::Method,
-    uri: http::Uri,
-    headers: http::HeaderMap,
-    peer: Option<std::net::IpAddr>,
-}
-
-impl Origin {
-    fn of(request: &Request) -> Self {
-        let mut headers = http::HeaderMap::new();
-        for name in [http::header::USER_AGENT.as_str(), "x-forwarded-for", "x-real-ip"] {
-            for value in request.headers().get_all(name) {
-                headers.append(http::HeaderName::from_static(name), value.clone());
-            }
-        }
-        let peer = request.extensions().get::<crate::tls::PeerAddress>().map(|a| a.0);
-        Self { method: request.method().clone(), uri: request.uri().clone(), headers, peer }
-    }
-}
-
-/// The outer middleware, before authentication: takes the request's `Audit-ID` (or makes one)
-/// and returns it; records a request that authentication refused (401) as the kube-apiserver
-/// does, with one `ResponseStarted` event and no user. Without an auditor it only passes an
-/// `Audit-ID` sent back.
-pub async fn audit_init(auditor: Option<Arc<Auditor>>, mut request: Request, next: Next) -> Response {
-    let Some(auditor) = auditor else {
-        let id = request.headers().get(AUDIT_ID).cloned();
-        let mut response = next.run(request).await;
-        if let Some(id) = id {
-            response.headers_mut().insert(AUDIT_ID, id);
-        }
-        return response;
-    };
-    let id = audit_id(&request);
-    let authenticated = Arc::new(AtomicBool::new(false));
-    request.extensions_mut().insert(Auditing { id: id.clone(), authenticated: authenticated.clone() });
-    let origin = Origin::of(&request);
-    let response = next.run(request).await;
-    let response = if response.status() == http::StatusCode::UNAUTHORIZED && !authenticated.load(Ordering::Relaxed) {
-        failed_authentication(&auditor, origin, id.to_string(), response).await
-    } else {
-        response
-    };
-    with_audit_id(response, &id)
-}
-
-/// Records a request authentication refused: the policy decides for a request without a user.
-async fn failed_authentication(auditor: &Arc<Auditor>, origin: Origin, id: String, response: Response) -> Response {
+/// The record of a request authentication refused, when the policy records it: the policy
+/// decides for a request without a user, and one `ResponseStarted` event records it.
+fn failed_authentication(auditor: &Auditor, request: &Request, id: String) -> Option<Record> {
     let user = Arc::new(UserInfo::default());
-    let attributes = attributes(&origin.method, origin.uri.path(), &Query::parse(origin.uri.query()));
+    let attributes = attributes(request.method(), request.uri().path(), &Query::parse(request.uri().query()));
     let config = auditor.policy.evaluate(&user, &attributes);
     auditor.count_level(config.level);
     if !config.writes(Stage::ResponseStarted) {
-        return response;
+        return None;
     }
-    let mut record = record(config, id, &origin.uri, &attributes, user, &origin.headers, origin.peer);
-    let response = read_response(&mut record, response).await;
-    auditor.emit(&record, Stage::ResponseStarted);
-    response
+    let peer = request.extensions().get::<crate::tls::PeerAddress>();
+    Some(record(config, id, request.uri(), &attributes, user, request.headers(), peer))
 }
 
 /// The object reference of a resource request.
@@ -193,25 +134,47 @@ fn object_ref(attributes: &Attributes) -> Option<ObjectRef> {
     })
 }
 
-/// The inner middleware (see the module documentation), after authentication.
-pub async fn audit(auditor: Option<Arc<Auditor>>, mut request: Request, next: Next) -> Response {
-    let (Some(auditor), Some(auditing)) = (auditor, request.extensions().get::<Auditing>().cloned()) else {
-        return next.run(request).await;
-    };
-    auditing.authenticated.store(true, Ordering::Relaxed);
-    let Some((mut record, decision)) = begin(&auditor, &mut request, auditing.id.to_string()) else {
-        return next.run(request).await;
-    };
-    let request = match read_request_object(request, &mut record).await {
-        Ok(request) => request,
-        Err(response) => return finish(&auditor, record, response).await,
+/// The middleware that authenticates, audits and authorizes every request it wraps (see the
+/// module documentation), as the kube-apiserver's filters do in that order.
+pub async fn gate(
+    auditor: Arc<Auditor>,
+    authenticator: Authenticator,
+    metrics: Arc<Metrics>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let id = audit_id(&request);
+    if let Err(refused) = crate::auth::authenticate(&authenticator, &metrics, &mut request).await {
+        let Some(mut record) = failed_authentication(&auditor, &request, id.to_string()) else {
+            return with_audit_id(refused, &id);
+        };
+        drop(request);
+        let response = read_response(&mut record, refused).await;
+        auditor.emit(&record, Stage::ResponseStarted);
+        return with_audit_id(response, &id);
+    }
+    let Some(mut record) = begin(&auditor, &request, id.to_string()) else {
+        let response = match crate::auth::authorize(&authenticator, &metrics, &request).await {
+            Ok(_) => next.run(request).await,
+            Err((refused, _)) => refused,
+        };
+        return with_audit_id(response, &id);
     };
     auditor.emit(&record, Stage::RequestReceived);
-    let response = next.run(request).await;
-    if let Some((allowed, reason)) = decision.get() {
-        record.authorized(allowed, reason);
-    }
-    finish(&auditor, record, response).await
+    let response = match crate::auth::authorize(&authenticator, &metrics, &request).await {
+        Ok(reason) => {
+            record.authorized(true, &reason);
+            match read_request_object(request, &mut record).await {
+                Ok(request) => next.run(request).await,
+                Err(refused) => refused,
+            }
+        }
+        Err((refused, reason)) => {
+            record.authorized(false, &reason);
+            refused
+        }
+    };
+    with_audit_id(finish(&auditor, record, response).await, &id)
 }
 
 /// A new record of a request.
@@ -222,7 +185,7 @@ fn record(
     attributes: &Attributes,
     user: Arc<UserInfo>,
     headers: &http::HeaderMap,
-    peer: Option<std::net::IpAddr>,
+    peer: Option<&crate::tls::PeerAddress>,
 ) -> Record {
     let verb = match attributes {
         Attributes::Resource { verb, .. } | Attributes::NonResource { verb, .. } => verb.clone(),
@@ -241,11 +204,12 @@ fn record(
         request_object: None,
         response_object: None,
         annotations: Default::default(),
+        middle: Default::default(),
     }
 }
 
-/// The record of `request`, when the policy records it, and the slot authorization fills.
-fn begin(auditor: &Auditor, request: &mut Request, audit_id: String) -> Option<(Record, Decision)> {
+/// The record of `request`, when the policy records it.
+fn begin(auditor: &Auditor, request: &Request, audit_id: String) -> Option<Record> {
     let user: Arc<UserInfo> = request.extensions().get::<Arc<UserInfo>>().cloned().unwrap_or_default();
     let attributes = attributes(request.method(), request.uri().path(), &Query::parse(request.uri().query()));
     let config = auditor.policy.evaluate(&user, &attributes);
@@ -253,11 +217,8 @@ fn begin(auditor: &Auditor, request: &mut Request, audit_id: String) -> Option<(
     if config.level == Level::None {
         return None;
     }
-    let decision = Decision::default();
-    request.extensions_mut().insert(decision.clone());
-    let peer = request.extensions().get::<crate::tls::PeerAddress>().map(|a| a.0);
-    let record = record(config, audit_id, request.uri(), &attributes, user, request.headers(), peer);
-    Some((record, decision))
+    let peer = request.extensions().get::<crate::tls::PeerAddress>();
+    Some(record(config, audit_id, request.uri(), &attributes, user, request.headers(), peer))
 }
 
 /// Reads the request's object into `record` when the level asks for it (and, for a create or
@@ -271,28 +232,62 @@ async fn read_request_object(request: Request, record: &mut Record) -> Result<Re
     }
     let (parts, body) = request.into_parts();
     let bytes = crate::api::decode::read_body(body).await.map_err(IntoResponse::into_response)?;
-    if let Some(mut object) = parse(&parts.headers, &bytes) {
-        if let (Some(reference), Some(meta)) = (record.object_ref.as_mut(), object.get("metadata")) {
-            let field = |name: &str| meta.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
-            for (slot, name) in [
-                (&mut reference.name, "name"),
-                (&mut reference.namespace, "namespace"),
-                (&mut reference.uid, "uid"),
-                (&mut reference.resource_version, "resourceVersion"),
-            ] {
-                if slot.is_empty() {
-                    *slot = field(name);
-                }
+    if wanted {
+        if let Some(mut object) = parse(&parts.headers, &bytes) {
+            if let (true, Ok(named)) = (names_object, <Named as serde::Deserialize>::deserialize(&object)) {
+                named.fill(record.object_ref.as_mut());
             }
-        }
-        if wanted {
             if record.config.omit_managed_fields {
                 event::omit_managed_fields(&mut object);
             }
             record.request_object = Some(object);
         }
+    } else {
+        // Only the names: read without building the whole object.
+        let named = serde_json::from_slice::<Named>(&bytes)
+            .ok()
+            .or_else(|| parse(&parts.headers, &bytes).and_then(|v| serde_json::from_value(v).ok()));
+        if let Some(named) = named {
+            named.fill(record.object_ref.as_mut());
+        }
     }
+    // The object reference may have changed since the first event.
+    record.middle = Default::default();
     Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// What a request's object says about itself, for the object reference.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Named {
+    metadata: NamedMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct NamedMeta {
+    name: String,
+    namespace: String,
+    uid: String,
+    resource_version: String,
+}
+
+impl Named {
+    /// Fills what `reference` lacks: name, namespace, uid, resourceVersion.
+    fn fill(self, reference: Option<&mut ObjectRef>) {
+        let Some(reference) = reference else { return };
+        let meta = self.metadata;
+        for (slot, value) in [
+            (&mut reference.name, meta.name),
+            (&mut reference.namespace, meta.namespace),
+            (&mut reference.uid, meta.uid),
+            (&mut reference.resource_version, meta.resource_version),
+        ] {
+            if slot.is_empty() {
+                *slot = value;
+            }
+        }
+    }
 }
 
 /// A body as JSON: JSON itself, or YAML by its content type; `None` when it is neither.

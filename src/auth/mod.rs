@@ -83,23 +83,6 @@ fn has_token(expected: &str, headers: &http::HeaderMap) -> bool {
 /// The name the request log gives the holder of the standalone token.
 pub const STANDALONE_USER: &str = "standalone-token";
 
-/// What authorization decided about a request, for the audit log: [`authorize`] records it in
-/// the slot an outer layer put in the request's extensions.
-#[derive(Clone, Debug, Default)]
-pub struct Decision(Arc<OnceLock<(bool, String)>>);
-
-impl Decision {
-    /// Records whether the request was allowed, and the authorizer's reason.
-    pub fn record(&self, allowed: bool, reason: String) {
-        let _ = self.0.set((allowed, reason));
-    }
-
-    /// Whether the request was allowed, and why; `None` before authorization (or without it).
-    pub fn get(&self) -> Option<(bool, &str)> {
-        self.0.get().map(|(allowed, reason)| (*allowed, reason.as_str()))
-    }
-}
-
 /// The holder of the standalone token: an administrator, made once and shared by every request.
 fn standalone_user() -> Arc<UserInfo> {
     static USER: OnceLock<Arc<UserInfo>> = OnceLock::new();
@@ -113,21 +96,37 @@ fn standalone_user() -> Arc<UserInfo> {
     .clone()
 }
 
-/// Middleware authenticating every request it wraps: a 401 without acceptable credentials, else
-/// the request goes on with its user (an `Arc<UserInfo>`) in its extensions. Outcomes are counted in `metrics`
-/// and the user is recorded for the request log.
-pub async fn authenticate(
+/// Middleware authenticating and authorizing every request it wraps: a 401 without acceptable
+/// credentials; else the standalone token may do everything, and in aggregated mode the cluster
+/// decides (SubjectAccessReview), a 403 when it denies. The user (an `Arc<UserInfo>`) goes on in
+/// the request's extensions; outcomes are counted in `metrics` and the user is recorded for the
+/// request log. (With an audit log, `crate::audit::gate` runs the same two steps around it.)
+pub async fn require(
     authenticator: Authenticator,
     metrics: Arc<Metrics>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let record = request.extensions().get::<RequestUser>().cloned().unwrap_or_default();
+    if let Err(refused) = authenticate(&authenticator, &metrics, &mut request).await {
+        return refused;
+    }
+    match authorize(&authenticator, &metrics, &request).await {
+        Ok(_) => next.run(request).await,
+        Err((refused, _)) => refused,
+    }
+}
+
+/// Authenticates `request`, putting its user in its extensions; the 401 to answer otherwise.
+pub async fn authenticate(
+    authenticator: &Authenticator,
+    metrics: &Metrics,
+    request: &mut Request,
+) -> Result<(), Response> {
     let user = match authenticator {
         Authenticator::BearerToken(expected) => {
-            if !has_token(&expected, request.headers()) {
+            if !has_token(expected, request.headers()) {
                 Metrics::count(&metrics.authentication, "failure");
-                return Error::Unauthorized.into_response();
+                return Err(Error::Unauthorized.into_response());
             }
             requestheader::strip(&requestheader::HeaderNames::default(), request.headers_mut());
             standalone_user()
@@ -139,46 +138,55 @@ pub async fn authenticate(
                 Err(e) => {
                     let result = if e.code() == http::StatusCode::UNAUTHORIZED { "failure" } else { "error" };
                     Metrics::count(&metrics.authentication, result);
-                    return e.into_response();
+                    return Err(e.into_response());
                 }
             }
         }
     };
     Metrics::count(&metrics.authentication, "success");
-    if user.name == STANDALONE_USER {
-        record.set(STANDALONE_USER);
-    } else {
-        record.set(user.name.clone());
+    if let Some(record) = request.extensions().get::<RequestUser>() {
+        if user.name == STANDALONE_USER {
+            record.set(STANDALONE_USER);
+        } else {
+            record.set(user.name.clone());
+        }
     }
     request.extensions_mut().insert(user);
-    next.run(request).await
+    Ok(())
 }
 
-/// Middleware authorizing every request it wraps, after [`authenticate`]: the standalone token
-/// may do everything; in aggregated mode the cluster decides (SubjectAccessReview). The decision
-/// is counted in `metrics` and recorded in the request's [`Decision`] slot, if it has one.
-pub async fn authorize(authenticator: Authenticator, metrics: Arc<Metrics>, request: Request, next: Next) -> Response {
-    let decision = request.extensions().get::<Decision>().cloned().unwrap_or_default();
-    let Authenticator::Delegated(delegated) = authenticator else {
-        decision.record(true, String::new());
-        return next.run(request).await;
-    };
-    let Some(user) = request.extensions().get::<Arc<UserInfo>>() else {
-        return Error::Unauthorized.into_response();
-    };
-    let query = Query::parse(request.uri().query());
-    let attributes = attributes::attributes(request.method(), request.uri().path(), &query);
-    match delegated.authorize(user, &attributes).await {
-        Ok(reason) => {
-            Metrics::count(&metrics.authorization, "allowed");
-            decision.record(true, reason);
-            next.run(request).await
+/// Decides whether the authenticated `request` may go on: the authorizer's reason when it may,
+/// else the response to refuse it with and the reason. What it needs of the request is taken
+/// before anything is awaited, so the future does not hold the request (whose body is not
+/// `Sync`).
+pub fn authorize(
+    authenticator: &Authenticator,
+    metrics: &Arc<Metrics>,
+    request: &Request,
+) -> impl Future<Output = Result<String, (Response, String)>> + Send + 'static {
+    let question = match authenticator {
+        Authenticator::BearerToken(_) => None,
+        Authenticator::Delegated(delegated) => {
+            let user = request.extensions().get::<Arc<UserInfo>>().cloned();
+            let query = Query::parse(request.uri().query());
+            let attributes = attributes::attributes(request.method(), request.uri().path(), &query);
+            Some((delegated.clone(), user, attributes))
         }
-        Err(denied) => {
-            let result = if denied.error.code() == http::StatusCode::FORBIDDEN { "denied" } else { "error" };
-            Metrics::count(&metrics.authorization, result);
-            decision.record(false, denied.reason);
-            denied.error.into_response()
+    };
+    let metrics = metrics.clone();
+    async move {
+        let Some((delegated, user, attributes)) = question else { return Ok(String::new()) };
+        let Some(user) = user else { return Err((Error::Unauthorized.into_response(), String::new())) };
+        match delegated.authorize(&user, &attributes).await {
+            Ok(reason) => {
+                Metrics::count(&metrics.authorization, "allowed");
+                Ok(reason)
+            }
+            Err(denied) => {
+                let result = if denied.error.code() == http::StatusCode::FORBIDDEN { "denied" } else { "error" };
+                Metrics::count(&metrics.authorization, result);
+                Err((denied.error.into_response(), denied.reason))
+            }
         }
     }
 }
