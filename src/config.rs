@@ -158,7 +158,8 @@ pub struct ServeArgs {
     pub managed_fields: bool,
 
     /// In aggregated mode, call the cluster's admission webhooks (MutatingWebhookConfiguration
-    /// and ValidatingWebhookConfiguration) on writes they match, as the kube-apiserver does.
+    /// and ValidatingWebhookConfiguration) on writes they match, as the kube-apiserver does
+    /// (never standalone, even with a kubeconfig).
     /// `false` is the kube-apiserver's `--disable-admission-plugins=MutatingAdmissionWebhook,
     /// ValidatingAdmissionWebhook`.
     #[arg(long, env = "FARM_ADMISSION_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set)]

@@ -267,7 +267,9 @@ async fn resources(
         return Ok(served);
     };
     let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
-    if args.admission_webhooks {
+    // Aggregated mode only: standalone, even with a kubeconfig for FarmPods, the server is not
+    // part of the cluster's API, and its llamas must not wait for the cluster.
+    if args.admission_webhooks && !args.standalone {
         let configurations = Configurations::start(client.clone(), stopping.clone());
         let webhooks = Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone());
         llamas = llamas.with_admission(Arc::new(webhooks));
