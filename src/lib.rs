@@ -22,16 +22,17 @@
 //!    discovery and OpenAPI; imports [`machinery`], [`store`] and [`metrics`].
 //! 5. Request plumbing beside it: [`auth`] (the standalone bearer token, or delegation to the
 //!    cluster: front-proxy certificates and headers, client certificates, TokenReview,
-//!    SubjectAccessReview), [`observe`] (counts, times and logs every request), [`limits`]
-//!    (requests in flight and timeouts), [`health`]; [`admission`] (the cluster's
+//!    SubjectAccessReview), [`audit`] (the audit policy and log, and the middleware that runs
+//!    authentication, auditing and authorization in the kube-apiserver's order), [`observe`]
+//!    (counts, times and logs every request), [`limits`] (requests in flight and timeouts),
+//!    [`health`]; [`admission`] (the cluster's
 //!    admission webhooks: their configurations, which ones a write calls, and the calls, behind
 //!    the registry's [`machinery::admission::Admission`]); [`pods`] (the Pod cache that feeds
 //!    FarmPods); [`namespaces`] (the Namespace cache behind the lifecycle of creates and the
 //!    webhooks' `namespaceSelector`); [`tls`], [`kubeconfig`], [`certs`], [`config`].
-//! 6. [`server`] wires everything: TLS, authentication, the storage factory (the configured
-//!    backend, a store per mounted resource), each resource's routes, the metric sources,
-//!    graceful shutdown; [`server::run`] takes its listener so tests can bind
-//!    port 0.
+//! 6. [`server`] wires everything: TLS, authentication and audit, the storage factory (the
+//!    configured backend, a store per mounted resource), each resource's routes, the metric
+//!    sources, graceful shutdown; [`server::run`] takes its listener so tests can bind port 0.
 //!
 //! ## Adding a resource or a subresource
 //!

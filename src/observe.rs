@@ -55,10 +55,10 @@ pub async fn observe(metrics: Arc<Metrics>, served: Arc<[&'static str]>, mut req
     let (verb, resource) = labels(&method, path, uri.query(), &served);
     let user = RequestUser::default();
     request.extensions_mut().insert(user.clone());
-    let audit_id = request.headers().get("audit-id").cloned();
+    let audit_id = request.headers().get(crate::audit::AUDIT_ID).cloned();
     let mut response = next.run(request).await;
     if let Some(id) = audit_id {
-        response.headers_mut().entry("audit-id").or_insert(id);
+        response.headers_mut().entry(crate::audit::AUDIT_ID).or_insert(id);
     }
     let elapsed = started.elapsed();
     let status = response.status();

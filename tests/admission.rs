@@ -88,15 +88,20 @@ fn llama(name: &str, weight: f64, labels: Value) -> Value {
         "metadata": {"name": name, "labels": labels}, "spec": {"weight": weight, "height": 170}})
 }
 
-/// A webhook of `kind` (`mutating` or `validating`) named `<name>.farm.example.com`, calling
-/// `path` on `service` for `operations` on llamas of both groups.
-fn entry(service: &str, port: u16, ca: &str, name: &str, path: &str, operations: &str, extra: &str) -> String {
+/// A webhook named `<name>.farm.example.com`, reached at `client` (a `service` or a `url`), for
+/// `operations` on llamas of both groups.
+fn entry(client: &str, ca: &str, name: &str, operations: &str, extra: &str) -> String {
     format!(
         "- name: {name}.farm.example.com\n  \
-           clientConfig: {{service: {{name: {service}, namespace: farm-system, path: /{path}, port: {port}}}, caBundle: {ca}}}\n  \
+           clientConfig: {{{client}, caBundle: {ca}}}\n  \
            rules: [{{apiGroups: [farm.example.com, ref.example.com], apiVersions: ['*'], operations: [{operations}], resources: [llamas]}}]\n  \
            admissionReviewVersions: [v1]\n  {extra}\n"
     )
+}
+
+/// The `clientConfig` of a webhook reached through the Service `name` of farm-system at `path`.
+fn service(name: &str, port: u16, path: &str) -> String {
+    format!("service: {{name: {name}, namespace: farm-system, path: /{path}, port: {port}}}")
 }
 
 /// A configuration of `kind` named `name` holding `webhooks`.
@@ -151,37 +156,39 @@ async fn webhooks_mutate_warn_and_refuse_llamas_as_they_do_custom_resources() {
     let (cp, farm, both, webhook) = setup().await;
     let (port, ca) = (webhook.port, webhook.ca_bundle.clone());
     let mutating = entry(
-        "webhook",
-        port,
+        &service("webhook", port, "mutate"),
         &ca,
         "label",
-        "mutate",
         "CREATE",
         "sideEffects: None\n  namespaceSelector: {matchLabels: {admission: 'on'}}\n  \
          objectSelector: {matchExpressions: [{key: skip-mutation, operator: DoesNotExist}]}",
     );
     let validating = [
         entry(
-            "webhook",
-            port,
+            &service("webhook", port, "validate"),
             &ca,
             "weight",
-            "validate",
             "CREATE, UPDATE",
             "sideEffects: None\n  namespaceSelector: {matchLabels: {admission: 'on'}}",
         ),
-        entry("webhook", port, &ca, "protect", "protect", "DELETE", "sideEffects: NoneOnDryRun"),
-        entry("webhook", port, &ca, "status", "observe", "UPDATE", "sideEffects: None")
+        entry(&service("webhook", port, "protect"), &ca, "protect", "DELETE", "sideEffects: NoneOnDryRun"),
+        entry(&service("webhook", port, "observe"), &ca, "status", "UPDATE", "sideEffects: None")
             .replace("resources: [llamas]", "resources: [llamas/status]"),
+        // Reached by `url` rather than through a Service.
+        entry(
+            &format!("url: 'https://localhost:{port}/observe'"),
+            &ca,
+            "by-url",
+            "DELETE",
+            "sideEffects: NoneOnDryRun",
+        ),
     ]
     .concat();
     // Called before the label webhook (configurations go by name), and again after it changed
     // the object, as its reinvocationPolicy asks.
     let observing = entry(
-        "webhook",
-        port,
+        &service("webhook", port, "observe"),
         &ca,
-        "observe",
         "observe",
         "CREATE",
         "sideEffects: None\n  reinvocationPolicy: IfNeeded\n  namespaceSelector: {matchLabels: {admission: 'on'}}",
@@ -277,6 +284,7 @@ async fn webhooks_mutate_warn_and_refuse_llamas_as_they_do_custom_resources() {
     let reviews = webhook.received("protect");
     compare_reviews(&reviews, "DELETE");
     assert_eq!(reviews.last().unwrap()["request"]["dryRun"], true);
+    compare_reviews(&webhook.received("observe"), "DELETE");
 
     // kubectl shows the refusal and the warning as for any resource.
     let (ok, _, stderr) =
@@ -359,11 +367,9 @@ async fn failing_slow_and_side_effect_webhooks_fail_writes_as_they_do_custom_res
     // A webhook that cannot be reached fails the write under Fail, with the same Status.
     let down = |policy: &str| {
         entry(
-            "stopped",
-            stopped_port,
+            &service("stopped", stopped_port, "validate"),
             &ca,
             "down",
-            "validate",
             "CREATE",
             &format!("sideEffects: None\n  failurePolicy: {policy}"),
         )
@@ -389,7 +395,7 @@ async fn failing_slow_and_side_effect_webhooks_fail_writes_as_they_do_custom_res
     apply(
         "ValidatingWebhookConfiguration",
         "farm-slow",
-        entry("webhook", port, &ca, "slow", "slow", "CREATE", "sideEffects: None\n  timeoutSeconds: 1"),
+        entry(&service("webhook", port, "slow"), &ca, "slow", "CREATE", "sideEffects: None\n  timeoutSeconds: 1"),
     );
     until_both_answer(&both, "wild", &llama("probe", 1.0, json!({})), 500).await;
     let started = Instant::now();
@@ -401,7 +407,7 @@ async fn failing_slow_and_side_effect_webhooks_fail_writes_as_they_do_custom_res
     cp.must(&["delete", "validatingwebhookconfiguration", "farm-slow"], None);
 
     // A webhook with side effects (sideEffects: Unknown, only v1beta1 allows it) refuses dry runs.
-    let unknown = entry("webhook", port, &ca, "effects", "validate", "CREATE", "sideEffects: Unknown");
+    let unknown = entry(&service("webhook", port, "validate"), &ca, "effects", "CREATE", "sideEffects: Unknown");
     cp.must(
         &["apply", "-f", "-"],
         Some(&configuration(

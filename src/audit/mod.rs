@@ -37,7 +37,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The header carrying a request's audit ID, both ways.
-const AUDIT_ID: &str = "audit-id";
+pub const AUDIT_ID: &str = "audit-id";
 
 /// How many event lines may wait for the writer.
 const QUEUE: usize = 10_000;

@@ -1,6 +1,7 @@
 //! An admission webhook server written for the tests: HTTPS on a loopback port with its own CA
 //! (for the configurations' `caBundle`), its certificate naming `webhook.farm-system.svc`, the
-//! Service name the kube-apiserver and farm-apiserver both verify. It records every review it
+//! Service name the kube-apiserver and farm-apiserver both verify, and `localhost`, for `url`
+//! webhooks. It records every review it
 //! receives and answers by path:
 //!
 //! - `/validate`: refuses llamas heavier than 500 kg; warns about those over 400 kg;
@@ -85,7 +86,8 @@ async fn review(State(reviews): State<Received>, Path(path): Path<String>, Json(
 
 /// Starts the server on a free loopback port.
 pub async fn start() -> WebhookServer {
-    let certs = farm_apiserver::tls::generate("webhook-ca", &["webhook.farm-system.svc".into()]).unwrap();
+    let names = ["webhook.farm-system.svc".to_string(), "localhost".to_string()];
+    let certs = farm_apiserver::tls::generate("webhook-ca", &names).unwrap();
     let chain: Vec<_> = rustls_pemfile::certs(&mut certs.cert_pem.as_bytes()).collect::<Result<_, _>>().unwrap();
     let key = rustls_pemfile::private_key(&mut certs.key_pem.as_bytes()).unwrap().unwrap();
     let config = rustls::ServerConfig::builder_with_provider(farm_apiserver::tls::provider())
