@@ -4,10 +4,10 @@
 #![allow(dead_code, reason = "each target uses its own part of this module")]
 
 use farm_apiserver::api::decode::{decode_object, parse_json};
-use farm_apiserver::machinery::error::{Error, FieldError};
 use farm_apiserver::api::query::FieldValidation;
-use farm_apiserver::machinery::validation::object_meta;
+use farm_apiserver::machinery::error::{Error, FieldError};
 use farm_apiserver::machinery::strategy::Strategy;
+use farm_apiserver::machinery::validation::object_meta;
 use farm_apiserver::resources::llama::Llama;
 use serde_json::{Value, json};
 
