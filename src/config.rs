@@ -133,8 +133,9 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_ETCD_COMPACTION_INTERVAL_SECONDS", default_value_t = 300)]
     pub etcd_compaction_interval_seconds: u64,
 
-    /// Memory storage: events each resource keeps for watches and paged or exact lists; older
-    /// resourceVersions get 410. (With etcd, the history is etcd's, up to its last compaction.)
+    /// Events each resource keeps in memory for watches and paged or exact lists (with etcd, in
+    /// its watch cache); older resourceVersions get 410 (with etcd, paged and exact lists older
+    /// than the window read etcd's history, up to its last compaction).
     #[arg(long, env = "FARM_WATCH_HISTORY_SIZE", default_value_t = 10_000)]
     pub watch_history_size: usize,
 

@@ -10,6 +10,7 @@ use common::{Server, WatchStream, assert_status, event_summary, get_json, llama,
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 async fn replicas(etcd: &Etcd, n: usize) -> Vec<Server> {
@@ -100,6 +101,78 @@ async fn a_write_through_one_replica_is_served_by_the_others() {
     assert_eq!(event_summary(&gone), ("DELETED".into(), "dolly".into()));
     assert_eq!(event_summary(&watch_a.next().await.unwrap()), ("DELETED".into(), "dolly".into()));
     assert_eq!(get_json(b, &llama_path("default", "dolly")).await.0, 404);
+}
+
+/// Merge-patches `weight` into the llama `counter` through `s`.
+async fn set_weight(s: &Server, weight: usize) {
+    let r = s
+        .client
+        .patch(s.url(&llama_path("default", "counter")))
+        .header("content-type", "application/merge-patch+json")
+        .body(format!(r#"{{"spec":{{"weight":{weight}}}}}"#))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+}
+
+/// Writes llamas with a 200 KiB annotation to `collection` until `stop`.
+async fn write_large_llamas(client: reqwest::Client, collection: String, writer: usize, stop: Arc<AtomicBool>) {
+    let mut body = llama(&format!("large-{writer}"), 1.0, 1.0);
+    body["metadata"]["annotations"] = json!({"filler": "x".repeat(200 * 1024)});
+    let r = client.post(&collection).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    body = r.json().await.unwrap();
+    let item = format!("{collection}/large-{writer}");
+    for round in 1.. {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        body["spec"]["weight"] = json!(1 + round % 100);
+        let r = client.put(&item).json(&body).send().await.unwrap();
+        let code = r.status();
+        body = r.json().await.unwrap();
+        assert_eq!(code, 200, "{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_reads_through_another_replica_see_every_acknowledged_write() {
+    // B serves reads from its watch cache, which follows etcd a little behind A's writes: a
+    // read that did not wait for the cache to catch up would see an older weight.
+    let etcd = Etcd::start();
+    let servers = replicas(&etcd, 2).await;
+    let (a, b) = (&servers[0], &servers[1]);
+    // Watchers before any write: a consistent watch is served by the cache from the start.
+    let mut watchers = Vec::new();
+    for _ in 0..20 {
+        watchers.push(WatchStream::open(b, &format!("{}?watch=true", llamas("other"))).await);
+    }
+    let r = a.client.post(a.url(&llamas("default"))).json(&llama("counter", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    // Large writes through A keep B's watch cache busy, so it runs behind.
+    let stop = Arc::new(AtomicBool::new(false));
+    let noise: Vec<_> = (0..4)
+        .map(|i| tokio::spawn(write_large_llamas(a.client.clone(), a.url(&llamas("noise")), i, stop.clone())))
+        .collect();
+    let (one, all) = (llama_path("default", "counter"), llamas("default"));
+    for weight in 2..=300 {
+        set_weight(a, weight).await;
+        let (get, list) = tokio::join!(get_json(b, &one), get_json(b, &all));
+        assert_eq!(get.1["spec"]["weight"], weight as f64, "a GET through B after write {weight}");
+        assert_eq!(weights(&list.1)["counter"], weight as f64, "a LIST through B after write {weight}");
+        let list_revision: u64 = list.1["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+        assert!(list_revision >= rv(&get.1), "the list is at or after the object's revision");
+    }
+    stop.store(true, Ordering::Relaxed);
+    for writer in noise {
+        writer.await.unwrap();
+    }
+    // Twenty watchers through B (and the writes through A) hold one etcd watch per replica.
+    for s in [a, b] {
+        assert_eq!(s.scrape().await["farm_apiserver_storage_watches{resource=\"llamas\"}"], 1.0);
+    }
+    drop(watchers);
 }
 
 /// GET, add one, PUT with the resourceVersion read; retry on 409. Returns the increments made.
@@ -213,8 +286,7 @@ async fn an_etcd_outage_makes_replicas_unready_and_they_recover_by_themselves() 
     assert_eq!(event_summary(&watch.next().await.unwrap()), ("ADDED".into(), "before".into()));
 
     etcd.stop();
-    // The watch ends (the client re-watches); readiness fails within a probe or two.
-    assert!(watch.next_within(Duration::from_secs(20)).await.is_none(), "the watch ends when etcd goes");
+    // Readiness fails within a probe or two; the watch stays open on the watch cache.
     let body = readyz_becomes(&s, 500, Duration::from_secs(10)).await;
     assert!(body.contains("[-]etcd failed"), "{body}");
     for request in [
@@ -235,19 +307,28 @@ async fn an_etcd_outage_makes_replicas_unready_and_they_recover_by_themselves() 
     assert_eq!(r.status(), 201);
     let (_, list) = get_json(&s, &llamas("default")).await;
     assert_eq!(weights(&list).keys().collect::<Vec<_>>(), ["after", "before"], "nothing lost, nothing half-written");
+    // The watch cache re-watched etcd from where it was: the watch opened before the outage goes on.
+    let event = watch.next_within(Duration::from_secs(10)).await.expect("the watch outlives the outage");
+    assert_eq!(event_summary(&event), ("ADDED".into(), "after".into()));
 }
 
 #[tokio::test]
 async fn replicas_compact_the_history_so_old_revisions_expire() {
     let etcd = Etcd::start();
     let prefix = unique_prefix();
-    let flags = ["--etcd-compaction-interval-seconds", "1"];
+    // A watch cache window of two events: older exact reads go to etcd's history.
+    let flags = ["--etcd-compaction-interval-seconds", "1", "--watch-history-size", "2"];
     let a = Server::start_on_etcd(&etcd, &prefix, &flags).await;
     let _b = Server::start_on_etcd(&etcd, &prefix, &flags).await;
     let r = a.client.post(a.url(&llamas("default"))).json(&llama("old", 1.0, 1.0)).send().await.unwrap();
     let old = rv(&r.json().await.unwrap());
     let exact = format!("{}?resourceVersion={old}&resourceVersionMatch=Exact", llamas("default"));
     assert_eq!(get_json(&a, &exact).await.0, 200, "readable before a compaction");
+    for name in ["n1", "n2", "n3"] {
+        let r = a.client.post(a.url(&llamas("default"))).json(&llama(name, 1.0, 1.0)).send().await.unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    assert_eq!(get_json(&a, &exact).await.0, 200, "beyond the cache's window, read from etcd's history");
     // A compaction targets the revision seen one interval earlier: within a few intervals the
     // creation's revision is gone.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);

@@ -225,8 +225,9 @@ async fn get<K: Strategy>(
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let resource_version = super::query::resource_version(&query)?;
     registry.ensure_ready().await?;
-    let object = registry.get(&namespace, &name).await?;
+    let object = registry.get_at(&namespace, &name, resource_version).await?;
     render_object(object.as_ref(), representation, &query, (StatusCode::OK, Served::Read), &[])
 }
 

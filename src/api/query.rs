@@ -190,6 +190,17 @@ mod tests {
     }
 }
 
+/// `resourceVersion` of a read: `None` when unset or empty, `Some(0)` for "0"; 400 when it is not
+/// a revision.
+pub fn resource_version(query: &Query) -> Result<Option<u64>> {
+    match query.get("resourceVersion") {
+        None | Some("") => Ok(None),
+        Some(raw) => {
+            raw.parse::<u64>().map(Some).map_err(|_| Error::BadRequest(format!("invalid resource version: {raw:?}")))
+        }
+    }
+}
+
 /// `resourceVersionMatch`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResourceVersionMatch {
@@ -257,12 +268,7 @@ impl ListOptions {
         };
         let limit = number("limit")?.filter(|l| *l > 0).map(|l| l as usize);
         let timeout_seconds = number("timeoutSeconds")?.filter(|t| *t > 0).map(|t| t as u64);
-        let resource_version = match query.get("resourceVersion") {
-            None | Some("") => None,
-            Some(raw) => {
-                Some(raw.parse::<u64>().map_err(|_| Error::BadRequest(format!("invalid resource version: {raw:?}")))?)
-            }
-        };
+        let resource_version = resource_version(query)?;
         let watch = query.flag("watch")?;
         let allow_watch_bookmarks = query.flag("allowWatchBookmarks")?;
         let send_initial_events = match query.get("sendInitialEvents") {

@@ -282,13 +282,14 @@ impl<K: Strategy> Registry<K> {
                 (token.revision.map(ReadAt::Exact).unwrap_or(ReadAt::Latest), Some(token.after))
             }
             None => match (options.resource_version, options.resource_version_match) {
-                (None | Some(0), _) => (ReadAt::Latest, None),
+                (None, _) => (ReadAt::Latest, None),
+                (Some(0), _) => (ReadAt::Any, None),
                 (Some(rv), Some(ResourceVersionMatch::Exact)) => (ReadAt::Exact(rv), None),
                 // Without a match, a paged list at a resourceVersion is exact (legacy semantics).
                 (Some(rv), None) if options.limit.is_some() => (ReadAt::Exact(rv), None),
                 (Some(rv), _) => {
                     self.wait_for_revision(rv).await?;
-                    (ReadAt::Latest, None)
+                    (ReadAt::Any, None)
                 }
             },
         };
@@ -323,6 +324,22 @@ impl<K: Strategy> Registry<K> {
     /// One object; 404 when absent.
     pub async fn get(&self, namespace: &str, name: &str) -> Result<Arc<Stored<K>>> {
         self.store.get(&ObjectKey::new(namespace, name)).await?.ok_or_else(|| Self::not_found(name))
+    }
+
+    /// One object as a GET with `resourceVersion` reads it: the latest state when unset, any
+    /// state for "0", a state at least as new as the given one otherwise; 404 when absent.
+    pub async fn get_at(&self, namespace: &str, name: &str, resource_version: Option<u64>) -> Result<Arc<Stored<K>>> {
+        let key = ObjectKey::new(namespace, name);
+        let found = match resource_version {
+            None => self.store.get(&key).await?,
+            Some(rv) => {
+                if rv > 0 {
+                    self.wait_for_revision(rv).await?;
+                }
+                self.store.get_any(&key).await?
+            }
+        };
+        found.ok_or_else(|| Self::not_found(name))
     }
 
     /// Creates `object` in `namespace` (the request path's).

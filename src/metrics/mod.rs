@@ -87,6 +87,8 @@ pub struct Metrics {
     pub storage_objects: Family<ResourceLabel, Gauge>,
     /// Events held for watches and paging (memory storage), by resource.
     pub watch_history: Family<ResourceLabel, Gauge>,
+    /// Watches held open on etcd, by resource.
+    pub storage_watches: Family<ResourceLabel, Gauge>,
     /// 1 when the Pod cache has synced with the cluster.
     pub pod_cache_synced: Gauge,
     /// FarmPods in the cache.
@@ -159,6 +161,7 @@ impl Metrics {
             watchers_dropped: Family::default(),
             storage_objects: Family::default(),
             watch_history: Family::default(),
+            storage_watches: Family::default(),
             pod_cache_synced: Gauge::default(),
             pod_cache_objects: Gauge::default(),
             pod_cache_last_event_age: FloatGauge::default(),
@@ -212,6 +215,11 @@ impl Metrics {
             "farm_apiserver_watch_history_events",
             "Events kept in memory for watches, paging and exact reads, by resource",
             self.watch_history.clone(),
+        );
+        registry.register(
+            "farm_apiserver_storage_watches",
+            "Watches held open on etcd, by resource: one per resource (the watch cache's), whatever the number of watchers",
+            self.storage_watches.clone(),
         );
     }
 

@@ -34,6 +34,9 @@ impl<K: ApiResource> Source for StoreSize<K> {
                 if let Some(history) = stats.history {
                     metrics.watch_history.get_or_create(&label).set(i64::try_from(history).unwrap_or(i64::MAX));
                 }
+                if let Some(watches) = stats.storage_watches {
+                    metrics.storage_watches.get_or_create(&label).set(i64::try_from(watches).unwrap_or(i64::MAX));
+                }
             }
             // Storage unreachable: the last value stays; readiness and request errors say why.
             Err(error) => tracing::debug!(%error, resource = K::INFO.plural, "no store sizes for this scrape"),

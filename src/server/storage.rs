@@ -1,12 +1,12 @@
 //! The storage factory, after k8s.io/apiserver's `StorageFactory`: the configured backend is set
 //! up once (memory, or etcd with its connection, readiness check and compactor), then gives
-//! every resource mounted from it a store of its own type.
+//! every resource mounted from it a store of its own type (over etcd, behind a watch cache).
 
 use super::StartError;
 use crate::config::{ServeArgs, StorageKind};
 use crate::health::Health;
 use crate::machinery::resource::ApiResource;
-use crate::store::etcd::{self, EtcdStore, client::EtcdClient, connection::EtcdConfig};
+use crate::store::etcd::{self, EtcdStore, cache::WatchCache, client::EtcdClient, connection::EtcdConfig};
 use crate::store::{Revision, Store, memory::MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,10 @@ pub enum StorageFactory {
         client: Box<EtcdClient>,
         /// The key prefix of this server's objects.
         prefix: String,
+        /// Events each watch cache keeps.
+        history: usize,
+        /// Stops the watch caches.
+        stopping: tokio_util::sync::CancellationToken,
     },
 }
 
@@ -59,14 +63,23 @@ impl StorageFactory {
             etcd::compactor::start(client.clone(), clock, interval, stopping.clone());
         }
         let health = health.with_required("etcd", Arc::new(move || etcd_health.check()));
-        Ok((Self::Etcd { client: Box::new(client), prefix: config.prefix }, health))
+        let etcd = Self::Etcd {
+            client: Box::new(client),
+            prefix: config.prefix,
+            history: args.watch_history_size,
+            stopping: stopping.clone(),
+        };
+        Ok((etcd, health))
     }
 
     /// A store of `K` in this backend.
     pub fn store<K: ApiResource>(&self) -> Arc<dyn Store<K>> {
         match self {
             Self::Memory { revision, history } => Arc::new(MemoryStore::<K>::new(revision.clone(), *history)),
-            Self::Etcd { client, prefix } => Arc::new(EtcdStore::<K>::new((**client).clone(), prefix)),
+            Self::Etcd { client, prefix, history, stopping } => {
+                let etcd = EtcdStore::<K>::new((**client).clone(), prefix);
+                Arc::new(WatchCache::start(etcd, *history, stopping))
+            }
         }
     }
 }

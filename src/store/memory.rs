@@ -185,6 +185,21 @@ impl<K: ApiResource> MemoryStore<K> {
         self.published.advance_to(revision);
     }
 
+    /// Starts over from `objects`, listed at `revision`, with no history: reads and watches
+    /// before `revision` get 410, and every subscriber is told the storage's watch ended (a
+    /// watch cache that lost events it cannot replay, so its watchers re-watch or re-list).
+    pub fn reset(&self, objects: Vec<Arc<Stored<K>>>, revision: u64) {
+        let mut state = self.state.write();
+        state.objects = objects.into_iter().map(|o| (ObjectKey::of(o.object()), o)).collect();
+        state.history.clear();
+        state.compacted = revision;
+        for subscriber in state.subscribers.drain(..) {
+            subscriber.closing.set(CloseReason::StorageWatchEnded);
+        }
+        self.revision.advance_to(revision);
+        self.published.advance_to(revision);
+    }
+
     /// Replaces the whole content with `objects`, as listed at `revision` (each object carrying
     /// its own resourceVersion): changed and new objects become events at their own revisions,
     /// in order, and objects gone become deletions at `revision`.
@@ -232,6 +247,7 @@ impl<K: ApiResource> MemoryStore<K> {
         let state = self.state.read();
         let current = self.revision.current();
         let ReadAt::Exact(revision) = at else {
+            // Latest and Any: a memory store has nothing older at hand.
             let items = state.objects_in(namespace).into_iter().map(|(_, v)| v).collect();
             return Ok(Listing { items, revision: current });
         };
@@ -357,7 +373,7 @@ impl<K: ApiResource> MemoryStore<K> {
     /// See [`Store::stats`].
     pub fn stats(&self) -> StoreStats {
         let state = self.state.read();
-        StoreStats { objects: state.objects.len(), history: Some(state.history.len()) }
+        StoreStats { objects: state.objects.len(), history: Some(state.history.len()), storage_watches: None }
     }
 
     /// See [`Store::revision`]: every event up to it has been published.

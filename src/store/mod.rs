@@ -104,8 +104,11 @@ pub struct Event<K> {
 /// Which state a read is served from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadAt {
-    /// The latest state.
+    /// The latest state: every write acknowledged before the read is in it.
     Latest,
+    /// Any state the store has at hand, at least as new as every revision the caller waited
+    /// for with [`Store::revision`] (`resourceVersion=0`, or a `NotOlderThan` read after waiting).
+    Any,
     /// The state exactly at this revision (from the event history); 410 beyond the history.
     Exact(u64),
 }
@@ -195,6 +198,11 @@ pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'stat
     /// The object at `key`, if any, as of now (a linearizable read).
     async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>>;
 
+    /// The object at `key` in any state the store has at hand ([`ReadAt::Any`]).
+    async fn get_any(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
+        self.get(key).await
+    }
+
     /// Every object, or those of one namespace, at one consistent revision.
     async fn list(&self, namespace: Option<&str>) -> Result<Listing<K>> {
         self.list_at(namespace, ReadAt::Latest).await
@@ -245,6 +253,8 @@ pub struct StoreStats {
     pub objects: usize,
     /// Events held for watches and paging, for a store that keeps its own history.
     pub history: Option<usize>,
+    /// Watches the store holds open on its storage (etcd), for a store that has any.
+    pub storage_watches: Option<usize>,
 }
 
 /// The global revision counter shared by every store of a server.

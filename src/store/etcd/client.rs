@@ -7,6 +7,8 @@ use super::grpc::etcdserverpb::{
     TxnResponse, WatchCreateRequest, WatchRequest, WatchResponse, compare, kv_client::KvClient, request_op,
     watch_client::WatchClient, watch_request,
 };
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -81,7 +83,7 @@ impl EtcdClient {
         requests.try_send(create).map_err(|_| Status::internal("the new watch's request channel is full"))?;
         let responses =
             self.watch.clone().watch(tokio_stream::wrappers::ReceiverStream::new(receiver)).await?.into_inner();
-        Ok(WatchStream { _requests: requests, responses })
+        Ok(WatchStream { _requests: requests, responses, _open: None })
     }
 }
 
@@ -90,9 +92,27 @@ pub struct WatchStream {
     /// Keeps the request half open: etcd ends the watch when it closes.
     _requests: mpsc::Sender<WatchRequest>,
     responses: Streaming<WatchResponse>,
+    /// Counts this watch among its owner's open watches until dropped.
+    _open: Option<OpenWatch>,
+}
+
+/// One open watch in a counter, removed when dropped.
+struct OpenWatch(Arc<AtomicUsize>);
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl WatchStream {
+    /// This watch, counted in `open` for as long as it lives.
+    pub fn counted(mut self, open: Arc<AtomicUsize>) -> Self {
+        open.fetch_add(1, Ordering::Relaxed);
+        self._open = Some(OpenWatch(open));
+        self
+    }
+
     /// The next response; `None` when etcd ended the stream.
     pub async fn message(&mut self) -> Result<Option<WatchResponse>, Status> {
         self.responses.message().await

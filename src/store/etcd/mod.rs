@@ -6,13 +6,18 @@
 //! - update and delete read the object, run the caller's decision, and commit it in a
 //!   transaction "the mod revision is still the one read", retrying on the newer object when
 //!   another writer (another replica) won, as `GuaranteedUpdate` does;
+//! - every write also puts the resource's *write marker*, the key `<prefix>/<plural>/` itself, in
+//!   the same transaction: the marker's mod revision is always the revision of the resource's
+//!   latest write, which is what a consistent read from the watch cache waits for ([`cache`]);
 //! - get and lists at the latest revision are linearizable reads; lists at an exact revision
 //!   (paging, `resourceVersionMatch=Exact`) read etcd's history at it; a page reads from its
 //!   continue key on, only as far as its limit needs; reads and watches before etcd's last
 //!   compaction get 410;
-//! - every watcher has its own etcd watch from its revision, with the previous values, so each
-//!   sees every event in order with no gap, whatever replica wrote it.
+//! - a watch of this store alone is an etcd watch of its own, from its revision, with the
+//!   previous values; the server puts a [`cache::WatchCache`] in front, which holds one etcd
+//!   watch per resource and serves every watcher from it.
 
+pub mod cache;
 pub mod client;
 pub mod compactor;
 pub mod connection;
@@ -30,6 +35,7 @@ use grpc::etcdserverpb::{RangeRequest, ResponseHeader, WatchCreateRequest};
 use grpc::mvccpb::{KeyValue, event::EventType as EtcdEventType};
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 
 /// How many objects one etcd range request of a list reads at most.
@@ -38,27 +44,106 @@ const LIST_CHUNK: usize = 1000;
 /// Objects of one resource type, in etcd.
 pub struct EtcdStore<K> {
     client: EtcdClient,
-    /// `<prefix>/<plural>/`: every key of this resource starts with it.
+    /// `<prefix>/<plural>/`: every key of this resource starts with it, and the key itself is
+    /// the write marker.
     prefix: String,
+    /// The etcd watches this store holds open, for the `farm_apiserver_storage_watches` metric.
+    watches: Arc<AtomicUsize>,
     _kind: PhantomData<fn() -> K>,
+}
+
+/// The resource's latest write as etcd knew it at one linearizable read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatestWrite {
+    /// The write marker's mod revision: the revision of the latest write of the resource
+    /// (`None` before its first write).
+    pub marker: Option<u64>,
+    /// etcd's revision at the read: no write of the resource happened after `marker` up to it.
+    pub revision: u64,
 }
 
 impl<K: ApiResource> EtcdStore<K> {
     /// A store of `K` under `prefix` (without a trailing slash) in the etcd `client` talks to.
     pub fn new(client: EtcdClient, prefix: &str) -> Self {
-        Self { client, prefix: format!("{}/{}/", prefix.trim_end_matches('/'), K::INFO.plural), _kind: PhantomData }
+        Self {
+            client,
+            prefix: format!("{}/{}/", prefix.trim_end_matches('/'), K::INFO.plural),
+            watches: Arc::default(),
+            _kind: PhantomData,
+        }
     }
 
     fn key(&self, key: &ObjectKey) -> String {
         format!("{}{}/{}", self.prefix, key.namespace, key.name)
     }
 
-    /// The key prefix of one namespace, or of all.
+    /// The key prefix of one namespace, or of all (which also holds the write marker).
     fn range(&self, namespace: Option<&str>) -> String {
         match namespace {
             Some(ns) => format!("{}{ns}/", self.prefix),
             None => self.prefix.clone(),
         }
+    }
+
+    /// The first key and the end of the objects of one namespace, or of all: the write marker
+    /// sorts first and is not an object.
+    fn span(&self, namespace: Option<&str>) -> (Vec<u8>, Vec<u8>) {
+        let range = self.range(namespace);
+        let end = prefix_end(&range);
+        let mut start = range.into_bytes();
+        if namespace.is_none() {
+            start.push(0);
+        }
+        (start, end)
+    }
+
+    /// The write marker put by every write's transaction.
+    fn marker_op(&self) -> grpc::etcdserverpb::RequestOp {
+        put_op(self.prefix.clone(), Vec::new())
+    }
+
+    /// The object key of an etcd key of this store; `None` for the write marker (or a key that
+    /// is not an object's).
+    fn object_key(&self, key: &[u8]) -> Option<ObjectKey> {
+        let rest = std::str::from_utf8(key.strip_prefix(self.prefix.as_bytes())?).ok()?;
+        let (namespace, name) = rest.split_once('/')?;
+        Some(ObjectKey::new(namespace, name))
+    }
+
+    /// The etcd watches this store holds open.
+    pub fn watches(&self) -> usize {
+        self.watches.load(Ordering::Relaxed)
+    }
+
+    /// The revision of the resource's latest write and etcd's current revision, read at once
+    /// (linearizable).
+    pub async fn latest_write(&self) -> Result<LatestWrite> {
+        let response = self.client.get(self.prefix.as_bytes()).await.map_err(api_error)?;
+        let revision = header_revision(response.header.as_ref())?;
+        let marker = response.kvs.first().map(|kv| revision_of(kv.mod_revision));
+        Ok(LatestWrite { marker, revision })
+    }
+
+    /// Puts the write marker if it is missing (objects written before markers existed): from
+    /// then on a consistent read waits for a state that includes them.
+    pub async fn ensure_marker(&self) -> Result<()> {
+        let absent = create_revision_is(self.prefix.clone(), 0);
+        self.client.txn(vec![absent], vec![self.marker_op()], Vec::new()).await.map_err(api_error)?;
+        Ok(())
+    }
+
+    /// An etcd watch of every key of the resource (the marker too) after `revision`, without
+    /// previous values, counted in [`EtcdStore::watches`] while it lives.
+    async fn watch_everything(&self, revision: u64, prev_kv: bool) -> Result<WatchStream> {
+        let request = WatchCreateRequest {
+            range_end: prefix_end(&self.prefix),
+            key: self.prefix.clone().into_bytes(),
+            start_revision: etcd_revision(revision.saturating_add(1))?,
+            prev_kv,
+            ..Default::default()
+        };
+        let stream = self.client.watch(request).await.map_err(api_error)?;
+        Ok(stream.counted(self.watches.clone()))
     }
 }
 
@@ -76,7 +161,7 @@ fn revision_of(value: i64) -> u64 {
 /// The revision a read at `at` asks etcd for: 0 for the latest.
 fn read_revision(at: ReadAt) -> Result<u64> {
     match at {
-        ReadAt::Latest => Ok(0),
+        ReadAt::Latest | ReadAt::Any => Ok(0),
         ReadAt::Exact(0) => Err(Error::BadRequest("resourceVersion 0 cannot be read exactly".into())),
         ReadAt::Exact(revision) => Ok(revision),
     }
@@ -118,18 +203,15 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
 
 impl<K: ApiResource> EtcdStore<K> {
     /// The object at `key` with its mod revision, read now.
-    async fn read(&self, key: &str) -> Result<Option<(Arc<Stored<K>>, i64)>> {
+    async fn read(&self, key: &str) -> Result<Option<Current<K>>> {
         let response = self.client.get(key).await.map_err(api_error)?;
-        match response.kvs.first() {
-            Some(kv) => Ok(Some((Arc::new(Stored::new(decode(kv)?)), kv.mod_revision))),
-            None => Ok(None),
-        }
+        response.kvs.first().map(Current::read).transpose()
     }
 
     /// 410 when `revision` is older than etcd's last compaction.
     async fn ensure_readable(&self, namespace: Option<&str>, revision: u64) -> Result<()> {
         let at = etcd_revision(revision)?;
-        // A read of one (absent) key at the revision fails the same way a range would.
+        // A read of one key at the revision fails the same way a range would.
         let read = RangeRequest { key: self.range(namespace).into_bytes(), revision: at, ..Default::default() };
         self.client.range(read).await.map_err(api_error)?;
         Ok(())
@@ -139,7 +221,7 @@ impl<K: ApiResource> EtcdStore<K> {
 #[async_trait::async_trait]
 impl<K: ApiResource> Store<K> for EtcdStore<K> {
     async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
-        Ok(self.read(&self.key(key)).await?.map(|(object, _)| object))
+        Ok(self.read(&self.key(key)).await?.map(|current| current.object))
     }
 
     async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
@@ -150,15 +232,14 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     }
 
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
-        let range = self.range(request.namespace);
-        let end = prefix_end(&range);
+        let (first, end) = self.span(request.namespace);
         let mut start = match request.after {
             Some(after) => {
                 let mut key = self.key(after).into_bytes();
                 key.push(0);
                 key
             }
-            None => range.into_bytes(),
+            None => first,
         };
         let mut at = etcd_revision(read_revision(request.at)?)?;
         // One more than the limit tells whether more follow.
@@ -212,7 +293,6 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     }
 
     async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
-        let range = self.range(namespace);
         let (snapshot, revision) = match from {
             WatchFrom::Now => {
                 let listing = self.list_at(namespace, ReadAt::Latest).await?;
@@ -223,19 +303,25 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 (Vec::new(), revision)
             }
         };
-        let start = etcd_revision(revision.saturating_add(1))?;
-        let request = WatchCreateRequest {
-            range_end: prefix_end(&range),
-            key: range.into_bytes(),
-            start_revision: start,
-            prev_kv: true,
-            ..Default::default()
+        let stream = match namespace {
+            None => self.watch_everything(revision, true).await?,
+            Some(_) => {
+                let range = self.range(namespace);
+                let request = WatchCreateRequest {
+                    range_end: prefix_end(&range),
+                    key: range.into_bytes(),
+                    start_revision: etcd_revision(revision.saturating_add(1))?,
+                    prev_kv: true,
+                    ..Default::default()
+                };
+                self.client.watch(request).await.map_err(api_error)?.counted(self.watches.clone())
+            }
         };
-        let stream = self.client.watch(request).await.map_err(api_error)?;
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         let progress = Progress::at(revision);
         let closing = Closing::default();
-        tokio::spawn(forward::<K>(stream, sender, progress.clone(), closing.clone()));
+        let marker = self.prefix.clone().into_bytes();
+        tokio::spawn(forward::<K>(stream, marker, sender, progress.clone(), closing.clone()));
         Ok(Subscription { snapshot, replay: Vec::new(), revision, receiver, progress, closing })
     }
 
@@ -249,8 +335,8 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             };
         }
         let absent = create_revision_is(path.clone(), 0);
-        let response =
-            self.client.txn(vec![absent], vec![put_op(path, encode(&object)?)], Vec::new()).await.map_err(api_error)?;
+        let writes = vec![put_op(path, encode(&object)?), self.marker_op()];
+        let response = self.client.txn(vec![absent], writes, Vec::new()).await.map_err(api_error)?;
         if !response.succeeded {
             return Err(exists());
         }
@@ -258,12 +344,57 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     }
 
     async fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>> {
+        self.mutate_from(key, None, dry_run, update).await
+    }
+
+    async fn stats(&self) -> Result<StoreStats> {
+        let (key, range_end) = self.span(None);
+        let count = RangeRequest { key, range_end, count_only: true, ..Default::default() };
+        let response = self.client.range(count).await.map_err(api_error)?;
+        Ok(StoreStats {
+            objects: usize::try_from(response.count).unwrap_or_default(),
+            history: None,
+            storage_watches: Some(self.watches()),
+        })
+    }
+
+    async fn revision(&self) -> Result<u64> {
+        // Any read answers with etcd's current revision.
+        Ok(self.latest_write().await?.revision)
+    }
+}
+
+impl<K: ApiResource> EtcdStore<K> {
+    /// [`Store::mutate`], deciding first on `cached` (a copy of the object that may be stale)
+    /// when given, which saves reading the object from etcd: the transaction commits only if
+    /// that copy is still the stored object. A decision that does not commit (no change, an
+    /// error, a dry run) is made again on the object read from etcd, so a stale copy never
+    /// decides an answer.
+    pub async fn mutate_from(
+        &self,
+        key: &ObjectKey,
+        cached: Option<Arc<Stored<K>>>,
+        dry_run: bool,
+        update: &mut UpdateFn<'_, K>,
+    ) -> Result<Committed<K>> {
         let path = self.key(key);
         let not_found = || Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() };
-        let (mut current, mut read_at) = self.read(&path).await?.ok_or_else(not_found)?;
+        let cached = cached.filter(|_| !dry_run).and_then(|object| {
+            let revision = object.meta().resource_version.as_deref()?.parse().ok()?;
+            Some(Current { object, revision, cached: true })
+        });
+        let mut current = match cached {
+            Some(cached) => cached,
+            None => self.read(&path).await?.ok_or_else(not_found)?,
+        };
         loop {
-            let (object, deleted) = match update(&current)? {
-                Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
+            let decision = update(&current.object);
+            if current.cached && !matches!(decision, Ok(Mutation::Put(_) | Mutation::Delete(_))) {
+                current = self.read(&path).await?.ok_or_else(not_found)?;
+                continue;
+            }
+            let (object, deleted) = match decision? {
+                Mutation::Unchanged => return Ok(Committed { object: current.object, deleted: false }),
                 Mutation::Put(object) => (object, false),
                 Mutation::Delete(object) => (object, true),
             };
@@ -271,40 +402,35 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 return Ok(Committed { object: Arc::new(Stored::new(object)), deleted });
             }
             let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&object)?) };
-            let unchanged = mod_revision_is(path.clone(), read_at);
-            let response =
-                self.client.txn(vec![unchanged], vec![write], vec![get_op(path.clone())]).await.map_err(api_error)?;
+            let unchanged = mod_revision_is(path.clone(), current.revision);
+            let response = self
+                .client
+                .txn(vec![unchanged], vec![write, self.marker_op()], vec![get_op(path.clone())])
+                .await
+                .map_err(api_error)?;
             if response.succeeded {
                 return Ok(Committed { object: stamp(object, header_revision(response.header.as_ref())?), deleted });
             }
             // Another writer changed the object since it was read: decide again on its state.
-            let newer =
-                first_read(&response).and_then(|read| read.kvs.first()).map(|kv| (decode::<K>(kv), kv.mod_revision));
-            match newer {
-                Some((object, revision)) => {
-                    current = Arc::new(Stored::new(object?));
-                    read_at = revision;
-                }
+            current = match first_read(&response).and_then(|read| read.kvs.first()) {
+                Some(kv) => Current::read(kv)?,
                 None => return Err(not_found()),
-            }
+            };
         }
     }
+}
 
-    async fn stats(&self) -> Result<StoreStats> {
-        let count = RangeRequest {
-            key: self.prefix.clone().into_bytes(),
-            range_end: prefix_end(&self.prefix),
-            count_only: true,
-            ..Default::default()
-        };
-        let response = self.client.range(count).await.map_err(api_error)?;
-        Ok(StoreStats { objects: usize::try_from(response.count).unwrap_or_default(), history: None })
-    }
+/// The object an update decides on and the mod revision its transaction compares with.
+struct Current<K> {
+    object: Arc<Stored<K>>,
+    revision: i64,
+    /// A copy from the watch cache, which may be stale: only a commit proves it was not.
+    cached: bool,
+}
 
-    async fn revision(&self) -> Result<u64> {
-        // Any read answers with etcd's current revision; this key never exists.
-        let response = self.client.get(self.prefix.as_bytes()).await.map_err(api_error)?;
-        header_revision(response.header.as_ref())
+impl<K: ApiResource> Current<K> {
+    fn read(kv: &KeyValue) -> Result<Self> {
+        Ok(Self { object: Arc::new(Stored::new(decode(kv)?)), revision: kv.mod_revision, cached: false })
     }
 }
 
@@ -339,6 +465,7 @@ fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
 /// buffer ends the API watch; the client re-watches from the last revision it saw.
 async fn forward<K: ApiResource>(
     mut stream: WatchStream,
+    marker: Vec<u8>,
     sender: mpsc::Sender<Arc<Event<K>>>,
     progress: Progress,
     closing: Closing,
@@ -373,7 +500,7 @@ async fn forward<K: ApiResource>(
             ended(&closing);
             return;
         }
-        for event in &response.events {
+        for event in response.events.iter().filter(|e| e.kv.as_ref().is_none_or(|kv| kv.key != marker)) {
             let event = match event_of::<K>(event) {
                 Ok(event) => event,
                 Err(error) => {
