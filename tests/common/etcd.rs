@@ -25,6 +25,10 @@ pub struct Etcd {
     /// `http://127.0.0.1:PORT`
     pub endpoint: String,
     peer: String,
+    /// The member's name.
+    name: String,
+    /// `--initial-cluster` (`name=peer,…`); a cluster of this member alone when `None`.
+    cluster: Option<String>,
     data: PathBuf,
     /// Closing it stops etcd.
     stdin: Option<ChildStdin>,
@@ -119,6 +123,8 @@ impl Etcd {
         Self {
             endpoint: format!("{scheme}://127.0.0.1:{}", free_port()),
             peer: format!("http://127.0.0.1:{}", free_port()),
+            name: "test".into(),
+            cluster: None,
             data,
             stdin: None,
             child: None,
@@ -148,12 +154,21 @@ impl Etcd {
     }
 
     fn run(&mut self) {
-        let remove = if self._dir.is_some() { "0" } else { "1" };
-        let script = r#"etcd="$1"; data="$2"; client="$3"; peer="$4"; remove="$5"; shift 5
-"$etcd" "$@" --name test --data-dir "$data" --listen-client-urls "$client" --advertise-client-urls "$client" \
-  --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" --initial-cluster "test=$peer" \
-  --unsafe-no-fsync --log-level error >"$data.log" 2>&1 &
+        self.spawn();
+        self.wait_until_serving();
+    }
+
+    /// Starts the etcd process, without waiting for it.
+    fn spawn(&mut self) {
+        // Data the wrapper removes: the shared etcd's (no directory of its own holds it).
+        let remove = if self._dir.is_some() || self.cluster.is_some() { "0" } else { "1" };
+        let cluster = self.cluster.clone().unwrap_or_else(|| format!("{}={}", self.name, self.peer));
+        let script = r#"etcd="$1"; data="$2"; client="$3"; peer="$4"; remove="$5"; name="$6"; cluster="$7"; shift 7
+"$etcd" "$@" --name "$name" --data-dir "$data" --listen-client-urls "$client" --advertise-client-urls "$client" \
+  --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" \
+  --unsafe-no-fsync --log-level error >>"$data.log" 2>&1 &
 pid=$!
+echo "$pid" >"$data.pid"
 cat >/dev/null
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 [ "$remove" = 1 ] && rm -rf "$data" "$data.log"
@@ -161,7 +176,7 @@ exit 0"#;
         let mut child = Command::new("sh")
             .args(["-c", script, "etcd-wrapper", &etcd_path()])
             .arg(&self.data)
-            .args([&self.endpoint, &self.peer, remove])
+            .args([&self.endpoint, &self.peer, remove, &self.name, &cluster])
             .args(&self.flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -170,7 +185,6 @@ exit 0"#;
             .expect("start etcd (install it with scripts/control-plane.sh binaries, or set ETCD)");
         self.stdin = child.stdin.take();
         self.child = Some(child);
-        self.wait_until_serving();
     }
 
     fn wait_until_serving(&self) {
@@ -188,6 +202,14 @@ exit 0"#;
         if let Some(mut child) = self.child.take() {
             let _ = child.wait();
         }
+    }
+
+    /// Kills etcd with SIGKILL (no chance to step down or flush), keeping its data.
+    pub fn kill_hard(&mut self) {
+        let pid = std::fs::read_to_string(self.data.with_extension("pid")).expect("etcd's pid file");
+        let status = Command::new("kill").args(["-9", pid.trim()]).status().expect("kill");
+        assert!(status.success(), "kill -9 {pid}");
+        self.stop();
     }
 
     /// Starts etcd (again) on the same ports and data.
@@ -218,6 +240,61 @@ impl Drop for Etcd {
     }
 }
 
+/// Members of one etcd cluster on loopback, each started, stopped or killed on its own.
+pub struct EtcdCluster {
+    /// The members.
+    pub members: Vec<Etcd>,
+    _dir: tempfile::TempDir,
+}
+
+impl EtcdCluster {
+    /// Starts a cluster of `size` members.
+    pub fn start(size: usize) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut members: Vec<Etcd> = (0..size)
+            .map(|i| {
+                let mut member = Etcd::new("http", dir.path().join(format!("m{i}")), Vec::new(), None);
+                member.name = format!("m{i}");
+                member
+            })
+            .collect();
+        let cluster = members.iter().map(|m| format!("{}={}", m.name, m.peer)).collect::<Vec<_>>().join(",");
+        // A member serves clients only once the cluster has a quorum: start them all, then wait.
+        for member in &mut members {
+            member.cluster = Some(cluster.clone());
+            member.spawn();
+        }
+        for member in &members {
+            member.wait_until_serving();
+        }
+        Self { members, _dir: dir }
+    }
+
+    /// Every member's client URL, comma-separated (for `--etcd-endpoints`).
+    pub fn endpoints(&self) -> String {
+        self.members.iter().map(|m| m.endpoint.as_str()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The index of the member that is leader, once the running members agree on one.
+    pub async fn leader(&self) -> usize {
+        use farm_apiserver::store::etcd::grpc::etcdserverpb::{StatusRequest, maintenance_client::MaintenanceClient};
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            for (i, member) in self.members.iter().enumerate().filter(|(_, m)| m.child.is_some()) {
+                let Ok(endpoint) = tonic::transport::Endpoint::from_shared(member.endpoint.clone()) else { continue };
+                let Ok(channel) = endpoint.connect().await else { continue };
+                let mut client = MaintenanceClient::new(channel);
+                let Ok(status) = client.status(StatusRequest {}).await.map(|r| r.into_inner()) else { continue };
+                if status.header.is_some_and(|h| h.member_id == status.leader) {
+                    return i;
+                }
+            }
+            assert!(Instant::now() < deadline, "no etcd leader within 20 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
 /// A key prefix no other server of this test binary uses.
 pub fn unique_prefix() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -226,7 +303,13 @@ pub fn unique_prefix() -> String {
 
 /// The `serve` flags of a server storing in `etcd` under `prefix`, then `extra`.
 pub fn storage_flags(etcd: &Etcd, prefix: &str, extra: &[&str]) -> Vec<String> {
-    let mut flags = vec!["--storage", "etcd", "--etcd-endpoints", &etcd.endpoint, "--etcd-prefix", prefix];
+    storage_flags_at(&etcd.endpoint, prefix, extra)
+}
+
+/// The `serve` flags of a server storing in the etcd at `endpoints` (comma-separated) under
+/// `prefix`, then `extra`.
+pub fn storage_flags_at(endpoints: &str, prefix: &str, extra: &[&str]) -> Vec<String> {
+    let mut flags = vec!["--storage", "etcd", "--etcd-endpoints", endpoints, "--etcd-prefix", prefix];
     flags.extend(["--etcd-request-timeout-seconds", "2"]);
     // Compaction is global to an etcd: only tests that ask for it compact.
     if !extra.contains(&"--etcd-compaction-interval-seconds") {

@@ -78,7 +78,12 @@ impl Server {
 
     /// Starts a server storing Llamas in `etcd` under `prefix` (replicas share one).
     pub async fn start_on_etcd(etcd: &etcd::Etcd, prefix: &str, extra: &[&str]) -> Self {
-        let flags = etcd::storage_flags(etcd, prefix, extra);
+        Self::start_on_endpoints(&etcd.endpoint, prefix, extra).await
+    }
+
+    /// Starts a server storing Llamas under `prefix` in the etcd at `endpoints` (comma-separated).
+    pub async fn start_on_endpoints(endpoints: &str, prefix: &str, extra: &[&str]) -> Self {
+        let flags = etcd::storage_flags_at(endpoints, prefix, extra);
         let mut server = Self::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
         server.backend = Backend::Etcd;
         server
