@@ -214,3 +214,90 @@ async fn killing_the_etcd_leader_under_load_loses_no_write_and_no_event() {
     );
     assert!(paused < Duration::from_secs(10), "no write acknowledged for {paused:?}");
 }
+
+/// A TCP proxy on a loopback port that can be cut (every connection closed, new ones refused)
+/// and restored: a replica behind it loses etcd while the rest of the cluster goes on.
+struct Proxy {
+    /// `http://127.0.0.1:PORT`
+    endpoint: String,
+    open: Arc<AtomicBool>,
+    cuts: tokio::sync::watch::Sender<u64>,
+}
+
+impl Proxy {
+    async fn to(target: &str) -> Self {
+        let target = target.trim_start_matches("http://").to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let open = Arc::new(AtomicBool::new(true));
+        let (cuts, _) = tokio::sync::watch::channel(0);
+        let (accepting, cut) = (open.clone(), cuts.subscribe());
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !accepting.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let (target, mut cut) = (target.clone(), cut.clone());
+                // Only a cut after this connection was accepted ends it.
+                cut.borrow_and_update();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(&target).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = cut.changed() => {}
+                    }
+                });
+            }
+        });
+        Self { endpoint, open, cuts }
+    }
+
+    fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        self.cuts.send_modify(|n| *n += 1);
+    }
+
+    fn restore(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_cache_behind_a_compaction_relists_and_its_lagging_watchers_get_410() {
+    let cluster = EtcdCluster::start(3);
+    let proxy = Proxy::to(&cluster.members[2].endpoint).await;
+    let prefix = unique_prefix();
+    let a = Server::start_on_endpoints(&cluster.endpoints(), &prefix, &[]).await;
+    let b = Server::start_on_endpoints(&proxy.endpoint, &prefix, &[]).await;
+    let r = a.client.post(a.url(&llamas("default"))).json(&llama("first", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let first = common::rv(&r.json().await.unwrap());
+    let (code, _) = get_json(&b, &common::llama_path("default", "first")).await;
+    assert_eq!(code, 200, "B has caught up");
+    let from_first = format!("{}?watch=true&resourceVersion={first}", llamas("default"));
+    let mut watch = common::WatchStream::open(&b, &from_first).await;
+
+    // B loses etcd; twenty writes and a compaction happen without it.
+    proxy.cut();
+    for i in 0..20 {
+        let r = a.client.post(a.url(&llamas("default"))).json(&llama(&format!("l{i}"), 1.0, 1.0)).send().await.unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let (code, _) = get_json(&b, &llamas("default")).await;
+    assert_eq!(code, 503, "a consistent read through B is refused while B cannot reach etcd, never stale");
+    cluster.compact(2).await;
+    proxy.restore();
+
+    // B's cache cannot resume its watch: it lists again and ends its watchers, who come back
+    // with their last resourceVersion, now before the cache's window: 410, then a clean relist.
+    assert!(watch.next_within(Duration::from_secs(20)).await.is_none(), "B's watchers are ended");
+    let mut again = common::WatchStream::open(&b, &from_first).await;
+    let event = again.next_within(Duration::from_secs(5)).await.expect("an ERROR event");
+    assert_eq!(event["type"], "ERROR", "{event}");
+    common::assert_status(&event["object"], 410, "Expired");
+    for query in ["", "?resourceVersion=0"] {
+        let (code, list) = get_json(&b, &format!("{}{query}", llamas("default"))).await;
+        assert_eq!(code, 200);
+        assert_eq!(list["items"].as_array().unwrap().len(), 21, "B's list{query} has every llama");
+    }
+}

@@ -270,6 +270,27 @@ impl EtcdCluster {
         Self { members, _dir: dir }
     }
 
+    /// Compacts the cluster's history up to its current revision, then waits until member
+    /// `until_applied` has applied everything the leader has (the compaction included).
+    pub async fn compact(&self, until_applied: usize) {
+        use farm_apiserver::store::etcd::grpc::etcdserverpb::{StatusRequest, maintenance_client::MaintenanceClient};
+        let leader = self.leader().await;
+        let status = |i: usize| {
+            let endpoint = self.members[i].endpoint.clone();
+            async move {
+                let channel = tonic::transport::Endpoint::from_shared(endpoint).unwrap().connect().await.unwrap();
+                MaintenanceClient::new(channel).status(StatusRequest {}).await.unwrap().into_inner()
+            }
+        };
+        self.members[leader].compact_all().await;
+        let target = status(leader).await.raft_applied_index;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while status(until_applied).await.raft_applied_index < target {
+            assert!(Instant::now() < deadline, "member {until_applied} never caught up with the leader");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Every member's client URL, comma-separated (for `--etcd-endpoints`).
     pub fn endpoints(&self) -> String {
         self.members.iter().map(|m| m.endpoint.as_str()).collect::<Vec<_>>().join(",")
