@@ -301,3 +301,50 @@ async fn a_watch_cache_behind_a_compaction_relists_and_its_lagging_watchers_get_
         assert_eq!(list["items"].as_array().unwrap().len(), 21, "B's list{query} has every llama");
     }
 }
+
+#[tokio::test]
+async fn a_full_etcd_quota_refuses_writes_with_507_and_keeps_reads_and_deletes() {
+    let etcd = common::etcd::Etcd::start_with(&["--quota-backend-bytes", "2097152"]);
+    let s = Server::start_on_etcd(&etcd, &unique_prefix(), &[]).await;
+    let mut body = llama("x", 1.0, 1.0);
+    body["metadata"]["annotations"] = serde_json::json!({"filler": "x".repeat(100 * 1024)});
+    let mut stored = Vec::new();
+    let refusal = loop {
+        let name = format!("l{}", stored.len());
+        body["metadata"]["name"] = name.clone().into();
+        let r = s.client.post(s.url(&llamas("default"))).json(&body).send().await.unwrap();
+        match r.status().as_u16() {
+            201 => stored.push(name),
+            _ => break r,
+        }
+        assert!(stored.len() < 200, "2 MiB of quota held 200 llamas of 100 KiB");
+    };
+    assert_eq!(refusal.status(), 507);
+    let status: Value = refusal.json().await.unwrap();
+    common::assert_status(&status, 507, "InsufficientStorage");
+    assert_eq!(status["message"], "etcdserver: mvcc: database space exceeded");
+
+    // Reads go on, with everything stored before.
+    let (code, list) = get_json(&s, &llamas("default")).await;
+    assert_eq!(code, 200);
+    let names: Vec<&str> =
+        list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), stored.len(), "nothing stored was harmed");
+    let (code, first) = get_json(&s, &common::llama_path("default", &stored[0])).await;
+    assert_eq!((code, first["metadata"]["annotations"]["filler"].as_str().map(str::len)), (200, Some(100 * 1024)));
+    // An update is a write too; a delete still frees what it can, and consistent reads see it.
+    let r = s
+        .client
+        .patch(s.url(&common::llama_path("default", &stored[0])))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"spec":{"weight":2}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 507);
+    let r = s.client.delete(s.url(&common::llama_path("default", &stored[0]))).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    assert_eq!(get_json(&s, &common::llama_path("default", &stored[0])).await.0, 404);
+    let (_, list) = get_json(&s, &llamas("default")).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), stored.len() - 1);
+}

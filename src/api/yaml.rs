@@ -73,6 +73,15 @@ mod tests {
     }
 
     #[test]
+    fn long_numbers_read_the_same_as_json_and_as_yaml_correctly_rounded_as_go_reads_them() {
+        // serde_json without `float_roundtrip` read this one ulp off (found by fuzz/yaml_body).
+        let text = format!("{{\"w\":{}e5}}", "1".to_string() + &"3".repeat(54));
+        let json: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(to_json(text.as_bytes()).unwrap(), json);
+        assert_eq!(json["w"].as_f64(), Some(1.3333333333333333e59));
+    }
+
+    #[test]
     fn the_last_duplicate_key_wins_and_only_the_first_document_counts() {
         let v = to_json(b"spec:\n  weight: 1\n  weight: 2\n---\nother: document\n").unwrap();
         assert_eq!(v, json!({"spec": {"weight": 2}}));

@@ -286,6 +286,10 @@ pub enum Error {
     /// webhook's refusal.
     #[error("{}", .0.message.as_deref().unwrap_or_default())]
     Refused(Box<Status>),
+    /// 507 `InsufficientStorage`: the storage's quota is full (etcd's `NOSPACE` alarm); the
+    /// message is etcd's, as the kube-apiserver passes it on.
+    #[error("{0}")]
+    InsufficientStorage(String),
     /// 503 `ServiceUnavailable`.
     #[error("{message}")]
     Unavailable {
@@ -321,6 +325,7 @@ fn reason_of(code: StatusCode) -> &'static str {
         500 => "InternalError",
         503 => "ServiceUnavailable",
         504 => "Timeout",
+        507 => "InsufficientStorage",
         _ => "Unknown",
     }
 }
@@ -358,6 +363,7 @@ impl Error {
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             Self::Refused(status) => refused_code(status),
         }
     }
@@ -382,6 +388,7 @@ impl Error {
             Self::TooManyRequests { .. } => "TooManyRequests",
             Self::Internal(_) => "InternalError",
             Self::Unavailable { .. } => "ServiceUnavailable",
+            Self::InsufficientStorage(_) => "InsufficientStorage",
             Self::Refused(status) => reason_of(refused_code(status)),
         }
     }

@@ -110,6 +110,15 @@ impl Etcd {
         etcd
     }
 
+    /// Starts a private etcd with extra flags (e.g. `--quota-backend-bytes`).
+    pub fn start_with(flags: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let flags = flags.iter().map(|f| f.to_string()).collect();
+        let mut etcd = Self::new("http", dir.path().join("data"), flags, Some(dir));
+        etcd.run();
+        etcd
+    }
+
     /// A private etcd's ports and data directory, not started yet ([`Etcd::restart`] starts it).
     /// (An etcd stopped during its first start may never elect itself leader again.)
     pub fn unstarted() -> Self {

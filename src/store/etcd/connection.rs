@@ -103,6 +103,8 @@ fn endpoint(url: &str, tls: Option<&ClientTlsConfig>, config: &EtcdConfig) -> Re
 
 const COMPACTED: &str = "required revision has been compacted";
 const TOO_LARGE: &str = "request is too large";
+/// etcd's `ErrGRPCNoSpace`, once its backend quota is full: only reads and deletes succeed.
+pub const NO_SPACE: &str = "database space exceeded";
 
 /// The API error for an etcd failure: unreachable etcd (or no leader) → 503 with Retry-After;
 /// a compacted revision → 410; an object etcd refuses for its size → 413.
@@ -111,6 +113,9 @@ pub fn api_error(status: tonic::Status) -> Error {
     match status.code() {
         Code::OutOfRange if status.message().contains(COMPACTED) => {
             Error::Expired(format!("too old resource version: {}", status.message()))
+        }
+        Code::ResourceExhausted if status.message().contains(NO_SPACE) => {
+            Error::InsufficientStorage(status.message().to_string())
         }
         Code::InvalidArgument if status.message().contains(TOO_LARGE) => {
             Error::TooLarge(format!("the object is too large for etcd: {}", status.message()))

@@ -402,12 +402,7 @@ impl<K: ApiResource> EtcdStore<K> {
                 return Ok(Committed { object: Arc::new(Stored::new(object)), deleted });
             }
             let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&object)?) };
-            let unchanged = mod_revision_is(path.clone(), current.revision);
-            let response = self
-                .client
-                .txn(vec![unchanged], vec![write, self.marker_op()], vec![get_op(path.clone())])
-                .await
-                .map_err(api_error)?;
+            let response = self.commit(&path, current.revision, write, deleted).await?;
             if response.succeeded {
                 return Ok(Committed { object: stamp(object, header_revision(response.header.as_ref())?), deleted });
             }
@@ -416,6 +411,30 @@ impl<K: ApiResource> EtcdStore<K> {
                 Some(kv) => Current::read(kv)?,
                 None => return Err(not_found()),
             };
+        }
+    }
+}
+
+impl<K: ApiResource> EtcdStore<K> {
+    /// Commits `write` to `path` with the write marker if the object's mod revision is still
+    /// `revision`, reading the object back when it is not. With etcd's quota full (only reads
+    /// and deletes succeed) a deletion deletes the marker instead of putting it: consistent reads
+    /// then read etcd until the next write puts it again, and space can still be freed.
+    async fn commit(
+        &self,
+        path: &str,
+        revision: i64,
+        write: grpc::etcdserverpb::RequestOp,
+        deleted: bool,
+    ) -> Result<grpc::etcdserverpb::TxnResponse> {
+        let unchanged = || vec![mod_revision_is(path, revision)];
+        let writes = vec![write.clone(), self.marker_op()];
+        match self.client.txn(unchanged(), writes, vec![get_op(path)]).await.map_err(api_error) {
+            Err(Error::InsufficientStorage(_)) if deleted => {
+                let writes = vec![write, delete_op(self.prefix.clone())];
+                self.client.txn(unchanged(), writes, vec![get_op(path)]).await.map_err(api_error)
+            }
+            other => other,
         }
     }
 }
