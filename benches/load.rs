@@ -23,7 +23,8 @@
 //!
 //! `BENCH_SECONDS` sets each load phase's length (default 5); `BENCH_ONLY=rss` measures only the
 //! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost, `BENCH_ONLY=audit` only the
-//! audit log's.
+//! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out.
+//! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
 
 #[path = "load/ab.rs"]
 mod ab;
@@ -96,6 +97,9 @@ impl Drop for Farm {
 }
 
 fn binary() -> PathBuf {
+    if let Some(binary) = std::env::var_os("FARM_BENCH_BINARY") {
+        return PathBuf::from(binary);
+    }
     let status =
         Command::new(env!("CARGO")).args(["build", "--release", "--locked", "--quiet"]).status().expect("cargo build");
     assert!(status.success());
@@ -568,6 +572,7 @@ async fn main() {
         Ok("rss") => return rss(&binary).await,
         Ok("managed-fields") => return managed_fields::compare(&binary, phase).await,
         Ok("audit") => return audit::compare(&binary, phase).await,
+        Ok("etcd") => return etcd_only(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -641,6 +646,24 @@ async fn main() {
     managed_fields::compare(&binary, phase).await;
     audit::compare(&binary, phase).await;
     rss(&binary).await;
+}
+
+/// The etcd storage's rows alone, on the control plane's etcd.
+async fn etcd_only(binary: &Path, phase: Duration) {
+    let Some(cp) = ControlPlane::up() else {
+        println!("BENCH_ONLY=etcd: skipped, the control plane cannot run here");
+        return;
+    };
+    let flags = ["--storage", "etcd", "--etcd-endpoints", &cp.etcd, "--etcd-prefix", "/farm-bench"];
+    let (farm, _) = start(binary, &flags).await;
+    let rows = filled_phases(&farm.target, phase).await;
+    let fan = fan_out(&farm.target, 1_000, 100).await;
+    println!("etcd storage, {}:", binary.display());
+    for (name, stats) in &rows {
+        row(name, None, Some(stats), None);
+    }
+    let ms = |q: f64| fan.value_at_quantile(q) as f64 / 1000.0;
+    println!("watch fan-out, 1,000 watchers: p50 {:.2} ms, p99 {:.2} ms", ms(0.5), ms(0.99));
 }
 
 /// 1,000 and 10,000 llamas written into `target`, then the request phases.

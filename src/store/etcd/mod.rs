@@ -147,11 +147,13 @@ impl<K: ApiResource> EtcdStore<K> {
     }
 }
 
-fn encode<K: ApiResource>(object: &K) -> Result<Vec<u8>> {
-    let mut stored = object.clone();
-    // The revision is etcd's to give; it is stamped back on every read.
-    stored.meta_mut().resource_version = None;
-    serde_json::to_vec(&stored).map_err(|e| Error::Internal(format!("encoding for storage: {e}")))
+/// The JSON etcd keeps: `object` without its resourceVersion, which is etcd's to give and is
+/// stamped back on every read (taken out for the encoding and put back, not cloned).
+fn encode<K: ApiResource>(object: &mut K) -> Result<Vec<u8>> {
+    let revision = object.meta_mut().resource_version.take();
+    let encoded = serde_json::to_vec(&*object).map_err(|e| Error::Internal(format!("encoding for storage: {e}")));
+    object.meta_mut().resource_version = revision;
+    encoded
 }
 
 fn revision_of(value: i64) -> u64 {
@@ -335,7 +337,8 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             };
         }
         let absent = create_revision_is(path.clone(), 0);
-        let writes = vec![put_op(path, encode(&object)?), self.marker_op()];
+        let mut object = object;
+        let writes = vec![put_op(path, encode(&mut object)?), self.marker_op()];
         let response = self.client.txn(vec![absent], writes, Vec::new()).await.map_err(api_error)?;
         if !response.succeeded {
             return Err(exists());
@@ -393,7 +396,7 @@ impl<K: ApiResource> EtcdStore<K> {
                 current = self.read(&path).await?.ok_or_else(not_found)?;
                 continue;
             }
-            let (object, deleted) = match decision? {
+            let (mut object, deleted) = match decision? {
                 Mutation::Unchanged => return Ok(Committed { object: current.object, deleted: false }),
                 Mutation::Put(object) => (object, false),
                 Mutation::Delete(object) => (object, true),
@@ -401,7 +404,7 @@ impl<K: ApiResource> EtcdStore<K> {
             if dry_run {
                 return Ok(Committed { object: Arc::new(Stored::new(object)), deleted });
             }
-            let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&object)?) };
+            let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&mut object)?) };
             let response = self.commit(&path, current.revision, write, deleted).await?;
             if response.succeeded {
                 return Ok(Committed { object: stamp(object, header_revision(response.header.as_ref())?), deleted });
