@@ -348,7 +348,7 @@ impl<K: ApiResource> Feed<K> {
     /// Applies the events after `revision` until the watch ends, keeping `from` at the last
     /// revision applied.
     async fn follow(&self, revision: u64, from: &mut Option<u64>) -> std::result::Result<(), WatchEnd> {
-        let mut stream = self.etcd.watch_everything(revision, false).await.map_err(WatchEnd::Broken)?;
+        let mut stream = self.etcd.watch_range(None, revision, false).await.map_err(WatchEnd::Broken)?;
         loop {
             let response = match stream.message().await {
                 Ok(Some(response)) => response,

@@ -132,12 +132,13 @@ impl<K: ApiResource> EtcdStore<K> {
         Ok(())
     }
 
-    /// An etcd watch of every key of the resource (the marker too) after `revision`, without
-    /// previous values, counted in [`EtcdStore::watches`] while it lives.
-    async fn watch_everything(&self, revision: u64, prev_kv: bool) -> Result<WatchStream> {
+    /// An etcd watch of the keys of one namespace, or of all (the write marker too), after
+    /// `revision`, counted in [`EtcdStore::watches`] while it lives.
+    async fn watch_range(&self, namespace: Option<&str>, revision: u64, prev_kv: bool) -> Result<WatchStream> {
+        let range = self.range(namespace);
         let request = WatchCreateRequest {
-            range_end: prefix_end(&self.prefix),
-            key: self.prefix.clone().into_bytes(),
+            range_end: prefix_end(&range),
+            key: range.into_bytes(),
             start_revision: etcd_revision(revision.saturating_add(1))?,
             prev_kv,
             ..Default::default()
@@ -305,20 +306,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 (Vec::new(), revision)
             }
         };
-        let stream = match namespace {
-            None => self.watch_everything(revision, true).await?,
-            Some(_) => {
-                let range = self.range(namespace);
-                let request = WatchCreateRequest {
-                    range_end: prefix_end(&range),
-                    key: range.into_bytes(),
-                    start_revision: etcd_revision(revision.saturating_add(1))?,
-                    prev_kv: true,
-                    ..Default::default()
-                };
-                self.client.watch(request).await.map_err(api_error)?.counted(self.watches.clone())
-            }
-        };
+        let stream = self.watch_range(namespace, revision, true).await?;
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         let progress = Progress::at(revision);
         let closing = Closing::default();
