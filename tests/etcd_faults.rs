@@ -348,3 +348,32 @@ async fn a_full_etcd_quota_refuses_writes_with_507_and_keeps_reads_and_deletes()
     let (_, list) = get_json(&s, &llamas("default")).await;
     assert_eq!(list["items"].as_array().unwrap().len(), stored.len() - 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_on_an_etcd_follower_reads_every_write_acknowledged_through_the_leader() {
+    // A follower applies a committed write only when the leader next tells it the commit index,
+    // so B's watch cache (fed by the follower) runs behind A's acknowledgements: every read
+    // through B that did not wait for the write marker would be stale.
+    let cluster = EtcdCluster::start(3);
+    let leader = cluster.leader().await;
+    let prefix = unique_prefix();
+    let a = Server::start_on_endpoints(&cluster.members[leader].endpoint, &prefix, &[]).await;
+    let b = Server::start_on_endpoints(&cluster.members[(leader + 1) % 3].endpoint, &prefix, &[]).await;
+    let r = a.client.post(a.url(&llamas("default"))).json(&llama("counter", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let (one, all) = (common::llama_path("default", "counter"), llamas("default"));
+    for weight in 2..=100 {
+        let r = a
+            .client
+            .patch(a.url(&one))
+            .header("content-type", "application/merge-patch+json")
+            .body(format!(r#"{{"spec":{{"weight":{weight}}}}}"#))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let (get, list) = tokio::join!(get_json(&b, &one), get_json(&b, &all));
+        assert_eq!(get.1["spec"]["weight"], weight as f64, "a GET through B after write {weight}");
+        assert_eq!(list.1["items"][0]["spec"]["weight"], weight as f64, "a LIST through B after write {weight}");
+    }
+}
