@@ -12,6 +12,10 @@ pub(crate) struct Shared {
     pub(crate) weights: AtomicU64,
     /// Acknowledged writes so far (the slow watchers' clock).
     pub(crate) acknowledged: AtomicU64,
+    /// Until when a 503 `ServiceUnavailable` is an expected answer (an etcd fault of the run).
+    pub(crate) outage_until: Mutex<Option<Instant>>,
+    /// Writes answered 503 during the outage, whose outcome is unknown (`obj` is what was sent).
+    pub(crate) ambiguous: Mutex<Vec<Write>>,
 }
 
 impl Shared {
@@ -35,6 +39,19 @@ impl Shared {
 
     pub(crate) fn failed(&self) -> bool {
         self.failure_total.load(Ordering::SeqCst) > 0
+    }
+
+    /// From now until `until` (or later, if already so), 503 `ServiceUnavailable` is an expected answer.
+    pub(crate) fn tolerate_outage_until(&self, until: Instant) {
+        let mut tolerated = self.outage_until.lock().unwrap();
+        *tolerated = (*tolerated).max(Some(until));
+    }
+
+    /// Whether `code` and `body` are a 503 `ServiceUnavailable` while the run expects them.
+    pub(crate) fn in_outage(&self, code: u16, body: &Value) -> bool {
+        code == 503
+            && is_status(body, 503, "ServiceUnavailable")
+            && self.outage_until.lock().unwrap().is_some_and(|until| Instant::now() < until)
     }
 
     pub(crate) fn next_weight(&self) -> f64 {

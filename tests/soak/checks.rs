@@ -133,7 +133,11 @@ pub(crate) async fn check_final_lists(
         let what = format!("final LIST {scope}");
         let result = list_scope(shared, &client, &what, scope).await;
         let (rv, items) = match result {
-            Ok(list) => list,
+            Ok(Some(list)) => list,
+            Ok(None) => {
+                problems.push(format!("{what}: 503 after the etcd outage"));
+                continue;
+            }
             Err(e) => {
                 problems.push(e);
                 continue;

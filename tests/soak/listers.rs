@@ -42,18 +42,22 @@ pub(crate) fn check_list(
     Ok((rv, out))
 }
 
-/// A full LIST of `scope`, checked by [`check_list`].
+/// A full LIST of `scope`, checked by [`check_list`]; `None` for a 503 during an etcd outage.
 pub(crate) async fn list_scope(
     shared: &Shared,
     client: &reqwest::Client,
     what: &str,
     scope: Scope,
-) -> Result<(u64, Vec<(Key, Obj)>), String> {
+) -> Result<Option<(u64, Vec<(Key, Obj)>)>, String> {
     let (code, body) = call(what, client.get(shared.url(&scope.path("")))).await?;
+    if shared.in_outage(code, &body) {
+        shared.count("list 503 during the etcd outage");
+        return Ok(None);
+    }
     if code != 200 {
         return Err(unexpected(what, code, &body));
     }
-    check_list(what, &body, scope, None)
+    check_list(what, &body, scope, None).map(Some)
 }
 
 pub(crate) async fn lister(shared: Arc<Shared>, id: usize, seed: u64, stop: watch::Receiver<bool>) -> Vec<ListObs> {
@@ -66,7 +70,8 @@ pub(crate) async fn lister(shared: Arc<Shared>, id: usize, seed: u64, stop: watc
         let what = format!("lister {id}: LIST {scope}");
         let result = list_scope(&shared, &client, &what, scope).await;
         match result {
-            Ok((rv, items)) => {
+            Ok(None) => {}
+            Ok(Some((rv, items))) => {
                 shared.count("list 200");
                 let (count, digest) = digest(items.iter().map(|(k, o)| (*k, o)));
                 seen.push(ListObs { what, scope, rv, count, digest });
@@ -97,6 +102,10 @@ pub(crate) async fn paging(
         let what = format!("{what}, page {page}");
         let (code, body) = call(&what, client.get(shared.url(&scope.path(&query)))).await?;
         shared.count("list page");
+        if shared.in_outage(code, &body) {
+            shared.count("paging 503 during the etcd outage");
+            return Ok(None);
+        }
         if code == 410 && token.is_some() && is_status(&body, 410, "Expired") {
             // Legitimate only when more than HISTORY writes happened since the paging's rv.
             let paging_rv = rv.unwrap_or_default();

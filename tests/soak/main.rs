@@ -27,7 +27,10 @@
 //! 6. the audit log, with every request at `Metadata` to a rotated file, dropped no event.
 //!
 //! It runs twice: Llamas in memory, and in a real etcd of its own (the RSS is the server's; with
-//! etcd, revisions start at etcd's own, and a bookmark carries the last event's revision).
+//! etcd, revisions start at etcd's own, and a bookmark carries the last event's revision). A third
+//! run stores in a three-member etcd cluster and kills its leader with SIGKILL a third of the way
+//! in ([`outage`]): 503s are expected for 10 s, writes answered 503 are looked up in etcd's own
+//! history and join the model when they committed, and everything above must still hold.
 //!
 //! `SOAK_SEED` fixes the random choices (the interleaving still varies); the seed is printed.
 //!
@@ -42,6 +45,7 @@ mod bookkeeping;
 mod checks;
 mod listers;
 mod model;
+mod outage;
 mod rss;
 mod watchers;
 mod writers;
@@ -50,10 +54,12 @@ use bookkeeping::*;
 use checks::*;
 use listers::*;
 use model::*;
+use outage::*;
 use rss::*;
 use watchers::*;
 use writers::*;
 
+use common::etcd::{EtcdCluster, unique_prefix};
 use common::{Backend, Server, llama_path, llamas};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -72,6 +78,50 @@ use tokio::sync::watch;
 async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_acknowledged_writes_and_memory_stays_flat(
     #[case] backend: Backend,
 ) {
+    let audit = tempfile::tempdir().expect("a directory for the audit log");
+    let flags = soak_flags(audit.path());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = Arc::new(Server::start_isolated(backend, &flags).await);
+    soak(server, &format!("{backend:?}"), None).await;
+}
+
+/// The same soak on a three-member etcd cluster whose leader is killed a third of the way in
+/// (see [`outage`]): the model, extended by the writes answered 503 that etcd's history shows
+/// committed, still holds, and writes resume within 10 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn through_a_kill_of_the_etcd_leader_lists_pages_watches_and_the_final_state_still_match_the_committed_writes() {
+    let audit = tempfile::tempdir().expect("a directory for the audit log");
+    let flags = soak_flags(audit.path());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let cluster = EtcdCluster::start(3);
+    let prefix = unique_prefix();
+    let server = Arc::new(Server::start_on_endpoints(&cluster.endpoints(), &prefix, &flags).await);
+    soak(server, "a three-member etcd cluster, its leader killed", Some(LeaderKill::new(cluster, prefix))).await;
+}
+
+/// The server's flags: every request audited at `Metadata` to a rotated file in `audit` (none
+/// of its events may be dropped), and the history, buffer and timeouts of [`model`].
+fn soak_flags(audit: &std::path::Path) -> Vec<String> {
+    let policy = audit.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+    )
+    .expect("the audit policy");
+    vec![
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", audit.join("audit.log").display()),
+        "--audit-log-maxsize=20".to_string(),
+        "--audit-log-maxbackup=2".to_string(),
+        format!("--watch-history-size={HISTORY}"),
+        format!("--watch-buffer-size={WATCH_BUFFER}"),
+        format!("--watch-bookmark-interval-seconds={BOOKMARK_INTERVAL}"),
+        format!("--min-request-timeout-seconds={MIN_REQUEST_TIMEOUT}"),
+    ]
+}
+
+/// Runs the soak against `server` (on `storage`), with the etcd fault `fault` if any.
+async fn soak(server: Arc<Server>, storage: &str, mut fault: Option<LeaderKill>) {
     let seconds: u64 = match std::env::var("SOAK_SECONDS") {
         Ok(s) => s.parse().expect("SOAK_SECONDS is a whole number of seconds"),
         Err(_) => 20,
@@ -83,27 +133,7 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
         watch_specs().len(),
         NAMESPACES.len()
     );
-    // Every request is audited, to a rotated file: none of its events may be dropped.
-    let audit = tempfile::tempdir().expect("a directory for the audit log");
-    let policy = audit.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
-    )
-    .expect("the audit policy");
-    let flags = [
-        format!("--audit-policy-file={}", policy.display()),
-        format!("--audit-log-path={}", audit.path().join("audit.log").display()),
-        "--audit-log-maxsize=20".to_string(),
-        "--audit-log-maxbackup=2".to_string(),
-        format!("--watch-history-size={HISTORY}"),
-        format!("--watch-buffer-size={WATCH_BUFFER}"),
-        format!("--watch-bookmark-interval-seconds={BOOKMARK_INTERVAL}"),
-        format!("--min-request-timeout-seconds={MIN_REQUEST_TIMEOUT}"),
-    ];
-    println!("storage: {backend:?}");
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = Arc::new(Server::start_isolated(backend, &flags).await);
+    println!("storage: {storage}");
     let pid = server.pid();
     let rss_empty = rss_bytes(pid).expect("the server's VmRSS");
     let shared = Arc::new(Shared {
@@ -113,6 +143,8 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
         failure_total: AtomicU64::new(0),
         weights: AtomicU64::new(0),
         acknowledged: AtomicU64::new(0),
+        outage_until: Mutex::default(),
+        ambiguous: Mutex::default(),
     });
 
     // The store's revision before the first write: 0 in memory, etcd's own (1 when new) in etcd.
@@ -165,6 +197,9 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
     let duration = Duration::from_secs(seconds);
     while started.elapsed() < duration && !shared.failed() {
         tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Some(kill) = fault.as_mut() {
+            kill.tick(&shared, started.elapsed(), duration).await;
+        }
     }
     stop_load_tx.send(true).expect("stop");
     for w in writers {
@@ -177,6 +212,17 @@ async fn under_sustained_load_lists_pages_watches_and_the_final_state_match_the_
     }
     let samples = rss.await.expect("RSS sampler");
     let mut problems: Vec<String> = Vec::new();
+    if let Some(kill) = &fault {
+        let ambiguous = std::mem::take(&mut *shared.ambiguous.lock().unwrap());
+        match resolve_ambiguous(kill, base_rv, &mut writes, &ambiguous).await {
+            Ok(committed) => println!(
+                "writes answered 503 during the etcd outage: {}, of which {committed} committed (etcd's history)",
+                ambiguous.len()
+            ),
+            Err(e) => problems.push(e),
+        }
+        kill.check(&mut problems);
+    }
     let state = check_model(&mut writes, base_rv, &mut problems);
     let last_rv = writes.last().map_or(0, |w| w.obj.rv);
     check_final_lists(&shared, &state, last_rv, &mut problems).await;

@@ -122,6 +122,11 @@ pub(crate) async fn watch_loop(
         if response.status() != 200 {
             let code = response.status().as_u16();
             let body = response.bytes().await.unwrap_or_default();
+            if shared.in_outage(code, &serde_json::from_slice(&body).unwrap_or_default()) {
+                shared.count("watch 503 during the etcd outage");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
             return Err(format!("watch {path}: unexpected HTTP {code}: {}", snippet(&body)));
         }
         shared.count("watch (re)connect");

@@ -23,6 +23,18 @@ impl Writer {
         self.shared.acknowledged.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// A write answered 503 during an etcd outage: it may or may not have committed.
+    pub(crate) fn ambiguous(&mut self, op: Op, key: Key, sent: Obj) {
+        self.shared.count(match op {
+            Op::Create => "create 503 during the etcd outage (outcome unknown)",
+            Op::Update => "update 503 during the etcd outage (outcome unknown)",
+            Op::Patch => "patch 503 during the etcd outage (outcome unknown)",
+            Op::Delete => "delete 503 during the etcd outage (outcome unknown)",
+        });
+        self.last_seen.remove(&key);
+        self.shared.ambiguous.lock().unwrap().push(Write { op, key, obj: sent });
+    }
+
     /// A random new state: a weight never used before, random height, color and herd.
     pub(crate) fn fresh(&mut self) -> Obj {
         Obj {
@@ -83,6 +95,7 @@ impl Writer {
                 self.record(Op::Create, key, obj);
             }
             409 if is_status(&body, 409, "AlreadyExists") => self.shared.count("create 409 AlreadyExists (expected)"),
+            503 if self.shared.in_outage(code, &body) => self.ambiguous(Op::Create, key, sent),
             _ => return Err(unexpected(&what, code, &body)),
         }
         Ok(())
@@ -98,6 +111,10 @@ impl Writer {
             200 => self.shared.count("get 200"),
             404 if is_status(&body, 404, "NotFound") => {
                 self.shared.count("get 404 NotFound (expected)");
+                return Ok(());
+            }
+            503 if self.shared.in_outage(code, &body) => {
+                self.shared.count("get 503 during the etcd outage");
                 return Ok(());
             }
             _ => return Err(unexpected(&format!("{what}: GET"), code, &body)),
@@ -123,6 +140,7 @@ impl Writer {
             }
             409 if is_status(&body, 409, "Conflict") => self.shared.count("update 409 Conflict (expected)"),
             404 if is_status(&body, 404, "NotFound") => self.shared.count("update 404 NotFound (expected)"),
+            503 if self.shared.in_outage(code, &body) => self.ambiguous(Op::Update, key, sent),
             _ => return Err(unexpected(&what, code, &body)),
         }
         Ok(())
@@ -161,6 +179,9 @@ impl Writer {
                 self.record(Op::Patch, key, obj);
             }
             404 if is_status(&body, 404, "NotFound") => self.shared.count("patch 404 NotFound (expected)"),
+            503 if self.shared.in_outage(code, &body) => {
+                self.ambiguous(Op::Patch, key, Obj { height: f64::NAN, ..sent })
+            }
             409 if precondition.is_some() && is_status(&body, 409, "Conflict") => {
                 self.shared.count("patch 409 Conflict (expected)")
             }
@@ -193,6 +214,10 @@ impl Writer {
                 self.last_seen.remove(&key);
             }
             404 if is_status(&body, 404, "NotFound") => self.shared.count("delete 404 NotFound (expected)"),
+            503 if self.shared.in_outage(code, &body) => {
+                let unknown = Obj { rv: 0, weight: f64::NAN, height: f64::NAN, color: 0, herd: 0 };
+                self.ambiguous(Op::Delete, key, unknown)
+            }
             409 if precondition.is_some() && is_status(&body, 409, "Conflict") => {
                 self.shared.count("delete 409 Conflict (expected)")
             }
