@@ -12,7 +12,9 @@
 //! - what managed fields cost: GET, LIST, create and update as shipped and with
 //!   `--managed-fields false`, and apply create and update ([`managed_fields`]);
 //! - what the audit log costs: GET and create with every request audited at `Metadata`, and
-//!   without ([`audit`]).
+//!   without ([`audit`]);
+//! - how close reads come to a plain HTTPS server returning the same bytes from memory
+//!   ([`baseline`]).
 //!
 //! When the real control plane of the e2e tests can run (`scripts/control-plane.sh`; set
 //! `BENCH_CONTROL_PLANE=0` to skip it), the same request loads also run, in the same process and
@@ -23,13 +25,16 @@
 //!
 //! `BENCH_SECONDS` sets each load phase's length (default 5); `BENCH_ONLY=rss` measures only the
 //! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost, `BENCH_ONLY=audit` only the
-//! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out.
+//! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out, `BENCH_ONLY=baseline`
+//! only the comparison with a plain HTTPS server.
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
 
 #[path = "load/ab.rs"]
 mod ab;
 #[path = "load/audit.rs"]
 mod audit;
+#[path = "load/baseline.rs"]
+mod baseline;
 #[path = "load/managed_fields.rs"]
 mod managed_fields;
 
@@ -559,6 +564,10 @@ async fn rss(binary: &Path) {
 
 #[tokio::main]
 async fn main() {
+    // Started again by `baseline` as the plain HTTPS server it compares with.
+    if let Some(dir) = std::env::var_os(baseline::DIR_VAR) {
+        return baseline::serve(Path::new(&dir)).await;
+    }
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary without it, and a
     // load benchmark is not a test.
     if !std::env::args().any(|a| a == "--bench") {
@@ -573,6 +582,7 @@ async fn main() {
         Ok("managed-fields") => return managed_fields::compare(&binary, phase).await,
         Ok("audit") => return audit::compare(&binary, phase).await,
         Ok("etcd") => return etcd_only(&binary, phase).await,
+        Ok("baseline") => return baseline::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -645,6 +655,7 @@ async fn main() {
     println!();
     managed_fields::compare(&binary, phase).await;
     audit::compare(&binary, phase).await;
+    baseline::compare(&binary, phase).await;
     rss(&binary).await;
 }
 
