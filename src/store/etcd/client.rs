@@ -1,6 +1,7 @@
 //! A client of etcd's KV and Watch services over the generated gRPC code ([`super::grpc`]):
-//! one lazily connected, load-balanced channel to every endpoint, each request marked
-//! "require leader", and small builders for the requests the store makes.
+//! one lazily connected channel per endpoint, used in turn and passed over while its member
+//! refuses connections, each request marked "require leader", and small builders for the
+//! requests the store makes.
 
 use super::grpc::etcdserverpb::{
     CompactionRequest, Compare, DeleteRangeRequest, PutRequest, RangeRequest, RangeResponse, RequestOp, TxnRequest,
@@ -9,6 +10,7 @@ use super::grpc::etcdserverpb::{
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -29,24 +31,92 @@ impl tonic::service::Interceptor for RequireLeader {
     }
 }
 
-/// A cheap-to-clone client of one etcd cluster.
+/// A cheap-to-clone client of one etcd cluster: a lazily connected channel per member, used in
+/// turn. A request that could not even connect (the member is down) never reached etcd, so it
+/// goes to the next member at once, and the failed member is passed over until
+/// [`MEMBER_RETRY`] has gone by: with one member of three dead, no request fails. (tonic's
+/// balanced channel would keep choosing the dead member, failing about a third of the requests:
+/// hyperium/tonic issues 643 and 2839.)
 #[derive(Clone, Debug)]
 pub struct EtcdClient {
+    members: Arc<[Member]>,
+    /// Which member the next request starts with.
+    next: Arc<AtomicUsize>,
+}
+
+/// One etcd member's channel, and until when it is passed over.
+#[derive(Debug)]
+struct Member {
     kv: KvClient<Transport>,
     watch: WatchClient<Transport>,
+    down_until: parking_lot::Mutex<Option<Instant>>,
 }
+
+/// How long a member that refused a connection is passed over (unless every member is).
+pub const MEMBER_RETRY: Duration = Duration::from_secs(1);
 
 /// The largest etcd response accepted (etcd caps one object at 1.5 MiB by default; a list
 /// chunk holds many).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
-impl EtcdClient {
-    /// A client over `channel` (which connects on first use).
-    pub fn new(channel: Channel) -> Self {
+impl Member {
+    fn new(channel: Channel) -> Self {
         let kv =
             KvClient::with_interceptor(channel.clone(), RequireLeader).max_decoding_message_size(MAX_RESPONSE_BYTES);
         let watch = WatchClient::with_interceptor(channel, RequireLeader).max_decoding_message_size(MAX_RESPONSE_BYTES);
-        Self { kv, watch }
+        Self { kv, watch, down_until: parking_lot::Mutex::new(None) }
+    }
+
+    fn is_down(&self) -> bool {
+        self.down_until.lock().is_some_and(|until| Instant::now() < until)
+    }
+}
+
+/// Whether `status` says the request never reached etcd: the connection to the member could
+/// not be made (refused, or not made in time), so sending it elsewhere cannot apply it twice.
+pub fn never_sent(status: &Status) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(error) = cause {
+        let connect = error.to_string().contains("tcp connect error")
+            || error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+        if connect {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+impl EtcdClient {
+    /// A client of the members behind `channels` (each connects on first use).
+    pub fn new(channels: Vec<Channel>) -> Self {
+        Self { members: channels.into_iter().map(Member::new).collect(), next: Arc::new(AtomicUsize::new(0)) }
+    }
+
+    /// Runs `call` on the members in turn, starting with the next one and with those not passed
+    /// over, until one is reached: the first answer, or the last connection failure.
+    async fn on_a_member<T, F, Fut>(&self, call: F) -> Result<T, Status>
+    where
+        F: Fn(&Member) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Status>>,
+    {
+        let count = self.members.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut order: Vec<&Member> = (0..count).map(|i| &self.members[(start + i) % count]).collect();
+        order.sort_by_key(|m| m.is_down());
+        let mut last = Status::unavailable("no etcd endpoint");
+        for member in order {
+            match call(member).await {
+                Err(status) if never_sent(&status) => {
+                    *member.down_until.lock() = Some(Instant::now() + MEMBER_RETRY);
+                    last = status;
+                }
+                answer => return answer,
+            }
+        }
+        Err(last)
     }
 
     /// The value of one key (none in the response when it does not exist), read now.
@@ -56,7 +126,12 @@ impl EtcdClient {
 
     /// A range read.
     pub async fn range(&self, request: RangeRequest) -> Result<RangeResponse, Status> {
-        Ok(self.kv.clone().range(request).await?.into_inner())
+        self.on_a_member(|m| {
+            let request = request.clone();
+            let mut kv = m.kv.clone();
+            async move { Ok(kv.range(request).await?.into_inner()) }
+        })
+        .await
     }
 
     /// An atomic transaction: `success` when every comparison holds, else `failure`.
@@ -66,24 +141,38 @@ impl EtcdClient {
         success: Vec<RequestOp>,
         failure: Vec<RequestOp>,
     ) -> Result<TxnResponse, Status> {
-        Ok(self.kv.clone().txn(TxnRequest { compare, success, failure }).await?.into_inner())
+        let request = TxnRequest { compare, success, failure };
+        self.on_a_member(|m| {
+            let request = request.clone();
+            let mut kv = m.kv.clone();
+            async move { Ok(kv.txn(request).await?.into_inner()) }
+        })
+        .await
     }
 
     /// Discards history before `revision`, waiting until it is gone from the disk too.
     pub async fn compact(&self, revision: i64) -> Result<(), Status> {
-        self.kv.clone().compact(CompactionRequest { revision, physical: true }).await?;
-        Ok(())
+        self.on_a_member(|m| {
+            let mut kv = m.kv.clone();
+            async move { kv.compact(CompactionRequest { revision, physical: true }).await.map(|_| ()) }
+        })
+        .await
     }
 
     /// A watch created by `request`.
     pub async fn watch(&self, request: WatchCreateRequest) -> Result<WatchStream, Status> {
-        // The request stream stays open as long as the watch: closing it would end the watch.
-        let (requests, receiver) = mpsc::channel(1);
-        let create = WatchRequest { request_union: Some(watch_request::RequestUnion::CreateRequest(request)) };
-        requests.try_send(create).map_err(|_| Status::internal("the new watch's request channel is full"))?;
-        let responses =
-            self.watch.clone().watch(tokio_stream::wrappers::ReceiverStream::new(receiver)).await?.into_inner();
-        Ok(WatchStream { _requests: requests, responses, _open: None })
+        self.on_a_member(|m| {
+            let (request, mut client) = (request.clone(), m.watch.clone());
+            async move {
+                // The request stream stays open as long as the watch: closing it would end the watch.
+                let (requests, receiver) = mpsc::channel(1);
+                let create = WatchRequest { request_union: Some(watch_request::RequestUnion::CreateRequest(request)) };
+                requests.try_send(create).map_err(|_| Status::internal("the new watch's request channel is full"))?;
+                let responses = client.watch(tokio_stream::wrappers::ReceiverStream::new(receiver)).await?.into_inner();
+                Ok(WatchStream { _requests: requests, responses, _open: None })
+            }
+        })
+        .await
     }
 }
 
@@ -169,4 +258,20 @@ pub fn first_read(response: &TxnResponse) -> Option<&RangeResponse> {
         Some(Response::ResponseRange(range)) => Some(range),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::never_sent;
+    use std::io::{Error, ErrorKind};
+    use tonic::Status;
+
+    #[test]
+    fn only_a_connection_that_could_not_be_made_counts_as_never_sent() {
+        let refused = Status::from_error(Box::new(Error::from(ErrorKind::ConnectionRefused)));
+        assert!(never_sent(&refused));
+        let reset = Status::from_error(Box::new(Error::from(ErrorKind::ConnectionReset)));
+        assert!(!never_sent(&reset), "a reset connection may have carried the request");
+        assert!(!never_sent(&Status::unavailable("etcdserver: leader changed")));
+    }
 }

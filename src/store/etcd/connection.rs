@@ -10,7 +10,7 @@ use crate::machinery::error::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 /// How to reach etcd.
 #[derive(Clone, Debug)]
@@ -53,12 +53,12 @@ fn read(path: &PathBuf) -> Result<Vec<u8>, ConnectError> {
 }
 
 /// A client for `config`. It does not wait for etcd: connections are made (and remade) on use,
-/// spread over every endpoint.
+/// one per endpoint, used in turn.
 pub async fn connect(config: &EtcdConfig) -> Result<EtcdClient, ConnectError> {
     let tls = tls_config(config)?;
     let endpoints =
         config.endpoints.iter().map(|url| endpoint(url, tls.as_ref(), config)).collect::<Result<Vec<_>, _>>()?;
-    Ok(EtcdClient::new(Channel::balance_list(endpoints.into_iter())))
+    Ok(EtcdClient::new(endpoints.into_iter().map(|e| e.connect_lazy()).collect()))
 }
 
 /// The TLS settings, when any endpoint is `https://` or a CA or client certificate is given.
