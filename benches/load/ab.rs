@@ -4,7 +4,7 @@
 //! per request (from `/proc`), which the load generator and other processes sharing the cores do
 //! not move.
 
-use super::{Farm, Stats, Target, load};
+use super::{Farm, LLAMAS, Stats, Target, load};
 use std::time::Duration;
 
 /// One measured load: its row name and how to send one request number `i`.
@@ -13,6 +13,20 @@ pub struct Load {
     pub concurrency: usize,
     pub request: fn(&Target, &reqwest::Client, u64) -> reqwest::RequestBuilder,
 }
+
+/// GET of one of the 1,000 llamas of namespace `small`, which every comparison fills.
+pub const GET_ONE_LLAMA: Load = Load {
+    name: "GET one llama (32 conns)",
+    concurrency: 32,
+    request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500"))),
+};
+
+/// LIST of the 1,000 llamas of namespace `small`, as JSON.
+pub const LIST_1000_LLAMAS: Load = Load {
+    name: "LIST 1,000 llamas, JSON (8 conns)",
+    concurrency: 8,
+    request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas"))),
+};
 
 /// Runs `l` for `phase`; `round` keeps the names a create makes apart from earlier rounds'.
 async fn run(target: &Target, l: &Load, phase: Duration, round: u64) -> Stats {

@@ -7,11 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 const LOADS: [Load; 2] = [
-    Load {
-        name: "GET one llama (32 conns)",
-        concurrency: 32,
-        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500"))),
-    },
+    ab::GET_ONE_LLAMA,
     Load {
         name: "create (32 conns)",
         concurrency: 32,

@@ -19,18 +19,7 @@ use std::time::{Duration, Instant};
 /// The environment variable that makes this binary the baseline server.
 pub const DIR_VAR: &str = "FARM_BENCH_BASELINE_DIR";
 
-const LOADS: [Load; 2] = [
-    Load {
-        name: "GET one llama (32 conns)",
-        concurrency: 32,
-        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500"))),
-    },
-    Load {
-        name: "LIST 1,000 llamas, JSON (8 conns)",
-        concurrency: 8,
-        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas"))),
-    },
-];
+const LOADS: [Load; 2] = [ab::GET_ONE_LLAMA, ab::LIST_1000_LLAMAS];
 
 /// Runs the comparison and prints its table.
 pub async fn compare(binary: &Path, phase: Duration) {

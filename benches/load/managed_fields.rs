@@ -28,16 +28,8 @@ fn updated(i: u64) -> u64 {
 }
 
 const LOADS: [Load; 4] = [
-    Load {
-        name: "GET one llama (32 conns)",
-        concurrency: 32,
-        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500"))),
-    },
-    Load {
-        name: "LIST 1,000 llamas, JSON (8 conns)",
-        concurrency: 8,
-        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas"))),
-    },
+    ab::GET_ONE_LLAMA,
+    ab::LIST_1000_LLAMAS,
     Load {
         name: "create (32 conns)",
         concurrency: 32,
