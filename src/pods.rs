@@ -186,7 +186,9 @@ impl Mirror {
         match list_all(&self.api).await {
             Ok((pods, revision)) => {
                 let count = pods.len();
-                self.store.replace_all(pods, revision);
+                if let Err(err) = self.store.replace_all(pods, revision) {
+                    tracing::error!(error = %err, "pod cache: storing the listed pods");
+                }
                 self.status.heard();
                 self.backoff = BACKOFF_MIN;
                 *self.status.last_error.lock() = None;
@@ -254,7 +256,10 @@ impl Mirror {
                     return Applied::Skipped;
                 };
                 if let Some(farm_pod) = FarmPod::project(&pod) {
-                    self.store.replicate(ObjectKey::of(&farm_pod), Some(farm_pod), revision);
+                    let stored = self.store.replicate(ObjectKey::of(&farm_pod), Some(farm_pod), revision);
+                    if let Err(err) = stored {
+                        tracing::error!(error = %err, "pod cache: storing a pod");
+                    }
                 }
                 Applied::At(revision)
             }
@@ -262,7 +267,9 @@ impl Mirror {
                 let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else {
                     return Applied::Skipped;
                 };
-                self.store.replicate(ObjectKey::of(&pod), None, revision);
+                if let Err(err) = self.store.replicate(ObjectKey::of(&pod), None, revision) {
+                    tracing::error!(error = %err, "pod cache: deleting a pod");
+                }
                 Applied::At(revision)
             }
             WatchEvent::Bookmark(bookmark) => match revision_of(Some(&bookmark.metadata.resource_version)) {

@@ -113,33 +113,25 @@ fn respond(code: StatusCode, content_type: &str, body: impl Into<Body>, warnings
     response
 }
 
-/// Whether a response is a read, which keeps the object's encoding for the next read, or a
-/// write's, which does not ([`Stored`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Served {
-    Read,
-    Written,
-}
-
 /// Renders one object in the representation the client negotiated; the plain compact form is
-/// the stored object's own encoding, shared rather than made again.
+/// the stored object's own encoding, written as it is.
 fn render_object<K: Strategy>(
     object: &Stored<K>,
     representation: Representation,
     query: &Query,
-    (code, served): (StatusCode, Served),
+    code: StatusCode,
     warnings: &[String],
 ) -> Result<Response> {
     let pretty = query.pretty();
     let body = match representation {
-        Representation::Object if !pretty && served == Served::Read => object.json()?,
-        Representation::Object if !pretty => object.encode()?,
-        Representation::Object => encode(object, pretty)?.into(),
-        Representation::Metadata(version) => encode(&partial_metadata_in(object.meta(), version), pretty)?.into(),
+        Representation::Object if !pretty => object.json(),
+        Representation::Object => encode(&object.decode()?, pretty)?.into(),
+        Representation::Metadata(version) => encode(&partial_metadata_in(&object.metadata()?, version), pretty)?.into(),
         Representation::Table(_) => {
-            let metadata = ListMeta { resource_version: object.meta().resource_version.clone(), ..Default::default() };
+            let metadata =
+                ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
             let t = table::render(
-                std::iter::once(object.object()),
+                std::iter::once(&object.decode()?),
                 metadata,
                 query.include_object()?,
                 k8s_openapi::jiff::Timestamp::now(),
@@ -163,19 +155,22 @@ struct ListHead<'a> {
 /// the body and not encoded again: `{"apiVersion":…,"kind":…,"metadata":{…},"items":[…]}`.
 fn list_json<K: Strategy>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Result<Vec<u8>> {
     let head = ListHead { api_version: API_VERSION, kind: K::INFO.list_kind, metadata };
-    let encoded: Vec<bytes::Bytes> = items.iter().map(|o| o.json()).collect::<Result<_>>()?;
     let mut out = encode(&head, false)?;
-    out.reserve(encoded.iter().map(|j| j.len() + 1).sum::<usize>() + 12);
+    out.reserve(items.iter().map(|o| o.json_len() + 1).sum::<usize>() + 12);
     out.pop(); // the head's closing brace
     out.extend_from_slice(br#","items":["#);
-    for (i, json) in encoded.iter().enumerate() {
+    for (i, object) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(json);
+        object.write_json(&mut out);
     }
     out.extend_from_slice(b"]}");
     Ok(out)
+}
+
+fn decode_all<K: Strategy>(items: &[Arc<Stored<K>>]) -> Result<Vec<K>> {
+    items.iter().map(|o| o.decode()).collect()
 }
 
 /// Renders a list of objects in the representation the client negotiated.
@@ -192,21 +187,22 @@ fn render_list<K: Strategy>(
             let list = ObjectList {
                 types: TypeMeta { api_version: API_VERSION.into(), kind: K::INFO.list_kind.into() },
                 metadata,
-                items: items.to_vec(),
+                items: decode_all(items)?,
             };
             encode(&list, pretty)?
         }
         Representation::Metadata(version) => {
+            let metadata_of = |o: &Arc<Stored<K>>| Ok(partial_metadata_in(&o.metadata()?, version));
             let list = ObjectList {
                 types: TypeMeta { api_version: version.api_version().into(), kind: "PartialObjectMetadataList".into() },
                 metadata,
-                items: items.iter().map(|o| partial_metadata_in(o.meta(), version)).collect(),
+                items: items.iter().map(metadata_of).collect::<Result<_>>()?,
             };
             encode(&list, pretty)?
         }
         Representation::Table(_) => {
             let t = table::render(
-                items.iter().map(|o| o.object()),
+                decode_all(items)?.iter(),
                 metadata,
                 query.include_object()?,
                 k8s_openapi::jiff::Timestamp::now(),
@@ -228,7 +224,7 @@ async fn get<K: Strategy>(
     let resource_version = super::query::resource_version(&query)?;
     registry.ensure_ready().await?;
     let object = registry.get_at(&namespace, &name, resource_version).await?;
-    render_object(object.as_ref(), representation, &query, (StatusCode::OK, Served::Read), &[])
+    render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
 }
 
 async fn list_all<K: Strategy>(
@@ -334,13 +330,7 @@ async fn create<K: Strategy>(
     let decoded = decode_object::<K>(value, &namespace, request.options.field_validation)?;
     let created = registry.create(&namespace, decoded.object, &request.context(requester)).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
-    render_object(
-        created.object.as_ref(),
-        request.representation,
-        &request.query,
-        (StatusCode::CREATED, Served::Written),
-        &warnings,
-    )
+    render_object(created.object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
 }
 
 /// PUT of the object, or of its `subresource`.
@@ -357,13 +347,7 @@ async fn update<K: Strategy>(
     let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
     let updated = registry.update(&namespace, &name, decoded.object, subresource, &request.context(requester)).await?;
     let warnings = [decoded.warnings, updated.warnings].concat();
-    render_object(
-        updated.object.as_ref(),
-        request.representation,
-        &request.query,
-        (StatusCode::OK, Served::Written),
-        &warnings,
-    )
+    render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &warnings)
 }
 
 /// PATCH of the object, or of its `subresource`.
@@ -390,13 +374,7 @@ async fn patch<K: Strategy>(
         let patch = Patch::parse(patch_type, &bytes)?;
         (registry.patch(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
     };
-    render_object(
-        written.object.as_ref(),
-        request.representation,
-        &request.query,
-        (code, Served::Written),
-        &written.warnings,
-    )
+    render_object(written.object.as_ref(), request.representation, &request.query, code, &written.warnings)
 }
 
 /// The options only an apply takes, checked as `ValidatePatchOptions` checks them: an apply needs
@@ -468,7 +446,7 @@ async fn delete<K: Strategy>(
     } else {
         StatusCode::OK
     };
-    render_object(committed.object.as_ref(), representation, &query, (code, Served::Written), &[])
+    render_object(committed.object.as_ref(), representation, &query, code, &[])
 }
 
 async fn delete_collection<K: Strategy>(
@@ -501,7 +479,7 @@ mod tests {
         let mut l = Llama::new(name, LlamaSpec { weight, height: 2.0, color: Some("white \"snow\"".into()) });
         l.metadata.namespace = Some("farm".into());
         l.metadata.labels = Some([("herd".to_string(), "a".to_string())].into());
-        Arc::new(Stored::new(l))
+        Arc::new(Stored::new(l).unwrap())
     }
 
     #[test]
@@ -516,7 +494,7 @@ mod tests {
             let expected = serde_json::to_vec(&ObjectList {
                 types: TypeMeta { api_version: API_VERSION.into(), kind: "LlamaList".into() },
                 metadata: metadata.clone(),
-                items: items.iter().map(|o| o.object().clone()).collect(),
+                items: items.iter().map(|o| o.decode().unwrap()).collect(),
             })
             .unwrap();
             let written = list_json(&items, &metadata).unwrap();

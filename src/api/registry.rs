@@ -23,11 +23,13 @@ use crate::machinery::lifecycle::{Namespaces, admit_create};
 use crate::machinery::managed::{self, Managed};
 use crate::machinery::paging::Continue;
 use crate::machinery::resource::{API_VERSION, ApiResource, GROUP, body_schema};
-use crate::machinery::strategy::{Strategy, Subresource, field_value};
+use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::unmanaged_value;
 use crate::machinery::user::UserInfo;
 use crate::machinery::validation;
-use crate::store::{Committed, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom};
+use crate::store::{
+    Committed, Current, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ManagedFieldsEntry, ObjectMeta, Time};
 use serde_json::json;
 use std::sync::Arc;
@@ -253,9 +255,9 @@ impl<K: Strategy> Registry<K> {
     }
 
     /// Whether `object` passes the label and field selectors of `options`.
-    pub fn selects(options: &ListOptions, object: &K) -> bool {
-        options.label_selector.matches(object.meta().labels.as_ref())
-            && options.field_selector.matches(|path| field_value(object, path))
+    pub fn selects(options: &ListOptions, object: &Stored<K>) -> bool {
+        options.label_selector.matches_by(|key| object.label(key))
+            && options.field_selector.matches(|path| object.field(path))
     }
 
     /// Waits until the store has reached `revision`; 504 when it does not in time.
@@ -296,7 +298,7 @@ impl<K: Strategy> Registry<K> {
         if let ReadAt::Exact(rv) = at {
             self.wait_for_revision(rv).await?;
         }
-        let selects = |o: &K| Self::selects(options, o);
+        let selects = |o: &Stored<K>| Self::selects(options, o);
         let request = PageRequest { namespace, at, after: after.as_ref(), limit: options.limit, selects: &selects };
         let page = match (self.store.list_page(request).await, &after) {
             (Err(Error::Expired(_)), Some(after)) => {
@@ -498,7 +500,7 @@ impl<K: Strategy> Registry<K> {
         options: &DeleteOptions,
         ctx: &WriteContext,
     ) -> Result<Committed<K>> {
-        let mut decide = |current: &Arc<Stored<K>>| super::deletion::prepare(current.object(), options, now());
+        let mut decide = |current: &Current<K>| super::deletion::prepare(current.object(), options, now());
         self.commit_delete(key, delete_options_value(options)?, ctx, &mut decide).await
     }
 
@@ -509,13 +511,13 @@ impl<K: Strategy> Registry<K> {
         namespace: Option<&str>,
         options: &DeleteOptions,
         ctx: &WriteContext,
-        keep: &(dyn Fn(&K) -> bool + Sync),
+        keep: &(dyn Fn(&Stored<K>) -> bool + Sync),
     ) -> Result<Vec<Arc<Stored<K>>>> {
         super::deletion::validate_options(options)?;
         let listing = self.store.list(namespace).await?;
         let mut out = Vec::new();
         for object in listing.items.iter().filter(|o| keep(o)) {
-            match self.delete_validated(&ObjectKey::of(object.object()), options, ctx).await {
+            match self.delete_validated(&object.key(), options, ctx).await {
                 Ok(committed) => out.push(committed.object),
                 Err(Error::NotFound { .. }) => {}
                 Err(err) => return Err(err),
@@ -633,7 +635,7 @@ fn check_resource_version<K: ApiResource>(new: &ObjectMeta, old: &ObjectMeta, re
 /// [`Subresource::Status`] keeps all of the stored metadata, as the custom resource status
 /// strategy does (`*new = *old.DeepCopy()`, then the new status).
 fn prepare_update<K: Strategy>(
-    current: &Arc<Stored<K>>,
+    current: &Current<K>,
     mut new: K,
     require_resource_version: bool,
     subresource: Subresource,
@@ -711,7 +713,7 @@ mod tests {
         l.metadata.uid = Some("mine".into());
         l.metadata.resource_version = Some("999".into());
         l.metadata.generation = Some(7);
-        let created = r.create("default", l, &WriteContext::default()).await.unwrap().object;
+        let created = r.create("default", l, &WriteContext::default()).await.unwrap().object.decode().unwrap();
         assert_ne!(created.metadata.uid.as_deref(), Some("mine"));
         assert_eq!(created.metadata.resource_version.as_deref(), Some("1"));
         assert_eq!(created.metadata.generation, Some(1));
@@ -725,7 +727,7 @@ mod tests {
         let mut l = llama("", 1.0);
         l.metadata.name = None;
         l.metadata.generate_name = Some("herd-".into());
-        let created = r.create("default", l, &WriteContext::default()).await.unwrap().object;
+        let created = r.create("default", l, &WriteContext::default()).await.unwrap().object.decode().unwrap();
         let name = created.metadata.name.clone().unwrap();
         assert!(name.starts_with("herd-") && name.len() == 10, "{name}");
     }
@@ -734,10 +736,11 @@ mod tests {
     async fn stale_update_conflicts_and_spec_change_bumps_generation() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
-        let mut next = (*created).clone();
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
+        let mut next = created.clone();
         next.spec.weight = 2.0;
-        let updated = r.update("default", "dolly", next.clone(), Subresource::Main, &ctx).await.unwrap().object;
+        let updated =
+            r.update("default", "dolly", next.clone(), Subresource::Main, &ctx).await.unwrap().object.decode().unwrap();
         assert_eq!(updated.metadata.generation, Some(2));
         let err = r.update("default", "dolly", next, Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(err.code(), http::StatusCode::CONFLICT);
@@ -747,8 +750,14 @@ mod tests {
     async fn an_update_that_changes_nothing_keeps_the_resource_version() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
-        let same = r.update("default", "dolly", (*created).clone(), Subresource::Main, &ctx).await.unwrap().object;
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
+        let same = r
+            .update("default", "dolly", created.clone(), Subresource::Main, &ctx)
+            .await
+            .unwrap()
+            .object
+            .decode()
+            .unwrap();
         assert_eq!(same.metadata.resource_version, created.metadata.resource_version);
     }
 
@@ -761,11 +770,11 @@ mod tests {
         r.create("default", l, &ctx).await.unwrap();
         let marked = r.delete("default", "dolly", &DeleteOptions::default(), &ctx).await.unwrap();
         assert!(!marked.deleted);
-        assert!(marked.object.metadata.deletion_timestamp.is_some());
-        let mut adding = (*marked.object).clone();
+        assert!(marked.object.decode().unwrap().metadata.deletion_timestamp.is_some());
+        let mut adding = marked.object.decode().unwrap();
         adding.metadata.finalizers = Some(vec!["farm.example.com/shear".into(), "farm.example.com/other".into()]);
         assert_eq!(r.update("default", "dolly", adding, Subresource::Main, &ctx).await.unwrap_err().code(), 422);
-        let mut cleared = (*marked.object).clone();
+        let mut cleared = marked.object.decode().unwrap();
         cleared.metadata.finalizers = None;
         r.update("default", "dolly", cleared, Subresource::Main, &ctx).await.unwrap();
         assert_eq!(r.get("default", "dolly").await.unwrap_err().code(), 404);
@@ -871,10 +880,6 @@ mod strategy_hooks {
         fn cells(&self) -> Vec<serde_json::Value> {
             Vec::new()
         }
-
-        fn field(&self, _path: &str) -> Option<String> {
-            None
-        }
     }
 
     fn ewe(breed: &str, fleece: u32, shorn: bool) -> Ewe {
@@ -888,18 +893,22 @@ mod strategy_hooks {
         let r = Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 10)), WatchSettings::default());
         let ctx = WriteContext::default();
         let created = r.create("default", ewe("merino", 25, true), &ctx).await.unwrap();
-        assert_eq!(created.object.status, None, "a create may not set the status");
+        assert_eq!(created.object.decode().unwrap().status, None, "a create may not set the status");
         assert_eq!(created.warnings, ["spec.fleece: more than 20 kg of fleece"]);
 
         let mut next = ewe("merino", 5, true);
-        next.metadata.resource_version = created.object.metadata.resource_version.clone();
+        next.metadata.resource_version = created.object.decode().unwrap().metadata.resource_version.clone();
         let updated = r.update("default", "shaun", next, Subresource::Main, &ctx).await.unwrap();
-        assert_eq!(updated.object.status, None, "an update of the main resource keeps the stored status");
-        assert_eq!(updated.object.spec.fleece, 5);
+        assert_eq!(
+            updated.object.decode().unwrap().status,
+            None,
+            "an update of the main resource keeps the stored status"
+        );
+        assert_eq!(updated.object.decode().unwrap().spec.fleece, 5);
         assert!(updated.warnings.is_empty());
 
         let mut renamed = ewe("suffolk", 5, false);
-        renamed.metadata.resource_version = updated.object.metadata.resource_version.clone();
+        renamed.metadata.resource_version = updated.object.decode().unwrap().metadata.resource_version.clone();
         let error = r.update("default", "shaun", renamed, Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(error.code(), 422);
         assert!(error.to_string().contains("spec.breed"), "{error}");
@@ -909,11 +918,17 @@ mod strategy_hooks {
     async fn a_status_write_changes_the_status_only_and_keeps_the_generation() {
         let r = Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 10)), WatchSettings::default());
         let ctx = WriteContext::default();
-        let created = r.create("default", ewe("merino", 5, false), &ctx).await.unwrap().object;
+        let created = r.create("default", ewe("merino", 5, false), &ctx).await.unwrap().object.decode().unwrap();
         let mut next = ewe("suffolk", 9, true);
         next.metadata.resource_version = created.metadata.resource_version.clone();
         next.metadata.labels = Some([("shorn".to_string(), "yes".to_string())].into());
-        let written = r.update("default", "shaun", next.clone(), Subresource::Status, &ctx).await.unwrap().object;
+        let written = r
+            .update("default", "shaun", next.clone(), Subresource::Status, &ctx)
+            .await
+            .unwrap()
+            .object
+            .decode()
+            .unwrap();
         assert_eq!(written.status, Some(EweStatus { shorn: true }));
         assert_eq!(written.spec, created.spec, "a status write keeps the spec");
         assert_eq!(written.metadata.labels, None, "and the metadata");

@@ -62,17 +62,16 @@ fn frame<T: Serialize>(kind: &'static str, object: &T) -> Result<Bytes> {
     Ok(Bytes::from(out))
 }
 
-/// The frame of a stored object: what [`frame`] writes, around the object's encoding (shared
-/// when a read made it; an event's frame is itself made once and shared by every watcher).
-fn stored_frame<K: ApiResource>(kind: &'static str, object: &Stored<K>) -> Result<Bytes> {
-    let json = object.encode()?;
-    let mut out = Vec::with_capacity(json.len() + kind.len() + 24);
+/// The frame of a stored object: what [`frame`] writes, around the object's encoding (an
+/// event's frame is itself made once and shared by every watcher).
+fn stored_frame<K: ApiResource>(kind: &'static str, object: &Stored<K>) -> Bytes {
+    let mut out = Vec::with_capacity(object.json_len() + kind.len() + 24);
     out.extend_from_slice(br#"{"type":""#);
     out.extend_from_slice(kind.as_bytes());
     out.extend_from_slice(br#"","object":"#);
-    out.extend_from_slice(&json);
+    object.write_json(&mut out);
     out.extend_from_slice(b"}\n");
-    Ok(Bytes::from(out))
+    Bytes::from(out)
 }
 
 fn type_name(kind: EventType) -> &'static str {
@@ -95,13 +94,13 @@ struct Encoder<K: Strategy> {
 impl<K: Strategy> Encoder<K> {
     fn object(&mut self, kind: &'static str, object: &Stored<K>) -> Result<Bytes> {
         match self.representation {
-            Representation::Object => stored_frame(kind, object),
-            Representation::Metadata(version) => frame(kind, &partial_metadata_in(object.meta(), version)),
+            Representation::Object => Ok(stored_frame(kind, object)),
+            Representation::Metadata(version) => frame(kind, &partial_metadata_in(&object.metadata()?, version)),
             Representation::Table(_) => {
                 let metadata =
-                    ListMeta { resource_version: object.meta().resource_version.clone(), ..Default::default() };
+                    ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
                 let mut t = table::render(
-                    std::iter::once(object.object()),
+                    std::iter::once(&object.decode()?),
                     metadata,
                     self.include,
                     k8s_openapi::jiff::Timestamp::now(),
@@ -122,7 +121,7 @@ impl<K: Strategy> Encoder<K> {
             if let Some(cached) = event.frame.get() {
                 return Ok(cached.clone());
             }
-            let encoded = stored_frame(kind, &event.object)?;
+            let encoded = stored_frame(kind, &event.object);
             return Ok(event.frame.get_or_init(|| encoded).clone());
         }
         self.object(kind, event.object.as_ref())
@@ -152,13 +151,13 @@ fn error_frame(err: &Error) -> Bytes {
 }
 
 /// What a watcher with selectors sees of an event: its own type, a transition, or nothing.
-fn visible<K: ApiResource>(event: &Event<K>, selects: &(dyn Fn(&K) -> bool + Sync)) -> Option<&'static str> {
+fn visible<K: ApiResource>(event: &Event<K>, selects: &(dyn Fn(&Stored<K>) -> bool + Sync)) -> Option<&'static str> {
     let now = selects(event.object.as_ref());
     match event.kind {
         EventType::Added => now.then_some("ADDED"),
         EventType::Deleted => now.then_some("DELETED"),
         EventType::Modified => {
-            let before = event.previous.as_deref().is_some_and(|p| selects(p));
+            let before = event.previous.as_deref().is_some_and(selects);
             match (before, now) {
                 (true, true) => Some("MODIFIED"),
                 (false, true) => Some("ADDED"),
@@ -222,7 +221,7 @@ pub async fn serve<K: Strategy>(
                 bookmarks: options.allow_watch_bookmarks,
             };
             let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::INFO.plural)).clone();
-            let selects = move |o: &K| Registry::<K>::selects(&options, o);
+            let selects = move |o: &Stored<K>| Registry::<K>::selects(&options, o);
             let outbox = Outbox { encoder, tx, selects, deadline, last_sent: subscription.revision, sent };
             tokio::spawn(pump(outbox, subscription, settings, plan));
         }
@@ -270,7 +269,7 @@ struct Outbox<K: Strategy, F> {
     sent: Counter,
 }
 
-impl<K: Strategy, F: Fn(&K) -> bool + Sync> Outbox<K, F> {
+impl<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, F> {
     /// Sends one encoded frame; false when the stream must end.
     async fn frame(&self, frame: Result<Bytes>) -> bool {
         match frame {
@@ -344,7 +343,7 @@ impl<K: Strategy, F: Fn(&K) -> bool + Sync> Outbox<K, F> {
 
 /// Moves a subscription's events to the watcher until the deadline, the client leaves, the
 /// store drops the watcher, or the server shuts down (after sending what is buffered).
-async fn pump<K: Strategy, F: Fn(&K) -> bool + Sync>(
+async fn pump<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync>(
     mut out: Outbox<K, F>,
     mut subscription: Subscription<K>,
     settings: WatchSettings,
@@ -457,8 +456,8 @@ mod tests {
         let mut llama = Llama::new("dolly", LlamaSpec { weight: 2.5, height: 1.0, color: Some("a \"b\"".into()) });
         llama.metadata.resource_version = Some("7".into());
         for kind in ["ADDED", "MODIFIED", "DELETED"] {
-            let stored = Stored::new(llama.clone());
-            assert_eq!(stored_frame(kind, &stored).unwrap(), frame(kind, &llama).unwrap());
+            let stored = Stored::new(llama.clone()).unwrap();
+            assert_eq!(stored_frame(kind, &stored), frame(kind, &llama).unwrap());
         }
     }
 

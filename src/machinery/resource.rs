@@ -37,7 +37,9 @@ pub struct ResourceInfo {
     pub verbs: &'static [Verb],
     /// One-paragraph description used as the schema's description (`kubectl explain`).
     pub description: &'static str,
-    /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`.
+    /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`: dotted
+    /// paths of scalars (an unset field selects as the empty string), read from the stored
+    /// encoding ([`super::stored::Stored::field`]).
     pub selectable_fields: &'static [&'static str],
     /// Subresources served besides the object itself (routes, discovery, OpenAPI follow this).
     pub subresources: &'static [Subresource],

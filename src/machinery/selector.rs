@@ -8,7 +8,8 @@
 
 use super::error::{Error, Result};
 use super::validation::{label_value, qualified_name};
-use kube::core::{Expression, Selector, SelectorExt};
+use kube::core::{Expression, Selector};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A parsed label selector; empty matches everything.
@@ -25,12 +26,20 @@ impl LabelSelector {
 
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        if self.expressions.is_empty() {
-            return true;
-        }
-        let empty = BTreeMap::new();
-        let labels = labels.unwrap_or(&empty);
-        self.expressions.iter().all(|e| e.matches(labels))
+        self.matches_by(|key| labels.and_then(|l| l.get(key)).map(|v| Cow::Borrowed(v.as_str())))
+    }
+
+    /// Whether the labels that `label` looks up satisfy every requirement (kube-core's
+    /// [`SelectorExt`] semantics: `!=` and `notin` match objects without the key).
+    pub fn matches_by<'a>(&self, label: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
+        self.expressions.iter().all(|e| match e {
+            Expression::In(key, values) => label(key).is_some_and(|v| values.contains(v.as_ref())),
+            Expression::NotIn(key, values) => label(key).is_none_or(|v| !values.contains(v.as_ref())),
+            Expression::Exists(key) => label(key).is_some(),
+            Expression::DoesNotExist(key) => label(key).is_none(),
+            Expression::Equal(key, value) => label(key).is_some_and(|v| v == value.as_str()),
+            Expression::NotEqual(key, value) => label(key).is_none_or(|v| v != value.as_str()),
+        })
     }
 
     /// As a kube-core [`Selector`].
@@ -272,10 +281,10 @@ impl FieldSelector {
     }
 
     /// Whether the object's fields, looked up by `value_of`, satisfy every requirement.
-    pub fn matches(&self, value_of: impl Fn(&str) -> Option<String>) -> bool {
+    pub fn matches<'a>(&self, value_of: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
         self.requirements.iter().all(|r| {
             let actual = value_of(&r.field).unwrap_or_default();
-            (actual == r.value) != r.negated
+            (actual == r.value.as_str()) != r.negated
         })
     }
 

@@ -1,64 +1,257 @@
-//! An object as the stores keep and share it: the decoded value, for rules, selectors and
-//! tables, and its JSON encoding, made the first time a read (GET or LIST) needs it and then
-//! shared by every later read. A stored object never changes (a write stores a new one), so the
-//! encoding never goes stale, and a GET or a LIST writes those bytes as they are instead of
-//! encoding the object again for each request. Writes and watch events use the kept encoding when
-//! there is one but do not keep theirs: an object nobody reads does not pay for it in memory.
+//! An object as the stores keep and share it: its compact JSON encoding, the only form kept,
+//! plus an index of the few fields that keys, lists and selectors read (name, namespace,
+//! labels, resourceVersion, the resource's selectable fields), as spans into those bytes.
+//!
+//! A GET, a LIST and a watch event write the bytes as they are; the typed object is decoded only
+//! where a rule needs it (a write deciding on the current object, a Table, admission). A stored
+//! object never changes (a write stores a new one), so neither bytes nor index go stale.
+//!
+//! `metadata.managedFields` is most of a small object's encoding and is the same for objects
+//! written alike within a second (same manager, operation and fields, same `time`). It is kept
+//! apart, interned: one shared copy of each distinct text, spliced back in where it belongs when
+//! the bytes are written out.
 
 use super::error::{Error, Result};
+use super::json_scan::{self, Span};
+use super::key::ObjectKey;
+use super::resource::ApiResource;
 use bytes::Bytes;
-use serde::Serialize;
-use std::sync::OnceLock;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
-/// An immutable stored object and, once made, its compact JSON encoding.
+/// The interned managed-fields text of an object and the offset in its `body` where it goes.
+struct Managed {
+    at: u32,
+    text: Arc<[u8]>,
+}
+
+/// An immutable stored object: its encoding and its index.
 pub struct Stored<K> {
-    /// The object.
-    object: K,
-    /// `serde_json::to_vec(&object)`, made at most once (two first readers racing both encode,
-    /// one result is kept).
-    json: OnceLock<Bytes>,
+    /// The object's compact JSON, without the managed-fields text when that is kept apart.
+    body: Bytes,
+    /// The managed-fields text, when kept apart.
+    managed: Option<Managed>,
+    /// `metadata.resourceVersion` (0 when unset, as on a dry-run create).
+    resource_version: u64,
+    /// `metadata.namespace`, `metadata.name`.
+    namespace: Option<Span>,
+    name: Option<Span>,
+    /// `metadata.labels`, in key order.
+    labels: Box<[(Span, Span)]>,
+    /// The value of each of the resource's selectable fields, in `K::INFO`'s order.
+    fields: Box<[Option<Span>]>,
+    kind: PhantomData<fn() -> K>,
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| Error::Internal(format!("encoding an object: {e}")))
+}
+
+impl<K: ApiResource> Stored<K> {
+    /// The stored form of `object`.
+    pub fn new(mut object: K) -> Result<Self> {
+        let full = encode(&object)?;
+        let (body, managed) = match object.meta_mut().managed_fields.take() {
+            Some(entries) if !entries.is_empty() => split(full, encode(&object)?),
+            _ => (full, None),
+        };
+        Ok(Self::index(Bytes::from(body), managed))
+    }
+
+    /// The stored form of an object's compact JSON as this server wrote it (read back from etcd);
+    /// 500 when the bytes are not a `K`.
+    pub fn from_json(json: &[u8]) -> Result<Self> {
+        let object: K = serde_json::from_slice(json)
+            .map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))?;
+        Self::new(object)
+    }
+
+    fn index(body: Bytes, managed: Option<Managed>) -> Self {
+        let json = &body[..];
+        let metadata = json_scan::find(json, &["metadata"]);
+        let meta_scalar = |key: &str| {
+            metadata.and_then(|m| json_scan::find_in(json, m, key)).and_then(|at| json_scan::scalar(json, at))
+        };
+        let resource_version = meta_scalar("resourceVersion").and_then(|s| s.text(json).parse().ok()).unwrap_or(0);
+        let namespace = meta_scalar("namespace");
+        let name = meta_scalar("name");
+        let labels = metadata
+            .and_then(|m| json_scan::find_in(json, m, "labels"))
+            .map(|at| json_scan::string_members(json, at).into_boxed_slice())
+            .unwrap_or_default();
+        let fields = K::INFO
+            .selectable_fields
+            .iter()
+            .map(|path| {
+                let path: Vec<&str> = path.split('.').collect();
+                json_scan::find(json, &path).and_then(|at| json_scan::scalar(json, at))
+            })
+            .collect();
+        Self { body, managed, resource_version, namespace, name, labels, fields, kind: PhantomData }
+    }
+
+    /// The object, decoded from its encoding.
+    pub fn decode(&self) -> Result<K> {
+        let json = self.json();
+        serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))
+    }
+
+    /// The object's metadata, decoded alone.
+    pub fn metadata(&self) -> Result<ObjectMeta> {
+        let json = self.json();
+        let Some(at) = json_scan::find(&json, &["metadata"]) else { return Ok(ObjectMeta::default()) };
+        let raw = json_scan::value_end(&json, at).and_then(|end| json.get(at..end)).unwrap_or_default();
+        serde_json::from_slice(raw)
+            .map_err(|e| Error::Internal(format!("decoding a stored {}'s metadata: {e}", K::INFO.kind)))
+    }
+
+    /// The object's selectable field `path` (`metadata.name`, `metadata.namespace` or one of
+    /// `K::INFO.selectable_fields`): its value, empty when unset; `None` for another path.
+    pub fn field(&self, path: &str) -> Option<Cow<'_, str>> {
+        match path {
+            "metadata.name" => Some(self.name()),
+            "metadata.namespace" => Some(self.namespace()),
+            _ => {
+                let i = K::INFO.selectable_fields.iter().position(|f| *f == path)?;
+                Some(self.text(self.fields.get(i).copied().flatten()))
+            }
+        }
+    }
 }
 
 impl<K> Stored<K> {
-    /// The stored form of `object`, not encoded yet.
-    pub fn new(object: K) -> Self {
-        Self { object, json: OnceLock::new() }
+    fn text(&self, span: Option<Span>) -> Cow<'_, str> {
+        span.map_or(Cow::Borrowed(""), |s| s.text(&self.body))
     }
 
-    /// The object.
+    /// `metadata.resourceVersion`, 0 when unset.
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    /// `metadata.namespace`, empty when unset.
+    pub fn namespace(&self) -> Cow<'_, str> {
+        self.text(self.namespace)
+    }
+
+    /// `metadata.name`, empty when unset.
+    pub fn name(&self) -> Cow<'_, str> {
+        self.text(self.name)
+    }
+
+    /// The object's key.
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey::new(self.namespace(), self.name())
+    }
+
+    /// The value of the label `key`.
+    pub fn label(&self, key: &str) -> Option<Cow<'_, str>> {
+        let (_, value) = self.labels.iter().find(|(k, _)| k.text(&self.body) == key)?;
+        Some(value.text(&self.body))
+    }
+
+    /// The length of the object's compact JSON.
+    pub fn json_len(&self) -> usize {
+        self.body.len() + self.managed.as_ref().map_or(0, |m| m.text.len())
+    }
+
+    /// The object's compact JSON: shared, not copied, unless managed fields are spliced in.
+    pub fn json(&self) -> Bytes {
+        match &self.managed {
+            None => self.body.clone(),
+            Some(_) => {
+                let mut out = Vec::with_capacity(self.json_len());
+                self.write_json(&mut out);
+                Bytes::from(out)
+            }
+        }
+    }
+
+    /// Appends the object's compact JSON to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        match &self.managed {
+            None => out.extend_from_slice(&self.body),
+            Some(managed) => {
+                let (before, after) = self.body.split_at((managed.at as usize).min(self.body.len()));
+                out.extend_from_slice(before);
+                out.extend_from_slice(&managed.text);
+                out.extend_from_slice(after);
+            }
+        }
+    }
+}
+
+/// Splits `full` (an object's encoding) into `without` (the same object's encoding without its
+/// managed fields) and the interned text that makes up the difference, with its offset. Whatever
+/// the difference, `full` is `without` with one run of bytes inserted; where the insertion is
+/// ambiguous (the run begins as the text after it does), any offset that rebuilds `full` will do.
+fn split(full: Vec<u8>, without: Vec<u8>) -> (Vec<u8>, Option<Managed>) {
+    let at = full.iter().zip(&without).take_while(|(a, b)| a == b).count();
+    let inserted = full.len().saturating_sub(without.len());
+    match u32::try_from(at) {
+        Ok(offset) if inserted > 0 && full.get(at + inserted..) == without.get(at..) => {
+            (without, Some(Managed { at: offset, text: intern(&full[at..at + inserted]) }))
+        }
+        _ => (full, None),
+    }
+}
+
+/// The distinct managed-fields texts of every stored object. An entry only the set still holds
+/// is dropped when the set has doubled since the last sweep, so the set stays at most twice the
+/// texts in use, at a cost per insertion that is constant on average.
+struct Interned {
+    texts: HashSet<Arc<[u8]>>,
+    sweep_at: usize,
+}
+
+static INTERNED: parking_lot::Mutex<Option<Interned>> = parking_lot::Mutex::new(None);
+
+/// The shared copy of `text`.
+fn intern(text: &[u8]) -> Arc<[u8]> {
+    let mut guard = INTERNED.lock();
+    let interned = guard.get_or_insert_with(|| Interned { texts: HashSet::new(), sweep_at: 1024 });
+    if let Some(shared) = interned.texts.get(text) {
+        return shared.clone();
+    }
+    let shared: Arc<[u8]> = Arc::from(text);
+    interned.texts.insert(shared.clone());
+    if interned.texts.len() >= interned.sweep_at {
+        // Only this lock hands out copies, so a count of one stays one.
+        interned.texts.retain(|t| Arc::strong_count(t) > 1);
+        interned.sweep_at = (2 * interned.texts.len()).max(1024);
+    }
+    shared
+}
+
+/// A stored object decoded, for the rules of a write that decides on it (see `store::UpdateFn`).
+pub struct Current<K> {
+    stored: Arc<Stored<K>>,
+    object: K,
+}
+
+impl<K: ApiResource> Current<K> {
+    /// `stored`, decoded.
+    pub fn decode(stored: Arc<Stored<K>>) -> Result<Self> {
+        Ok(Self { object: stored.decode()?, stored })
+    }
+}
+
+impl<K> Current<K> {
+    /// The stored form.
+    pub fn stored(&self) -> &Arc<Stored<K>> {
+        &self.stored
+    }
+
+    /// The decoded object.
     pub fn object(&self) -> &K {
         &self.object
     }
 }
 
-impl<K: Serialize> Stored<K> {
-    /// The object's compact JSON, encoded on the first call and kept, then shared (not copied)
-    /// by every later call: for reads, which come back to the same object.
-    pub fn json(&self) -> Result<Bytes> {
-        if let Some(json) = self.json.get() {
-            return Ok(json.clone());
-        }
-        let mut encoded = self.encode_now()?;
-        encoded.shrink_to_fit();
-        Ok(self.json.get_or_init(|| Bytes::from(encoded)).clone())
-    }
-
-    /// The object's compact JSON: the kept encoding when a read has made it, else a new one that
-    /// is not kept (for a write's response or a watch event: an object that nobody reads does not
-    /// hold its encoding as well).
-    pub fn encode(&self) -> Result<Bytes> {
-        match self.json.get() {
-            Some(json) => Ok(json.clone()),
-            None => self.encode_now().map(Bytes::from),
-        }
-    }
-
-    fn encode_now(&self) -> Result<Vec<u8>> {
-        serde_json::to_vec(&self.object).map_err(|e| Error::Internal(format!("encoding an object: {e}")))
-    }
-}
-
-impl<K> std::ops::Deref for Stored<K> {
+impl<K> std::ops::Deref for Current<K> {
     type Target = K;
 
     fn deref(&self) -> &K {
@@ -66,34 +259,74 @@ impl<K> std::ops::Deref for Stored<K> {
     }
 }
 
-impl<K: std::fmt::Debug> std::fmt::Debug for Stored<K> {
+impl<K> std::fmt::Debug for Stored<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.object.fmt(f)
-    }
-}
-
-/// Serializes as the object itself (for pretty output and the representations that embed it).
-impl<K: Serialize> Serialize for Stored<K> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.object.serialize(serializer)
+        f.write_str(&String::from_utf8_lossy(&self.json()))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Stored;
-    use serde_json::json;
+    use super::*;
+    use crate::resources::llama::{Llama, LlamaSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+
+    fn llama(name: &str, color: &str) -> Llama {
+        let mut llama = Llama::new(name, LlamaSpec { weight: 120.5, height: 170.0, color: Some(color.to_string()) });
+        llama.metadata.namespace = Some("farm".into());
+        llama.metadata.resource_version = Some("42".into());
+        llama.metadata.labels = Some([("herd".to_string(), "a".to_string()), ("b".into(), "c\"d".into())].into());
+        llama.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            operation: Some("Update".into()),
+            fields_type: Some("FieldsV1".into()),
+            fields_v1: Some(FieldsV1(serde_json::json!({"f:spec": {"f:weight": {}}}))),
+            ..Default::default()
+        }]);
+        llama
+    }
 
     #[test]
-    fn the_encoding_is_the_objects_compact_json_made_once_by_a_read_and_shared() {
-        let stored = Stored::new(json!({"kind": "Llama", "spec": {"weight": 3}}));
-        let written = stored.encode().unwrap();
-        assert_ne!(written.as_ptr(), stored.encode().unwrap().as_ptr(), "a write's encoding is not kept");
-        let first = stored.json().unwrap();
-        assert_eq!(first, written);
-        assert_eq!(first.as_ptr(), stored.encode().unwrap().as_ptr(), "once kept, writes share it too");
-        assert_eq!(&first[..], serde_json::to_vec(stored.object()).unwrap().as_slice());
-        assert_eq!(first.as_ptr(), stored.json().unwrap().as_ptr(), "the second call shares the first's bytes");
-        assert_eq!(serde_json::to_value(&stored).unwrap(), *stored.object());
+    fn the_bytes_are_the_objects_compact_json_and_decode_to_it() {
+        let object = llama("dolly", "white \u{e9}\n");
+        let stored = Stored::new(object.clone()).unwrap();
+        assert_eq!(stored.json(), serde_json::to_vec(&object).unwrap());
+        let mut written = b"[".to_vec();
+        stored.write_json(&mut written);
+        assert_eq!(&written[1..], &stored.json()[..]);
+        assert_eq!(stored.json_len(), stored.json().len());
+        assert_eq!(stored.decode().unwrap(), object);
+        let mut plain = object.clone();
+        plain.metadata.managed_fields = None;
+        let plain = Stored::new(plain).unwrap();
+        assert_eq!(plain.json().as_ptr(), plain.json().as_ptr(), "without managed fields the bytes are shared");
+    }
+
+    #[test]
+    fn the_index_reads_key_labels_version_and_selectable_fields() {
+        let stored = Stored::new(llama("dolly", "brown \"and\" white")).unwrap();
+        assert_eq!(stored.key(), ObjectKey::new("farm", "dolly"));
+        assert_eq!(stored.resource_version(), 42);
+        assert_eq!(stored.label("herd").as_deref(), Some("a"));
+        assert_eq!(stored.label("b").as_deref(), Some("c\"d"));
+        assert_eq!(stored.label("none"), None);
+        assert_eq!(stored.field("spec.color").as_deref(), Some("brown \"and\" white"));
+        assert_eq!(stored.field("metadata.name").as_deref(), Some("dolly"));
+        assert_eq!(stored.field("spec.weight"), None, "not a selectable field");
+        let mut bare = llama("x", "");
+        bare.spec.color = None;
+        bare.metadata.resource_version = None;
+        let bare = Stored::new(bare).unwrap();
+        assert_eq!(bare.field("spec.color").as_deref(), Some(""), "an unset field selects as empty");
+        assert_eq!(bare.resource_version(), 0);
+    }
+
+    #[test]
+    fn equal_managed_fields_are_kept_once() {
+        let a = Stored::new(llama("a", "white")).unwrap();
+        let b = Stored::new(llama("b-longer-name", "brown")).unwrap();
+        let (Some(ma), Some(mb)) = (&a.managed, &b.managed) else { panic!("managed fields kept apart") };
+        assert!(Arc::ptr_eq(&ma.text, &mb.text));
+        assert!(!a.body.windows(13).any(|w| w == b"managedFields"));
     }
 }

@@ -61,18 +61,4 @@ pub trait Strategy: ApiResource {
 
     /// Cells for [`Strategy::columns`], in the same order.
     fn cells(&self) -> Vec<serde_json::Value>;
-
-    /// The value of one of the resource's selectable fields
-    /// ([`super::resource::ResourceInfo::selectable_fields`]), for field selectors.
-    fn field(&self, path: &str) -> Option<String>;
-}
-
-/// The value of a field selector's field: `metadata.name`, `metadata.namespace`, or one the
-/// resource declares.
-pub fn field_value<K: Strategy>(object: &K, path: &str) -> Option<String> {
-    match path {
-        "metadata.name" => object.meta().name.clone(),
-        "metadata.namespace" => object.meta().namespace.clone(),
-        other => object.field(other),
-    }
 }

@@ -220,14 +220,6 @@ impl Strategy for FarmPod {
             serde_json::json!(self.spec.owner.as_deref().unwrap_or("<none>")),
         ]
     }
-
-    fn field(&self, path: &str) -> Option<String> {
-        match path {
-            "spec.nodeName" => Some(self.spec.node_name.clone().unwrap_or_default()),
-            "status.phase" => Some(self.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -267,8 +259,9 @@ mod tests {
         assert_eq!(status.ready, "2/3");
         assert_eq!(status.restarts, 3);
         assert_eq!(status.reason.as_deref(), Some("CrashLoopBackOff"));
-        assert_eq!(fp.field("spec.nodeName").as_deref(), Some("node-a"));
-        assert_eq!(fp.field("status.phase").as_deref(), Some("Running"));
+        let stored = crate::machinery::stored::Stored::new(fp.clone()).unwrap();
+        assert_eq!(stored.field("spec.nodeName").as_deref(), Some("node-a"), "selectable");
+        assert_eq!(stored.field("status.phase").as_deref(), Some("Running"), "selectable");
         assert_eq!(
             fp.cells()[..5],
             [serde_json::json!("2/3"), "CrashLoopBackOff".into(), 3.into(), 3.into(), "node-a".into()]

@@ -164,13 +164,6 @@ impl Strategy for Llama {
         COLUMNS
     }
 
-    fn field(&self, path: &str) -> Option<String> {
-        match path {
-            "spec.color" => Some(self.spec.color.clone().unwrap_or_default()),
-            _ => None,
-        }
-    }
-
     fn cells(&self) -> Vec<serde_json::Value> {
         vec![
             serde_json::json!(self.spec.weight),

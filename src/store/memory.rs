@@ -13,8 +13,8 @@
 //! state at `r`.
 
 use super::{
-    CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt, Revision, Store,
-    StoreStats, Stored, Subscription, UpdateFn, WatchFrom,
+    CloseReason, Closing, Committed, Current, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt,
+    Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom,
 };
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
@@ -73,9 +73,9 @@ impl<K: ApiResource> MemoryStore<K> {
     }
 }
 
-fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<Stored<K>> {
+fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
     object.meta_mut().resource_version = Some(revision.to_string());
-    Arc::new(Stored::new(object))
+    Ok(Arc::new(Stored::new(object)?))
 }
 
 fn in_namespace(key: &ObjectKey, namespace: Option<&str>) -> bool {
@@ -97,7 +97,7 @@ impl<K: ApiResource> State<K> {
                 self.compacted = old.revision;
             }
         }
-        let namespace = event.object.meta().namespace.clone().unwrap_or_default();
+        let namespace = event.object.namespace();
         self.subscribers.retain(|s| {
             if s.namespace.as_deref().is_some_and(|ns| ns != namespace) {
                 return !s.sender.is_closed();
@@ -139,7 +139,7 @@ impl<K: ApiResource> MemoryStore<K> {
 
     /// Applies an upsert (`Some`) or a deletion (`None`) of `key` observed at `revision`.
     /// Changes older than the store's revision are ignored, so the history stays ordered.
-    pub fn replicate(&self, key: ObjectKey, object: Option<K>, revision: u64) {
+    pub fn replicate(&self, key: ObjectKey, object: Option<K>, revision: u64) -> Result<()> {
         let mut state = self.state.write();
         if revision <= self.revision.current() {
             tracing::debug!(
@@ -147,24 +147,25 @@ impl<K: ApiResource> MemoryStore<K> {
                 current = self.revision.current(),
                 "ignoring a replicated change that is not newer"
             );
-            return;
+            return Ok(());
         }
-        self.apply_replicated(&mut state, key, object, revision);
+        self.apply_replicated(&mut state, key, object, revision)?;
         self.revision.advance_to(revision);
+        Ok(())
     }
 
-    fn apply_replicated(&self, state: &mut State<K>, key: ObjectKey, object: Option<K>, revision: u64) {
+    fn apply_replicated(&self, state: &mut State<K>, key: ObjectKey, object: Option<K>, revision: u64) -> Result<()> {
         let previous = state.objects.get(&key).cloned();
         let event = match (object, previous) {
             (Some(object), previous) => {
-                let stored = stamp(object, revision);
+                let stored = stamp(object, revision)?;
                 state.objects.insert(key, stored.clone());
                 let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
                 Event { revision, kind, object: stored, previous, frame: Default::default() }
             }
             (None, Some(previous)) => {
                 state.objects.remove(&key);
-                let last = stamp((*previous).clone(), revision);
+                let last = stamp(previous.decode()?, revision)?;
                 Event {
                     revision,
                     kind: EventType::Deleted,
@@ -173,9 +174,10 @@ impl<K: ApiResource> MemoryStore<K> {
                     frame: Default::default(),
                 }
             }
-            (None, None) => return,
+            (None, None) => return Ok(()),
         };
         self.publish(state, event);
+        Ok(())
     }
 
     /// Records that the source has reached `revision` with no change here (a watch bookmark).
@@ -190,7 +192,7 @@ impl<K: ApiResource> MemoryStore<K> {
     /// watch cache that lost events it cannot replay, so its watchers re-watch or re-list).
     pub fn reset(&self, objects: Vec<Arc<Stored<K>>>, revision: u64) {
         let mut state = self.state.write();
-        state.objects = objects.into_iter().map(|o| (ObjectKey::of(o.object()), o)).collect();
+        state.objects = objects.into_iter().map(|o| (o.key(), o)).collect();
         state.history.clear();
         state.compacted = revision;
         for subscriber in state.subscribers.drain(..) {
@@ -203,7 +205,7 @@ impl<K: ApiResource> MemoryStore<K> {
     /// Replaces the whole content with `objects`, as listed at `revision` (each object carrying
     /// its own resourceVersion): changed and new objects become events at their own revisions,
     /// in order, and objects gone become deletions at `revision`.
-    pub fn replace_all(&self, objects: Vec<K>, revision: u64) {
+    pub fn replace_all(&self, objects: Vec<K>, revision: u64) -> Result<()> {
         let mut state = self.state.write();
         let current = self.revision.current();
         let mut incoming: BTreeMap<ObjectKey, K> = objects.into_iter().map(|o| (ObjectKey::of(&o), o)).collect();
@@ -211,22 +213,24 @@ impl<K: ApiResource> MemoryStore<K> {
         let mut changes: Vec<(u64, ObjectKey, K)> = Vec::new();
         for (key, object) in std::mem::take(&mut incoming) {
             let rv: u64 = object.meta().resource_version.as_deref().and_then(|r| r.parse().ok()).unwrap_or(revision);
-            let unchanged =
-                state.objects.get(&key).is_some_and(|o| o.meta().resource_version == object.meta().resource_version);
+            let unchanged = state.objects.get(&key).is_some_and(|o| {
+                object.meta().resource_version.as_deref().and_then(|r| r.parse().ok()) == Some(o.resource_version())
+            });
             if !unchanged {
                 changes.push((rv.max(current + 1), key, object));
             }
         }
         changes.sort_by_key(|(rv, _, _)| *rv);
         for (rv, key, object) in changes {
-            self.apply_replicated(&mut state, key, Some(object), rv);
+            self.apply_replicated(&mut state, key, Some(object), rv)?;
         }
         let deletion = revision.max(current + 1);
         for key in gone {
-            self.apply_replicated(&mut state, key, None, deletion);
+            self.apply_replicated(&mut state, key, None, deletion)?;
         }
         self.revision.advance_to(revision);
         self.published.advance_to(revision);
+        Ok(())
     }
 }
 
@@ -258,7 +262,7 @@ impl<K: ApiResource> MemoryStore<K> {
         // holds the key's state at `revision`.
         let mut past: BTreeMap<ObjectKey, Option<Arc<Stored<K>>>> = BTreeMap::new();
         for event in state.history.iter().rev().take_while(|e| e.revision > revision) {
-            past.insert(ObjectKey::of(event.object.object()), event.previous.clone());
+            past.insert(event.object.key(), event.previous.clone());
         }
         let mut items: BTreeMap<ObjectKey, Arc<Stored<K>>> =
             state.objects_in(namespace).into_iter().filter(|(k, _)| !past.contains_key(k)).collect();
@@ -287,7 +291,7 @@ impl<K: ApiResource> MemoryStore<K> {
                     .history
                     .iter()
                     .filter(|e| e.revision > revision)
-                    .filter(|e| in_namespace(&ObjectKey::of(e.object.object()), namespace))
+                    .filter(|e| namespace.is_none_or(|ns| e.object.namespace() == ns))
                     .cloned()
                     .collect();
                 (Vec::new(), replay, revision.max(current))
@@ -315,10 +319,10 @@ impl<K: ApiResource> MemoryStore<K> {
             return Err(Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name });
         }
         if dry_run {
-            return Ok(Arc::new(Stored::new(object)));
+            return Ok(Arc::new(Stored::new(object)?));
         }
         let revision = self.revision.next();
-        let stored = stamp(object, revision);
+        let stored = stamp(object, revision)?;
         state.objects.insert(key, stored.clone());
         let event = Event {
             revision,
@@ -340,13 +344,14 @@ impl<K: ApiResource> MemoryStore<K> {
             let current = self.state.read().objects.get(key).cloned();
             let current = current
                 .ok_or_else(|| Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() })?;
-            let (kind, object) = match update(&current)? {
+            let decoded = Current::decode(current.clone())?;
+            let (kind, object) = match update(&decoded)? {
                 Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
                 Mutation::Put(object) if dry_run => {
-                    return Ok(Committed { object: Arc::new(Stored::new(object)), deleted: false });
+                    return Ok(Committed { object: Arc::new(Stored::new(object)?), deleted: false });
                 }
                 Mutation::Delete(object) if dry_run => {
-                    return Ok(Committed { object: Arc::new(Stored::new(object)), deleted: true });
+                    return Ok(Committed { object: Arc::new(Stored::new(object)?), deleted: true });
                 }
                 Mutation::Put(object) => (EventType::Modified, object),
                 Mutation::Delete(object) => (EventType::Deleted, object),
@@ -357,7 +362,7 @@ impl<K: ApiResource> MemoryStore<K> {
                 continue;
             }
             let revision = self.revision.next();
-            let stored = stamp(object, revision);
+            let stored = stamp(object, revision)?;
             if kind == EventType::Deleted {
                 state.objects.remove(key);
             } else {
@@ -461,8 +466,12 @@ mod tests {
             })
             .unwrap();
         assert_eq!(calls, 2);
-        assert_eq!(committed.object.spec.weight, 6.0, "the increment applies on top of the winner's write");
-        assert_eq!(s.get(&key).unwrap().unwrap().spec.weight, 6.0);
+        assert_eq!(
+            committed.object.decode().unwrap().spec.weight,
+            6.0,
+            "the increment applies on top of the winner's write"
+        );
+        assert_eq!(s.get(&key).unwrap().unwrap().decode().unwrap().spec.weight, 6.0);
     }
 
     fn delete(s: &MemoryStore<Llama>, ns: &str, name: &str) {
@@ -470,7 +479,7 @@ mod tests {
     }
 
     fn names(l: &Listing<Llama>) -> Vec<String> {
-        l.items.iter().map(|o| format!("{}={}", o.metadata.name.clone().unwrap(), o.spec.weight)).collect()
+        l.items.iter().map(|o| format!("{}={}", o.name(), o.decode().unwrap().spec.weight)).collect()
     }
 
     #[test]
@@ -479,7 +488,7 @@ mod tests {
         put(&s, "a", "x", 1.0);
         put(&s, "b", "x", 1.0);
         let b = s.get(&ObjectKey::new("b", "x")).unwrap().unwrap();
-        assert_eq!(b.metadata.resource_version.as_deref(), Some("2"));
+        assert_eq!(b.resource_version(), 2);
         assert_eq!(s.revision(), 2);
     }
 
@@ -586,18 +595,18 @@ mod tests {
             l.metadata.resource_version = Some(rv.to_string());
             l
         };
-        s.replace_all(vec![at("x", 10), at("y", 12)], 15);
+        s.replace_all(vec![at("x", 10), at("y", 12)], 15).unwrap();
         assert_eq!(s.revision(), 15);
         let mut sub = s.subscribe(None, WatchFrom::Now, 100).unwrap();
-        s.replicate(ObjectKey::new("a", "x"), Some(at("x", 16)), 16);
-        s.replicate(ObjectKey::new("a", "x"), Some(at("x", 14)), 14); // stale: ignored
+        s.replicate(ObjectKey::new("a", "x"), Some(at("x", 16)), 16).unwrap();
+        s.replicate(ObjectKey::new("a", "x"), Some(at("x", 14)), 14).unwrap(); // stale: ignored
         s.advance(20);
         assert_eq!(s.revision(), 20);
         // Re-list at 30: y changed at 25, x gone, z new at 22.
-        s.replace_all(vec![at("y", 25), at("z", 22)], 30);
+        s.replace_all(vec![at("y", 25), at("z", 22)], 30).unwrap();
         let mut got = Vec::new();
         while let Ok(e) = sub.receiver.try_recv() {
-            got.push((e.revision, e.kind, e.object.metadata.name.clone().unwrap()));
+            got.push((e.revision, e.kind, e.object.name().into_owned()));
         }
         assert_eq!(
             got,
@@ -619,6 +628,6 @@ mod tests {
         let deleted =
             s.mutate(&ObjectKey::new("a", "x"), false, &mut |cur| Ok(Mutation::Delete((**cur).clone()))).unwrap();
         assert!(deleted.deleted);
-        assert_eq!(deleted.object.metadata.resource_version.as_deref(), Some("2"));
+        assert_eq!(deleted.object.resource_version(), 2);
     }
 }

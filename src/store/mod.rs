@@ -16,7 +16,7 @@ pub mod memory;
 
 use crate::machinery::error::Result;
 pub use crate::machinery::key::ObjectKey;
-pub use crate::machinery::stored::Stored;
+pub use crate::machinery::stored::{Current, Stored};
 use std::sync::Arc;
 
 /// What an update function decided to do with the current object.
@@ -59,7 +59,7 @@ pub struct PageRequest<'a, K> {
     /// At most this many objects.
     pub limit: Option<usize>,
     /// Only objects this selects (label and field selectors).
-    pub selects: &'a (dyn Fn(&K) -> bool + Sync),
+    pub selects: &'a (dyn Fn(&Stored<K>) -> bool + Sync),
 }
 
 /// One page of a collection.
@@ -187,8 +187,8 @@ impl Progress {
     }
 }
 
-/// The function a [`Store::mutate`] runs on the current object to decide the change.
-pub type UpdateFn<'f, K> = dyn FnMut(&Arc<Stored<K>>) -> Result<Mutation<K>> + Send + 'f;
+/// The function a [`Store::mutate`] runs on the current object, decoded, to decide the change.
+pub type UpdateFn<'f, K> = dyn FnMut(&Current<K>) -> Result<Mutation<K>> + Send + 'f;
 
 /// Storage for one resource type. Implementations set `metadata.resourceVersion` on commit.
 ///
@@ -217,7 +217,7 @@ pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'stat
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
         let listing = self.list_at(request.namespace, request.at).await?;
         let selected: Vec<Arc<Stored<K>>> = listing.items.into_iter().filter(|o| (request.selects)(o)).collect();
-        let page = crate::machinery::paging::cut(selected, |o| ObjectKey::of(o.object()), request.after, request.limit);
+        let page = crate::machinery::paging::cut(selected, |o| o.key(), request.after, request.limit);
         Ok(Page {
             items: page.items,
             revision: listing.revision,

@@ -23,9 +23,8 @@ use crate::machinery::admission::{self, Admission, Call, Mutated, Operation};
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::Subresource;
 use crate::machinery::strategy::Strategy;
-use crate::store::{Committed, Mutation, ObjectKey, Stored};
+use crate::store::{Committed, Current, Mutation, ObjectKey};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// How often an admitted update runs again when the object changed under it.
 const ATTEMPTS: usize = 8;
@@ -139,7 +138,7 @@ impl<K: Strategy> Registry<K> {
     async fn admit_update(
         &self,
         admitting: &Admitting<'_>,
-        current: &Arc<Stored<K>>,
+        current: &Current<K>,
         decision: Mutation<K>,
         subresource: Subresource,
     ) -> Result<(Mutation<K>, Vec<String>)> {
@@ -196,8 +195,8 @@ impl<K: Strategy> Registry<K> {
     }
 
     /// The object at `key`; 404 when there is none.
-    async fn current(&self, key: &ObjectKey) -> Result<Arc<Stored<K>>> {
-        self.store.get(key).await?.ok_or_else(|| Self::not_found(&key.name))
+    async fn current(&self, key: &ObjectKey) -> Result<Current<K>> {
+        Current::decode(self.store.get(key).await?.ok_or_else(|| Self::not_found(&key.name))?)
     }
 
     /// Stores `decision`, made on `decided_on`, if the object at `key` is still that one;
@@ -206,7 +205,7 @@ impl<K: Strategy> Registry<K> {
         &self,
         key: &ObjectKey,
         dry_run: bool,
-        decided_on: &Arc<Stored<K>>,
+        decided_on: &Current<K>,
         decision: Mutation<K>,
     ) -> Result<Option<Committed<K>>> {
         let version = decided_on.meta().resource_version.as_deref();
@@ -238,7 +237,7 @@ fn changed_meanwhile<K: Strategy>(name: &str) -> Error {
 }
 
 /// The namespace of a stored object.
-fn key_namespace<K: Strategy>(current: &Arc<Stored<K>>) -> String {
+fn key_namespace<K: Strategy>(current: &Current<K>) -> String {
     current.meta().namespace.clone().unwrap_or_default()
 }
 
@@ -319,7 +318,7 @@ mod tests {
         let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
         let r = registry(webhooks.clone());
         let created = r.create("default", llama("dolly", 1.0), &WriteContext::default()).await.unwrap();
-        assert_eq!(created.object.metadata.labels.as_ref().unwrap()["checked"], "yes");
+        assert_eq!(created.object.decode().unwrap().metadata.labels.as_ref().unwrap()["checked"], "yes");
         assert_eq!(created.warnings, ["labelled", "validated"]);
         let calls = webhooks.calls.lock().clone();
         let (_, operation, mutated, old) = &calls[0];
@@ -341,10 +340,10 @@ mod tests {
         let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
         let r = registry(webhooks.clone());
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object;
+        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         webhooks.calls.lock().clear();
         let patched = r.patch("default", "dolly", &weight(2.0), Subresource::Main, &ctx).await.unwrap();
-        assert_eq!(patched.object.spec.weight, 2.0);
+        assert_eq!(patched.object.decode().unwrap().spec.weight, 2.0);
         assert_eq!(patched.warnings, ["labelled", "validated"]);
         let calls = webhooks.calls.lock().clone();
         assert!(calls.iter().all(|(_, operation, _, old)| *operation == Operation::Update && old.is_some()));
@@ -352,7 +351,7 @@ mod tests {
 
         let refused = r.patch("default", "dolly", &weight(700.0), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(refused.code(), 403);
-        let stored = r.get("default", "dolly").await.unwrap();
+        let stored = r.get("default", "dolly").await.unwrap().decode().unwrap();
         assert_eq!(stored.spec.weight, 2.0);
         assert_ne!(stored.metadata.resource_version, created.metadata.resource_version);
     }
@@ -380,7 +379,8 @@ mod tests {
             futures::executor::block_on(write);
         }));
         webhooks.calls.lock().clear();
-        let patched = r.patch("default", "dolly", &weight(3.0), Subresource::Main, &ctx).await.unwrap().object;
+        let patched =
+            r.patch("default", "dolly", &weight(3.0), Subresource::Main, &ctx).await.unwrap().object.decode().unwrap();
         assert_eq!((patched.spec.weight, patched.spec.height), (3.0, 9.0), "neither write is lost");
         let mutations = webhooks.calls.lock().iter().filter(|c| c.0 == "mutate").count();
         assert_eq!(mutations, 2, "the update was admitted again on the newer object");

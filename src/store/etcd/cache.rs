@@ -134,7 +134,7 @@ impl<K: ApiResource> Store<K> for WatchCache<K> {
     }
 
     async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
-        let every = |_: &K| true;
+        let every = |_: &Stored<K>| true;
         let request = PageRequest { namespace, at, after: None, limit: None, selects: &every };
         let page = self.list_page(request).await?;
         Ok(Listing { items: page.items, revision: page.revision })
@@ -390,9 +390,8 @@ impl<K: ApiResource> Feed<K> {
         match EventType::try_from(event.r#type) {
             Ok(EventType::Put) => self.cache.replicate(key, Some(super::decode(kv)?), revision),
             Ok(EventType::Delete) => self.cache.replicate(key, None, revision),
-            Err(_) => return Err(Error::Internal(format!("an etcd event of unknown type {}", event.r#type))),
+            Err(_) => Err(Error::Internal(format!("an etcd event of unknown type {}", event.r#type))),
         }
-        Ok(())
     }
 }
 

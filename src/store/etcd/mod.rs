@@ -183,9 +183,14 @@ fn decode<K: ApiResource>(kv: &KeyValue) -> Result<K> {
     Ok(object)
 }
 
-fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Arc<Stored<K>> {
+fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
     object.meta_mut().resource_version = Some(revision.to_string());
-    Arc::new(Stored::new(object))
+    Ok(Arc::new(Stored::new(object)?))
+}
+
+/// The stored form of what etcd holds at `kv`.
+fn stored<K: ApiResource>(kv: &KeyValue) -> Result<Arc<Stored<K>>> {
+    Ok(Arc::new(Stored::new(decode(kv)?)?))
 }
 
 fn header_revision(header: Option<&ResponseHeader>) -> Result<u64> {
@@ -206,9 +211,9 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
 
 impl<K: ApiResource> EtcdStore<K> {
     /// The object at `key` with its mod revision, read now.
-    async fn read(&self, key: &str) -> Result<Option<Current<K>>> {
+    async fn read(&self, key: &str) -> Result<Option<Candidate<K>>> {
         let response = self.client.get(key).await.map_err(api_error)?;
-        response.kvs.first().map(Current::read).transpose()
+        response.kvs.first().map(Candidate::read).transpose()
     }
 
     /// 410 when `revision` is older than etcd's last compaction.
@@ -228,7 +233,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     }
 
     async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
-        let every = |_: &K| true;
+        let every = |_: &Stored<K>| true;
         let request = PageRequest { namespace, at, after: None, limit: None, selects: &every };
         let page = self.list_page(request).await?;
         Ok(Listing { items: page.items, revision: page.revision })
@@ -265,9 +270,9 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             for kv in &response.kvs {
                 start = kv.key.clone();
                 start.push(0);
-                let object = decode::<K>(kv)?;
+                let object = stored::<K>(kv)?;
                 if (request.selects)(&object) {
-                    items.push(Arc::new(Stored::new(object)));
+                    items.push(object);
                     if Some(items.len()) == wanted {
                         break 'chunks;
                     }
@@ -281,7 +286,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         let mut remaining = 0;
         if let Some(limit) = request.limit.filter(|limit| items.len() > *limit) {
             items.truncate(limit);
-            let last = items.last().map(|o| ObjectKey::of(o.object()));
+            let last = items.last().map(|o| o.key());
             if let Some(last) = &last {
                 let mut from = self.key(last).into_bytes();
                 from.push(0);
@@ -321,7 +326,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         if dry_run {
             return match self.read(&path).await? {
                 Some(_) => Err(exists()),
-                None => Ok(Arc::new(Stored::new(object))),
+                None => Ok(Arc::new(Stored::new(object)?)),
             };
         }
         let absent = create_revision_is(path.clone(), 0);
@@ -331,7 +336,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         if !response.succeeded {
             return Err(exists());
         }
-        Ok(stamp(object, header_revision(response.header.as_ref())?))
+        stamp(object, header_revision(response.header.as_ref())?)
     }
 
     async fn mutate(&self, key: &ObjectKey, dry_run: bool, update: &mut UpdateFn<'_, K>) -> Result<Committed<K>> {
@@ -371,15 +376,15 @@ impl<K: ApiResource> EtcdStore<K> {
         let path = self.key(key);
         let not_found = || Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() };
         let cached = cached.filter(|_| !dry_run).and_then(|object| {
-            let revision = object.meta().resource_version.as_deref()?.parse().ok()?;
-            Some(Current { object, revision, cached: true })
+            let revision = i64::try_from(object.resource_version()).ok().filter(|r| *r > 0)?;
+            Some(Candidate { object, revision, cached: true })
         });
         let mut current = match cached {
             Some(cached) => cached,
             None => self.read(&path).await?.ok_or_else(not_found)?,
         };
         loop {
-            let decision = update(&current.object);
+            let decision = update(&super::Current::decode(current.object.clone())?);
             if current.cached && !matches!(decision, Ok(Mutation::Put(_) | Mutation::Delete(_))) {
                 current = self.read(&path).await?.ok_or_else(not_found)?;
                 continue;
@@ -390,16 +395,16 @@ impl<K: ApiResource> EtcdStore<K> {
                 Mutation::Delete(object) => (object, true),
             };
             if dry_run {
-                return Ok(Committed { object: Arc::new(Stored::new(object)), deleted });
+                return Ok(Committed { object: Arc::new(Stored::new(object)?), deleted });
             }
             let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&mut object)?) };
             let response = self.commit(&path, current.revision, write, deleted).await?;
             if response.succeeded {
-                return Ok(Committed { object: stamp(object, header_revision(response.header.as_ref())?), deleted });
+                return Ok(Committed { object: stamp(object, header_revision(response.header.as_ref())?)?, deleted });
             }
             // Another writer changed the object since it was read: decide again on its state.
             current = match first_read(&response).and_then(|read| read.kvs.first()) {
-                Some(kv) => Current::read(kv)?,
+                Some(kv) => Candidate::read(kv)?,
                 None => return Err(not_found()),
             };
         }
@@ -431,16 +436,16 @@ impl<K: ApiResource> EtcdStore<K> {
 }
 
 /// The object an update decides on and the mod revision its transaction compares with.
-struct Current<K> {
+struct Candidate<K> {
     object: Arc<Stored<K>>,
     revision: i64,
     /// A copy from the watch cache, which may be stale: only a commit proves it was not.
     cached: bool,
 }
 
-impl<K: ApiResource> Current<K> {
+impl<K: ApiResource> Candidate<K> {
     fn read(kv: &KeyValue) -> Result<Self> {
-        Ok(Self { object: Arc::new(Stored::new(decode(kv)?)), revision: kv.mod_revision, cached: false })
+        Ok(Self { object: stored(kv)?, revision: kv.mod_revision, cached: false })
     }
 }
 
@@ -448,13 +453,13 @@ impl<K: ApiResource> Current<K> {
 fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
     let kv = event.kv.as_ref().ok_or_else(|| Error::Internal("an etcd event without a key".into()))?;
     let revision = revision_of(kv.mod_revision);
-    let previous = event.prev_kv.as_ref().map(|p| decode::<K>(p).map(|o| Arc::new(Stored::new(o)))).transpose()?;
+    let previous = event.prev_kv.as_ref().map(stored::<K>).transpose()?;
     let kind = EtcdEventType::try_from(event.r#type)
         .map_err(|_| Error::Internal(format!("an etcd event of unknown type {}", event.r#type)))?;
     match kind {
         EtcdEventType::Put => {
             let kind = if kv.create_revision == kv.mod_revision { EventType::Added } else { EventType::Modified };
-            let object = Arc::new(Stored::new(decode::<K>(kv)?));
+            let object = stored::<K>(kv)?;
             Ok(Event { revision, kind, object, previous, frame: Default::default() })
         }
         EtcdEventType::Delete => {
@@ -464,7 +469,7 @@ fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
                     String::from_utf8_lossy(&kv.key)
                 ))
             })?;
-            let object = stamp((*last).clone(), revision);
+            let object = stamp(last.decode()?, revision)?;
             Ok(Event { revision, kind: EventType::Deleted, object, previous, frame: Default::default() })
         }
     }
