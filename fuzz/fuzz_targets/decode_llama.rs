@@ -6,7 +6,10 @@
 //!   accepts exactly the bodies Warn accepts without warnings;
 //! - an accepted object, encoded as a GET would return it, decodes again strictly and encodes to
 //!   the same JSON (a read-modify-write round trip changes nothing; the first encoding may lose
-//!   what the wire format does not keep, e.g. the fractional seconds of a `metav1.Time`).
+//!   what the wire format does not keep, e.g. the fractional seconds of a `metav1.Time`);
+//! - its stored form (`Stored`) writes the same JSON, decodes back to it, and its index (read from
+//!   the bytes by `json_scan`) gives the object's name, namespace, labels, selectable field and
+//!   resourceVersion.
 #![no_main]
 
 mod common;
@@ -14,6 +17,7 @@ mod common;
 use common::{NAMESPACE, assert_client_error, validate};
 use farm_apiserver::api::decode::{decode_object, parse_json};
 use farm_apiserver::api::query::FieldValidation;
+use farm_apiserver::machinery::stored::Stored;
 use farm_apiserver::resources::llama::Llama;
 use libfuzzer_sys::fuzz_target;
 
@@ -50,4 +54,23 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or_else(|e| panic!("an encoded Llama does not decode again: {e}\n{encoded}"));
     let reencoded = serde_json::to_value(&again.object).unwrap_or_else(|e| panic!("a decoded Llama serializes: {e}"));
     assert_eq!(reencoded, encoded, "a GET/PUT round trip changed the object");
+    stored_as_itself(again.object);
 });
+
+/// The stored form of an accepted object is its compact JSON and decodes back to it, and its
+/// index (read from those bytes by the JSON scanner) says what the object says.
+fn stored_as_itself(object: Llama) {
+    let stored = Stored::new(object.clone()).unwrap_or_else(|e| panic!("a valid Llama is stored: {e}"));
+    assert_eq!(&stored.json()[..], serde_json::to_vec(&object).unwrap_or_default().as_slice(), "stored bytes");
+    assert_eq!(stored.decode().ok().as_ref(), Some(&object), "a stored Llama decodes back");
+    let meta = &object.metadata;
+    assert_eq!(stored.name(), meta.name.as_deref().unwrap_or_default());
+    assert_eq!(stored.namespace(), meta.namespace.as_deref().unwrap_or_default());
+    for (key, value) in meta.labels.iter().flatten() {
+        assert_eq!(stored.label(key).as_deref(), Some(value.as_str()), "label {key:?}");
+    }
+    let color = stored.field("spec.color");
+    assert_eq!(color.as_deref(), Some(object.spec.color.as_deref().unwrap_or_default()), "spec.color");
+    let version = meta.resource_version.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert_eq!(stored.resource_version(), version);
+}

@@ -1,10 +1,11 @@
 //! Parses arbitrary text as a `labelSelector`, as list, watch and deletecollection do
 //! (`parse_label_selector`). Checks that nothing panics, a refusal is a 400, and a selector that
 //! parses prints (kube-core's `Selector` Display, what clients send) as text that parses back to
-//! the same selector, selecting the same objects.
+//! the same selector, selecting the same objects, as kube-core's own matching selects them.
 #![no_main]
 
 use farm_apiserver::machinery::selector::parse_label_selector;
+use kube::core::SelectorExt;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 
@@ -25,4 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let labels: BTreeMap<String, String> =
         words.chunks(2).map(|kv| (kv[0].to_string(), kv.get(1).copied().unwrap_or_default().to_string())).collect();
     assert_eq!(reparsed.matches(Some(&labels)), selector.matches(Some(&labels)), "{input:?} with {labels:?}");
+    // Matching is kube-core's (`SelectorExt`), which clients use.
+    let theirs = selector.to_selector().matches(&labels);
+    assert_eq!(selector.matches(Some(&labels)), theirs, "{input:?} with {labels:?}");
 });
