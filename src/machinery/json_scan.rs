@@ -9,30 +9,64 @@
 
 use std::borrow::Cow;
 
-/// Where a scalar sits in a document: a string's contents between its quotes (`escaped` when
+/// Where a scalar sits in a document: a string's contents between its quotes (escaped when
 /// they hold a backslash escape, so they must be unescaped to be read), or another scalar's
-/// literal (`true`, `12`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// literal (`true`, `12`). Eight bytes: the top bit of `len` says whether it is escaped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Span {
     start: u32,
     len: u32,
-    escaped: bool,
 }
 
+const ESCAPED: u32 = 1 << 31;
+
 impl Span {
+    /// The empty text.
+    pub const EMPTY: Span = Span { start: 0, len: 0 };
+
+    fn new(start: usize, len: usize, escaped: bool) -> Option<Self> {
+        let len = u32::try_from(len).ok().filter(|l| l & ESCAPED == 0)?;
+        Some(Self { start: u32::try_from(start).ok()?, len: if escaped { len | ESCAPED } else { len } })
+    }
+
+    fn escaped(&self) -> bool {
+        self.len & ESCAPED != 0
+    }
+
+    /// Where it starts.
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    /// The same text `by` bytes earlier (for a document cut at its start); `None` if it would
+    /// begin before the cut.
+    pub fn shifted_back(&self, by: usize) -> Option<Self> {
+        let start = self.start.checked_sub(u32::try_from(by).ok()?)?;
+        Some(Self { start, len: self.len })
+    }
+
     /// The text of the scalar in `json` (the document it was found in).
     pub fn text<'a>(&self, json: &'a [u8]) -> Cow<'a, str> {
-        let start = self.start as usize;
-        let Some(raw) = json.get(start..start + self.len as usize) else {
-            return Cow::Borrowed("");
-        };
-        if self.escaped {
-            // The quotes around the contents are just outside the span.
-            let quoted = start.checked_sub(1).and_then(|open| json.get(open..start + self.len as usize + 1));
-            let quoted = quoted.unwrap_or_default();
-            return Cow::Owned(serde_json::from_slice::<String>(quoted).unwrap_or_default());
+        match self.bytes(json) {
+            Cow::Borrowed(raw) => String::from_utf8_lossy(raw),
+            Cow::Owned(unescaped) => Cow::Owned(String::from_utf8(unescaped).unwrap_or_default()),
         }
-        String::from_utf8_lossy(raw)
+    }
+
+    /// The UTF-8 bytes of [`Span::text`], borrowed from `json` unless they had to be unescaped.
+    pub fn bytes<'a>(&self, json: &'a [u8]) -> Cow<'a, [u8]> {
+        let start = self.start as usize;
+        let end = start + (self.len & !ESCAPED) as usize;
+        let Some(raw) = json.get(start..end) else {
+            return Cow::Borrowed(b"");
+        };
+        if self.escaped() {
+            // The quotes around the contents are just outside the span.
+            let quoted = start.checked_sub(1).and_then(|open| json.get(open..end + 1));
+            let unescaped = serde_json::from_slice::<String>(quoted.unwrap_or_default()).unwrap_or_default();
+            return Cow::Owned(unescaped.into_bytes());
+        }
+        Cow::Borrowed(raw)
     }
 }
 
@@ -61,8 +95,7 @@ fn string_at(json: &[u8], i: usize) -> Option<(Span, usize)> {
             _ => j += 1,
         }
     }
-    let span = Span { start: u32::try_from(i + 1).ok()?, len: u32::try_from(j - i - 1).ok()?, escaped };
-    Some((span, j + 1))
+    Some((Span::new(i + 1, j - i - 1, escaped)?, j + 1))
 }
 
 /// The index after the value that starts at `i`.
@@ -139,7 +172,7 @@ pub fn scalar(json: &[u8], at: usize) -> Option<Span> {
         b'{' | b'[' | b'n' => None,
         _ => {
             let end = skip_value(json, at)?;
-            Some(Span { start: u32::try_from(at).ok()?, len: u32::try_from(end - at).ok()?, escaped: false })
+            Span::new(at, end - at, false)
         }
     }
 }

@@ -17,11 +17,6 @@ impl ObjectKey {
         Self { namespace: namespace.into(), name: name.into() }
     }
 
-    /// The bytes of `<namespace>/<name>`, one by one.
-    fn path_bytes(&self) -> impl Iterator<Item = &u8> {
-        self.namespace.as_bytes().iter().chain(b"/").chain(self.name.as_bytes())
-    }
-
     /// The key of `object`, from its metadata.
     pub fn of<K: kube::Resource>(object: &K) -> Self {
         let meta = object.meta();
@@ -29,12 +24,19 @@ impl ObjectKey {
     }
 }
 
+/// The order of two keys given as the bytes of (namespace, name): the order of the bytes of
+/// `<namespace>/<name>`.
+pub fn order(a: (&[u8], &[u8]), b: (&[u8], &[u8])) -> std::cmp::Ordering {
+    if a.0 == b.0 {
+        return a.1.cmp(b.1);
+    }
+    let (a_path, b_path) = (a.0.iter().chain(b"/").chain(a.1), b.0.iter().chain(b"/").chain(b.1));
+    a_path.cmp(b_path)
+}
+
 impl Ord for ObjectKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        if self.namespace == other.namespace {
-            return self.name.cmp(&other.name);
-        }
-        self.path_bytes().cmp(other.path_bytes())
+        order((self.namespace.as_bytes(), self.name.as_bytes()), (other.namespace.as_bytes(), other.name.as_bytes()))
     }
 }
 

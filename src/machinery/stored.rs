@@ -28,23 +28,26 @@ struct Managed {
     text: Arc<[u8]>,
 }
 
-/// An immutable stored object: its encoding and its index.
+/// An immutable stored object: its encoding and its index, in 96 bytes besides the text.
 pub struct Stored<K> {
-    /// The object's compact JSON, without the managed-fields text when that is kept apart.
-    body: Bytes,
+    /// The start of the encoding, up to the `{` of `metadata`: the same for every object of a
+    /// type (`{"apiVersion":…,"kind":…,"metadata":{`), so interned.
+    head: Arc<[u8]>,
+    /// The rest of the encoding, without the managed-fields text when that is kept apart.
+    body: Box<[u8]>,
     /// The managed-fields text, when kept apart.
     managed: Option<Managed>,
     /// `metadata.resourceVersion` (0 when unset, as on a dry-run create).
     resource_version: u64,
-    /// `metadata.namespace`, `metadata.name`.
-    namespace: Option<Span>,
-    name: Option<Span>,
-    /// `metadata.labels`, in key order.
-    labels: Box<[(Span, Span)]>,
-    /// The value of each of the resource's selectable fields, in `K::INFO`'s order.
-    fields: Box<[Option<Span>]>,
+    /// Spans into `body`: `metadata.namespace`, `metadata.name`, the value of each of the
+    /// resource's selectable fields in `K::INFO`'s order ([`Span::EMPTY`] when unset), then the
+    /// key and value of each label, in key order.
+    spans: Box<[Span]>,
     kind: PhantomData<fn() -> K>,
 }
+
+/// Where the selectable fields start in [`Stored::spans`].
+const FIELDS: usize = 2;
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|e| Error::Internal(format!("encoding an object: {e}")))
@@ -54,43 +57,45 @@ impl<K: ApiResource> Stored<K> {
     /// The stored form of `object`.
     pub fn new(mut object: K) -> Result<Self> {
         let full = encode(&object)?;
-        let (body, managed) = match object.meta_mut().managed_fields.take() {
+        let (json, managed) = match object.meta_mut().managed_fields.take() {
             Some(entries) if !entries.is_empty() => split(full, encode(&object)?),
             _ => (full, None),
         };
-        Ok(Self::index(Bytes::from(body), managed))
+        Ok(Self::index(json, managed))
     }
 
-    /// The stored form of an object's compact JSON as this server wrote it (read back from etcd);
-    /// 500 when the bytes are not a `K`.
-    pub fn from_json(json: &[u8]) -> Result<Self> {
-        let object: K = serde_json::from_slice(json)
-            .map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))?;
-        Self::new(object)
-    }
-
-    fn index(body: Bytes, managed: Option<Managed>) -> Self {
-        let json = &body[..];
-        let metadata = json_scan::find(json, &["metadata"]);
+    /// Indexes `json` (an object's encoding, without the managed fields when `managed` is set)
+    /// and cuts off its head.
+    fn index(json: Vec<u8>, mut managed: Option<Managed>) -> Self {
+        let metadata = json_scan::find(&json, &["metadata"]);
         let meta_scalar = |key: &str| {
-            metadata.and_then(|m| json_scan::find_in(json, m, key)).and_then(|at| json_scan::scalar(json, at))
+            metadata.and_then(|m| json_scan::find_in(&json, m, key)).and_then(|at| json_scan::scalar(&json, at))
         };
-        let resource_version = meta_scalar("resourceVersion").and_then(|s| s.text(json).parse().ok()).unwrap_or(0);
-        let namespace = meta_scalar("namespace");
-        let name = meta_scalar("name");
-        let labels = metadata
-            .and_then(|m| json_scan::find_in(json, m, "labels"))
-            .map(|at| json_scan::string_members(json, at).into_boxed_slice())
-            .unwrap_or_default();
-        let fields = K::INFO
-            .selectable_fields
-            .iter()
-            .map(|path| {
-                let path: Vec<&str> = path.split('.').collect();
-                json_scan::find(json, &path).and_then(|at| json_scan::scalar(json, at))
-            })
-            .collect();
-        Self { body, managed, resource_version, namespace, name, labels, fields, kind: PhantomData }
+        let resource_version = meta_scalar("resourceVersion").and_then(|s| s.text(&json).parse().ok()).unwrap_or(0);
+        let mut spans = vec![meta_scalar("namespace").unwrap_or_default(), meta_scalar("name").unwrap_or_default()];
+        spans.extend(K::INFO.selectable_fields.iter().map(|path| {
+            let path: Vec<&str> = path.split('.').collect();
+            json_scan::find(&json, &path).and_then(|at| json_scan::scalar(&json, at)).unwrap_or_default()
+        }));
+        let labels = metadata.and_then(|m| json_scan::find_in(&json, m, "labels"));
+        spans.extend(labels.into_iter().flat_map(|at| json_scan::string_members(&json, at)).flat_map(|(k, v)| [k, v]));
+        // The head ends at metadata's `{`, before every indexed field and the managed fields.
+        let head_len = metadata.map_or(0, |m| m + 1);
+        let movable = managed.as_ref().is_none_or(|m| m.at as usize >= head_len)
+            && spans.iter().all(|s| *s == Span::EMPTY || s.start() >= head_len);
+        let head_len = if movable { head_len } else { 0 };
+        let spans = spans.iter().map(|s| s.shifted_back(head_len).unwrap_or_default()).collect();
+        if let Some(managed) = &mut managed {
+            managed.at -= head_len as u32;
+        }
+        Self {
+            head: intern(&json[..head_len]),
+            body: json[head_len..].into(),
+            managed,
+            resource_version,
+            spans,
+            kind: PhantomData,
+        }
     }
 
     /// The object, decoded from its encoding.
@@ -108,6 +113,13 @@ impl<K: ApiResource> Stored<K> {
             .map_err(|e| Error::Internal(format!("decoding a stored {}'s metadata: {e}", K::INFO.kind)))
     }
 
+    /// The value of the label `key`.
+    pub fn label(&self, key: &str) -> Option<Cow<'_, str>> {
+        let labels = self.spans.get(FIELDS + K::INFO.selectable_fields.len()..).unwrap_or_default();
+        let pair = labels.chunks_exact(2).find(|pair| pair[0].text(&self.body) == key)?;
+        Some(pair[1].text(&self.body))
+    }
+
     /// The object's selectable field `path` (`metadata.name`, `metadata.namespace` or one of
     /// `K::INFO.selectable_fields`): its value, empty when unset; `None` for another path.
     pub fn field(&self, path: &str) -> Option<Cow<'_, str>> {
@@ -116,15 +128,16 @@ impl<K: ApiResource> Stored<K> {
             "metadata.namespace" => Some(self.namespace()),
             _ => {
                 let i = K::INFO.selectable_fields.iter().position(|f| *f == path)?;
-                Some(self.text(self.fields.get(i).copied().flatten()))
+                Some(self.text(FIELDS + i))
             }
         }
     }
 }
 
 impl<K> Stored<K> {
-    fn text(&self, span: Option<Span>) -> Cow<'_, str> {
-        span.map_or(Cow::Borrowed(""), |s| s.text(&self.body))
+    /// The text of `spans[i]`, empty when there is none.
+    fn text(&self, i: usize) -> Cow<'_, str> {
+        self.spans.get(i).map_or(Cow::Borrowed(""), |s| s.text(&self.body))
     }
 
     /// `metadata.resourceVersion`, 0 when unset.
@@ -134,12 +147,19 @@ impl<K> Stored<K> {
 
     /// `metadata.namespace`, empty when unset.
     pub fn namespace(&self) -> Cow<'_, str> {
-        self.text(self.namespace)
+        self.text(0)
     }
 
     /// `metadata.name`, empty when unset.
     pub fn name(&self) -> Cow<'_, str> {
-        self.text(self.name)
+        self.text(1)
+    }
+
+    /// The bytes of `metadata.namespace` and `metadata.name`, for ordering by key without
+    /// making one ([`super::key::order`]).
+    pub fn key_bytes(&self) -> (Cow<'_, [u8]>, Cow<'_, [u8]>) {
+        let bytes = |i: usize| self.spans.get(i).map_or(Cow::Borrowed(&b""[..]), |s| s.bytes(&self.body));
+        (bytes(0), bytes(1))
     }
 
     /// The object's key.
@@ -147,31 +167,21 @@ impl<K> Stored<K> {
         ObjectKey::new(self.namespace(), self.name())
     }
 
-    /// The value of the label `key`.
-    pub fn label(&self, key: &str) -> Option<Cow<'_, str>> {
-        let (_, value) = self.labels.iter().find(|(k, _)| k.text(&self.body) == key)?;
-        Some(value.text(&self.body))
-    }
-
     /// The length of the object's compact JSON.
     pub fn json_len(&self) -> usize {
-        self.body.len() + self.managed.as_ref().map_or(0, |m| m.text.len())
+        self.head.len() + self.body.len() + self.managed.as_ref().map_or(0, |m| m.text.len())
     }
 
-    /// The object's compact JSON: shared, not copied, unless managed fields are spliced in.
+    /// The object's compact JSON.
     pub fn json(&self) -> Bytes {
-        match &self.managed {
-            None => self.body.clone(),
-            Some(_) => {
-                let mut out = Vec::with_capacity(self.json_len());
-                self.write_json(&mut out);
-                Bytes::from(out)
-            }
-        }
+        let mut out = Vec::with_capacity(self.json_len());
+        self.write_json(&mut out);
+        Bytes::from(out)
     }
 
     /// Appends the object's compact JSON to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.head);
         match &self.managed {
             None => out.extend_from_slice(&self.body),
             Some(managed) => {
@@ -299,7 +309,9 @@ mod tests {
         let mut plain = object.clone();
         plain.metadata.managed_fields = None;
         let plain = Stored::new(plain).unwrap();
-        assert_eq!(plain.json().as_ptr(), plain.json().as_ptr(), "without managed fields the bytes are shared");
+        assert_eq!(plain.json(), serde_json::to_vec(&plain.decode().unwrap()).unwrap());
+        assert!(Arc::ptr_eq(&plain.head, &stored.head), "the head is shared");
+        assert_eq!(&stored.head[..], br#"{"apiVersion":"farm.example.com/v1alpha","kind":"Llama","metadata":{"#);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! event keeps the object's previous state, so undoing the events after revision `r` gives the
 //! state at `r`.
 
+use super::objects::Objects;
 use super::{
     CloseReason, Closing, Committed, Current, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt,
     Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom,
@@ -34,8 +35,8 @@ struct Subscriber<K> {
 }
 
 struct State<K> {
-    /// The objects by key.
-    objects: BTreeMap<ObjectKey, Arc<Stored<K>>>,
+    /// The objects, in key order.
+    objects: Objects<K>,
     /// The most recent events, oldest first, at most `history_capacity`.
     history: VecDeque<Arc<Event<K>>>,
     /// The revision of the newest event dropped from the history (0: none dropped yet).
@@ -61,7 +62,7 @@ impl<K: ApiResource> MemoryStore<K> {
     pub fn new(revision: Arc<Revision>, history_capacity: usize) -> Self {
         Self {
             state: RwLock::new(State {
-                objects: BTreeMap::new(),
+                objects: Objects::default(),
                 history: VecDeque::new(),
                 compacted: 0,
                 subscribers: Vec::new(),
@@ -114,16 +115,8 @@ impl<K: ApiResource> State<K> {
         });
     }
 
-    fn objects_in(&self, namespace: Option<&str>) -> Vec<(ObjectKey, Arc<Stored<K>>)> {
-        match namespace {
-            None => self.objects.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            Some(ns) => self
-                .objects
-                .range(ObjectKey::new(ns, "")..)
-                .take_while(|(k, _)| k.namespace == ns)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        }
+    fn objects_in(&self, namespace: Option<&str>) -> Vec<Arc<Stored<K>>> {
+        self.objects.in_namespace(namespace)
     }
 }
 
@@ -159,7 +152,7 @@ impl<K: ApiResource> MemoryStore<K> {
         let event = match (object, previous) {
             (Some(object), previous) => {
                 let stored = stamp(object, revision)?;
-                state.objects.insert(key, stored.clone());
+                state.objects.insert(stored.clone());
                 let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
                 Event { revision, kind, object: stored, previous, frame: Default::default() }
             }
@@ -192,7 +185,7 @@ impl<K: ApiResource> MemoryStore<K> {
     /// watch cache that lost events it cannot replay, so its watchers re-watch or re-list).
     pub fn reset(&self, objects: Vec<Arc<Stored<K>>>, revision: u64) {
         let mut state = self.state.write();
-        state.objects = objects.into_iter().map(|o| (o.key(), o)).collect();
+        state.objects = objects.into_iter().collect();
         state.history.clear();
         state.compacted = revision;
         for subscriber in state.subscribers.drain(..) {
@@ -209,7 +202,8 @@ impl<K: ApiResource> MemoryStore<K> {
         let mut state = self.state.write();
         let current = self.revision.current();
         let mut incoming: BTreeMap<ObjectKey, K> = objects.into_iter().map(|o| (ObjectKey::of(&o), o)).collect();
-        let gone: Vec<ObjectKey> = state.objects.keys().filter(|k| !incoming.contains_key(k)).cloned().collect();
+        let gone: Vec<ObjectKey> =
+            state.objects_in(None).iter().map(|o| o.key()).filter(|k| !incoming.contains_key(k)).collect();
         let mut changes: Vec<(u64, ObjectKey, K)> = Vec::new();
         for (key, object) in std::mem::take(&mut incoming) {
             let rv: u64 = object.meta().resource_version.as_deref().and_then(|r| r.parse().ok()).unwrap_or(revision);
@@ -252,7 +246,7 @@ impl<K: ApiResource> MemoryStore<K> {
         let current = self.revision.current();
         let ReadAt::Exact(revision) = at else {
             // Latest and Any: a memory store has nothing older at hand.
-            let items = state.objects_in(namespace).into_iter().map(|(_, v)| v).collect();
+            let items = state.objects_in(namespace);
             return Ok(Listing { items, revision: current });
         };
         if revision < state.compacted {
@@ -264,8 +258,12 @@ impl<K: ApiResource> MemoryStore<K> {
         for event in state.history.iter().rev().take_while(|e| e.revision > revision) {
             past.insert(event.object.key(), event.previous.clone());
         }
-        let mut items: BTreeMap<ObjectKey, Arc<Stored<K>>> =
-            state.objects_in(namespace).into_iter().filter(|(k, _)| !past.contains_key(k)).collect();
+        let mut items: BTreeMap<ObjectKey, Arc<Stored<K>>> = state
+            .objects_in(namespace)
+            .into_iter()
+            .map(|o| (o.key(), o))
+            .filter(|(k, _)| !past.contains_key(k))
+            .collect();
         for (key, object) in past {
             if let Some(object) = object
                 && in_namespace(&key, namespace)
@@ -282,7 +280,7 @@ impl<K: ApiResource> MemoryStore<K> {
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         let current = self.revision.current();
         let (snapshot, replay, revision) = match from {
-            WatchFrom::Now => (state.objects_in(namespace).into_iter().map(|(_, v)| v).collect(), Vec::new(), current),
+            WatchFrom::Now => (state.objects_in(namespace), Vec::new(), current),
             WatchFrom::After(revision) => {
                 if revision < state.compacted {
                     return Err(too_old(revision, state.compacted));
@@ -315,7 +313,7 @@ impl<K: ApiResource> MemoryStore<K> {
     /// See [`Store::create`].
     pub fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>> {
         let mut state = self.state.write();
-        if state.objects.contains_key(&key) {
+        if state.objects.get(&key).is_some() {
             return Err(Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name });
         }
         if dry_run {
@@ -323,7 +321,7 @@ impl<K: ApiResource> MemoryStore<K> {
         }
         let revision = self.revision.next();
         let stored = stamp(object, revision)?;
-        state.objects.insert(key, stored.clone());
+        state.objects.insert(stored.clone());
         let event = Event {
             revision,
             kind: EventType::Added,
@@ -366,7 +364,7 @@ impl<K: ApiResource> MemoryStore<K> {
             if kind == EventType::Deleted {
                 state.objects.remove(key);
             } else {
-                state.objects.insert(key.clone(), stored.clone());
+                state.objects.insert(stored.clone());
             }
             let event =
                 Event { revision, kind, object: stored.clone(), previous: Some(current), frame: Default::default() };

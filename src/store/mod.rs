@@ -13,6 +13,7 @@
 
 pub mod etcd;
 pub mod memory;
+pub mod objects;
 
 use crate::machinery::error::Result;
 pub use crate::machinery::key::ObjectKey;
