@@ -70,6 +70,9 @@ impl Span {
     }
 }
 
+/// The byte that opens an object.
+const OBJECT: u8 = b'{';
+
 /// The index after the whitespace at `i`.
 fn skip_ws(json: &[u8], mut i: usize) -> usize {
     while matches!(json.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
@@ -137,8 +140,8 @@ pub fn value_end(json: &[u8], at: usize) -> Option<usize> {
 
 /// The members of the object whose `{` is at `at`: each key's span and the index where its value
 /// starts. Stops (without an error) where the input is not an object.
-pub fn members(json: &[u8], at: usize) -> impl Iterator<Item = (Span, usize)> + '_ {
-    let mut next = (json.get(at) == Some(&b'{')).then_some(at + 1);
+pub fn members<'a>(json: &'a [u8], at: usize) -> impl Iterator<Item = (Span, usize)> + 'a {
+    let mut next = (json.get(at) == Some(&OBJECT)).then_some(at + 1);
     std::iter::from_fn(move || {
         let i = skip_ws(json, next?);
         let (key, after_key) = string_at(json, i)?;
@@ -169,7 +172,8 @@ pub fn find(json: &[u8], path: &[&str]) -> Option<usize> {
 pub fn scalar(json: &[u8], at: usize) -> Option<Span> {
     match json.get(at)? {
         b'"' => string_at(json, at).map(|(span, _)| span),
-        b'{' | b'[' | b'n' => None,
+        b'[' | b'n' => None,
+        &OBJECT => None,
         _ => {
             let end = skip_value(json, at)?;
             Span::new(at, end - at, false)

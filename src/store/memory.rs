@@ -1,7 +1,7 @@
-//! The in-memory store: a `BTreeMap` of `Arc` objects, a bounded event history and the list of
-//! subscribers, behind one `parking_lot::RwLock`.
+//! The in-memory store: a sorted set of `Arc` objects ([`super::objects`]), a bounded event
+//! history and the list of subscribers, behind one `parking_lot::RwLock`.
 //!
-//! A sorted map (not a hash map) because lists are answered in key order and paged by key.
+//! Sorted (not hashed) because lists are answered in key order and paged by key.
 //! Readers hold the lock only to clone `Arc`s. An update function runs outside it, on the object
 //! as read; the writer then holds the lock to check that the object is still the one it decided
 //! on (else it decides again) and while the event is appended and offered to subscribers. That
