@@ -58,12 +58,8 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
 
 impl<K: ApiResource> Stored<K> {
     /// The stored form of `object`.
-    pub fn new(mut object: K) -> Result<Self> {
-        let full = encode(&object)?;
-        let (json, managed) = match object.meta_mut().managed_fields.take() {
-            Some(entries) if !entries.is_empty() => split(full, encode(&object)?),
-            _ => (full, None),
-        };
+    pub fn new(object: K) -> Result<Self> {
+        let (json, managed) = cut_managed_fields(encode(&object)?);
         Ok(Self::index(json, managed))
     }
 
@@ -71,16 +67,23 @@ impl<K: ApiResource> Stored<K> {
     /// and cuts off its head.
     fn index(json: Vec<u8>, mut managed: Option<Managed>) -> Self {
         let metadata = json_scan::find(&json, &["metadata"]);
-        let meta_scalar = |key: &str| {
-            metadata.and_then(|m| json_scan::find_in(&json, m, key)).and_then(|at| json_scan::scalar(&json, at))
-        };
-        let resource_version = meta_scalar("resourceVersion").and_then(|s| s.text(&json).parse().ok()).unwrap_or(0);
-        let mut spans = vec![meta_scalar("namespace").unwrap_or_default(), meta_scalar("name").unwrap_or_default()];
+        // One pass over metadata's members.
+        let (mut namespace, mut name, mut version, mut labels) = (None, None, None, None);
+        for (key, value) in metadata.into_iter().flat_map(|m| json_scan::members(&json, m)) {
+            match &*key.text(&json) {
+                "namespace" => namespace = json_scan::scalar(&json, value),
+                "name" => name = json_scan::scalar(&json, value),
+                "resourceVersion" => version = json_scan::scalar(&json, value),
+                "labels" => labels = Some(value),
+                _ => {}
+            }
+        }
+        let resource_version = version.and_then(|s| s.text(&json).parse().ok()).unwrap_or(0);
+        let mut spans = vec![namespace.unwrap_or_default(), name.unwrap_or_default()];
         spans.extend(K::INFO.selectable_fields.iter().map(|path| {
             let path: Vec<&str> = path.split('.').collect();
             json_scan::find(&json, &path).and_then(|at| json_scan::scalar(&json, at)).unwrap_or_default()
         }));
-        let labels = metadata.and_then(|m| json_scan::find_in(&json, m, "labels"));
         spans.extend(labels.into_iter().flat_map(|at| json_scan::string_members(&json, at)).flat_map(|(k, v)| [k, v]));
         // The head ends at metadata's `{`, before every indexed field and the managed fields.
         let head_len = metadata.map_or(0, |m| m + 1);
@@ -197,26 +200,32 @@ impl<K> Stored<K> {
     }
 }
 
-/// Splits `full` (an object's encoding) into `without` (the same object's encoding without its
-/// managed fields) and the interned text that makes up the difference, with its offset. Whatever
-/// the difference, `full` is `without` with one run of bytes inserted; where the insertion is
-/// ambiguous (the run begins as the text after it does), any offset that rebuilds `full` will do.
-fn split(full: Vec<u8>, without: Vec<u8>) -> (Vec<u8>, Option<Managed>) {
-    let at = full.iter().zip(&without).take_while(|(a, b)| a == b).count();
-    let inserted = full.len().saturating_sub(without.len());
-    match u32::try_from(at) {
-        Ok(offset) if inserted > 0 && full.get(at + inserted..) == without.get(at..) => {
-            (without, Some(Managed { at: offset, text: intern(&full[at..at + inserted]) }))
-        }
-        _ => (full, None),
-    }
+/// Cuts `metadata.managedFields` (the member, with one of the commas beside it) out of `json`,
+/// an object's encoding: the rest, and the interned text cut with the offset it goes back at.
+fn cut_managed_fields(json: Vec<u8>) -> (Vec<u8>, Option<Managed>) {
+    let member = json_scan::find(&json, &["metadata"]).and_then(|metadata| {
+        let (key, value) = json_scan::members(&json, metadata).find(|(key, _)| key.text(&json) == "managedFields")?;
+        Some((key.start().checked_sub(1)?, json_scan::value_end(&json, value)?))
+    });
+    let Some((start, end)) = member else { return (json, None) };
+    let (from, to) = match (json.get(start.wrapping_sub(1)), json.get(end)) {
+        (_, Some(b',')) => (start, end + 1),
+        (Some(b','), _) => (start - 1, end),
+        _ => (start, end),
+    };
+    let Ok(at) = u32::try_from(from) else { return (json, None) };
+    let text = intern(&json[from..to]);
+    let mut rest = Vec::with_capacity(json.len() - (to - from));
+    rest.extend_from_slice(&json[..from]);
+    rest.extend_from_slice(&json[to..]);
+    (rest, Some(Managed { at, text }))
 }
 
 /// The distinct managed-fields texts of every stored object. An entry only the set still holds
 /// is dropped when the set has doubled since the last sweep, so the set stays at most twice the
 /// texts in use, at a cost per insertion that is constant on average.
 struct Interned {
-    texts: HashSet<Arc<[u8]>>,
+    texts: HashSet<Arc<[u8]>, foldhash::fast::RandomState>,
     sweep_at: usize,
 }
 
@@ -225,7 +234,7 @@ static INTERNED: parking_lot::Mutex<Option<Interned>> = parking_lot::Mutex::new(
 /// The shared copy of `text`.
 fn intern(text: &[u8]) -> Arc<[u8]> {
     let mut guard = INTERNED.lock();
-    let interned = guard.get_or_insert_with(|| Interned { texts: HashSet::new(), sweep_at: 1024 });
+    let interned = guard.get_or_insert_with(|| Interned { texts: HashSet::default(), sweep_at: 1024 });
     if let Some(shared) = interned.texts.get(text) {
         return shared.clone();
     }
@@ -367,6 +376,25 @@ mod tests {
         let bare = Stored::new(bare).unwrap();
         assert_eq!(bare.field("spec.color").as_deref(), Some(""), "an unset field selects as empty");
         assert_eq!(bare.resource_version(), 0);
+    }
+
+    #[test]
+    fn managed_fields_come_back_where_they_were_whatever_is_beside_them() {
+        let mut alone = llama("x", "white");
+        alone.metadata = ObjectMeta { managed_fields: alone.metadata.managed_fields.take(), ..Default::default() };
+        let mut last = llama("x", "white");
+        last.metadata = ObjectMeta {
+            labels: last.metadata.labels.take(),
+            managed_fields: last.metadata.managed_fields.take(),
+            ..Default::default()
+        };
+        let mut empty = llama("x", "white");
+        empty.metadata.managed_fields = Some(Vec::new());
+        for object in [alone, last, empty] {
+            let stored = Stored::new(object.clone()).unwrap();
+            assert_eq!(stored.json(), serde_json::to_vec(&object).unwrap());
+            assert_eq!(stored.decode().unwrap(), object);
+        }
     }
 
     #[test]
