@@ -539,9 +539,9 @@ async fn farmpods(binary: &Path, cp: &ControlPlane, phase: Duration) -> (Stats, 
     (ours, theirs)
 }
 
-/// The server's RSS empty, with 100,000 llamas, and after one LIST of them all (which leaves
-/// each llama its kept JSON encoding, `store::Stored`), as shipped and with `--managed-fields
-/// false`, to show what managed fields and the kept encodings cost in memory.
+/// The server's RSS empty, with 100,000 llamas, and after one LIST of them all (what the
+/// allocator keeps of the 60 MB response), as shipped and with `--managed-fields false`, to show
+/// what the stored form (`store::Stored`) and managed fields cost in memory.
 async fn rss(binary: &Path) {
     for (name, args) in [("as shipped", &[][..]), ("--managed-fields false", &["--managed-fields", "false"][..])] {
         let (farm, _) = start(binary, args).await;

@@ -169,6 +169,7 @@ fn list_json<K: Strategy>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Resu
     Ok(out)
 }
 
+/// The items decoded, for the representations built from objects (pretty JSON, Table).
 fn decode_all<K: Strategy>(items: &[Arc<Stored<K>>]) -> Result<Vec<K>> {
     items.iter().map(|o| o.decode()).collect()
 }

@@ -1,6 +1,6 @@
 //! Finding values in a JSON document without decoding it: the spans of the few fields a stored
 //! object is indexed by (its name, namespace, labels, resourceVersion, selectable fields), so
-//! lists, selectors and keys read them from the object's kept encoding.
+//! lists, selectors and keys read them from the object's stored encoding.
 //!
 //! The scanner walks compact JSON as serde_json writes it (no whitespace between tokens, though
 //! it skips any): it finds members of objects by key and skips every other value, strings with
