@@ -158,7 +158,7 @@ pub fn members<'a>(json: &'a [u8], at: usize) -> impl Iterator<Item = (Span, usi
 }
 
 /// Where the value of the member `key` of the object whose `{` is at `at` starts.
-pub fn find_in(json: &[u8], at: usize, key: &str) -> Option<usize> {
+fn find_in(json: &[u8], at: usize, key: &str) -> Option<usize> {
     members(json, at).find(|(k, _)| k.text(json) == key).map(|(_, value)| value)
 }
 

@@ -15,7 +15,7 @@
 use super::objects::Objects;
 use super::{
     CloseReason, Closing, Committed, Current, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt,
-    Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom,
+    Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom, stamp,
 };
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
@@ -74,11 +74,6 @@ impl<K: ApiResource> MemoryStore<K> {
     }
 }
 
-fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
-    object.meta_mut().resource_version = Some(revision.to_string());
-    Ok(Arc::new(Stored::new(object)?))
-}
-
 fn in_namespace(key: &ObjectKey, namespace: Option<&str>) -> bool {
     namespace.is_none_or(|ns| key.namespace == ns)
 }
@@ -113,10 +108,6 @@ impl<K: ApiResource> State<K> {
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             }
         });
-    }
-
-    fn objects_in(&self, namespace: Option<&str>) -> Vec<Arc<Stored<K>>> {
-        self.objects.in_namespace(namespace)
     }
 }
 
@@ -203,7 +194,7 @@ impl<K: ApiResource> MemoryStore<K> {
         let current = self.revision.current();
         let mut incoming: BTreeMap<ObjectKey, K> = objects.into_iter().map(|o| (ObjectKey::of(&o), o)).collect();
         let gone: Vec<ObjectKey> =
-            state.objects_in(None).iter().map(|o| o.key()).filter(|k| !incoming.contains_key(k)).collect();
+            state.objects.iter().map(|o| o.key()).filter(|k| !incoming.contains_key(k)).collect();
         let mut changes: Vec<(u64, ObjectKey, K)> = Vec::new();
         for (key, object) in std::mem::take(&mut incoming) {
             let rv: u64 = object.meta().resource_version.as_deref().and_then(|r| r.parse().ok()).unwrap_or(revision);
@@ -246,7 +237,7 @@ impl<K: ApiResource> MemoryStore<K> {
         let current = self.revision.current();
         let ReadAt::Exact(revision) = at else {
             // Latest and Any: a memory store has nothing older at hand.
-            let items = state.objects_in(namespace);
+            let items = state.objects.in_namespace(namespace);
             return Ok(Listing { items, revision: current });
         };
         if revision < state.compacted {
@@ -259,7 +250,8 @@ impl<K: ApiResource> MemoryStore<K> {
             past.insert(event.object.key(), event.previous.clone());
         }
         let mut items: BTreeMap<ObjectKey, Arc<Stored<K>>> = state
-            .objects_in(namespace)
+            .objects
+            .in_namespace(namespace)
             .into_iter()
             .map(|o| (o.key(), o))
             .filter(|(k, _)| !past.contains_key(k))
@@ -280,7 +272,7 @@ impl<K: ApiResource> MemoryStore<K> {
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         let current = self.revision.current();
         let (snapshot, replay, revision) = match from {
-            WatchFrom::Now => (state.objects_in(namespace), Vec::new(), current),
+            WatchFrom::Now => (state.objects.in_namespace(namespace), Vec::new(), current),
             WatchFrom::After(revision) => {
                 if revision < state.compacted {
                     return Err(too_old(revision, state.compacted));

@@ -188,6 +188,12 @@ impl Progress {
     }
 }
 
+/// The stored form of `object` committed at `revision`, which becomes its `resourceVersion`.
+fn stamp<K: crate::machinery::resource::ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
+    object.meta_mut().resource_version = Some(revision.to_string());
+    Ok(Arc::new(Stored::new(object)?))
+}
+
 /// The function a [`Store::mutate`] runs on the current object, decoded, to decide the change.
 pub type UpdateFn<'f, K> = dyn FnMut(&Current<K>) -> Result<Mutation<K>> + Send + 'f;
 

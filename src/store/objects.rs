@@ -112,9 +112,14 @@ impl<K> Objects<K> {
         self.0.is_empty()
     }
 
+    /// Every object, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Stored<K>>> {
+        self.0.iter().map(|e| &e.0)
+    }
+
     /// The objects of `namespace` (or all), in key order.
     pub fn in_namespace(&self, namespace: Option<&str>) -> Vec<Arc<Stored<K>>> {
-        let Some(namespace) = namespace else { return self.0.iter().map(|e| e.0.clone()).collect() };
+        let Some(namespace) = namespace else { return self.iter().cloned().collect() };
         let start = ObjectKey::new(namespace, "");
         let from: Bound<&dyn Keyed> = Bound::Included(&start);
         self.0

@@ -25,7 +25,7 @@ pub mod grpc;
 
 use super::{
     CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress,
-    ReadAt, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom,
+    ReadAt, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom, stamp,
 };
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
@@ -181,11 +181,6 @@ fn decode<K: ApiResource>(kv: &KeyValue) -> Result<K> {
     })?;
     object.meta_mut().resource_version = Some(kv.mod_revision.to_string());
     Ok(object)
-}
-
-fn stamp<K: ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
-    object.meta_mut().resource_version = Some(revision.to_string());
-    Ok(Arc::new(Stored::new(object)?))
 }
 
 /// The stored form of what etcd holds at `kv`.
