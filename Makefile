@@ -7,8 +7,9 @@ CARGO ?= cargo
 
 SOAK_SECONDS ?= 60
 FUZZ_SECONDS ?= 15
+CONFORMANCE_GENERATED ?= 3000
 
-.PHONY: build run test unit e2e ha bench soak fuzz fmt lint openapi certs manifests image clean
+.PHONY: build run test unit e2e ha conformance bench soak fuzz fmt lint openapi certs manifests image clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -34,6 +35,11 @@ e2e: ## Only the tests against a real control plane (ETCD / KUBE_APISERVER / KUB
 ha: ## Only the replica tests: several servers over one real etcd (tests/ha.rs).
 	bash scripts/control-plane.sh etcd
 	$(CARGO) test --locked --test ha
+
+conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default 3000) generated requests: every answer compared with a Llama CRD's on the real kube-apiserver.
+	bash scripts/install-tools.sh
+	bash scripts/control-plane.sh binaries
+	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) $(CARGO) test --locked --test conformance -- --nocapture
 
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	bash scripts/install-tools.sh

@@ -530,5 +530,29 @@ async fn serve_tls(
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
         .max_header_list_size(u32::try_from(args.max_header_bytes).unwrap_or(u32::MAX));
-    server.handle(handle).serve(app.into_make_service()).await.map_err(StartError::Serve)
+    let app = tower::ServiceExt::map_request(app, without_trailing_slashes);
+    server.handle(handle).serve(axum::ServiceExt::into_make_service(app)).await.map_err(StartError::Serve)
+}
+
+/// `request` with the slashes that end its path removed, before routing: the kube-apiserver
+/// serves `/apis/`, `.../llamas/` and `.../llamas/dolly/` as the paths without them.
+fn without_trailing_slashes<B>(mut request: axum::http::Request<B>) -> axum::http::Request<B> {
+    let uri = request.uri();
+    let path = uri.path();
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.len() == path.len() || trimmed.is_empty() {
+        return request;
+    }
+    let rewritten = match uri.query() {
+        Some(query) => format!("{trimmed}?{query}"),
+        None => trimmed.to_string(),
+    };
+    let mut parts = uri.clone().into_parts();
+    if let Ok(path_and_query) = rewritten.parse() {
+        parts.path_and_query = Some(path_and_query);
+        if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
 }

@@ -114,13 +114,14 @@ impl WriteOptions {
     /// Reads and validates the write options of `query`.
     pub fn parse(query: &Query, kind: OptionsKind) -> Result<Self> {
         let mut causes = Vec::new();
-        let mut dry_run = false;
-        for value in query.all("dryRun") {
-            if value == "All" {
-                dry_run = true;
-            } else {
-                causes.push(FieldError::not_supported("dryRun", &serde_json::json!(value), &["All"]));
-            }
+        let dry_runs: Vec<&str> = query.all("dryRun").collect();
+        let dry_run = !dry_runs.is_empty();
+        if dry_runs.iter().any(|value| *value != "All") {
+            // As apimachinery shows the whole list: `Unsupported value: []string{"All", "bogus"}`.
+            let values: Vec<String> = dry_runs.iter().map(|value| format!("{value:?}")).collect();
+            let mut cause = FieldError::not_supported("dryRun", &serde_json::Value::Null, &["All"]);
+            cause.value = Some(format!("[]string{{{}}}", values.join(", ")));
+            causes.push(cause);
         }
         let field_validation = match query.get("fieldValidation") {
             None | Some("") => FieldValidation::default(),
@@ -177,7 +178,9 @@ mod tests {
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
         let msg = err.to_string();
         assert!(
-            msg.starts_with("UpdateOptions.meta.k8s.io \"\" is invalid: [dryRun: Unsupported value: \"Some\""),
+            msg.starts_with(
+                "UpdateOptions.meta.k8s.io \"\" is invalid: [dryRun: Unsupported value: []string{\"Some\"}"
+            ),
             "{msg}"
         );
         assert!(msg.contains("fieldValidation: Unsupported value: \"Loose\""), "{msg}");

@@ -240,7 +240,7 @@ pub enum Error {
         token: String,
     },
     /// 504 `Timeout`: a resourceVersion newer than the store reached within the wait.
-    #[error("Too large resource version: {requested}, current: {current}")]
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
     TooLargeResourceVersion {
         /// What the client asked for.
         requested: u64,

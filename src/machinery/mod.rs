@@ -14,6 +14,7 @@ pub mod key;
 pub mod lifecycle;
 pub mod managed;
 pub mod merge;
+pub mod number;
 pub mod paging;
 pub mod resource;
 pub mod schema;

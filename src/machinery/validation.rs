@@ -135,15 +135,11 @@ pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
     errors
 }
 
-/// Finalizers: qualified names, each once.
+/// Finalizers: qualified names. As in apimachinery's `ValidateFinalizers`, the field path carries
+/// no index and a finalizer written twice is accepted.
 fn finalizers(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
-    let mut seen = std::collections::HashSet::new();
-    for (i, finalizer) in meta.finalizers.iter().flatten().enumerate() {
-        let field = format!("metadata.finalizers[{i}]");
-        push_all(errors, &field, finalizer, qualified_name(finalizer));
-        if !seen.insert(finalizer.as_str()) {
-            errors.push(FieldError::duplicate(field, format!("{finalizer:?}")));
-        }
+    for finalizer in meta.finalizers.iter().flatten() {
+        push_all(errors, "metadata.finalizers", finalizer, qualified_name(finalizer));
     }
 }
 
@@ -223,9 +219,9 @@ mod tests {
     fn every_metadata_error_is_collected() {
         let mut m = meta("Bad_Name");
         m.labels = Some(BTreeMap::from([("bad key".to_string(), "bad value!".to_string())]));
-        m.finalizers = Some(vec!["example.com/x".into(), "example.com/x".into()]);
+        m.finalizers = Some(vec!["example.com/x".into(), "example.com/x".into(), "a b/c".into()]);
         let fields: Vec<String> = object_meta(&m).into_iter().map(|e| e.field).collect();
-        assert_eq!(fields, ["metadata.name", "metadata.labels", "metadata.labels", "metadata.finalizers[1]"]);
+        assert_eq!(fields, ["metadata.name", "metadata.labels", "metadata.labels", "metadata.finalizers"]);
     }
 
     #[test]

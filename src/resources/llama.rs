@@ -33,9 +33,11 @@ use serde::{Deserialize, Serialize};
 pub struct LlamaSpec {
     /// Weight of the llama in kilograms. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
+    #[serde(serialize_with = "crate::machinery::number::go_float")]
     pub weight: f64,
     /// Height of the llama at the shoulder, in centimetres. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
+    #[serde(serialize_with = "crate::machinery::number::go_float")]
     pub height: f64,
     /// Colour of the llama's coat, free text (for example "white" or "brown and white").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,8 +168,8 @@ impl Strategy for Llama {
 
     fn cells(&self) -> Vec<serde_json::Value> {
         vec![
-            serde_json::json!(self.spec.weight),
-            serde_json::json!(self.spec.height),
+            crate::machinery::number::json(self.spec.weight),
+            crate::machinery::number::json(self.spec.height),
             self.condition("Ready").map_or(serde_json::Value::Null, |c| serde_json::json!(c.status)),
             serde_json::json!(self.spec.color.as_deref().unwrap_or("")),
         ]

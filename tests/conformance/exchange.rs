@@ -1,0 +1,255 @@
+//! One request and the two answers to it: how a request is written once and sent to either
+//! side (farm-apiserver's `farm.example.com`, or the reference CustomResourceDefinition's
+//! `ref.example.com`, both through the kube-apiserver), and how an answer is made comparable:
+//! the reference's group named as farm-apiserver's, and what must differ between two servers
+//! (uids, timestamps, resourceVersion values, continue tokens, ages, generated names) replaced by
+//! placeholders.
+
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// The group farm-apiserver serves; the reference's answers are rewritten to name it.
+pub const GROUP: &str = "farm.example.com";
+/// The group of the reference CustomResourceDefinition.
+pub const REFERENCE_GROUP: &str = "ref.example.com";
+
+/// A request, written for farm-apiserver's group. In `path`, `{gv}` stands for
+/// `/apis/<group>/v1alpha`; in the query and the body, `$RV`, `$LISTRV` and `$CONTINUE` stand for
+/// the last resourceVersion of an object, of a list, and the last continue token the side sent.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// What the request checks, for the report.
+    pub label: String,
+    pub method: reqwest::Method,
+    pub path: String,
+    pub query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+impl Request {
+    pub fn new(label: impl Into<String>, method: reqwest::Method, path: impl Into<String>) -> Self {
+        Self { label: label.into(), method, path: path.into(), query: String::new(), headers: Vec::new(), body: None }
+    }
+
+    pub fn query(mut self, query: impl Into<String>) -> Self {
+        self.query = query.into();
+        self
+    }
+
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn content_type(self, value: &str) -> Self {
+        self.header("content-type", value)
+    }
+
+    pub fn accept(self, value: &str) -> Self {
+        self.header("accept", value)
+    }
+
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+
+    /// A JSON body, with `application/json` unless a content type is given later.
+    pub fn json(self, body: &Value) -> Self {
+        self.body(body.to_string())
+    }
+
+    /// Whether the request is a watch (its answer is a stream the server ends at `timeoutSeconds`).
+    pub fn is_watch(&self) -> bool {
+        self.path.contains("/watch/") || self.query.split('&').any(|p| p == "watch=true" || p == "watch=1")
+    }
+
+    pub fn has_header(&self, name: &str, value: &str) -> bool {
+        self.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case(name) && v.contains(value))
+    }
+
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(self.body.as_deref().unwrap_or_default()).into_owned()
+    }
+}
+
+/// An answer, normalised: comparable with the other side's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub code: u16,
+    pub content_type: String,
+    pub warnings: Vec<String>,
+    pub body: Value,
+}
+
+/// What a side remembers between requests, to fill in `$RV`, `$LISTRV` and `$CONTINUE`.
+#[derive(Default)]
+struct Remembered {
+    rv: String,
+    list_rv: String,
+    continue_token: String,
+}
+
+/// One side: a group served through the kube-apiserver.
+pub struct Side {
+    group: &'static str,
+    base: String,
+    client: reqwest::Client,
+    remembered: Remembered,
+}
+
+impl Side {
+    pub fn new(group: &'static str, base: &str, client: reqwest::Client) -> Self {
+        Self { group, base: base.into(), client, remembered: Remembered::default() }
+    }
+
+    fn fill_in(&self, text: &str) -> String {
+        text.replace("$LISTRV", &self.remembered.list_rv)
+            .replace("$RV", &self.remembered.rv)
+            .replace("$CONTINUE", &self.remembered.continue_token)
+            .replace(GROUP, self.group)
+    }
+
+    /// Sends `request` and returns the normalised answer, or why no answer came.
+    pub async fn send(&mut self, request: &Request) -> Result<Answer, String> {
+        let path = request.path.replace("{gv}", &format!("/apis/{}/v1alpha", self.group));
+        let mut url = format!("{}{}", self.base, path.replace(GROUP, self.group));
+        if !request.query.is_empty() {
+            url = format!("{url}?{}", self.fill_in(&request.query));
+        }
+        let mut builder = self.client.request(request.method.clone(), url).timeout(Duration::from_secs(30));
+        for (name, value) in &request.headers {
+            builder = builder.header(name, self.fill_in(value));
+        }
+        if let Some(body) = &request.body {
+            builder = match std::str::from_utf8(body) {
+                Ok(text) => builder.body(self.fill_in(text)),
+                Err(_) => builder.body(body.clone()),
+            };
+        }
+        let response = builder.send().await.map_err(|e| format!("{e:?}"))?;
+        let code = response.status().as_u16();
+        let header = |name: &str| -> Vec<String> {
+            let values = response.headers().get_all(name).iter();
+            values.map(|v| String::from_utf8_lossy(v.as_bytes()).replace(self.group, GROUP)).collect()
+        };
+        let content_type = header("content-type").join(", ");
+        let warnings = header("warning");
+        let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
+        let text = String::from_utf8_lossy(&bytes).replace(self.group, GROUP);
+        let body = parse(&text, &content_type, request.is_watch() && code == 200);
+        self.remember(&body);
+        Ok(Answer { code, content_type, warnings, body: normalise(body) })
+    }
+
+    fn remember(&mut self, body: &Value) {
+        let metadata = &body["metadata"];
+        let Some(rv) = metadata["resourceVersion"].as_str() else { return };
+        let kind = body["kind"].as_str().unwrap_or_default();
+        if kind.ends_with("List") {
+            self.remembered.list_rv = rv.into();
+            self.remembered.continue_token = metadata["continue"].as_str().unwrap_or_default().into();
+        } else if kind != "Table" {
+            self.remembered.rv = rv.into();
+        }
+    }
+}
+
+/// The body as a value: JSON, YAML, a watch's events as an array, or the text itself.
+fn parse(text: &str, content_type: &str, watch: bool) -> Value {
+    if text.is_empty() {
+        return Value::Null;
+    }
+    if watch {
+        let events = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        return events.map(|e| e.unwrap_or_else(|e| Value::String(format!("unparsable event: {e}")))).collect();
+    }
+    if content_type.contains("yaml")
+        && let Ok(value) = serde_saphyr::from_str::<Value>(text)
+    {
+        return value;
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.trim_end().into()))
+}
+
+/// `value` with what must differ between two servers replaced by placeholders.
+pub fn normalise(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(normalise_object(map)),
+        Value::Array(items) => Value::Array(items.into_iter().map(normalise).collect()),
+        other => other,
+    }
+}
+
+fn normalise_object(map: Map<String, Value>) -> Map<String, Value> {
+    let generated = map.get("generateName").is_some_and(|g| g.as_str().is_some_and(|g| !g.is_empty()));
+    let table = map.get("kind").and_then(Value::as_str) == Some("Table");
+    let age_column = table.then(|| age_column(&map)).flatten();
+    let resource_list = map.get("kind").and_then(Value::as_str) == Some("APIResourceList");
+    map.into_iter()
+        // A CRD's lists carry `"continue": ""`, built-in lists leave it out: both mean no more pages.
+        .filter(|(key, value)| !(key == "continue" && value.as_str() == Some("")))
+        .map(|(key, value)| {
+            let value = match (key.as_str(), value) {
+                ("uid", Value::String(_)) => Value::String("<uid>".into()),
+                ("creationTimestamp" | "deletionTimestamp" | "time", Value::String(_)) => {
+                    Value::String("<time>".into())
+                }
+                ("resourceVersion", Value::String(s)) if !s.is_empty() => Value::String("<rv>".into()),
+                ("continue", Value::String(s)) if !s.is_empty() => Value::String("<continue>".into()),
+                ("storageVersionHash", Value::String(_)) => Value::String("<hash>".into()),
+                ("name", Value::String(_)) if generated => Value::String("<generated>".into()),
+                ("rows", Value::Array(rows)) if age_column.is_some() => {
+                    Value::Array(rows.into_iter().map(|row| without_age(row, age_column.unwrap_or(0))).collect())
+                }
+                ("resources", Value::Array(resources)) if resource_list => Value::Array(
+                    resources
+                        .into_iter()
+                        .filter(|r| r["name"].as_str().is_some_and(|n| n.starts_with("llamas")))
+                        .collect(),
+                ),
+                (_, value) => value,
+            };
+            (key, normalise(value))
+        })
+        .collect()
+}
+
+fn age_column(table: &Map<String, Value>) -> Option<usize> {
+    table.get("columnDefinitions")?.as_array()?.iter().position(|c| c["name"] == "Age")
+}
+
+fn without_age(mut row: Value, column: usize) -> Value {
+    if let Some(cell) = row["cells"].get_mut(column) {
+        *cell = Value::String("<age>".into());
+    }
+    row
+}
+
+/// Where two values first differ, as a JSON path with both values, or `None` when they are equal.
+pub fn first_difference(path: &str, farm: &Value, reference: &Value) -> Option<String> {
+    match (farm, reference) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let (x, y) = (a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null));
+                match (a.contains_key(k), b.contains_key(k)) {
+                    (true, false) => Some(format!("{path}.{k}: only farm-apiserver has it ({})", short(x))),
+                    (false, true) => Some(format!("{path}.{k}: only the reference has it ({})", short(y))),
+                    _ => first_difference(&format!("{path}.{k}"), x, y),
+                }
+            })
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            a.iter().zip(b).enumerate().find_map(|(i, (x, y))| first_difference(&format!("{path}[{i}]"), x, y))
+        }
+        (a, b) if a == b => None,
+        (a, b) => Some(format!("{path}: farm-apiserver {} / reference {}", short(a), short(b))),
+    }
+}
+
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 300 { format!("{}…", text.chars().take(300).collect::<String>()) } else { text }
+}
