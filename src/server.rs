@@ -309,6 +309,7 @@ fn router(
         .route("/openapi/v3/apis/farm.example.com/v1alpha", get_only(openapi_v3_group_version))
         .route("/metrics", get_only(metrics_text))
         .with_state(shared);
+    let resource_routes = resource_routes.layer(axum::middleware::from_fn(crate::api::yaml_answers::answer));
     let protected = non_resource.merge(resource_routes).fallback(|| async { ApiError::PathNotFound });
     let protected = match auditor {
         // Without an audit log, authentication and authorization are one step.

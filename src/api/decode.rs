@@ -12,6 +12,7 @@
 use super::query::FieldValidation;
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::resource::{API_VERSION, ApiResource, VERSION};
+use crate::machinery::strategy::{Strategy, Subresource};
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
@@ -163,6 +164,19 @@ pub fn check_kind<K: ApiResource>(value: &Value) -> Result<&serde_json::Map<Stri
     };
     check_type_meta::<K>(map, value)?;
     Ok(map)
+}
+
+/// Drops from `value` the top-level fields that a write of `subresource` resets from the stored
+/// object (the status, for writes of the object itself) and that a body need not carry, so they
+/// are neither validated nor decoded: the kube-apiserver resets them before it validates, so a
+/// create carrying an invalid status succeeds, without it.
+pub fn drop_reset_fields<K: Strategy>(value: &mut Value, subresource: Subresource) {
+    let schema = crate::machinery::resource::body_schema::<K>();
+    if let Some(map) = value.as_object_mut() {
+        for field in K::reset_fields(subresource).iter().filter(|f| !schema.required.contains(f)) {
+            map.remove(*field);
+        }
+    }
 }
 
 /// Decodes a JSON value into `K`, applying the checks described in the module documentation.

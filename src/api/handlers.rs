@@ -6,7 +6,7 @@
 //! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
 //! representation; a verb the resource lacks is a 405 `Status`.
 
-use super::decode::{check_kind, decode_object, parse_body, read_body};
+use super::decode::{check_kind, decode_object, drop_reset_fields, parse_body, read_body};
 use super::extract::{PathParams, Requester};
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
@@ -269,15 +269,18 @@ async fn list<K: Strategy>(
     render_list(&page.items, metadata, representation, &query)
 }
 
-/// Reads and decodes a create or update body.
+/// Reads and decodes the body of an update of `subresource`.
 async fn decode_body<K: Strategy>(
     headers: &HeaderMap,
     body: Body,
     namespace: &str,
     options: &WriteOptions,
+    subresource: Subresource,
 ) -> Result<super::decode::Decoded<K>> {
     let bytes = read_body(body).await?;
-    decode_object::<K>(parse_body(headers, &bytes, K::INFO.kind)?, namespace, options.field_validation)
+    let mut value = parse_body(headers, &bytes, K::INFO.kind)?;
+    drop_reset_fields::<K>(&mut value, subresource);
+    decode_object::<K>(value, namespace, options.field_validation)
 }
 
 /// What every create, update and patch reads first: query, write options, response representation.
@@ -328,6 +331,8 @@ async fn create<K: Strategy>(
         .find_map(|field| metadata?.get(*field)?.as_str().filter(|n| !n.is_empty()))
         .unwrap_or_default();
     registry.admit_create(&namespace, name).await?;
+    let mut value = value;
+    drop_reset_fields::<K>(&mut value, Subresource::Main);
     let decoded = decode_object::<K>(value, &namespace, request.options.field_validation)?;
     let created = registry.create(&namespace, decoded.object, &request.context(requester)).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
@@ -345,7 +350,7 @@ async fn update<K: Strategy>(
     body: Body,
 ) -> Result<Response> {
     let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update)?;
-    let decoded = decode_body::<K>(&headers, body, &namespace, &request.options).await?;
+    let decoded = decode_body::<K>(&headers, body, &namespace, &request.options, subresource).await?;
     let updated = registry.update(&namespace, &name, decoded.object, subresource, &request.context(requester)).await?;
     let warnings = [decoded.warnings, updated.warnings].concat();
     render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &warnings)

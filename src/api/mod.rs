@@ -1,4 +1,5 @@
-//! The HTTP layer: resource-agnostic Kubernetes REST over axum. Content negotiation, query
+//! The HTTP layer: resource-agnostic Kubernetes REST over axum. Content negotiation (and YAML
+//! answers), query
 //! options, extractors whose rejections are `Status` bodies, body decoding and patching, the
 //! generic registry (the metadata rules every object shares, calling each resource's
 //! [`crate::machinery::strategy::Strategy`] at fixed points), handlers, watch streams, Table
@@ -18,3 +19,4 @@ pub mod registry;
 pub mod table;
 pub mod watch;
 pub mod yaml;
+pub mod yaml_answers;

@@ -261,8 +261,9 @@ impl ListOptions {
         let field_selector =
             crate::machinery::selector::parse_field_selector(query.get("fieldSelector").unwrap_or(""), fields)?;
         let number = |name: &str| -> Result<Option<i64>> {
+            // An empty value is as invalid as any other non-number (Go's strconv.ParseInt).
             match query.get(name) {
-                None | Some("") => Ok(None),
+                None => Ok(None),
                 Some(raw) => raw
                     .parse::<i64>()
                     .map(Some)
@@ -284,7 +285,8 @@ impl ListOptions {
             Some("NotOlderThan") => Some(ResourceVersionMatch::NotOlderThan),
             Some("Exact") => Some(ResourceVersionMatch::Exact),
             Some(other) => {
-                let supported = &["Exact", "NotOlderThan"];
+                // As apimachinery lists them, the empty value (no match rule) included.
+                let supported = &["Exact", "NotOlderThan", ""];
                 causes.push(FieldError::not_supported("resourceVersionMatch", &serde_json::json!(other), supported));
                 None
             }

@@ -450,25 +450,13 @@ impl<K: Strategy> Registry<K> {
                 let keeps_managed_fields = patch.may_change_managed_fields();
                 let document =
                     if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
-                let patched = patch.apply(&document)?;
+                let mut patched = patch.apply(&document)?;
+                super::decode::drop_reset_fields::<K>(&mut patched, subresource);
                 let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;
-                let object = decoded.object;
+                let mut object = decoded.object;
                 warnings.extend(object.warnings());
-                let meta = object.meta();
-                let changed = if meta.name.as_deref() != Some(name) {
-                    Some(("metadata.name", &meta.name))
-                } else if meta.namespace.as_deref() != Some(namespace) {
-                    Some(("metadata.namespace", &meta.namespace))
-                } else {
-                    None
-                };
-                if let Some((field, value)) = changed {
-                    return Err(invalid::<K>(
-                        name,
-                        vec![FieldError::invalid(field, &json!(value), "field is immutable")],
-                    ));
-                }
+                same_name_and_namespace(&mut object, namespace, name)?;
                 let tracking = match self.tracking(&ctx.manager) {
                     Tracking::Update(manager, None) if !keeps_managed_fields => {
                         Tracking::Update(manager, Some(document))
@@ -525,6 +513,34 @@ impl<K: Strategy> Registry<K> {
         }
         Ok(out)
     }
+}
+
+/// Checks that a patched object still names the object of the URL, as the kube-apiserver's
+/// patcher does (a 400 naming the mismatch); an emptied namespace is the URL's again.
+fn same_name_and_namespace<K: Strategy>(object: &mut K, namespace: &str, name: &str) -> Result<()> {
+    match object.meta().name.as_deref() {
+        None | Some("") => {
+            return Err(Error::BadRequest(format!(
+                "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+            )));
+        }
+        Some(other) if other != name => {
+            return Err(Error::BadRequest(format!(
+                "the name of the object ({other}) does not match the name on the URL ({name})"
+            )));
+        }
+        Some(_) => {}
+    }
+    match object.meta().namespace.as_deref() {
+        None | Some("") => object.meta_mut().namespace = Some(namespace.to_string()),
+        Some(other) if other != namespace => {
+            return Err(Error::BadRequest(format!(
+                "the namespace of the object ({other}) does not match the namespace on the request ({namespace})"
+            )));
+        }
+        Some(_) => {}
+    }
+    Ok(())
 }
 
 /// `options` as an admission review carries them.
@@ -620,7 +636,13 @@ fn check_resource_version<K: ApiResource>(new: &ObjectMeta, old: &ObjectMeta, re
     match new.resource_version.as_deref() {
         None | Some("") if required => Err(invalid::<K>(
             name,
-            vec![FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update")],
+            vec![{
+                let mut missing =
+                    FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update");
+                // apimachinery shows the uint64 it read with Go's %#v.
+                missing.value = Some("0x0".into());
+                missing
+            }],
         )),
         Some(rv) if !rv.is_empty() && Some(rv) != old.resource_version.as_deref() => Err(conflict::<K>(
             name,

@@ -419,7 +419,8 @@ impl Error {
                 ..Default::default()
             }),
             Self::Invalid { kind, group, name, causes } => Some(StatusDetails {
-                name: Some(name.clone()),
+                // As Go's `omitempty`: options and nameless objects carry no name.
+                name: (!name.is_empty()).then(|| name.clone()),
                 group: Some(group.to_string()),
                 kind: Some(kind.to_string()),
                 causes: Some(

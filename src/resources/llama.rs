@@ -171,7 +171,8 @@ impl Strategy for Llama {
             crate::machinery::number::json(self.spec.weight),
             crate::machinery::number::json(self.spec.height),
             self.condition("Ready").map_or(serde_json::Value::Null, |c| serde_json::json!(c.status)),
-            serde_json::json!(self.spec.color.as_deref().unwrap_or("")),
+            // An unset colour is a null cell (kubectl prints `<none>`), as a CRD's printer column.
+            self.spec.color.as_deref().map_or(serde_json::Value::Null, |c| serde_json::json!(c)),
         ]
     }
 }

@@ -42,7 +42,10 @@ pub fn at(rest: &str) -> String {
     format!("{{gv}}/namespaces/{NS}/{rest}")
 }
 
+/// A Llama; a whole weight is written as an integer (`20`, not `20.0`), as clients written in Go
+/// write it, since kube-apiserver 1.20 counts `20.0` replacing a stored `20` as a change of spec.
 pub fn llama(name: &str, weight: f64) -> Value {
+    let weight = if weight.fract() == 0.0 { json!(weight as i64) } else { json!(weight) };
     json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
         "metadata": {"name": name}, "spec": {"weight": weight, "height": 170.5}})
 }
@@ -560,6 +563,9 @@ fn lists() -> Vec<Request> {
         "fieldSelector=metadata.namespace%3Dconformance",
         "fieldSelector=metadata.namespace%3Dgenerated",
     ] {
+        // Across namespaces, only the llamas of this section: other sections' differences (a
+        // create one side refuses) would show up again here.
+        let query = format!("labelSelector=list%3Dyes&{query}");
         requests.push(get(&format!("list all namespaces: {query}"), "{gv}/llamas").query(query));
     }
     requests.push(get("list: first page", &at("llamas")).query("limit=2&labelSelector=list%3Dyes"));
@@ -688,11 +694,6 @@ fn patches() -> Vec<Request> {
         ("json patch: test fails", JSON_PATCH, r#"[{"op": "test", "path": "/spec/weight", "value": 1}]"#),
         ("json patch: remove a missing field", JSON_PATCH, r#"[{"op": "remove", "path": "/spec/color"}]"#),
         (
-            "json patch: replace a missing field",
-            JSON_PATCH,
-            r#"[{"op": "replace", "path": "/spec/color", "value": "red"}]"#,
-        ),
-        (
             "json patch: add past the end",
             JSON_PATCH,
             r#"[{"op": "add", "path": "/metadata/finalizers/5", "value": "x"}]"#,
@@ -725,6 +726,11 @@ fn patches() -> Vec<Request> {
         let request = Request::new(format!("patch: {label}"), Method::PATCH, at("llamas/patched")).body(*body);
         requests.push(if content_type.is_empty() { request } else { request.content_type(content_type) });
     }
+    // What 1.20 accepts and farm-apiserver refuses, as a dry run: the stores must not drift apart.
+    let replace_missing = r#"[{"op": "replace", "path": "/spec/color", "value": "red"}]"#;
+    requests.push(
+        patch("patch: json patch: replace a missing field", "patched", JSON_PATCH, replace_missing).query("dryRun=All"),
+    );
     for query in [
         "dryRun=All",
         "dryRun=bogus",

@@ -16,9 +16,15 @@ use serde_json::Value;
 /// How often an apply retries when the object appears or disappears under it.
 const ATTEMPTS: usize = 4;
 
-/// Refuses a configuration whose name or namespace differs from the request's.
+/// Refuses a configuration whose name or namespace differs from the request's, or whose name is empty.
 fn check_target(config: &Value, namespace: &str, name: &str) -> Result<()> {
     let meta = &config["metadata"];
+    // An explicit empty name would empty the object's: the kube-apiserver refuses it.
+    if meta["name"].as_str() == Some("") {
+        return Err(Error::BadRequest(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        )));
+    }
     if let Some(other) = meta["name"].as_str().filter(|n| !n.is_empty() && *n != name) {
         return Err(Error::BadRequest(format!(
             "the name of the object ({other}) does not match the name on the URL ({name})"
@@ -46,6 +52,17 @@ impl<K: Strategy> Registry<K> {
         ctx: &WriteContext,
     ) -> Result<(Written<K>, bool)> {
         check_target(config, namespace, name)?;
+        // What this write resets (the status, applied to the object itself) is not applied: the
+        // applier neither sets nor owns it, and it is not validated.
+        let without_reset;
+        let config = if K::reset_fields(subresource).iter().any(|field| config.get(field).is_some()) {
+            let mut trimmed = config.clone();
+            crate::api::decode::drop_reset_fields::<K>(&mut trimmed, subresource);
+            without_reset = trimmed;
+            &without_reset
+        } else {
+            config
+        };
         let key = ObjectKey::new(namespace, name);
         for _ in 0..ATTEMPTS {
             if self.store.get(&key).await?.is_none() {
