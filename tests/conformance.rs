@@ -150,6 +150,9 @@ impl Tally {
         for (name, count) in &self.to_fix {
             text += &format!("  to fix     {count:>4}  {name}\n");
         }
+        for name in allowed::no_longer_seen(&self.to_fix) {
+            text += &format!("  no longer differs (remove it from TO_FIX): {name}\n");
+        }
         for difference in &self.unexplained {
             text += &format!("DIFFERENT {difference}\n");
         }

@@ -634,16 +634,14 @@ fn write_of<'a>(manager: &'a str, subresource: Subresource, reset: &'a managed::
 fn check_resource_version<K: ApiResource>(new: &ObjectMeta, old: &ObjectMeta, required: bool) -> Result<()> {
     let name = old.name.as_deref().unwrap_or_default();
     match new.resource_version.as_deref() {
-        None | Some("") if required => Err(invalid::<K>(
-            name,
-            vec![{
-                let mut missing =
-                    FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update");
-                // apimachinery shows the uint64 it read with Go's %#v.
-                missing.value = Some("0x0".into());
-                missing
-            }],
-        )),
+        None | Some("") if required => {
+            let mut missing =
+                FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update");
+            // apimachinery shows the uint64 it read with Go's %#v, and the generic store names the
+            // resource (`llamas.farm.example.com`) where validation names the kind.
+            missing.value = Some("0x0".into());
+            Err(Error::Invalid { kind: K::INFO.plural, group: GROUP, name: name.to_string(), causes: vec![missing] })
+        }
         Some(rv) if !rv.is_empty() && Some(rv) != old.resource_version.as_deref() => Err(conflict::<K>(
             name,
             "the object has been modified; please apply your changes to the latest version and try again",

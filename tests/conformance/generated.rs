@@ -28,7 +28,8 @@ pub fn requests(seed: u64, count: usize) -> Vec<Request> {
         // Each case has llamas of its own (`g-<case>-<n>`), made first, so what one case leaves
         // behind never changes another's answers.
         let own_name = format!("g-{i}-{}", name.trim_start_matches("g-"));
-        let own = |text: &str| text.replace(name, &own_name);
+        // A body renamed to "other" names this case's "other" too.
+        let own = |text: &str| text.replace(name, &own_name).replace("\"other\"", &format!("\"other-{i}\""));
         let setup = format!(
             r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "{own_name}", "labels": {{"gen": "yes", "case": "{i}"}}}}, "spec": {{"weight": 10, "height": 20.5}}}}"#
         );
