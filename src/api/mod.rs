@@ -1,7 +1,6 @@
 //! The HTTP layer: resource-agnostic Kubernetes REST over axum. Content negotiation (and YAML
-//! answers), query
-//! options, extractors whose rejections are `Status` bodies, body decoding and patching, the
-//! generic registry (the metadata rules every object shares, calling each resource's
+//! answers), query options, extractors whose rejections are `Status` bodies, body decoding and
+//! patching, the generic registry (the metadata rules every object shares, calling each resource's
 //! [`crate::machinery::strategy::Strategy`] at fixed points), handlers, watch streams, Table
 //! rendering, discovery and OpenAPI. It imports `crate::machinery`, `crate::store` and
 //! `crate::metrics`, and holds no rule particular to one resource.

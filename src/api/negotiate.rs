@@ -2,9 +2,10 @@
 //!
 //! A request may ask for the plain object, a `meta.k8s.io` `Table`, or metadata only
 //! (`PartialObjectMetadata` for one object and watch events, `PartialObjectMetadataList` for lists).
-//! Media ranges are tried by `q` then by order; ranges this server cannot produce (protobuf, CBOR,
-//! YAML) are skipped, so `application/vnd.kubernetes.protobuf, */*` gets JSON. Only when nothing
-//! offered can be served is the answer 406.
+//! Media ranges are tried by `q` then by order; ranges this server cannot produce (protobuf, CBOR)
+//! are skipped, so `application/vnd.kubernetes.protobuf, */*` gets JSON. Only when nothing
+//! offered can be served is the answer 406. A client preferring YAML reaches this negotiation
+//! asking for JSON: `yaml_answers` converts the answer.
 
 use crate::machinery::error::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
