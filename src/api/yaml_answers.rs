@@ -5,6 +5,7 @@
 //! JSON streams.
 
 use super::negotiate::parse_accept;
+use super::query::Query;
 use axum::extract::Request;
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
@@ -25,17 +26,15 @@ fn json_in_place_of_yaml(accept: Option<&HeaderValue>) -> Option<HeaderValue> {
     None
 }
 
-fn is_watch(request: &Request) -> bool {
-    let query = request.uri().query().unwrap_or_default();
-    request.uri().path().contains("/watch/") || query.split('&').any(|p| p == "watch=true" || p == "watch=1")
-}
-
 /// The middleware: converts the JSON answer of a request that prefers YAML.
 pub async fn answer(mut request: Request, next: Next) -> Response {
-    let Some(json) = json_in_place_of_yaml(request.headers().get(header::ACCEPT)) else {
+    let accept = request.headers().get(header::ACCEPT);
+    // Most requests never mention YAML: they skip the parse (the handler negotiates anyway).
+    let mentions_yaml = accept.is_some_and(|v| v.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"yaml")));
+    let Some(json) = mentions_yaml.then(|| json_in_place_of_yaml(accept)).flatten() else {
         return next.run(request).await;
     };
-    if is_watch(&request) {
+    if Query::parse(request.uri().query()).flag("watch").unwrap_or(false) {
         return next.run(request).await;
     }
     request.headers_mut().insert(header::ACCEPT, json);

@@ -12,7 +12,7 @@ const EXACT: f64 = 18_446_744_073_709_551_616.0; // 2^64
 pub fn go_float<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     let value = *value;
     if value.fract() == 0.0 && value.abs() < EXACT {
-        if value >= 0.0 && !value.is_sign_negative() {
+        if !value.is_sign_negative() {
             return serializer.serialize_u64(value as u64);
         }
         if value >= i64::MIN as f64 && value != 0.0 {
