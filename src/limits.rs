@@ -40,7 +40,7 @@ impl Limits {
 
 /// Whether a request is a watch (long-running).
 fn is_watch(request: &Request) -> bool {
-    Query::parse(request.uri().query()).flag("watch").unwrap_or(false)
+    Query::parse(request.uri().query()).flag("watch")
 }
 
 /// Middleware enforcing [`Limits`].

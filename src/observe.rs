@@ -32,7 +32,7 @@ pub fn labels(
     query: Option<&str>,
     served: &[&'static str],
 ) -> (&'static str, &'static str) {
-    let watch = || query.is_some_and(|q| q.contains("watch")) && Query::parse(query).flag("watch").unwrap_or(false);
+    let watch = || query.is_some_and(|q| q.contains("watch")) && Query::parse(query).flag("watch");
     let resource_request = resource_path(path).and_then(|p| {
         let resource = served.iter().find(|s| **s == p.resource)?;
         Some((Verb::of_request(method, !p.name.is_empty(), watch())?, *resource))

@@ -531,13 +531,52 @@ async fn serve_tls(
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
         .max_header_list_size(u32::try_from(args.max_header_bytes).unwrap_or(u32::MAX));
-    let app = tower::ServiceExt::map_request(app, without_trailing_slashes);
+    let app = tower::ServiceExt::map_request(app, |request| legacy_watch_path(without_trailing_slashes(request)));
     server.handle(handle).serve(axum::ServiceExt::into_make_service(app)).await.map_err(StartError::Serve)
+}
+
+/// `request` with `path_and_query` in place of its own (unchanged if it does not parse).
+fn with_path_and_query<B>(mut request: axum::http::Request<B>, path_and_query: &str) -> axum::http::Request<B> {
+    let mut parts = request.uri().clone().into_parts();
+    if let Ok(path_and_query) = path_and_query.parse() {
+        parts.path_and_query = Some(path_and_query);
+        if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
+}
+
+/// `request` with a legacy watch path (`/apis/<group>/<version>/watch/...`, deprecated since
+/// Kubernetes 1.11 and still served) as the watch it stands for: `watch=true` on the collection,
+/// selecting the object by name when the path names one, as the kube-apiserver serves it.
+fn legacy_watch_path<B>(request: axum::http::Request<B>) -> axum::http::Request<B> {
+    let uri = request.uri();
+    let segments: Vec<&str> = uri.path().split('/').collect();
+    // ["", "apis", group, version, "watch", ...]
+    if segments.len() < 6 || segments[1] != "apis" || segments[4] != "watch" {
+        return request;
+    }
+    let rest = &segments[5..];
+    let namespaced = rest.first() == Some(&"namespaces");
+    let collection_len = if namespaced { 3 } else { 1 };
+    let (collection, name) = match rest.len() {
+        n if n == collection_len => (rest, None),
+        n if n == collection_len + 1 => (&rest[..collection_len], Some(rest[collection_len])),
+        _ => return request,
+    };
+    let mut query = vec!["watch=true".to_string()];
+    if let Some(name) = name {
+        query.push(format!("fieldSelector=metadata.name%3D{name}"));
+    }
+    query.extend(uri.query().map(str::to_string));
+    let rewritten = format!("{}/{}?{}", segments[..4].join("/"), collection.join("/"), query.join("&"));
+    with_path_and_query(request, &rewritten)
 }
 
 /// `request` with the slashes that end its path removed, before routing: the kube-apiserver
 /// serves `/apis/`, `.../llamas/` and `.../llamas/dolly/` as the paths without them.
-fn without_trailing_slashes<B>(mut request: axum::http::Request<B>) -> axum::http::Request<B> {
+fn without_trailing_slashes<B>(request: axum::http::Request<B>) -> axum::http::Request<B> {
     let uri = request.uri();
     let path = uri.path();
     let trimmed = path.trim_end_matches('/');
@@ -548,12 +587,33 @@ fn without_trailing_slashes<B>(mut request: axum::http::Request<B>) -> axum::htt
         Some(query) => format!("{trimmed}?{query}"),
         None => trimmed.to_string(),
     };
-    let mut parts = uri.clone().into_parts();
-    if let Ok(path_and_query) = rewritten.parse() {
-        parts.path_and_query = Some(path_and_query);
-        if let Ok(uri) = axum::http::Uri::from_parts(parts) {
-            *request.uri_mut() = uri;
-        }
+    with_path_and_query(request, &rewritten)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(uri: &str) -> String {
+        let request = axum::http::Request::builder().uri(uri).body(()).unwrap();
+        legacy_watch_path(without_trailing_slashes(request)).uri().to_string()
     }
-    request
+
+    #[test]
+    fn legacy_watch_paths_are_watches_of_the_collection() {
+        let gv = "/apis/farm.example.com/v1alpha";
+        for (path, served) in [
+            ("/watch/llamas", "/llamas?watch=true"),
+            ("/watch/namespaces/ns/llamas?labelSelector=a", "/namespaces/ns/llamas?watch=true&labelSelector=a"),
+            (
+                "/watch/namespaces/ns/llamas/dolly/",
+                "/namespaces/ns/llamas?watch=true&fieldSelector=metadata.name%3Ddolly",
+            ),
+            ("/namespaces/ns/llamas/dolly/", "/namespaces/ns/llamas/dolly"),
+            ("/watch/namespaces/ns/llamas/dolly/status", "/watch/namespaces/ns/llamas/dolly/status"),
+        ] {
+            assert_eq!(rewritten(&format!("{gv}{path}")), format!("{gv}{served}"), "{path}");
+        }
+        assert_eq!(rewritten("/api/v1/watch/pods"), "/api/v1/watch/pods");
+    }
 }

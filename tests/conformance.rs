@@ -188,10 +188,16 @@ fn describe(request: &Request) -> String {
     format!("[{}] {} {}{} {:?} {}", request.label, request.method, request.path, query, headers, body)
 }
 
-/// Sends every request to both sides (at once) and tallies the answers.
+/// Sends every request to both sides (at once) and tallies the answers. Both answers to the
+/// requests whose label contains `CONFORMANCE_SHOW` (when set) are printed, whether or not
+/// they differ.
 async fn run(requests: &[Request], farm: &mut Side, reference: &mut Side, tally: &mut Tally) {
+    let show = std::env::var("CONFORMANCE_SHOW").ok().filter(|s| !s.is_empty());
     for request in requests {
         let (f, r) = tokio::join!(farm.send(request), reference.send(request));
+        if show.as_ref().is_some_and(|s| request.label.contains(s.as_str())) {
+            println!("{}\n  farm-apiserver: {f:?}\n  reference:      {r:?}", describe(request));
+        }
         tally.record(request, f, r);
     }
 }

@@ -54,9 +54,14 @@ const ACCEPTED: &str = "application/json, application/yaml";
 /// creates so); another type is a 415, and a body that does not parse is a 400 naming the type
 /// expected (`kind`), all in the kube-apiserver's words.
 pub fn parse_body(headers: &http::HeaderMap, bytes: &[u8], kind: &str) -> Result<Value> {
+    check_media_type(headers)?;
+    if media_type(headers) == "application/yaml" { parse_yaml(bytes, kind) } else { parse_json(bytes, kind) }
+}
+
+/// Refuses (415) a body that is neither JSON (or unlabelled) nor YAML.
+pub fn check_media_type(headers: &http::HeaderMap) -> Result<()> {
     match media_type(headers).as_str() {
-        "application/json" | "" => parse_json(bytes, kind),
-        "application/yaml" => parse_yaml(bytes, kind),
+        "application/json" | "" | "application/yaml" => Ok(()),
         _ => Err(Error::UnsupportedMediaType(format!(
             "the body of the request was in an unknown format - accepted media types include: {ACCEPTED}"
         ))),
@@ -65,7 +70,51 @@ pub fn parse_body(headers: &http::HeaderMap, bytes: &[u8], kind: &str) -> Result
 
 /// Parses a JSON body that should hold a `kind`, 400 when it does not parse.
 pub fn parse_json(bytes: &[u8], kind: &str) -> Result<Value> {
-    serde_json::from_slice(bytes).map_err(|err| unrecognized(kind, err.to_string()))
+    json_from_slice(bytes).map_err(|err| unrecognized(kind, err.to_string()))
+}
+
+/// Parses JSON as Go's decoder reads it: an escaped UTF-16 surrogate without its partner
+/// (`"\ud83e"`), which serde_json refuses, is U+FFFD.
+pub fn json_from_slice(bytes: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_slice(bytes).or_else(|err| match lone_surrogates_replaced(bytes) {
+        Some(repaired) => serde_json::from_slice(&repaired),
+        None => Err(err),
+    })
+}
+
+/// `bytes` with every `\uXXXX` escape of a surrogate that is not part of a pair replaced by
+/// `\ufffd`; `None` when there is none.
+fn lone_surrogates_replaced(bytes: &[u8]) -> Option<Vec<u8>> {
+    let unit = |at: usize| {
+        let digits = bytes.get(at..at + 6).filter(|e| e.starts_with(b"\\u"))?;
+        u16::from_str_radix(std::str::from_utf8(&digits[2..]).ok()?, 16).ok()
+    };
+    let (high, low) = (0xD800..0xDC00, 0xDC00..0xE000);
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut i, mut in_string, mut changed) = (0, false, false);
+    while i < bytes.len() {
+        let step = match (in_string, bytes[i]) {
+            (_, b'"') => {
+                in_string = !in_string;
+                1
+            }
+            (true, b'\\') => match unit(i) {
+                Some(u) if high.contains(&u) && unit(i + 6).is_some_and(|l| low.contains(&l)) => 12,
+                Some(u) if high.contains(&u) || low.contains(&u) => {
+                    out.extend_from_slice(b"\\ufffd");
+                    changed = true;
+                    i += 6;
+                    continue;
+                }
+                Some(_) => 6,
+                None => 2,
+            },
+            _ => 1,
+        };
+        out.extend_from_slice(&bytes[i..(i + step).min(bytes.len())]);
+        i += step;
+    }
+    changed.then_some(out)
 }
 
 /// Parses a YAML body that should hold a `kind`, 400 when it does not parse.
@@ -166,10 +215,45 @@ pub fn check_kind<K: ApiResource>(value: &Value) -> Result<&serde_json::Map<Stri
     Ok(map)
 }
 
-/// Drops from `value` the top-level fields that a write of `subresource` resets from the stored
-/// object (the status, for writes of the object itself) and that a body need not carry, so they
-/// are neither validated nor decoded: the kube-apiserver resets them before it validates, so a
-/// create carrying an invalid status succeeds, without it.
+/// Refuses (400) a body whose `metadata` does not decode as `ObjectMeta`: the kube-apiserver's
+/// decoder reads the metadata of every body, a custom resource's too, before it looks the object
+/// up or validates anything else.
+pub fn check_metadata<K: ApiResource>(value: &Value) -> Result<()> {
+    let Some(metadata) = value.get("metadata").filter(|m| !m.is_null()) else { return Ok(()) };
+    match serde_path_to_error::deserialize::<_, ObjectMeta>(metadata) {
+        Ok(_) => Ok(()),
+        Err(err) => {
+            let path = err.path().to_string();
+            Err(cannot_handle::<K>(format!("metadata.{path}: {}", err.into_inner())))
+        }
+    }
+}
+
+/// Prepares a body for decoding as Go's decoder and the kube-apiserver's write see it:
+/// - drops the top-level fields a write of `subresource` resets from the stored object (the
+///   status, for writes of the object itself) and that a body need not carry, so they are
+///   neither validated nor decoded: the kube-apiserver resets them before it validates (a create
+///   carrying an invalid status succeeds, without it);
+/// - a missing or `null` metadata becomes an empty one (its missing name is then what is
+///   reported), and a `null` label or annotation value an empty string, as Go decodes `null`
+///   into a struct or a string (as its zero value).
+pub fn prepare_body<K: Strategy>(value: &mut Value, subresource: Subresource) {
+    drop_reset_fields::<K>(value, subresource);
+    let Some(map) = value.as_object_mut() else { return };
+    let metadata = map.entry("metadata").or_insert(Value::Null);
+    if metadata.is_null() {
+        *metadata = Value::Object(serde_json::Map::new());
+    }
+    for field in ["labels", "annotations"] {
+        let values = metadata.get_mut(field).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut());
+        for value in values.filter(|v| v.is_null()) {
+            *value = Value::String(String::new());
+        }
+    }
+}
+
+/// Drops from `value` the top-level fields a write of `subresource` resets and that a body need
+/// not carry (the status, for a write of the object itself).
 pub fn drop_reset_fields<K: Strategy>(value: &mut Value, subresource: Subresource) {
     let schema = crate::machinery::resource::body_schema::<K>();
     if let Some(map) = value.as_object_mut() {
@@ -179,10 +263,59 @@ pub fn drop_reset_fields<K: Strategy>(value: &mut Value, subresource: Subresourc
     }
 }
 
+/// `value` with `fields` (top-level members) in place of its own; `value` itself when there are none.
+pub fn with_fields<'a>(value: &'a Value, fields: Vec<(&'static str, Value)>) -> std::borrow::Cow<'a, Value> {
+    if fields.is_empty() {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut value = value.clone();
+    if let Some(map) = value.as_object_mut() {
+        for (name, field) in fields {
+            map.insert(name.to_string(), field);
+        }
+    }
+    std::borrow::Cow::Owned(value)
+}
+
+/// An empty finalizers list as none, as the kube-apiserver stores it (it sets the finalizers it
+/// decided on, and sets none as none). Empty labels and annotations stay, as a custom
+/// resource keeps them.
+fn drop_empty_finalizers(meta: &mut ObjectMeta) {
+    if meta.finalizers.as_ref().is_some_and(Vec::is_empty) {
+        meta.finalizers = None;
+    }
+}
+
+/// How a refusal of unknown fields under `fieldValidation=Strict` begins.
+const STRICT_DECODING: &str = "strict decoding error:";
+
+/// Decodes the result of a patch as [`decode_object`] does, except that a result that is not a
+/// `K` (another kind, a mistyped field) is the 422 of the kube-apiserver's patcher, naming the
+/// patched document as the invalid value of `patch`; only unknown fields under `Strict` stay 400.
+pub fn decode_patched<K: ApiResource>(
+    value: &Value,
+    namespace: &str,
+    validation: FieldValidation,
+) -> Result<Decoded<K>> {
+    decode_object::<K>(value, namespace, validation).map_err(|error| match error {
+        Error::BadRequest(message) if !message.starts_with(STRICT_DECODING) => Error::Invalid {
+            kind: "",
+            group: "",
+            name: String::new(),
+            causes: vec![FieldError::invalid("patch", &Value::String(value.to_string()), message)],
+        },
+        other => other,
+    })
+}
+
 /// Decodes a JSON value into `K`, applying the checks described in the module documentation.
 /// `namespace` is the request's, used to validate metadata alongside structural errors.
-pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: FieldValidation) -> Result<Decoded<K>> {
-    let map = check_kind::<K>(&value)?;
+pub fn decode_object<K: ApiResource>(
+    value: &Value,
+    namespace: &str,
+    validation: FieldValidation,
+) -> Result<Decoded<K>> {
+    let map = check_kind::<K>(value)?;
 
     let schema = crate::machinery::resource::body_schema::<K>();
     let mut errors = Vec::new();
@@ -197,7 +330,7 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
         }
     }
     if !errors.is_empty() {
-        let mut all = metadata_errors(&value, namespace);
+        let mut all = metadata_errors(value, namespace);
         all.append(&mut errors);
         let errors = all;
         let name =
@@ -217,15 +350,16 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
             unknown.push(path);
         }
     };
-    let ignored = serde_ignored::Deserializer::new(&value, &mut record);
-    let object: K = serde_path_to_error::deserialize(ignored).map_err(|err| {
+    let ignored = serde_ignored::Deserializer::new(value, &mut record);
+    let mut object: K = serde_path_to_error::deserialize(ignored).map_err(|err| {
         let path = err.path().to_string();
         cannot_handle::<K>(format!("{path}: {}", err.into_inner()))
     })?;
+    drop_empty_finalizers(object.meta_mut());
     let messages: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
     match validation {
         FieldValidation::Strict if !messages.is_empty() => {
-            Err(Error::BadRequest(format!("strict decoding error: {}", messages.join(", "))))
+            Err(Error::BadRequest(format!("{STRICT_DECODING} {}", messages.join(", "))))
         }
         FieldValidation::Warn => Ok(Decoded { object, warnings: messages }),
         _ => Ok(Decoded { object, warnings: Vec::new() }),
@@ -235,6 +369,15 @@ pub fn decode_object<K: ApiResource>(value: Value, namespace: &str, validation: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_read_as_go_reads_them() {
+        let read = |text: &str| json_from_slice(text.as_bytes()).unwrap();
+        assert_eq!(read(r#"{"a":"x\ud83e"}"#), json!({"a": "x\u{fffd}"}));
+        assert_eq!(read(r#"{"a":"\udc00\ud83e\u0041"}"#), json!({"a": "\u{fffd}\u{fffd}A"}));
+        assert_eq!(read(r#"{"a":"\ud83e\udd99","\\ud83e":1}"#), json!({"a": "\u{1f999}", "\\ud83e": 1}));
+        assert!(json_from_slice(br#"{"a":"\ud83e"#).is_err(), "still not JSON");
+    }
     use crate::resources::llama::Llama;
     use serde_json::json;
 
@@ -244,7 +387,7 @@ mod tests {
 
     #[test]
     fn a_good_body_decodes_without_warnings() {
-        let d = decode_object::<Llama>(body(json!({"weight": 1, "height": 2.5})), "default", FieldValidation::Strict)
+        let d = decode_object::<Llama>(&body(json!({"weight": 1, "height": 2.5})), "default", FieldValidation::Strict)
             .unwrap();
         assert_eq!(d.object.spec.weight, 1.0);
         assert!(d.warnings.is_empty());
@@ -253,7 +396,7 @@ mod tests {
     #[test]
     fn missing_and_mistyped_fields_are_collected_into_one_422() {
         let err =
-            decode_object::<Llama>(body(json!({"weight": "heavy"})), "default", FieldValidation::Strict).unwrap_err();
+            decode_object::<Llama>(&body(json!({"weight": "heavy"})), "default", FieldValidation::Strict).unwrap_err();
         let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["spec.height", "spec.weight"]);
@@ -267,7 +410,7 @@ mod tests {
     fn bounds_and_metadata_errors_join_structural_ones() {
         let mut v = body(json!({"weight": -1}));
         v["metadata"]["name"] = json!("Bad_Name");
-        let err = decode_object::<Llama>(v, "default", FieldValidation::Strict).unwrap_err();
+        let err = decode_object::<Llama>(&v, "default", FieldValidation::Strict).unwrap_err();
         let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["metadata.name", "spec.height", "spec.weight"]);
@@ -281,13 +424,13 @@ mod tests {
     fn unknown_fields_follow_field_validation() {
         let mut v = body(json!({"weight": 1, "height": 2, "horns": 2}));
         v["metadata"]["colour"] = json!("x");
-        let err = decode_object::<Llama>(v.clone(), "default", FieldValidation::Strict).unwrap_err();
+        let err = decode_object::<Llama>(&v.clone(), "default", FieldValidation::Strict).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::BAD_REQUEST);
         assert!(err.to_string().contains("unknown field \"spec.horns\""), "{err}");
         assert!(err.to_string().contains("unknown field \"metadata.colour\""), "{err}");
-        let warned = decode_object::<Llama>(v.clone(), "default", FieldValidation::Warn).unwrap();
+        let warned = decode_object::<Llama>(&v.clone(), "default", FieldValidation::Warn).unwrap();
         assert_eq!(warned.warnings.len(), 2);
-        let ignored = decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap();
+        let ignored = decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap();
         assert!(ignored.warnings.is_empty());
     }
 
@@ -295,14 +438,14 @@ mod tests {
     fn wrong_api_version_or_kind_is_a_bad_request() {
         let mut v = body(json!({"weight": 1, "height": 2}));
         v["apiVersion"] = json!("v1");
-        assert_eq!(decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
+        assert_eq!(decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
         let mut v = body(json!({"weight": 1, "height": 2}));
         v["kind"] = json!("Pod");
-        assert_eq!(decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
+        assert_eq!(decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
         let mut v = body(json!({"weight": 1, "height": 2}));
         v.as_object_mut().unwrap().remove("kind");
         assert!(
-            decode_object::<Llama>(v, "default", FieldValidation::Ignore)
+            decode_object::<Llama>(&v, "default", FieldValidation::Ignore)
                 .unwrap_err()
                 .to_string()
                 .contains("'Kind' is missing")
@@ -313,7 +456,7 @@ mod tests {
     fn mistyped_metadata_is_a_bad_request_naming_the_path() {
         let mut v = body(json!({"weight": 1, "height": 2}));
         v["metadata"]["labels"] = json!({"a": 1});
-        let err = decode_object::<Llama>(v, "default", FieldValidation::Ignore).unwrap_err();
+        let err = decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(err.to_string().contains("metadata.labels.a"), "{err}");
     }

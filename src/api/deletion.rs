@@ -39,16 +39,11 @@ pub enum Propagation {
 }
 
 /// Checks `DeleteOptions` as `ValidateDeleteOptions` does: one 422 naming every bad option.
+/// `gracePeriodSeconds` is not checked: a resource without graceful deletion ignores it, even
+/// when negative.
 pub fn validate_options(options: &DeleteOptions) -> Result<()> {
     let mut causes = Vec::new();
     if let Some(policy) = options.propagation_policy.as_deref() {
-        if !["Orphan", "Background", "Foreground"].contains(&policy) {
-            causes.push(FieldError::not_supported(
-                "propagationPolicy",
-                &json!(policy),
-                &["Foreground", "Background", "Orphan", "nil"],
-            ));
-        }
         if options.orphan_dependents.is_some() {
             causes.push(FieldError::invalid(
                 "propagationPolicy",
@@ -56,16 +51,21 @@ pub fn validate_options(options: &DeleteOptions) -> Result<()> {
                 "orphanDependents and deletionPropagation cannot be both set",
             ));
         }
-    }
-    for value in options.dry_run.iter().flatten() {
-        if value != "All" {
-            causes.push(FieldError::not_supported("dryRun", &json!(value), &["All"]));
+        if !["Orphan", "Background", "Foreground"].contains(&policy) {
+            causes.push(FieldError::not_supported(
+                "propagationPolicy",
+                &json!(policy),
+                &["Foreground", "Background", "Orphan", "nil"],
+            ));
         }
     }
-    if let Some(seconds) = options.grace_period_seconds
-        && seconds < 0
+    if let Some(values) = &options.dry_run
+        && values.iter().any(|value| value != "All")
     {
-        causes.push(FieldError::invalid("gracePeriodSeconds", &json!(seconds), "must be greater than or equal to 0"));
+        // One cause for the whole list, as apimachinery's `ValidateDryRun`.
+        let mut cause = FieldError::not_supported("dryRun", &serde_json::Value::Null, &["All"]);
+        cause.value = Some(crate::machinery::error::go_string_slice(values));
+        causes.push(cause);
     }
     if causes.is_empty() { Ok(()) } else { Err(OptionsKind::Delete.invalid(causes)) }
 }

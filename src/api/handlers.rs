@@ -6,7 +6,7 @@
 //! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
 //! representation; a verb the resource lacks is a 405 `Status`.
 
-use super::decode::{check_kind, decode_object, drop_reset_fields, parse_body, read_body};
+use super::decode::{check_kind, check_media_type, check_metadata, decode_object, parse_body, prepare_body, read_body};
 use super::extract::{PathParams, Requester};
 use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
@@ -127,13 +127,14 @@ fn render_object<K: Strategy>(
         Representation::Object if !pretty => object.json(),
         Representation::Object => encode(&object.decode()?, pretty)?.into(),
         Representation::Metadata(version) => encode(&partial_metadata_in(&object.metadata()?, version), pretty)?.into(),
-        Representation::Table(_) => {
+        Representation::Table(version) => {
             let metadata =
                 ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
             let t = table::render(
                 std::iter::once(&object.decode()?),
                 metadata,
                 query.include_object()?,
+                version,
                 k8s_openapi::jiff::Timestamp::now(),
             );
             encode(&t, pretty)?.into()
@@ -201,11 +202,12 @@ fn render_list<K: Strategy>(
             };
             encode(&list, pretty)?
         }
-        Representation::Table(_) => {
+        Representation::Table(version) => {
             let t = table::render(
                 decode_all(items)?.iter(),
                 metadata,
                 query.include_object()?,
+                version,
                 k8s_openapi::jiff::Timestamp::now(),
             );
             encode(&t, pretty)?
@@ -269,20 +271,6 @@ async fn list<K: Strategy>(
     render_list(&page.items, metadata, representation, &query)
 }
 
-/// Reads and decodes the body of an update of `subresource`.
-async fn decode_body<K: Strategy>(
-    headers: &HeaderMap,
-    body: Body,
-    namespace: &str,
-    options: &WriteOptions,
-    subresource: Subresource,
-) -> Result<super::decode::Decoded<K>> {
-    let bytes = read_body(body).await?;
-    let mut value = parse_body(headers, &bytes, K::INFO.kind)?;
-    drop_reset_fields::<K>(&mut value, subresource);
-    decode_object::<K>(value, namespace, options.field_validation)
-}
-
 /// What every create, update and patch reads first: query, write options, response representation.
 struct WriteRequest {
     query: Query,
@@ -293,13 +281,23 @@ struct WriteRequest {
 }
 
 impl WriteRequest {
-    fn parse(raw: Option<&str>, headers: &HeaderMap, kind: OptionsKind) -> Result<Self> {
-        let query = Query::parse(raw);
-        let options = WriteOptions::parse(&query, kind)?;
+    /// Reads the request in the kube-apiserver's order: the answer's media type (406), the
+    /// body's (415, by `body_type`, whose answer is returned too), then the options (400, 422),
+    /// `options_of` giving the causes that come first for that body type.
+    fn parse<T>(
+        raw: Option<&str>,
+        headers: &HeaderMap,
+        kind: OptionsKind,
+        body_type: impl FnOnce(&HeaderMap) -> Result<T>,
+        options_of: impl FnOnce(&T, &Query) -> Vec<FieldError>,
+    ) -> Result<(Self, T)> {
         let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+        let body_type = body_type(headers)?;
+        let query = Query::parse(raw);
+        let options = WriteOptions::parse(&query, kind, options_of(&body_type, &query))?;
         let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
         let manager = crate::machinery::managed::manager_name(options.field_manager.as_deref(), user_agent);
-        Ok(Self { query, options, representation, manager })
+        Ok((Self { query, options, representation, manager }, body_type))
     }
 
     fn context(&self, Requester(user): Requester) -> WriteContext {
@@ -321,19 +319,21 @@ async fn create<K: Strategy>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create)?;
+    let (request, ()) =
+        WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create, check_media_type, no_causes)?;
     let bytes = read_body(body).await?;
-    let value = parse_body(&headers, &bytes, K::INFO.kind)?;
+    let mut value = parse_body(&headers, &bytes, K::INFO.kind)?;
+    check_kind::<K>(&value)?;
+    prepare_body::<K>(&mut value, Subresource::Main);
+    check_metadata::<K>(&value)?;
     // Admission (the namespace lifecycle) sees the decoded object, before its validation.
-    let metadata = check_kind::<K>(&value)?.get("metadata");
     let name = ["name", "generateName"]
         .iter()
-        .find_map(|field| metadata?.get(*field)?.as_str().filter(|n| !n.is_empty()))
+        .find_map(|field| value["metadata"].get(*field)?.as_str().filter(|n| !n.is_empty()))
         .unwrap_or_default();
     registry.admit_create(&namespace, name).await?;
-    let mut value = value;
-    drop_reset_fields::<K>(&mut value, Subresource::Main);
-    let decoded = decode_object::<K>(value, &namespace, request.options.field_validation)?;
+    super::registry::check_body_namespace(&value, &namespace)?;
+    let decoded = decode_object::<K>(&value, &namespace, request.options.field_validation)?;
     let created = registry.create(&namespace, decoded.object, &request.context(requester)).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
     render_object(created.object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
@@ -349,11 +349,17 @@ async fn update<K: Strategy>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update)?;
-    let decoded = decode_body::<K>(&headers, body, &namespace, &request.options, subresource).await?;
-    let updated = registry.update(&namespace, &name, decoded.object, subresource, &request.context(requester)).await?;
-    let warnings = [decoded.warnings, updated.warnings].concat();
-    render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &warnings)
+    // An update reads its options before its body's media type (a create the other way round).
+    let (request, ()) = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update, |_| Ok(()), no_causes)?;
+    let bytes = read_body(body).await?;
+    let mut value = parse_body(&headers, &bytes, K::INFO.kind)?;
+    // Another kind is refused before the object is looked up, as by a built-in resource's
+    // decoder; the rest of the body is decoded and validated once the stored object is read.
+    check_kind::<K>(&value)?;
+    prepare_body::<K>(&mut value, subresource);
+    check_metadata::<K>(&value)?;
+    let updated = registry.update(&namespace, &name, &value, subresource, &request.context(requester)).await?;
+    render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &updated.warnings)
 }
 
 /// PATCH of the object, or of its `subresource`.
@@ -366,9 +372,14 @@ async fn patch<K: Strategy>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let request = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Patch)?;
-    let patch_type = PatchType::from_headers(&headers, registry.serves_apply())?;
-    let force = apply_options(&request, patch_type)?;
+    let (request, patch_type) = WriteRequest::parse(
+        raw.as_deref(),
+        &headers,
+        OptionsKind::Patch,
+        |headers| PatchType::from_headers(headers, registry.serves_apply()),
+        patch_options,
+    )?;
+    let force = request.query.flag("force");
     let bytes = read_body(body).await?;
     let ctx = request.context(requester);
     let (written, code) = if patch_type == PatchType::Apply {
@@ -383,49 +394,71 @@ async fn patch<K: Strategy>(
     render_object(written.object.as_ref(), request.representation, &request.query, code, &written.warnings)
 }
 
-/// The options only an apply takes, checked as `ValidatePatchOptions` checks them: an apply needs
-/// `fieldManager`; `force` is for applies only. Returns `force`.
-fn apply_options(request: &WriteRequest, patch_type: PatchType) -> Result<bool> {
-    let force = request.query.flag("force")?;
-    let mut causes = Vec::new();
-    if patch_type == PatchType::Apply {
-        if request.options.field_manager.as_deref().is_none_or(str::is_empty) {
-            causes.push(FieldError::required("fieldManager", "is required for apply patch"));
+/// No option causes of a body type's own.
+fn no_causes<T>(_: &T, _: &Query) -> Vec<FieldError> {
+    Vec::new()
+}
+
+/// The options only an apply takes, checked first as `ValidatePatchOptions` checks them: an
+/// apply needs `fieldManager`; `force` (whatever its value) is for applies only.
+fn patch_options(patch_type: &PatchType, query: &Query) -> Vec<FieldError> {
+    match patch_type {
+        PatchType::Apply if query.get("fieldManager").is_none_or(str::is_empty) => {
+            vec![FieldError::required("fieldManager", "is required for apply patch")]
         }
-    } else if request.query.get("force").is_some() {
-        causes.push(FieldError::forbidden("force", "may not be specified for non-apply patch"));
+        PatchType::Merge | PatchType::Json if query.get("force").is_some() => {
+            vec![FieldError::forbidden("force", "may not be specified for non-apply patch")]
+        }
+        _ => Vec::new(),
     }
-    if causes.is_empty() { Ok(force) } else { Err(OptionsKind::Patch.invalid(causes)) }
+}
+
+/// Refuses a delete body that names another kind or version than `DeleteOptions` of
+/// `meta.k8s.io/v1` (or its older names); one naming neither is read as `DeleteOptions`.
+fn check_delete_options_type(value: &serde_json::Value) -> Result<()> {
+    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_str).unwrap_or_default();
+    let (kind, version) = (field("kind"), field("apiVersion"));
+    let known_version = ["", "v1", "meta.k8s.io/v1", "meta.k8s.io/v1beta1"].contains(&version);
+    if (kind.is_empty() || kind == "DeleteOptions") && known_version {
+        return Ok(());
+    }
+    Err(Error::BadRequest(format!("no kind {kind:?} is registered for version {version:?}")))
 }
 
 /// Reads `DeleteOptions` from the query and, when present, the body (which takes precedence).
 async fn delete_options(query: &Query, headers: &HeaderMap, body: Body) -> Result<(DeleteOptions, bool)> {
     let bytes = read_body(body).await?;
-    let mut options = if bytes.iter().all(u8::is_ascii_whitespace) {
-        DeleteOptions::default()
+    // A body, when there is one, is all the options: the query's are then not read.
+    let options = if bytes.iter().all(u8::is_ascii_whitespace) {
+        delete_options_of(query)?
     } else {
-        serde_json::from_value::<DeleteOptions>(parse_body(headers, &bytes, "DeleteOptions")?).map_err(|e| {
+        let value = parse_body(headers, &bytes, "DeleteOptions")?;
+        check_delete_options_type(&value)?;
+        serde_json::from_value::<DeleteOptions>(value).map_err(|e| {
             Error::BadRequest(format!("the body of the request could not be decoded as DeleteOptions: {e}"))
         })?
     };
-    let write = WriteOptions::parse(query, OptionsKind::Delete)?;
-    if options.dry_run.is_none() && write.dry_run {
-        options.dry_run = Some(vec!["All".into()]);
-    }
-    if options.propagation_policy.is_none() {
-        options.propagation_policy = query.get("propagationPolicy").map(str::to_string);
-    }
-    if options.orphan_dependents.is_none() && query.get("orphanDependents").is_some() {
-        options.orphan_dependents = Some(query.flag("orphanDependents")?);
-    }
-    if options.grace_period_seconds.is_none()
-        && let Some(raw) = query.get("gracePeriodSeconds")
-    {
-        options.grace_period_seconds =
-            Some(raw.parse().map_err(|_| Error::BadRequest(format!("invalid value for gracePeriodSeconds: {raw:?}")))?);
-    }
     let dry_run = options.dry_run.iter().flatten().any(|v| v == "All");
     Ok((options, dry_run))
+}
+
+/// `DeleteOptions` from the query parameters, read but not yet validated (400 for a number that
+/// does not parse).
+fn delete_options_of(query: &Query) -> Result<DeleteOptions> {
+    let grace_period_seconds = match query.get("gracePeriodSeconds") {
+        Some(raw) => {
+            Some(raw.parse().map_err(|_| Error::BadRequest(format!("invalid value for gracePeriodSeconds: {raw:?}")))?)
+        }
+        None => None,
+    };
+    let dry_run: Vec<String> = query.all("dryRun").map(str::to_string).collect();
+    Ok(DeleteOptions {
+        dry_run: (!dry_run.is_empty()).then_some(dry_run),
+        grace_period_seconds,
+        orphan_dependents: query.get("orphanDependents").map(|_| query.flag("orphanDependents")),
+        propagation_policy: query.get("propagationPolicy").map(str::to_string),
+        ..DeleteOptions::default()
+    })
 }
 
 /// The context of a delete: only whether it is a dry run, and who asks.

@@ -54,31 +54,46 @@ impl PatchType {
 }
 
 /// A parsed patch, ready to apply to any number of documents (a conflict retry re-applies it).
+///
+/// As the kube-apiserver, the body is judged only when the patch is applied, that is once the
+/// object was found: a malformed patch of a missing object is a 404. Its errors are those of
+/// Kubernetes' `evanphx/json-patch`: a body that is no patch is a 400, an operation that does not
+/// decode or apply a 422 with empty details.
 #[derive(Clone, Debug)]
 pub enum Patch {
-    /// A merge patch document.
+    /// A merge patch document (an object, or an array that replaces the document).
     Merge(Value),
     /// A list of JSON patch operations.
     Json(json_patch::Patch),
+    /// JSON patch operations that do not decode (an unknown `op`, no `path`, a path without a
+    /// leading slash): a 422 when applied, with this message.
+    InvalidOperations(String),
+    /// A body that is no patch of its type: a 400 when applied, with this message.
+    Malformed(String),
 }
 
 impl Patch {
-    /// Parses the body for `kind`: 400 when it is not JSON or not a valid patch.
+    /// Reads the body for `kind`; what is wrong with it is kept for [`Patch::apply`] to report.
     pub fn parse(kind: PatchType, body: &[u8]) -> Result<Self> {
-        match kind {
-            PatchType::Apply => Err(Error::Internal("an apply is not a patch document".into())),
-            PatchType::Merge => {
-                let value: Value = serde_json::from_slice(body)
-                    .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}")))?;
-                if !value.is_object() {
-                    return Err(Error::BadRequest("Invalid JSON Patch".to_string()));
-                }
-                Ok(Self::Merge(value))
-            }
-            PatchType::Json => serde_json::from_slice(body)
-                .map(Self::Json)
-                .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}"))),
-        }
+        let value = match super::decode::json_from_slice(body) {
+            Ok(value) => value,
+            Err(e) => return Ok(Self::Malformed(format!("error decoding patch: {e}"))),
+        };
+        Ok(match (kind, value) {
+            (PatchType::Apply, _) => return Err(Error::Internal("an apply is not a patch document".into())),
+            (PatchType::Merge, value @ (Value::Object(_) | Value::Array(_))) => Self::Merge(value),
+            (PatchType::Merge, _) => Self::Malformed("Invalid JSON Patch".to_string()),
+            // Go decodes `null` as no operations.
+            (PatchType::Json, Value::Null) => Self::Json(json_patch::Patch(Vec::new())),
+            (PatchType::Json, value @ Value::Array(_)) => match serde_json::from_value(value) {
+                Ok(ops) => Self::Json(ops),
+                Err(e) => Self::InvalidOperations(format!("invalid JSON patch operation: {e}")),
+            },
+            (PatchType::Json, other) => Self::Malformed(format!(
+                "error decoding patch: json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
+                crate::machinery::schema_validation::json_type(&other)
+            )),
+        })
     }
 
     /// Whether applying the patch can change `metadata.managedFields`: a merge patch only when it
@@ -87,6 +102,7 @@ impl Patch {
         match self {
             Self::Merge(patch) => patch.get("metadata").and_then(|m| m.get("managedFields")).is_some(),
             Self::Json(_) => true,
+            Self::InvalidOperations(_) | Self::Malformed(_) => false,
         }
     }
 
@@ -97,6 +113,8 @@ impl Patch {
         match self {
             Self::Merge(patch) => json_patch::merge(&mut doc, patch),
             Self::Json(ops) => apply_json_patch(&mut doc, ops)?,
+            Self::InvalidOperations(message) => return Err(Error::Unprocessable(message.clone())),
+            Self::Malformed(message) => return Err(Error::BadRequest(message.clone())),
         }
         Ok(doc)
     }
@@ -189,20 +207,38 @@ fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<()> {
             }
             bound = bound.max(placed);
         }
+        let run = replace_as_add(doc, op);
+        let op = run.as_ref().unwrap_or(op);
         json_patch::patch(doc, std::slice::from_ref(op)).map_err(|e| failed(i, e.path.as_str(), e.kind.to_string()))?;
     }
     Ok(())
+}
+
+/// A `replace` of a member missing from an object, as an `add`: Kubernetes' JSON patch library
+/// (`evanphx/json-patch` v4, every release since 1.14) sets the member where RFC 6902 would
+/// fail, and clients rely on it. Missing array items and parents still fail.
+fn replace_as_add(doc: &Value, op: &json_patch::PatchOperation) -> Option<json_patch::PatchOperation> {
+    let json_patch::PatchOperation::Replace(replace) = op else { return None };
+    let parent = replace.path.parent()?;
+    let missing = doc.pointer(replace.path.as_str()).is_none();
+    (missing && doc.pointer(parent.as_str()).is_some_and(Value::is_object)).then(|| {
+        json_patch::PatchOperation::Add(json_patch::AddOperation {
+            path: replace.path.clone(),
+            value: replace.value.clone(),
+        })
+    })
 }
 
 /// Reads the body of an apply: a YAML (or JSON, which is YAML) object, `null` and an empty
 /// document being an empty one; 400 otherwise, in the kube-apiserver's words. JSON, what
 /// kubectl, client-go and kube-rs send, takes the fast path.
 pub fn apply_configuration(body: &[u8]) -> Result<Value> {
-    let parsed = match serde_json::from_slice::<Value>(body) {
+    let invalid = |e| Error::BadRequest(format!("error decoding YAML: error converting YAML to JSON: {e}"));
+    let parsed = match super::decode::json_from_slice(body) {
+        // Read as YAML by the kube-apiserver, JSON too must hold only what YAML may.
+        Ok(_) if let Some(message) = super::yaml::control_characters(body) => return Err(invalid(message)),
         Ok(value) => value,
-        Err(_) => super::yaml::to_json(body, |e| {
-            Error::BadRequest(format!("error decoding YAML: error converting YAML to JSON: {e}"))
-        })?,
+        Err(_) => super::yaml::to_json(body, invalid)?,
     };
     let go_type = match parsed {
         value @ Value::Object(_) => return Ok(value),
@@ -249,11 +285,42 @@ mod tests {
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
     }
 
+    /// The code `body`, a patch of type `kind`, gets when it is applied to a llama.
+    fn code_when_applied(kind: PatchType, body: &str) -> u16 {
+        let patch = Patch::parse(kind, body.as_bytes()).unwrap();
+        patch.apply(&json!({"spec": {"weight": 1}})).map_or_else(|e| e.code().as_u16(), |_| 200)
+    }
+
     #[test]
-    fn malformed_patches_are_bad_requests() {
-        assert_eq!(Patch::parse(PatchType::Json, b"{").unwrap_err().code(), 400);
-        assert_eq!(Patch::parse(PatchType::Json, br#"[{"op":"jump"}]"#).unwrap_err().code(), 400);
-        assert_eq!(Patch::parse(PatchType::Merge, b"[1]").unwrap_err().code(), 400);
+    fn malformed_patches_are_refused_when_applied_as_kubernetes_json_patch_refuses_them() {
+        for (kind, body, code) in [
+            (PatchType::Json, "{", 400),
+            (PatchType::Json, "{}", 400),
+            (PatchType::Json, "null", 200),
+            (PatchType::Json, r#"[{"op":"jump","path":"/spec"}]"#, 422),
+            (PatchType::Json, r#"[{"op":"add","value":1}]"#, 422),
+            (PatchType::Json, r#"[{"op":"add","path":"spec","value":1}]"#, 422),
+            (PatchType::Merge, "null", 400),
+            (PatchType::Merge, "1", 400),
+            (PatchType::Merge, "{", 400),
+            // An array replaces the document, which then is no object (the caller's 422).
+            (PatchType::Merge, "[1]", 200),
+        ] {
+            assert_eq!(code_when_applied(kind, body), code, "{kind:?} {body}");
+        }
+        let invalid = Patch::parse(PatchType::Json, br#"[{"op":"jump","path":"/spec"}]"#).unwrap();
+        let status = invalid.apply(&json!({})).unwrap_err().to_status();
+        assert_eq!(status.details, Some(Default::default()), "empty details, as the kube-apiserver's");
+    }
+
+    #[test]
+    fn replace_of_a_missing_member_adds_it_as_kubernetes_json_patch_does() {
+        let p = Patch::parse(PatchType::Json, br#"[{"op":"replace","path":"/spec/color","value":"red"}]"#).unwrap();
+        assert_eq!(p.apply(&json!({"spec": {}})).unwrap(), json!({"spec": {"color": "red"}}));
+        for missing in [r#"/spec/items/3"#, r#"/status/phase"#] {
+            let body = format!(r#"[{{"op":"replace","path":"{missing}","value":1}}]"#);
+            assert_eq!(code_when_applied(PatchType::Json, &body), 422, "{missing}");
+        }
     }
 
     #[test]

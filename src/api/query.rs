@@ -33,18 +33,15 @@ impl Query {
         self.pairs.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
-    /// A boolean parameter: present with an empty value, `true` or `1` means true.
-    pub fn flag(&self, name: &str) -> Result<bool> {
-        match self.get(name) {
-            None | Some("false") | Some("0") => Ok(false),
-            Some("") | Some("true") | Some("1") => Ok(true),
-            Some(other) => Err(Error::BadRequest(format!("invalid boolean value for {name}: {other:?}"))),
-        }
+    /// A boolean parameter, as apimachinery converts one: absent, `0` and `false` (in any case)
+    /// are false, and any other value, even an empty or unknown one, is true.
+    pub fn flag(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|value| value != "0" && !value.eq_ignore_ascii_case("false"))
     }
 
     /// `pretty=true` asks for indented JSON.
     pub fn pretty(&self) -> bool {
-        self.flag("pretty").unwrap_or(false)
+        self.flag("pretty")
     }
 
     /// `includeObject` for Table responses.
@@ -111,16 +108,29 @@ pub struct WriteOptions {
 }
 
 impl WriteOptions {
-    /// Reads and validates the write options of `query`.
-    pub fn parse(query: &Query, kind: OptionsKind) -> Result<Self> {
-        let mut causes = Vec::new();
+    /// Reads and validates the write options of `query`, in apimachinery's order (`fieldManager`,
+    /// `dryRun`, `fieldValidation`) after the `leading` causes the caller found (a patch's).
+    pub fn parse(query: &Query, kind: OptionsKind, leading: Vec<FieldError>) -> Result<Self> {
+        let mut causes = leading;
+        let field_manager = query.get("fieldManager").map(str::to_string);
+        if let Some(manager) = &field_manager {
+            if manager.len() > 128 {
+                causes.push(FieldError::too_long("fieldManager", 128));
+            }
+            if manager.chars().any(|c| c.is_control()) {
+                causes.push(FieldError::invalid(
+                    "fieldManager",
+                    &serde_json::json!(manager),
+                    "must only contain printable characters",
+                ));
+            }
+        }
         let dry_runs: Vec<&str> = query.all("dryRun").collect();
         let dry_run = !dry_runs.is_empty();
         if dry_runs.iter().any(|value| *value != "All") {
             // As apimachinery shows the whole list: `Unsupported value: []string{"All", "bogus"}`.
-            let values: Vec<String> = dry_runs.iter().map(|value| format!("{value:?}")).collect();
             let mut cause = FieldError::not_supported("dryRun", &serde_json::Value::Null, &["All"]);
-            cause.value = Some(format!("[]string{{{}}}", values.join(", ")));
+            cause.value = Some(crate::machinery::error::go_string_slice(&dry_runs));
             causes.push(cause);
         }
         let field_validation = match query.get("fieldValidation") {
@@ -137,19 +147,6 @@ impl WriteOptions {
                 FieldValidation::default()
             }
         };
-        let field_manager = query.get("fieldManager").map(str::to_string);
-        if let Some(manager) = &field_manager {
-            if manager.len() > 128 {
-                causes.push(FieldError::too_long("fieldManager", 128));
-            }
-            if manager.chars().any(|c| c.is_control()) {
-                causes.push(FieldError::invalid(
-                    "fieldManager",
-                    &serde_json::json!(manager),
-                    "must only contain printable characters",
-                ));
-            }
-        }
         if causes.is_empty() {
             Ok(Self { dry_run, field_validation, field_manager })
         } else {
@@ -165,7 +162,7 @@ mod tests {
     #[test]
     fn dry_run_all_and_strict_validation_are_read() {
         let q = Query::parse(Some("dryRun=All&fieldValidation=Strict&fieldManager=kubectl-client-side-apply"));
-        let opts = WriteOptions::parse(&q, OptionsKind::Create).unwrap();
+        let opts = WriteOptions::parse(&q, OptionsKind::Create, Vec::new()).unwrap();
         assert!(opts.dry_run);
         assert_eq!(opts.field_validation, FieldValidation::Strict);
         assert_eq!(opts.field_manager.as_deref(), Some("kubectl-client-side-apply"));
@@ -174,7 +171,7 @@ mod tests {
     #[test]
     fn unknown_option_values_are_all_reported() {
         let q = Query::parse(Some("dryRun=Some&fieldValidation=Loose"));
-        let err = WriteOptions::parse(&q, OptionsKind::Update).unwrap_err();
+        let err = WriteOptions::parse(&q, OptionsKind::Update, Vec::new()).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
         let msg = err.to_string();
         assert!(
@@ -273,12 +270,9 @@ impl ListOptions {
         let limit = number("limit")?.filter(|l| *l > 0).map(|l| l as usize);
         let timeout_seconds = number("timeoutSeconds")?.filter(|t| *t > 0).map(|t| t as u64);
         let resource_version = resource_version(query)?;
-        let watch = query.flag("watch")?;
-        let allow_watch_bookmarks = query.flag("allowWatchBookmarks")?;
-        let send_initial_events = match query.get("sendInitialEvents") {
-            None => None,
-            Some(_) => Some(query.flag("sendInitialEvents")?),
-        };
+        let watch = query.flag("watch");
+        let allow_watch_bookmarks = query.flag("allowWatchBookmarks");
+        let send_initial_events = query.get("sendInitialEvents").map(|_| query.flag("sendInitialEvents"));
         let mut causes = Vec::new();
         let resource_version_match = match query.get("resourceVersionMatch") {
             None | Some("") => None,

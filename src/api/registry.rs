@@ -145,17 +145,37 @@ fn conflict<K: ApiResource>(name: &str, detail: impl Into<String>) -> Error {
     Error::Conflict { resource: K::INFO.group_resource(), name: name.to_string(), detail: detail.into() }
 }
 
-/// Refuses an object whose namespace differs from the request's.
+/// The 400 of a body that names no object, where the URL names `name` (`checkName`).
+fn name_undeterminable(name: &str) -> Error {
+    Error::BadRequest(format!("the name of the object ({name} based on URL) was undeterminable: name must be provided"))
+}
+
+/// The 400 of a body that names `other`, where the URL names `name` (`checkName`).
+fn other_name(other: &str, name: &str) -> Error {
+    Error::BadRequest(format!("the name of the object ({other}) does not match the name on the URL ({name})"))
+}
+
+const NAMESPACE_MISMATCH: &str =
+    "the namespace of the provided object does not match the namespace sent on the request";
+
+/// Refuses an object whose namespace differs from the request's; sets it when it has none.
 pub fn check_namespace<K: ApiResource>(object: &mut K, namespace: &str) -> Result<()> {
     let meta = object.meta_mut();
     match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(
-            "the namespace of the provided object does not match the namespace sent on the request".into(),
-        )),
+        Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(NAMESPACE_MISMATCH.into())),
         _ => {
             meta.namespace = Some(namespace.to_string());
             Ok(())
         }
+    }
+}
+
+/// [`check_namespace`] on a body not yet decoded, as the kube-apiserver checks it before it
+/// validates the object.
+pub fn check_body_namespace(body: &serde_json::Value, namespace: &str) -> Result<()> {
+    match body.get("metadata").and_then(|m| m.get("namespace")).and_then(serde_json::Value::as_str) {
+        Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(NAMESPACE_MISMATCH.into())),
+        _ => Ok(()),
     }
 }
 
@@ -365,6 +385,11 @@ impl<K: Strategy> Registry<K> {
             None => Vec::new(),
         };
         let meta = object.meta_mut();
+        // Refused after validation, where the kube-apiserver's storage refuses it (with a 500);
+        // a dry run never reaches the storage and is not refused.
+        // (Only a number: the storage cannot read another resourceVersion, and ignores it.)
+        let resource_version_set =
+            meta.resource_version.as_deref().is_some_and(|rv| rv.parse::<u64>().is_ok_and(|rv| rv != 0));
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
         meta.creation_timestamp = Some(now());
         meta.generation = Some(1);
@@ -387,6 +412,9 @@ impl<K: Strategy> Registry<K> {
             if let Some(admission) = &admission {
                 warnings.extend(admission.validate(Some(&object), None).await?);
             }
+            if resource_version_set && !ctx.dry_run {
+                return Err(Error::BadRequest("resourceVersion should not be set on objects to be created".into()));
+            }
             let key = ObjectKey::new(namespace, object.meta().name.as_deref().unwrap_or_default());
             if attempt >= attempts {
                 let created = self.store.create(key, object, ctx.dry_run).await?;
@@ -401,30 +429,44 @@ impl<K: Strategy> Registry<K> {
         Err(Error::Internal("could not generate a unique name".into()))
     }
 
-    /// Replaces the object `name` with `object` (PUT), or only what `subresource` may change.
+    /// Replaces the object `name` with `body` (PUT), or only what `subresource` may change. The
+    /// checks run in the kube-apiserver's order: the body's name and namespace (400), then, on
+    /// the stored object, existence (404), the resourceVersion (422 when missing, 409 when
+    /// stale) and uid preconditions (409), and only then the body's validation (422).
     pub async fn update(
         &self,
         namespace: &str,
         name: &str,
-        mut object: K,
+        body: &serde_json::Value,
         subresource: Subresource,
         ctx: &WriteContext,
     ) -> Result<Written<K>> {
-        check_namespace(&mut object, namespace)?;
-        match object.meta().name.as_deref() {
-            Some(n) if n == name => {}
-            None | Some("") => object.meta_mut().name = Some(name.to_string()),
-            Some(other) => {
-                return Err(Error::BadRequest(format!(
-                    "the name of the object ({other}) does not match the name on the URL ({name})"
-                )));
+        let metadata = |field: &str| body.get("metadata")?.get(field)?.as_str().filter(|v| !v.is_empty());
+        match metadata("name") {
+            None => {
+                return Err(name_undeterminable(name));
             }
+            Some(other) if other != name => {
+                return Err(other_name(other, name));
+            }
+            Some(_) => {}
         }
+        check_body_namespace(body, namespace)?;
         let key = ObjectKey::new(namespace, name);
-        let mut warnings = object.warnings();
+        let mut warnings = Vec::new();
         let (committed, admitted) = self
             .commit_update(&key, subresource, ctx, &mut |current| {
-                prepare_update(current, object.clone(), true, subresource, self.tracking(&ctx.manager))
+                check_resource_version::<K>(metadata("resourceVersion"), current.meta(), true)?;
+                check_uid_precondition::<K>(metadata("uid"), current.meta())?;
+                let stored = stored_reset_fields(current.object(), subresource)?;
+                let body = super::decode::with_fields(body, stored);
+                let decoded = super::decode::decode_object::<K>(&body, namespace, ctx.field_validation)?;
+                let mut object = decoded.object;
+                warnings = decoded.warnings;
+                warnings.extend(object.warnings());
+                object.meta_mut().namespace = Some(namespace.to_string());
+                object.meta_mut().name = Some(name.to_string());
+                prepare_update(current, object, true, subresource, self.tracking(&ctx.manager))
             })
             .await?;
         warnings.extend(admitted);
@@ -451,8 +493,15 @@ impl<K: Strategy> Registry<K> {
                 let document =
                     if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
                 let mut patched = patch.apply(&document)?;
-                super::decode::drop_reset_fields::<K>(&mut patched, subresource);
-                let decoded = super::decode::decode_object::<K>(patched, namespace, ctx.field_validation)?;
+                if let Some(map) = patched.as_object_mut() {
+                    map.extend(
+                        stored_reset_fields(current.object(), subresource)?.into_iter().map(|(f, v)| (f.into(), v)),
+                    );
+                }
+                super::decode::prepare_body::<K>(&mut patched, subresource);
+                // The storage's precondition before the validation, as the kube-apiserver checks them.
+                check_resource_version::<K>(resource_version_in(&patched), current.meta(), true)?;
+                let decoded = super::decode::decode_patched::<K>(&patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;
                 let mut object = decoded.object;
                 warnings.extend(object.warnings());
@@ -463,7 +512,7 @@ impl<K: Strategy> Registry<K> {
                     }
                     other => other,
                 };
-                prepare_update(current, object, false, subresource, tracking)
+                prepare_update(current, object, true, subresource, tracking)
             })
             .await?;
         warnings.extend(admitted);
@@ -492,8 +541,9 @@ impl<K: Strategy> Registry<K> {
         self.commit_delete(key, delete_options_value(options)?, ctx, &mut decide).await
     }
 
-    /// Deletes every object of `namespace` (or all namespaces) that `keep` selects, returning what
-    /// was deleted or marked. Objects that disappear meanwhile are skipped.
+    /// Deletes every object of `namespace` (or all namespaces) that `keep` selects, returning
+    /// them as they were listed before the deletion, as the kube-apiserver's `DeleteCollection`
+    /// answers. Objects that disappear meanwhile are skipped.
     pub async fn delete_collection(
         &self,
         namespace: Option<&str>,
@@ -506,7 +556,7 @@ impl<K: Strategy> Registry<K> {
         let mut out = Vec::new();
         for object in listing.items.iter().filter(|o| keep(o)) {
             match self.delete_validated(&object.key(), options, ctx).await {
-                Ok(committed) => out.push(committed.object),
+                Ok(_) => out.push(object.clone()),
                 Err(Error::NotFound { .. }) => {}
                 Err(err) => return Err(err),
             }
@@ -520,14 +570,10 @@ impl<K: Strategy> Registry<K> {
 fn same_name_and_namespace<K: Strategy>(object: &mut K, namespace: &str, name: &str) -> Result<()> {
     match object.meta().name.as_deref() {
         None | Some("") => {
-            return Err(Error::BadRequest(format!(
-                "the name of the object ({name} based on URL) was undeterminable: name must be provided"
-            )));
+            return Err(name_undeterminable(name));
         }
         Some(other) if other != name => {
-            return Err(Error::BadRequest(format!(
-                "the name of the object ({other}) does not match the name on the URL ({name})"
-            )));
+            return Err(other_name(other, name));
         }
         Some(_) => {}
     }
@@ -629,11 +675,47 @@ fn write_of<'a>(manager: &'a str, subresource: Subresource, reset: &'a managed::
     managed::Write { manager, subresource, api_version: API_VERSION, reset, now: now() }
 }
 
-/// The optimistic-concurrency precondition of an update: the body's `resourceVersion`, when set
-/// (always, for a PUT), must be the stored one.
-fn check_resource_version<K: ApiResource>(new: &ObjectMeta, old: &ObjectMeta, required: bool) -> Result<()> {
+/// The fields a write of `subresource` must carry but may not change, as `current` has them (the
+/// spec, for a write of the status): the write's body is validated with these in place of its own.
+fn stored_reset_fields<K: Strategy>(
+    current: &K,
+    subresource: Subresource,
+) -> Result<Vec<(&'static str, serde_json::Value)>> {
+    let schema = crate::machinery::resource::body_schema::<K>();
+    let required: Vec<&'static str> =
+        K::reset_fields(subresource).iter().copied().filter(|f| schema.required.contains(f)).collect();
+    if required.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut stored = object_value(current)?;
+    Ok(required.into_iter().map(|field| (field, stored[field].take())).collect())
+}
+
+/// The `metadata.resourceVersion` of a body, when it is a string.
+fn resource_version_in(body: &serde_json::Value) -> Option<&str> {
+    body.get("metadata")?.get("resourceVersion")?.as_str()
+}
+
+/// The precondition a body's `metadata.uid` sets, as the kube-apiserver's update takes it from
+/// the object: a 409 when the stored object has another uid.
+fn check_uid_precondition<K: ApiResource>(uid: Option<&str>, old: &ObjectMeta) -> Result<()> {
+    let stored = old.uid.as_deref().unwrap_or_default();
+    match uid {
+        Some(uid) if uid != stored => Err(conflict::<K>(
+            old.name.as_deref().unwrap_or_default(),
+            format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The optimistic-concurrency precondition of an update: the new object's `resourceVersion`
+/// must be the stored one. It is `required` for every write but a webhook's mutation: a PUT must
+/// carry it, and a patch or apply keeps the stored one unless it empties it (a custom resource
+/// allows no unconditional update).
+fn check_resource_version<K: ApiResource>(new: Option<&str>, old: &ObjectMeta, required: bool) -> Result<()> {
     let name = old.name.as_deref().unwrap_or_default();
-    match new.resource_version.as_deref() {
+    match new {
         None | Some("") if required => {
             let mut missing =
                 FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update");
@@ -662,7 +744,7 @@ fn prepare_update<K: Strategy>(
     tracking: Tracking,
 ) -> Result<Mutation<K>> {
     let old = current.meta();
-    check_resource_version::<K>(new.meta(), old, require_resource_version)?;
+    check_resource_version::<K>(new.meta().resource_version.as_deref(), old, require_resource_version)?;
     let managed_fields = tracking.managed_fields(Some(current.object()), &new, subresource)?;
     if subresource == Subresource::Status {
         *new.meta_mut() = old.clone();
@@ -681,7 +763,8 @@ fn prepare_update<K: Strategy>(
             errors.push(FieldError::forbidden(
                 "metadata.finalizers",
                 format!(
-                    "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                    "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+                    crate::machinery::error::go_string_slice(&added)
                 ),
             ));
         }
@@ -715,6 +798,11 @@ mod apply;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `object` as a request body.
+    pub(super) fn body<T: serde::Serialize>(object: &T) -> serde_json::Value {
+        serde_json::to_value(object).unwrap()
+    }
     use crate::resources::llama::{Llama, LlamaSpec};
     use crate::store::{Revision, memory::MemoryStore};
 
@@ -731,8 +819,17 @@ mod tests {
         let r = registry();
         let mut l = llama("dolly", 1.0);
         l.metadata.uid = Some("mine".into());
-        l.metadata.resource_version = Some("999".into());
         l.metadata.generation = Some(7);
+        let mut with_rv = l.clone();
+        with_rv.metadata.resource_version = Some("999".into());
+        let err = r.create("default", with_rv.clone(), &WriteContext::default()).await.unwrap_err();
+        assert_eq!(
+            (err.code().as_u16(), err.to_string().as_str()),
+            (400, "resourceVersion should not be set on objects to be created")
+        );
+        let dry_run = WriteContext { dry_run: true, ..WriteContext::default() };
+        let tried = r.create("default", with_rv, &dry_run).await.unwrap().object.decode().unwrap();
+        assert_eq!(tried.metadata.resource_version, None, "a dry run reaches no storage, which would refuse it");
         let created = r.create("default", l, &WriteContext::default()).await.unwrap().object.decode().unwrap();
         assert_ne!(created.metadata.uid.as_deref(), Some("mine"));
         assert_eq!(created.metadata.resource_version.as_deref(), Some("1"));
@@ -760,9 +857,9 @@ mod tests {
         let mut next = created.clone();
         next.spec.weight = 2.0;
         let updated =
-            r.update("default", "dolly", next.clone(), Subresource::Main, &ctx).await.unwrap().object.decode().unwrap();
+            r.update("default", "dolly", &body(&next), Subresource::Main, &ctx).await.unwrap().object.decode().unwrap();
         assert_eq!(updated.metadata.generation, Some(2));
-        let err = r.update("default", "dolly", next, Subresource::Main, &ctx).await.unwrap_err();
+        let err = r.update("default", "dolly", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(err.code(), http::StatusCode::CONFLICT);
     }
 
@@ -772,7 +869,7 @@ mod tests {
         let ctx = WriteContext::default();
         let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         let same = r
-            .update("default", "dolly", created.clone(), Subresource::Main, &ctx)
+            .update("default", "dolly", &body(&created), Subresource::Main, &ctx)
             .await
             .unwrap()
             .object
@@ -793,10 +890,13 @@ mod tests {
         assert!(marked.object.decode().unwrap().metadata.deletion_timestamp.is_some());
         let mut adding = marked.object.decode().unwrap();
         adding.metadata.finalizers = Some(vec!["farm.example.com/shear".into(), "farm.example.com/other".into()]);
-        assert_eq!(r.update("default", "dolly", adding, Subresource::Main, &ctx).await.unwrap_err().code(), 422);
+        assert_eq!(
+            r.update("default", "dolly", &body(&adding), Subresource::Main, &ctx).await.unwrap_err().code(),
+            422
+        );
         let mut cleared = marked.object.decode().unwrap();
         cleared.metadata.finalizers = None;
-        r.update("default", "dolly", cleared, Subresource::Main, &ctx).await.unwrap();
+        r.update("default", "dolly", &body(&cleared), Subresource::Main, &ctx).await.unwrap();
         assert_eq!(r.get("default", "dolly").await.unwrap_err().code(), 404);
     }
 
@@ -820,6 +920,7 @@ mod tests {
 /// has a status, an immutable field and a warning.
 #[cfg(test)]
 mod strategy_hooks {
+    use super::tests::body;
     use super::*;
     use crate::machinery::columns::Column;
     use crate::machinery::resource::{ApiResource, ResourceInfo};
@@ -918,7 +1019,7 @@ mod strategy_hooks {
 
         let mut next = ewe("merino", 5, true);
         next.metadata.resource_version = created.object.decode().unwrap().metadata.resource_version.clone();
-        let updated = r.update("default", "shaun", next, Subresource::Main, &ctx).await.unwrap();
+        let updated = r.update("default", "shaun", &body(&next), Subresource::Main, &ctx).await.unwrap();
         assert_eq!(
             updated.object.decode().unwrap().status,
             None,
@@ -929,7 +1030,7 @@ mod strategy_hooks {
 
         let mut renamed = ewe("suffolk", 5, false);
         renamed.metadata.resource_version = updated.object.decode().unwrap().metadata.resource_version.clone();
-        let error = r.update("default", "shaun", renamed, Subresource::Main, &ctx).await.unwrap_err();
+        let error = r.update("default", "shaun", &body(&renamed), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(error.code(), 422);
         assert!(error.to_string().contains("spec.breed"), "{error}");
     }
@@ -943,7 +1044,7 @@ mod strategy_hooks {
         next.metadata.resource_version = created.metadata.resource_version.clone();
         next.metadata.labels = Some([("shorn".to_string(), "yes".to_string())].into());
         let written = r
-            .update("default", "shaun", next.clone(), Subresource::Status, &ctx)
+            .update("default", "shaun", &body(&next), Subresource::Status, &ctx)
             .await
             .unwrap()
             .object
@@ -955,7 +1056,7 @@ mod strategy_hooks {
         assert_eq!(written.metadata.generation, Some(1));
         assert_ne!(written.metadata.resource_version, created.metadata.resource_version);
 
-        let stale = r.update("default", "shaun", next, Subresource::Status, &ctx).await.unwrap_err();
+        let stale = r.update("default", "shaun", &body(&next), Subresource::Status, &ctx).await.unwrap_err();
         assert_eq!(stale.code(), 409, "the body's resourceVersion is a precondition");
     }
 }

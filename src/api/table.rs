@@ -1,4 +1,4 @@
-//! `meta.k8s.io/v1` Table rendering, as `kubectl get` asks for it.
+//! `meta.k8s.io` Table rendering (`v1`, or `v1beta1` of the same shape), as `kubectl get` asks for it.
 //!
 //! Every resource gets NAME first and AGE after its own priority-0 columns; priority-1 columns
 //! (shown by `-o wide`) come last. The AGE cell is a human duration such as `5m` or `3d4h`,
@@ -30,8 +30,8 @@ impl From<&Column> for ColumnDefinition {
 #[derive(Serialize, Debug)]
 pub struct Row {
     cells: Vec<serde_json::Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    object: Option<serde_json::Value>,
+    /// `null` without an object, as Go writes an empty `RawExtension`.
+    object: serde_json::Value,
 }
 
 /// `meta.k8s.io/v1` `Table`.
@@ -105,6 +105,7 @@ pub fn render<'a, K: Strategy>(
     objects: impl IntoIterator<Item = &'a K>,
     metadata: ListMeta,
     include: IncludeObject,
+    version: super::negotiate::MetaVersion,
     now: k8s_openapi::jiff::Timestamp,
 ) -> Table {
     let column_definitions = ordered_columns::<K>().map(|(_, c)| c.into()).collect();
@@ -122,14 +123,15 @@ pub fn render<'a, K: Strategy>(
             let object = match include {
                 IncludeObject::None => None,
                 IncludeObject::Metadata => {
-                    serde_json::to_value(crate::api::negotiate::partial_metadata(object.meta())).ok()
+                    serde_json::to_value(crate::api::negotiate::partial_metadata_in(object.meta(), version)).ok()
                 }
                 IncludeObject::Object => serde_json::to_value(object).ok(),
             };
+            let object = object.unwrap_or_default();
             Row { cells, object }
         })
         .collect();
-    Table { kind: "Table", api_version: "meta.k8s.io/v1", metadata, column_definitions, rows }
+    Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows }
 }
 
 fn age(meta: &ObjectMeta, now: k8s_openapi::jiff::Timestamp) -> String {

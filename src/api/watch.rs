@@ -96,13 +96,14 @@ impl<K: Strategy> Encoder<K> {
         match self.representation {
             Representation::Object => Ok(stored_frame(kind, object)),
             Representation::Metadata(version) => frame(kind, &partial_metadata_in(&object.metadata()?, version)),
-            Representation::Table(_) => {
+            Representation::Table(version) => {
                 let metadata =
                     ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
                 let mut t = table::render(
                     std::iter::once(&object.decode()?),
                     metadata,
                     self.include,
+                    version,
                     k8s_openapi::jiff::Timestamp::now(),
                 );
                 if self.columns_sent {
@@ -168,6 +169,11 @@ fn visible<K: ApiResource>(event: &Event<K>, selects: &(dyn Fn(&Stored<K>) -> bo
     }
 }
 
+/// `previous`, the object before `event`, stamped with the event's revision.
+fn stamped_before<K: ApiResource>(previous: &Stored<K>, event: &Event<K>) -> Result<Arc<Stored<K>>> {
+    crate::store::stamp(previous.decode()?, event.revision)
+}
+
 /// The watch's end: `timeoutSeconds`, or the minimum request timeout with up to 100% jitter.
 fn deadline(options: &ListOptions, min_request_timeout: std::time::Duration) -> Instant {
     let timeout = match options.timeout_seconds {
@@ -198,15 +204,20 @@ pub async fn serve<K: Strategy>(
     let rv = options.resource_version.filter(|rv| *rv != 0);
     let send_initial = options.send_initial_events.unwrap_or(rv.is_none());
     tracing::debug!(resource = K::INFO.plural, ?namespace, ?rv, send_initial, "watch starts");
+    let deadline = deadline(&options, settings.min_request_timeout);
+    let (tx, rx) = mpsc::channel(BODY_BUFFER);
     if let Some(rv) = rv {
-        registry.wait_for_revision(rv).await?;
+        // A watch that ends before the store reaches its resourceVersion ends without events,
+        // as the kube-apiserver's does; one that would outlast the wait gets its 504.
+        match tokio::time::timeout_at(deadline, registry.wait_for_revision(rv)).await {
+            Ok(reached) => reached?,
+            Err(_) => return Ok(watch_response(rx, representation)),
+        }
     }
     let from = match rv {
         Some(rv) if !send_initial => WatchFrom::After(rv),
         _ => WatchFrom::Now,
     };
-    let deadline = deadline(&options, settings.min_request_timeout);
-    let (tx, rx) = mpsc::channel(BODY_BUFFER);
     let encoder = Encoder::<K> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
     match registry.subscribe(namespace.as_deref(), from).await {
         Err(err @ Error::Expired(_)) => {
@@ -283,6 +294,10 @@ impl<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, F> {
         let Some(kind) = visible(event, &self.selects) else { return true };
         let encoded = if kind == type_name(event.kind) {
             self.encoder.event(event)
+        } else if let ("DELETED", Some(Ok(left))) = (kind, event.previous.as_ref().map(|p| stamped_before(p, event))) {
+            // An object leaving the selection is sent as the watcher last saw it, at the
+            // change's revision, as the kube-apiserver's watch cache sends it.
+            self.encoder.object(kind, left.as_ref())
         } else {
             self.encoder.object(kind, event.object.as_ref())
         };

@@ -50,7 +50,22 @@ pub fn to_json(bytes: &[u8], invalid: impl FnOnce(String) -> Error) -> Result<Va
     parsed.map_err(invalid)
 }
 
+/// go-yaml's reader refuses any character outside YAML's printable set, quoted or not (so also
+/// in a JSON document read as YAML): the message it gives, or `None` when there is none.
+pub fn control_characters(bytes: &[u8]) -> Option<String> {
+    let printable = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}')
+            || c >= '\u{10000}'
+    };
+    // Bytes that are not UTF-8 are the parser's to refuse.
+    let text = std::str::from_utf8(bytes).ok()?;
+    text.chars().any(|c| !printable(c)).then(|| "yaml: control characters are not allowed".to_string())
+}
+
 fn parse(bytes: &[u8]) -> std::result::Result<Value, String> {
+    if let Some(message) = control_characters(bytes) {
+        return Err(message);
+    }
     let documents: Vec<Value> =
         serde_saphyr::from_slice_multiple_with_options(bytes, options()).map_err(|e| e.to_string())?;
     Ok(documents.into_iter().next().unwrap_or(Value::Null))
@@ -59,10 +74,26 @@ fn parse(bytes: &[u8]) -> std::result::Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use serde_json::json;
 
     fn to_json(bytes: &[u8]) -> std::result::Result<Value, Error> {
         super::to_json(bytes, Error::BadRequest)
+    }
+
+    #[test]
+    fn control_characters_are_refused_as_go_yaml_refuses_them() {
+        for (text, refused) in [
+            ("a: b\tc\r\n", false),
+            ("a: \u{85}\u{a0}\u{feff}\u{1f999}", false),
+            ("{\"a\": \"\u{94}\"}", true),
+            ("a: \u{7f}", true),
+            ("a: \u{1b}", true),
+            ("a: \u{fffe}", true),
+        ] {
+            assert_eq!(control_characters(text.as_bytes()).is_some(), refused, "{text:?}");
+            assert_eq!(to_json(text.as_bytes()).is_err(), refused, "{text:?}");
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub async fn answer(mut request: Request, next: Next) -> Response {
     let Some(json) = mentions_yaml.then(|| json_in_place_of_yaml(accept)).flatten() else {
         return next.run(request).await;
     };
-    if Query::parse(request.uri().query()).flag("watch").unwrap_or(false) {
+    if Query::parse(request.uri().query()).flag("watch") {
         return next.run(request).await;
     }
     request.headers_mut().insert(header::ACCEPT, json);

@@ -85,7 +85,7 @@ pub fn attributes(method: &http::Method, path: &str, query: &Query) -> Attribute
     let Some(ResourcePath { group, version, namespace, resource, name, subresource }) = resource_path(path) else {
         return non_resource(method, path);
     };
-    let watch = query.flag("watch").unwrap_or(false);
+    let watch = query.flag("watch");
     let Some(verb) = Verb::of_request(method, !name.is_empty(), watch) else {
         return non_resource(method, path);
     };

@@ -151,7 +151,7 @@ impl std::fmt::Display for FieldError {
 /// Renders a JSON value as apimachinery's field errors print Go values: strings quoted, numbers bare.
 fn render_value(value: &serde_json::Value) -> String {
     match value {
-        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::String(s) => go_quote(s),
         serde_json::Value::Null => "null".to_string(),
         // Go prints the float64 -3 as "-3", serde_json as "-3.0".
         serde_json::Value::Number(n) => match n.as_f64() {
@@ -160,6 +160,41 @@ fn render_value(value: &serde_json::Value) -> String {
         },
         other => other.to_string(),
     }
+}
+
+/// `text` quoted as Go's `%q` (`strconv.Quote`) quotes it: printable characters as they are,
+/// `\n`-style escapes, `\xNN` for other ASCII controls, `\uNNNN` and `\UNNNNNNNN` for other
+/// characters that do not print (Rust's notion of printable, close to Go's `unicode.IsPrint`).
+pub fn go_quote(text: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            ' ' => out.push(' '),
+            c if c.escape_debug().count() == 1 => out.push(c),
+            c if (c as u32) < 0x80 => _ = write!(out, "\\x{:02x}", c as u32),
+            c if (c as u32) < 0x10000 => _ = write!(out, "\\u{:04x}", c as u32),
+            c => _ = write!(out, "\\U{:08x}", c as u32),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A list of strings as Go's `%#v` prints a `[]string`: `[]string{"a", "b"}`.
+pub fn go_string_slice<S: AsRef<str>>(values: impl IntoIterator<Item = S>) -> String {
+    let quoted: Vec<String> = values.into_iter().map(|value| go_quote(value.as_ref())).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
 }
 
 /// Every failure the API can answer with. Each variant maps to one HTTP code and `Status.reason`.
@@ -265,7 +300,7 @@ pub enum Error {
         /// Every field error.
         causes: Vec<FieldError>,
     },
-    /// 422 with no field detail (e.g. a JSON patch `test` operation that failed).
+    /// 422 with no field detail and empty `details` (a JSON patch operation that cannot apply).
     #[error("{0}")]
     Unprocessable(String),
     /// 429 `TooManyRequests`.
@@ -341,7 +376,9 @@ fn forbidden_object_message(resource: &GroupResource, name: &str, detail: &str) 
 fn invalid_message(kind: &str, group: &str, name: &str, causes: &[FieldError]) -> String {
     let errs: Vec<String> = causes.iter().map(ToString::to_string).collect();
     let list = if errs.len() == 1 { errs[0].clone() } else { format!("[{}]", errs.join(", ")) };
-    format!("{kind}.{group} {name:?} is invalid: {list}")
+    // As Go prints a `schema.GroupKind`: empty when the error names no kind (a patch's result).
+    let kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+    format!("{kind} {name:?} is invalid: {list}")
 }
 
 impl Error {
@@ -421,8 +458,8 @@ impl Error {
             Self::Invalid { kind, group, name, causes } => Some(StatusDetails {
                 // As Go's `omitempty`: options and nameless objects carry no name.
                 name: (!name.is_empty()).then(|| name.clone()),
-                group: Some(group.to_string()),
-                kind: Some(kind.to_string()),
+                group: (!group.is_empty()).then(|| group.to_string()),
+                kind: (!kind.is_empty()).then(|| kind.to_string()),
                 causes: Some(
                     causes
                         .iter()
@@ -454,7 +491,8 @@ impl Error {
                 retry_after_seconds: Some(1),
                 ..Default::default()
             }),
-            Self::PathNotFound | Self::MethodNotAllowed => Some(StatusDetails::default()),
+            // A JSON patch that cannot apply: `details: {}`, as the kube-apiserver's generic 422.
+            Self::PathNotFound | Self::MethodNotAllowed | Self::Unprocessable(_) => Some(StatusDetails::default()),
             _ => None,
         }
     }
@@ -516,6 +554,18 @@ impl IntoResponse for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_quoted_as_go_quotes_them() {
+        for (text, quoted) in [
+            ("plain é 寱", r#""plain é 寱""#),
+            ("a\"b\\c\n\t", r#""a\"b\\c\n\t""#),
+            ("\u{1b}\u{7f}", r#""\x1b\x7f""#),
+            ("\u{94}\u{53cb5}", r#""\u0094\U00053cb5""#),
+        ] {
+            assert_eq!(go_quote(text), quoted, "{text:?}");
+        }
+    }
 
     #[test]
     fn invalid_message_lists_several_causes_in_brackets() {

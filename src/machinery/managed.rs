@@ -312,8 +312,12 @@ pub fn apply(
         *set = set.difference(stripped());
     }
     managed.entries.retain(|_, (set, _)| !set.is_empty());
+    // The applier's entry is stamped when the object changes, and when it is new (a first
+    // apply that changes nothing still records when the manager came).
     let changed = !super::typed::values_equal(&object, live_value);
-    if changed && let Some((_, time)) = managed.entries.get_mut(&key) {
+    if let Some((_, time)) = managed.entries.get_mut(&key)
+        && (changed || time.is_none())
+    {
         *time = Some(write.now.clone());
     }
     let mut object = object;

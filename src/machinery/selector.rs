@@ -1,8 +1,9 @@
 //! Label and field selectors of list, watch and deletecollection requests.
 //!
 //! Label selectors follow apimachinery's grammar (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`,
-//! comma-separated, keys and values validated) and parse into kube-core's [`Expression`]s, whose
-//! matching has Kubernetes' semantics (`!=` and `notin` match objects without the key). Field
+//! `key>n`, `key<n`, comma-separated, keys and values validated) and parse into kube-core's
+//! [`Expression`]s where it has one, matched with Kubernetes' semantics (`!=` and `notin` match
+//! objects without the key; `>` and `<` only labels that are integers). Field
 //! selectors accept `=`, `==` and `!=` on `metadata.name`, `metadata.namespace` and the fields a
 //! resource declares; anything else is a 400 naming it.
 
@@ -12,16 +13,37 @@ use kube::core::{Expression, Selector};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// One requirement of a label selector: one of kube-core's expressions, or one of
+/// apimachinery's numeric comparisons (`key>n`, `key<n`), which kube-core has no expression for.
+#[derive(Clone, Debug, PartialEq)]
+enum Requirement {
+    Expression(Expression),
+    /// `key>n`: the label is an integer greater than `n`.
+    GreaterThan(String, i64),
+    /// `key<n`: the label is an integer less than `n`.
+    LessThan(String, i64),
+}
+
+impl std::fmt::Display for Requirement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Expression(expression) => expression.fmt(f),
+            Self::GreaterThan(key, n) => write!(f, "{key}>{n}"),
+            Self::LessThan(key, n) => write!(f, "{key}<{n}"),
+        }
+    }
+}
+
 /// A parsed label selector; empty matches everything.
 #[derive(Clone, Debug, Default)]
 pub struct LabelSelector {
-    expressions: Vec<Expression>,
+    requirements: Vec<Requirement>,
 }
 
 impl LabelSelector {
     /// Whether the selector selects everything.
     pub fn is_empty(&self) -> bool {
-        self.expressions.is_empty()
+        self.requirements.is_empty()
     }
 
     /// Whether `labels` satisfy every requirement.
@@ -30,21 +52,42 @@ impl LabelSelector {
     }
 
     /// Whether the labels that `label` looks up satisfy every requirement (kube-core's
-    /// [`SelectorExt`] semantics: `!=` and `notin` match objects without the key).
+    /// [`SelectorExt`] semantics: `!=` and `notin` match objects without the key; a comparison
+    /// matches only a label that is an integer).
     pub fn matches_by<'a>(&self, label: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
-        self.expressions.iter().all(|e| match e {
-            Expression::In(key, values) => label(key).is_some_and(|v| values.contains(v.as_ref())),
-            Expression::NotIn(key, values) => label(key).is_none_or(|v| !values.contains(v.as_ref())),
-            Expression::Exists(key) => label(key).is_some(),
-            Expression::DoesNotExist(key) => label(key).is_none(),
-            Expression::Equal(key, value) => label(key).is_some_and(|v| v == value.as_str()),
-            Expression::NotEqual(key, value) => label(key).is_none_or(|v| v != value.as_str()),
+        let number = |key: &str| label(key).and_then(|v| v.parse::<i64>().ok());
+        self.requirements.iter().all(|r| match r {
+            Requirement::Expression(e) => match e {
+                Expression::In(key, values) => label(key).is_some_and(|v| values.contains(v.as_ref())),
+                Expression::NotIn(key, values) => label(key).is_none_or(|v| !values.contains(v.as_ref())),
+                Expression::Exists(key) => label(key).is_some(),
+                Expression::DoesNotExist(key) => label(key).is_none(),
+                Expression::Equal(key, value) => label(key).is_some_and(|v| v == value.as_str()),
+                Expression::NotEqual(key, value) => label(key).is_none_or(|v| v != value.as_str()),
+            },
+            Requirement::GreaterThan(key, n) => number(key).is_some_and(|v| v > *n),
+            Requirement::LessThan(key, n) => number(key).is_some_and(|v| v < *n),
         })
     }
 
-    /// As a kube-core [`Selector`].
-    pub fn to_selector(&self) -> Selector {
-        self.expressions.iter().cloned().collect()
+    /// As a kube-core [`Selector`], when kube-core can say it (it has no numeric comparisons).
+    pub fn to_selector(&self) -> Option<Selector> {
+        self.requirements
+            .iter()
+            .map(|r| match r {
+                Requirement::Expression(e) => Some(e.clone()),
+                Requirement::GreaterThan(..) | Requirement::LessThan(..) => None,
+            })
+            .collect::<Option<Vec<Expression>>>()
+            .map(Selector::from_iter)
+    }
+}
+
+/// As a client writes it in a `labelSelector`.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let texts: Vec<String> = self.requirements.iter().map(ToString::to_string).collect();
+        f.write_str(&texts.join(","))
     }
 }
 
@@ -54,6 +97,8 @@ enum Token {
     Eq,
     DoubleEq,
     NotEq,
+    Greater,
+    Less,
     Bang,
     Open,
     Close,
@@ -66,6 +111,8 @@ fn describe(token: &Token) -> String {
         Token::Eq => "'='".into(),
         Token::DoubleEq => "'=='".into(),
         Token::NotEq => "'!='".into(),
+        Token::Greater => "'>'".into(),
+        Token::Less => "'<'".into(),
         Token::Bang => "'!'".into(),
         Token::Open => "'('".into(),
         Token::Close => "')'".into(),
@@ -88,9 +135,13 @@ fn tokenize(input: &str) -> Result<Vec<Token>> {
             '=' => (tokens.push(Token::Eq), i += 1).1,
             '!' if chars.get(i + 1) == Some(&'=') => (tokens.push(Token::NotEq), i += 2).1,
             '!' => (tokens.push(Token::Bang), i += 1).1,
+            '>' => (tokens.push(Token::Greater), i += 1).1,
+            '<' => (tokens.push(Token::Less), i += 1).1,
             _ => {
                 let start = i;
-                while i < chars.len() && !matches!(chars[i], ' ' | '\t' | '\n' | '(' | ')' | ',' | '=' | '!') {
+                while i < chars.len()
+                    && !matches!(chars[i], ' ' | '\t' | '\n' | '(' | ')' | ',' | '=' | '!' | '>' | '<')
+                {
                     i += 1;
                 }
                 tokens.push(Token::Ident(chars[start..i].iter().collect()));
@@ -124,9 +175,9 @@ pub fn parse_label_selector(input: &str) -> Result<LabelSelector> {
     if parser.tokens.is_empty() {
         return Ok(LabelSelector::default());
     }
-    let mut expressions = Vec::new();
+    let mut requirements = Vec::new();
     loop {
-        expressions.push(parser.requirement()?);
+        requirements.push(parser.requirement()?);
         match parser.next() {
             None => break,
             Some(Token::Comma) => continue,
@@ -135,7 +186,7 @@ pub fn parse_label_selector(input: &str) -> Result<LabelSelector> {
             }
         }
     }
-    Ok(LabelSelector { expressions })
+    Ok(LabelSelector { requirements })
 }
 
 /// What was found instead of what a rule expected, for error messages.
@@ -162,12 +213,12 @@ impl Parser {
     }
 
     /// `!key`, `key`, `key op value` or `key in|notin (values)`.
-    fn requirement(&mut self) -> Result<Expression> {
+    fn requirement(&mut self) -> Result<Requirement> {
         match self.next() {
             Some(Token::Bang) => match self.next() {
                 Some(Token::Ident(key)) => {
                     check_key(&key)?;
-                    Ok(Expression::DoesNotExist(key))
+                    Ok(Requirement::Expression(Expression::DoesNotExist(key)))
                 }
                 other => {
                     Err(requirement_error(format!("found {}, expected: identifier after '!'", found(other.as_ref()))))
@@ -184,31 +235,41 @@ impl Parser {
         }
     }
 
-    /// What follows a key: nothing (exists), an equality, or a set.
-    fn after_key(&mut self, key: String) -> Result<Expression> {
-        match self.peek() {
-            None | Some(Token::Comma) => Ok(Expression::Exists(key)),
+    /// What follows a key: nothing (exists), an equality, a comparison or a set.
+    fn after_key(&mut self, key: String) -> Result<Requirement> {
+        let expression = match self.peek() {
+            None | Some(Token::Comma) => Expression::Exists(key),
             Some(Token::Eq | Token::DoubleEq | Token::NotEq) => {
                 let op = self.next();
                 let value = self.equality_value()?;
                 check_value(&value)?;
-                if op == Some(Token::NotEq) {
-                    Ok(Expression::NotEqual(key, value))
-                } else {
-                    Ok(Expression::Equal(key, value))
-                }
+                if op == Some(Token::NotEq) { Expression::NotEqual(key, value) } else { Expression::Equal(key, value) }
+            }
+            Some(Token::Greater | Token::Less) => {
+                let greater = self.next() == Some(Token::Greater);
+                let value = self.equality_value()?;
+                check_value(&value)?;
+                let Ok(n) = value.parse::<i64>() else {
+                    return Err(requirement_error(format!(
+                        "for 'Gt', 'Lt' operators, the value must be an integer: {value:?}"
+                    )));
+                };
+                return Ok(if greater { Requirement::GreaterThan(key, n) } else { Requirement::LessThan(key, n) });
             }
             Some(Token::Ident(op)) if op == "in" || op == "notin" => {
                 let op = op.clone();
                 self.pos += 1;
                 let values = self.value_set(&op)?;
-                Ok(if op == "in" { Expression::In(key, values) } else { Expression::NotIn(key, values) })
+                if op == "in" { Expression::In(key, values) } else { Expression::NotIn(key, values) }
             }
-            Some(other) => Err(requirement_error(format!(
-                "found {}, expected: in, notin, =, ==, !=, or end of string",
-                describe(other)
-            ))),
-        }
+            Some(other) => {
+                return Err(requirement_error(format!(
+                    "found {}, expected: in, notin, =, ==, !=, gt, lt, or end of string",
+                    describe(other)
+                )));
+            }
+        };
+        Ok(Requirement::Expression(expression))
     }
 
     /// The value after `=`, `==` or `!=` (empty when none follows).
@@ -385,10 +446,21 @@ mod tests {
         let mut wrong_env = good.clone();
         wrong_env.insert("env".into(), "test".into());
         assert!(!s.matches(Some(&wrong_env)));
-        assert_eq!(
-            s.to_selector().to_string(),
-            "herd=a,color=white,tier!=top,env in (dev,prod),zone notin (x),shorn,!sick"
-        );
+        assert_eq!(s.to_string(), "herd=a,color=white,tier!=top,env in (dev,prod),zone notin (x),shorn,!sick");
+    }
+
+    #[test]
+    fn numeric_comparisons_match_integer_labels_only() {
+        let s = parse_label_selector("herd>1,age<10").unwrap();
+        assert!(s.matches(Some(&labels(&[("herd", "2"), ("age", "9")]))));
+        assert!(!s.matches(Some(&labels(&[("herd", "1"), ("age", "9")]))));
+        assert!(!s.matches(Some(&labels(&[("herd", "many"), ("age", "9")]))));
+        assert!(!s.matches(Some(&labels(&[("age", "9")]))));
+        assert_eq!(s.to_string(), "herd>1,age<10");
+        assert!(s.to_selector().is_none(), "kube-core cannot say it");
+        for bad in ["herd>x", "herd>", ">1", "herd>1.5"] {
+            assert_eq!(parse_label_selector(bad).unwrap_err().code(), 400, "{bad}");
+        }
     }
 
     #[test]

@@ -189,7 +189,7 @@ impl Progress {
 }
 
 /// The stored form of `object` committed at `revision`, which becomes its `resourceVersion`.
-fn stamp<K: crate::machinery::resource::ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
+pub fn stamp<K: crate::machinery::resource::ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
     object.meta_mut().resource_version = Some(revision.to_string());
     Ok(Arc::new(Stored::new(object)?))
 }

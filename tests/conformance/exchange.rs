@@ -69,6 +69,12 @@ impl Request {
         self.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case(name) && v.contains(value))
     }
 
+    /// The `metadata.generateName` of a JSON body, when it has one.
+    fn generate_name(&self) -> Option<String> {
+        let body: Value = serde_json::from_slice(self.body.as_deref()?).ok()?;
+        body["metadata"]["generateName"].as_str().filter(|g| !g.is_empty()).map(str::to_string)
+    }
+
     pub fn body_text(&self) -> String {
         String::from_utf8_lossy(self.body.as_deref().unwrap_or_default()).into_owned()
     }
@@ -137,7 +143,7 @@ impl Side {
         let content_type = header("content-type").join(", ");
         let warnings = header("warning");
         let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
-        let text = String::from_utf8_lossy(&bytes).replace(self.group, GROUP);
+        let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, GROUP), request);
         let body = parse(&text, &content_type, request.is_watch() && code == 200);
         self.remember(&body);
         Ok(Answer { code, content_type, warnings, body: normalise(body) })
@@ -154,6 +160,27 @@ impl Side {
             self.remembered.rv = rv.into();
         }
     }
+}
+
+/// `text` with every name generated from the request's `generateName` (the prefix and five
+/// random characters) as `<prefix><generated>`, in messages and details too.
+fn without_generated_names(text: String, request: &Request) -> String {
+    let Some(prefix) = request.generate_name() else { return text };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(&prefix) {
+        let (before, after) = rest.split_at(at + prefix.len());
+        out.push_str(before);
+        let random = after.bytes().take(5).filter(|b| b.is_ascii_lowercase() || b.is_ascii_digit()).count();
+        rest = if random == 5 {
+            out.push_str("<generated>");
+            &after[5..]
+        } else {
+            after
+        };
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The body as a value: JSON, YAML, a watch's events as an array, or the text itself.

@@ -72,7 +72,7 @@ impl Admitting<'_> {
 /// Decodes what the mutating webhooks made of `object`: into the resource's type, in its
 /// namespace, with the managedFields the write's own field manager gave it.
 fn decode_mutated<K: Strategy>(value: Value, object: &K, namespace: &str) -> Result<K> {
-    let mut mutated = decode_object::<K>(value, namespace, FieldValidation::Ignore)?.object;
+    let mut mutated = decode_object::<K>(&value, namespace, FieldValidation::Ignore)?.object;
     super::check_namespace(&mut mutated, namespace)?;
     mutated.meta_mut().managed_fields = object.meta().managed_fields.clone();
     Ok(mutated)

@@ -21,21 +21,12 @@ fn check_target(config: &Value, namespace: &str, name: &str) -> Result<()> {
     let meta = &config["metadata"];
     // An explicit empty name would empty the object's: the kube-apiserver refuses it.
     if meta["name"].as_str() == Some("") {
-        return Err(Error::BadRequest(format!(
-            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
-        )));
+        return Err(super::name_undeterminable(name));
     }
     if let Some(other) = meta["name"].as_str().filter(|n| !n.is_empty() && *n != name) {
-        return Err(Error::BadRequest(format!(
-            "the name of the object ({other}) does not match the name on the URL ({name})"
-        )));
+        return Err(super::other_name(other, name));
     }
-    if meta["namespace"].as_str().is_some_and(|n| !n.is_empty() && n != namespace) {
-        return Err(Error::BadRequest(
-            "the namespace of the provided object does not match the namespace sent on the request".into(),
-        ));
-    }
-    Ok(())
+    super::check_body_namespace(config, namespace)
 }
 
 impl<K: Strategy> Registry<K> {
@@ -51,7 +42,13 @@ impl<K: Strategy> Registry<K> {
         force: bool,
         ctx: &WriteContext,
     ) -> Result<(Written<K>, bool)> {
-        check_target(config, namespace, name)?;
+        if let Some(rv) = super::resource_version_in(config)
+            && !rv.is_empty()
+            && rv.parse::<u64>().is_err()
+        {
+            // The kube-apiserver fails to parse it (a 500): the client's mistake, said as such.
+            return Err(Error::BadRequest(format!("invalid resourceVersion {rv:?}: not a number")));
+        }
         // What this write resets (the status, applied to the object itself) is not applied: the
         // applier neither sets nor owns it, and it is not validated.
         let without_reset;
@@ -92,6 +89,7 @@ impl<K: Strategy> Registry<K> {
         if subresource != Subresource::Main {
             return Err(Self::not_found(name));
         }
+        check_target(config, namespace, name)?;
         self.admit_create(namespace, name).await?;
         let reset = managed::top_level(K::reset_fields(subresource));
         let write = write_of(&ctx.manager, subresource, &reset);
@@ -100,9 +98,11 @@ impl<K: Strategy> Registry<K> {
             .map_err(|conflicts| managed::conflict_error(&conflicts))?;
         let mut object = applied.object.unwrap_or_else(|| config.clone());
         object["metadata"]["name"] = Value::String(name.to_string());
-        let decoded = super::super::decode::decode_object::<K>(object, namespace, ctx.field_validation)?;
-        let created =
-            self.create_tracked(namespace, decoded.object, ctx, Tracking::Given(applied.managed.encode())).await?;
+        let decoded = super::super::decode::decode_object::<K>(&object, namespace, ctx.field_validation)?;
+        // An apply that creates ignores the resourceVersion its configuration may carry.
+        let mut object = decoded.object;
+        object.meta_mut().resource_version = None;
+        let created = self.create_tracked(namespace, object, ctx, Tracking::Given(applied.managed.encode())).await?;
         Ok(Written { object: created.object, warnings: [decoded.warnings, created.warnings].concat() })
     }
 
@@ -127,16 +127,25 @@ impl<K: Strategy> Registry<K> {
                 let managers = Managed::decode(stored).unwrap_or_default();
                 let applied = managed::apply(Some(&live), config, managers, &write, force, &schema.object)
                     .map_err(|conflicts| managed::conflict_error(&conflicts))?;
+                // After the conflicts, as the kube-apiserver's patcher checks the applied object,
+                // and its storage the resourceVersion the configuration may carry.
+                check_target(config, namespace, &key.name)?;
+                super::check_resource_version::<K>(super::resource_version_in(config), current.meta(), false)?;
                 let object = match applied.object {
                     Some(value) => {
-                        let decoded = super::super::decode::decode_object::<K>(value, namespace, ctx.field_validation)?;
+                        super::check_resource_version::<K>(super::resource_version_in(&value), current.meta(), true)?;
+                        let decoded =
+                            super::super::decode::decode_object::<K>(&value, namespace, ctx.field_validation)?;
                         warnings = decoded.warnings;
-                        decoded.object
+                        // An emptied namespace is the request's, as for a patch.
+                        let mut object = decoded.object;
+                        super::check_namespace(&mut object, namespace)?;
+                        object
                     }
                     None => (**current).clone(),
                 };
                 warnings.extend(object.warnings());
-                prepare_update(current, object, false, subresource, Tracking::Given(applied.managed.encode()))
+                prepare_update(current, object, true, subresource, Tracking::Given(applied.managed.encode()))
             })
             .await?;
         warnings.extend(admitted);
