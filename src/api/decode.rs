@@ -297,7 +297,21 @@ pub fn decode_patched<K: ApiResource>(
     namespace: &str,
     validation: FieldValidation,
 ) -> Result<Decoded<K>> {
-    decode_object::<K>(value, namespace, validation).map_err(|error| match error {
+    decode_object::<K>(value, namespace, validation).map_err(|error| as_patch_error(value, error))
+}
+
+/// [`check_kind`] and [`check_metadata`] on the result of a patch, refusing it as
+/// [`decode_patched`] does.
+pub fn check_patched_type<K: ApiResource>(value: &Value) -> Result<()> {
+    check_kind::<K>(value)
+        .map(drop)
+        .and_then(|()| check_metadata::<K>(value))
+        .map_err(|error| as_patch_error(value, error))
+}
+
+/// A decoding error of a patched `value` as the kube-apiserver's patcher reports it.
+fn as_patch_error(value: &Value, error: Error) -> Error {
+    match error {
         Error::BadRequest(message) if !message.starts_with(STRICT_DECODING) => Error::Invalid {
             kind: "",
             group: "",
@@ -305,7 +319,7 @@ pub fn decode_patched<K: ApiResource>(
             causes: vec![FieldError::invalid("patch", &Value::String(value.to_string()), message)],
         },
         other => other,
-    })
+    }
 }
 
 /// Decodes a JSON value into `K`, applying the checks described in the module documentation.
@@ -376,7 +390,7 @@ mod tests {
         assert_eq!(read(r#"{"a":"x\ud83e"}"#), json!({"a": "x\u{fffd}"}));
         assert_eq!(read(r#"{"a":"\udc00\ud83e\u0041"}"#), json!({"a": "\u{fffd}\u{fffd}A"}));
         assert_eq!(read(r#"{"a":"\ud83e\udd99","\\ud83e":1}"#), json!({"a": "\u{1f999}", "\\ud83e": 1}));
-        assert!(json_from_slice(br#"{"a":"\ud83e"#).is_err(), "still not JSON");
+        assert!(json_from_slice(br#"["\ud83e"#).is_err(), "still not JSON");
     }
     use crate::resources::llama::Llama;
     use serde_json::json;

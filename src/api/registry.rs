@@ -170,6 +170,16 @@ pub fn check_namespace<K: ApiResource>(object: &mut K, namespace: &str) -> Resul
     }
 }
 
+/// Refuses a body that names no object or another than the URL's `name`, as the
+/// kube-apiserver's `checkName` (400).
+fn check_body_name(body: &serde_json::Value, name: &str) -> Result<()> {
+    match body.get("metadata").and_then(|m| m.get("name")).and_then(serde_json::Value::as_str) {
+        None | Some("") => Err(name_undeterminable(name)),
+        Some(other) if other != name => Err(other_name(other, name)),
+        Some(_) => Ok(()),
+    }
+}
+
 /// [`check_namespace`] on a body not yet decoded, as the kube-apiserver checks it before it
 /// validates the object.
 pub fn check_body_namespace(body: &serde_json::Value, namespace: &str) -> Result<()> {
@@ -385,9 +395,9 @@ impl<K: Strategy> Registry<K> {
             None => Vec::new(),
         };
         let meta = object.meta_mut();
-        // Refused after validation, where the kube-apiserver's storage refuses it (with a 500);
-        // a dry run never reaches the storage and is not refused.
-        // (Only a number: the storage cannot read another resourceVersion, and ignores it.)
+        // A numeric resourceVersion is refused after validation, where the kube-apiserver's
+        // storage refuses it (with a 500); one that is no number it cannot read and ignores, and
+        // a dry run never reaches it.
         let resource_version_set =
             meta.resource_version.as_deref().is_some_and(|rv| rv.parse::<u64>().is_ok_and(|rv| rv != 0));
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
@@ -442,15 +452,7 @@ impl<K: Strategy> Registry<K> {
         ctx: &WriteContext,
     ) -> Result<Written<K>> {
         let metadata = |field: &str| body.get("metadata")?.get(field)?.as_str().filter(|v| !v.is_empty());
-        match metadata("name") {
-            None => {
-                return Err(name_undeterminable(name));
-            }
-            Some(other) if other != name => {
-                return Err(other_name(other, name));
-            }
-            Some(_) => {}
-        }
+        check_body_name(body, name)?;
         check_body_namespace(body, namespace)?;
         let key = ObjectKey::new(namespace, name);
         let mut warnings = Vec::new();
@@ -499,7 +501,10 @@ impl<K: Strategy> Registry<K> {
                     );
                 }
                 super::decode::prepare_body::<K>(&mut patched, subresource);
-                // The storage's precondition before the validation, as the kube-apiserver checks them.
+                // In the kube-apiserver's order: a result of another kind (422) or name (400), then
+                // the storage's precondition, then the validation.
+                super::decode::check_patched_type::<K>(&patched)?;
+                check_body_name(&patched, name)?;
                 check_resource_version::<K>(resource_version_in(&patched), current.meta(), true)?;
                 let decoded = super::decode::decode_patched::<K>(&patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;

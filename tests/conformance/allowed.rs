@@ -278,6 +278,16 @@ pub const ON_PURPOSE: &[Allowed] = &[
         },
     },
     Allowed {
+        name: "a GET at resourceVersion=0 of an object just created",
+        reason: "resourceVersion=0 accepts any state: the kube-apiserver serves it from its watch cache, which may not yet hold an object created a moment before (404); farm-apiserver's store answers its latest state.",
+        applies: |request, farm, reference| {
+            request.method == reqwest::Method::GET
+                && request.query.split('&').any(|p| p == "resourceVersion=0")
+                && farm.code == 200
+                && reference.code == 404
+        },
+    },
+    Allowed {
         name: "a watch from a resourceVersion before one server's window",
         reason: "A watch from an old resourceVersion gets 410 Expired once it is older than the server's window of events: the kube-apiserver's watch cache starts when the CRD is established, farm-apiserver's window holds the events since it started; both send 410 for what has left theirs.",
         applies: |request, farm, reference| {
