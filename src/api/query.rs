@@ -239,12 +239,14 @@ impl ListOptions {
     /// Reads and validates list options; `fields` are the resource's selectable fields besides
     /// `metadata.name` and `metadata.namespace`.
     pub fn parse(query: &Query, fields: &[&str]) -> Result<Self> {
-        let (options, mut causes) = Self::read(query, fields)?;
+        let (options, mut causes) = Self::read(query)?;
         causes.extend(options.resource_version_match_violations());
         causes.extend(options.initial_events_violations());
         if !causes.is_empty() {
             return Err(Error::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes });
         }
+        // Which fields the resource selects by is asked once the options are valid.
+        options.field_selector.check_fields(fields)?;
         if options.continue_token.is_some() && options.resource_version.is_some_and(|rv| rv != 0) {
             return Err(Error::BadRequest("specifying resource version is not allowed when using continue".into()));
         }
@@ -252,11 +254,11 @@ impl ListOptions {
     }
 
     /// Each option's value, with a cause for an unsupported `resourceVersionMatch`.
-    fn read(query: &Query, fields: &[&str]) -> Result<(Self, Vec<FieldError>)> {
+    fn read(query: &Query) -> Result<(Self, Vec<FieldError>)> {
         let label_selector =
             crate::machinery::selector::parse_label_selector(query.get("labelSelector").unwrap_or(""))?;
         let field_selector =
-            crate::machinery::selector::parse_field_selector(query.get("fieldSelector").unwrap_or(""), fields)?;
+            crate::machinery::selector::parse_field_selector_syntax(query.get("fieldSelector").unwrap_or(""))?;
         let number = |name: &str| -> Result<Option<i64>> {
             // An empty value is as invalid as any other non-number (Go's strconv.ParseInt).
             match query.get(name) {

@@ -349,6 +349,16 @@ impl FieldSelector {
         })
     }
 
+    /// Refuses (400) a field other than `metadata.name`, `metadata.namespace` and `extra`.
+    pub fn check_fields(&self, extra: &[&str]) -> Result<()> {
+        let supported =
+            |field: &str| field == "metadata.name" || field == "metadata.namespace" || extra.contains(&field);
+        match self.requirements.iter().find(|r| !supported(&r.field)) {
+            Some(r) => Err(Error::BadRequest(format!("field label not supported: {}", r.field))),
+            None => Ok(()),
+        }
+    }
+
     /// The value an `=` requirement pins `field` to, if any (e.g. `metadata.name` for `kubectl get NAME -w`).
     pub fn exact(&self, field: &str) -> Option<&str> {
         self.requirements.iter().find(|r| r.field == field && !r.negated).map(|r| r.value.as_str())
@@ -400,6 +410,14 @@ fn unescape(value: &str) -> Result<String> {
 
 /// Parses a `fieldSelector` query value, allowing `metadata.name`, `metadata.namespace` and `extra`.
 pub fn parse_field_selector(input: &str, extra: &[&str]) -> Result<FieldSelector> {
+    let selector = parse_field_selector_syntax(input)?;
+    selector.check_fields(extra)?;
+    Ok(selector)
+}
+
+/// Parses a `fieldSelector` query value without asking whether the resource supports its fields
+/// (the kube-apiserver parses it with the other options, and converts its fields later).
+pub fn parse_field_selector_syntax(input: &str) -> Result<FieldSelector> {
     let mut requirements = Vec::new();
     for part in split_unescaped(input, ',') {
         let part = part.trim();
@@ -417,11 +435,11 @@ pub fn parse_field_selector(input: &str, extra: &[&str]) -> Result<FieldSelector
                 "invalid field selector: {part:?}: expected field=value, field==value or field!=value"
             )));
         };
-        let field = field.trim();
-        if field != "metadata.name" && field != "metadata.namespace" && !extra.contains(&field) {
-            return Err(Error::BadRequest(format!("field label not supported: {field}")));
-        }
-        requirements.push(FieldRequirement { field: field.to_string(), negated, value: unescape(value.trim())? });
+        requirements.push(FieldRequirement {
+            field: field.trim().to_string(),
+            negated,
+            value: unescape(value.trim())?,
+        });
     }
     Ok(FieldSelector { requirements })
 }

@@ -16,6 +16,17 @@ use serde_json::Value;
 /// How often an apply retries when the object appears or disappears under it.
 const ATTEMPTS: usize = 4;
 
+/// Refuses a configuration whose resourceVersion is not a number, which the kube-apiserver fails
+/// to parse (a 500) once it has applied it: the client's mistake, said as such.
+fn check_resource_version_syntax(config: &Value) -> Result<()> {
+    match super::resource_version_in(config) {
+        Some(rv) if !rv.is_empty() && rv.parse::<u64>().is_err() => {
+            Err(Error::BadRequest(format!("invalid resourceVersion {rv:?}: not a number")))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a configuration whose name or namespace differs from the request's, or whose name is empty.
 fn check_target(config: &Value, namespace: &str, name: &str) -> Result<()> {
     let meta = &config["metadata"];
@@ -42,13 +53,6 @@ impl<K: Strategy> Registry<K> {
         force: bool,
         ctx: &WriteContext,
     ) -> Result<(Written<K>, bool)> {
-        if let Some(rv) = super::resource_version_in(config)
-            && !rv.is_empty()
-            && rv.parse::<u64>().is_err()
-        {
-            // The kube-apiserver fails to parse it (a 500): the client's mistake, said as such.
-            return Err(Error::BadRequest(format!("invalid resourceVersion {rv:?}: not a number")));
-        }
         // What this write resets (the status, applied to the object itself) is not applied: the
         // applier neither sets nor owns it, and it is not validated.
         let without_reset;
@@ -90,6 +94,7 @@ impl<K: Strategy> Registry<K> {
             return Err(Self::not_found(name));
         }
         check_target(config, namespace, name)?;
+        check_resource_version_syntax(config)?;
         self.admit_create(namespace, name).await?;
         let reset = managed::top_level(K::reset_fields(subresource));
         let write = write_of(&ctx.manager, subresource, &reset);
@@ -130,6 +135,7 @@ impl<K: Strategy> Registry<K> {
                 // After the conflicts, as the kube-apiserver's patcher checks the applied object,
                 // and its storage the resourceVersion the configuration may carry.
                 check_target(config, namespace, &key.name)?;
+                check_resource_version_syntax(config)?;
                 super::check_resource_version::<K>(super::resource_version_in(config), current.meta(), false)?;
                 let object = match applied.object {
                     Some(value) => {
