@@ -2,7 +2,10 @@
 //!
 //! 1. The body is read with a 3 MiB limit (413 beyond it) and must be JSON or YAML (415
 //!    otherwise; 400 when it does not parse).
-//! 2. `apiVersion` and `kind` must name the resource (400).
+//! 2. `apiVersion` and `kind` must name the resource, and `metadata` must decode (400). The
+//!    body is prepared as Go reads it ([`prepare_body`]: `null` as the zero value, reset fields
+//!    dropped). Steps 1 and 2 run before the stored object is looked up; an update and a patch
+//!    run the next ones once it is read, after their preconditions (see `registry`).
 //! 3. A check against the resource's schema, as for CRDs
 //!    ([`crate::machinery::schema_validation`]): required fields, JSON types, bounds, enums,
 //!    patterns, lengths and list uniqueness, every error collected into one 422 with field paths.
