@@ -35,7 +35,7 @@ pub fn stored_llama() -> Value {
         },
         "spec": {"weight": 120.5, "height": 170, "color": "white"}
     });
-    let llama = decode_object::<Llama>(body, NAMESPACE, FieldValidation::Strict)
+    let llama = decode_object::<Llama>(&body, NAMESPACE, FieldValidation::Strict)
         .unwrap_or_else(|e| panic!("the base Llama must decode: {e}"))
         .object;
     assert!(validate(&llama).is_empty(), "the base Llama must be valid");
@@ -58,7 +58,7 @@ pub fn decode_patched(patched: &Value) {
         panic!("a patched document does not parse as a request body: {err}");
     }
     for mode in MODES {
-        match decode_object::<Llama>(patched.clone(), NAMESPACE, mode) {
+        match decode_object::<Llama>(patched, NAMESPACE, mode) {
             Ok(decoded) => {
                 let _ = validate(&decoded.object);
             }

@@ -26,9 +26,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(value) => value,
         Err(err) => return assert_client_error(&err),
     };
-    let ignore = decode_object::<Llama>(value.clone(), NAMESPACE, FieldValidation::Ignore);
-    let warn = decode_object::<Llama>(value.clone(), NAMESPACE, FieldValidation::Warn);
-    let strict = decode_object::<Llama>(value, NAMESPACE, FieldValidation::Strict);
+    let ignore = decode_object::<Llama>(&value, NAMESPACE, FieldValidation::Ignore);
+    let warn = decode_object::<Llama>(&value, NAMESPACE, FieldValidation::Warn);
+    let strict = decode_object::<Llama>(&value, NAMESPACE, FieldValidation::Strict);
     for err in [&ignore, &warn, &strict].into_iter().filter_map(|r| r.as_ref().err()) {
         assert_client_error(err);
     }
@@ -50,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(decoded) = ignore else { return };
     let _ = validate(&decoded.object);
     let encoded = serde_json::to_value(&decoded.object).unwrap_or_else(|e| panic!("a decoded Llama serializes: {e}"));
-    let again = decode_object::<Llama>(encoded.clone(), NAMESPACE, FieldValidation::Strict)
+    let again = decode_object::<Llama>(&encoded, NAMESPACE, FieldValidation::Strict)
         .unwrap_or_else(|e| panic!("an encoded Llama does not decode again: {e}\n{encoded}"));
     let reencoded = serde_json::to_value(&again.object).unwrap_or_else(|e| panic!("a decoded Llama serializes: {e}"));
     assert_eq!(reencoded, encoded, "a GET/PUT round trip changed the object");

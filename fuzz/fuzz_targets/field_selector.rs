@@ -5,8 +5,8 @@
 //! field has another value.
 #![no_main]
 
-use farm_apiserver::machinery::selector::parse_field_selector;
 use farm_apiserver::machinery::resource::ApiResource;
+use farm_apiserver::machinery::selector::parse_field_selector;
 use farm_apiserver::resources::llama::Llama;
 use libfuzzer_sys::fuzz_target;
 
