@@ -239,8 +239,9 @@ impl ListOptions {
     /// Reads and validates list options; `fields` are the resource's selectable fields besides
     /// `metadata.name` and `metadata.namespace`.
     pub fn parse(query: &Query, fields: &[&str]) -> Result<Self> {
-        let (options, mut causes) = Self::read(query)?;
-        causes.extend(options.resource_version_match_violations());
+        let (options, unsupported) = Self::read(query)?;
+        let given = query.get("resourceVersionMatch").is_some_and(|m| !m.is_empty());
+        let mut causes = if given { options.resource_version_match_violations(unsupported) } else { Vec::new() };
         causes.extend(options.initial_events_violations());
         if !causes.is_empty() {
             return Err(Error::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes });
@@ -253,8 +254,8 @@ impl ListOptions {
         Ok(options)
     }
 
-    /// Each option's value, with a cause for an unsupported `resourceVersionMatch`.
-    fn read(query: &Query) -> Result<(Self, Vec<FieldError>)> {
+    /// Each option's value, and the cause of an unsupported `resourceVersionMatch`.
+    fn read(query: &Query) -> Result<(Self, Option<FieldError>)> {
         let label_selector =
             crate::machinery::selector::parse_label_selector(query.get("labelSelector").unwrap_or(""))?;
         let field_selector =
@@ -275,7 +276,7 @@ impl ListOptions {
         let watch = query.flag("watch");
         let allow_watch_bookmarks = query.flag("allowWatchBookmarks");
         let send_initial_events = query.get("sendInitialEvents").map(|_| query.flag("sendInitialEvents"));
-        let mut causes = Vec::new();
+        let mut unsupported = None;
         let resource_version_match = match query.get("resourceVersionMatch") {
             None | Some("") => None,
             Some("NotOlderThan") => Some(ResourceVersionMatch::NotOlderThan),
@@ -283,7 +284,8 @@ impl ListOptions {
             Some(other) => {
                 // As apimachinery lists them, the empty value (no match rule) included.
                 let supported = &["Exact", "NotOlderThan", ""];
-                causes.push(FieldError::not_supported("resourceVersionMatch", &serde_json::json!(other), supported));
+                unsupported =
+                    Some(FieldError::not_supported("resourceVersionMatch", &serde_json::json!(other), supported));
                 None
             }
         };
@@ -299,12 +301,12 @@ impl ListOptions {
             send_initial_events,
             timeout_seconds,
         };
-        Ok((options, causes))
+        Ok((options, unsupported))
     }
 
-    /// Where `resourceVersionMatch` may not be used.
-    fn resource_version_match_violations(&self) -> Vec<FieldError> {
-        let Some(m) = self.resource_version_match else { return Vec::new() };
+    /// What is wrong with a given `resourceVersionMatch`, in apimachinery's order: where it may
+    /// not be used, then its value (`unsupported`).
+    fn resource_version_match_violations(&self, unsupported: Option<FieldError>) -> Vec<FieldError> {
         let forbidden = |message: &str| FieldError::forbidden("resourceVersionMatch", message);
         let mut causes = Vec::new();
         if self.resource_version.is_none() && self.send_initial_events.is_none() {
@@ -313,7 +315,8 @@ impl ListOptions {
         if self.continue_token.is_some() {
             causes.push(forbidden("resourceVersionMatch is forbidden when continue is provided"));
         }
-        if m == ResourceVersionMatch::Exact && self.resource_version == Some(0) {
+        causes.extend(unsupported);
+        if self.resource_version_match == Some(ResourceVersionMatch::Exact) && self.resource_version == Some(0) {
             causes.push(forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
         }
         if self.watch && self.send_initial_events.is_none() {
