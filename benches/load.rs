@@ -14,7 +14,8 @@
 //! - what the audit log costs: GET and create with every request audited at `Metadata`, and
 //!   without ([`audit`]);
 //! - how close reads come to a plain HTTPS server returning the same bytes from memory
-//!   ([`baseline`]).
+//!   ([`baseline`]);
+//! - with the control plane, etcd storage against memory storage side by side ([`storage`]).
 //!
 //! When the real control plane of the e2e tests can run (`scripts/control-plane.sh`; set
 //! `BENCH_CONTROL_PLANE=0` to skip it), the same request loads also run, in the same process and
@@ -25,8 +26,9 @@
 //!
 //! `BENCH_SECONDS` sets each load phase's length (default 5); `BENCH_ONLY=rss` measures only the
 //! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost, `BENCH_ONLY=audit` only the
-//! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out, `BENCH_ONLY=baseline`
-//! only the comparison with a plain HTTPS server.
+//! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out,
+//! `BENCH_ONLY=storage` only etcd storage against memory storage side by side ([`storage`]),
+//! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server.
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
 
 #[path = "load/ab.rs"]
@@ -37,6 +39,8 @@ mod audit;
 mod baseline;
 #[path = "load/managed_fields.rs"]
 mod managed_fields;
+#[path = "load/storage.rs"]
+mod storage;
 
 use hdrhistogram::Histogram;
 use std::path::{Path, PathBuf};
@@ -195,6 +199,11 @@ impl ControlPlane {
             credentials: Credentials::Certificate(identity),
         };
         Some(Self { dir, target, etcd: format!("http://127.0.0.1:{etcd_port}") })
+    }
+
+    /// The pid of the control plane's etcd, when its pid file can be read.
+    fn etcd_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir.path().join("etcd.pid")).ok()?.trim().parse().ok()
     }
 
     fn kubeconfig(&self) -> PathBuf {
@@ -582,6 +591,7 @@ async fn main() {
         Ok("managed-fields") => return managed_fields::compare(&binary, phase).await,
         Ok("audit") => return audit::compare(&binary, phase).await,
         Ok("etcd") => return etcd_only(&binary, phase).await,
+        Ok("storage") => return storage_only(&binary, phase).await,
         Ok("baseline") => return baseline::compare(&binary, phase).await,
         _ => {}
     }
@@ -614,6 +624,7 @@ async fn main() {
         etcd = Some(filled_phases(&farm.target, phase).await);
         etcd_fan = Some(fan_out(&farm.target, 1_000, 100).await);
         drop(farm);
+        storage::compare(&binary, cp, phase).await;
         cp.prepare(&["small", "large", "create", "pods"]).await;
         kube = Some(filled_phases(&cp.target, phase).await);
         pods = Some(farmpods(&binary, cp, phase).await);
@@ -675,6 +686,14 @@ async fn etcd_only(binary: &Path, phase: Duration) {
     }
     let ms = |q: f64| fan.value_at_quantile(q) as f64 / 1000.0;
     println!("watch fan-out, 1,000 watchers: p50 {:.2} ms, p99 {:.2} ms", ms(0.5), ms(0.99));
+}
+
+/// etcd storage against memory storage alone, on the control plane's etcd.
+async fn storage_only(binary: &Path, phase: Duration) {
+    match ControlPlane::up() {
+        Some(cp) => storage::compare(binary, &cp, phase).await,
+        None => println!("BENCH_ONLY=storage: skipped, the control plane cannot run here"),
+    }
 }
 
 /// 1,000 and 10,000 llamas written into `target`, then the request phases.

@@ -4,7 +4,7 @@
 //! per request (from `/proc`), which the load generator and other processes sharing the cores do
 //! not move.
 
-use super::{Farm, LLAMAS, Stats, Target, load};
+use super::{Farm, LLAMAS, Stats, Target, llama, load};
 use std::time::Duration;
 
 /// One measured load: its row name and how to send one request number `i`.
@@ -26,6 +26,13 @@ pub const LIST_1000_LLAMAS: Load = Load {
     name: "LIST 1,000 llamas, JSON (8 conns)",
     concurrency: 8,
     request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas"))),
+};
+
+/// Creates of new llamas in namespace `create`, named after the request.
+pub const CREATE_LLAMA: Load = Load {
+    name: "create (32 conns)",
+    concurrency: 32,
+    request: |t, c, i| c.post(t.url(&format!("{LLAMAS}/create/llamas"))).json(&llama(&format!("c{i}"))),
 };
 
 /// Runs `l` for `phase`; `round` keeps the names a create makes apart from earlier rounds'.
@@ -58,6 +65,11 @@ impl Side {
         self.p99_ms = self.p99_ms.max(stats.ms(0.99));
     }
 
+    /// The successful requests.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
     pub fn rate(&self) -> f64 {
         self.requests as f64 / self.seconds.max(f64::MIN_POSITIVE)
     }
@@ -71,7 +83,12 @@ impl Side {
 
 /// The CPU time `farm` has used so far, in seconds.
 fn cpu_seconds(farm: &Farm) -> f64 {
-    let Ok(stat) = procfs::process::Process::new(farm.child.id() as i32).and_then(|p| p.stat()) else { return 0.0 };
+    cpu_seconds_of(farm.child.id())
+}
+
+/// The CPU time process `pid` has used so far, in seconds (0 when it cannot be read).
+pub fn cpu_seconds_of(pid: u32) -> f64 {
+    let Ok(stat) = procfs::process::Process::new(pid as i32).and_then(|p| p.stat()) else { return 0.0 };
     (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
 }
 
@@ -113,9 +130,14 @@ pub async fn row(a_farm: &Farm, b_farm: &Farm, l: &Load, phase: Duration) {
         measure(b_farm, l, phase, 4 * round + 3, &mut b).await;
         measure(a_farm, l, phase, 4 * round + 4, &mut a).await;
     }
+    print_row(l.name, &a, &b);
+}
+
+/// Prints the row of load `name` measured as `a` and `b`.
+pub fn print_row(name: &str, a: &Side, b: &Side) {
     println!(
         "| {:<34} | {:>11.0} | {:>11.0} | {:>5.2}x | {:>8.1} | {:>8.1} | {:>5.2}x | {:>6.2} | {:>6} |",
-        l.name,
+        name,
         a.rate(),
         b.rate(),
         a.rate() / b.rate().max(f64::MIN_POSITIVE),

@@ -6,14 +6,7 @@ use super::{LLAMAS, fill, llama, start};
 use std::path::Path;
 use std::time::Duration;
 
-const LOADS: [Load; 2] = [
-    ab::GET_ONE_LLAMA,
-    Load {
-        name: "create (32 conns)",
-        concurrency: 32,
-        request: |t, c, i| c.post(t.url(&format!("{LLAMAS}/create/llamas"))).json(&llama(&format!("c{i}"))),
-    },
-];
+const LOADS: [Load; 2] = [ab::GET_ONE_LLAMA, ab::CREATE_LLAMA];
 
 /// Runs the comparison and prints its table.
 pub async fn compare(binary: &Path, phase: Duration) {

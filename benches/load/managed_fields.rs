@@ -30,11 +30,7 @@ fn updated(i: u64) -> u64 {
 const LOADS: [Load; 4] = [
     ab::GET_ONE_LLAMA,
     ab::LIST_1000_LLAMAS,
-    Load {
-        name: "create (32 conns)",
-        concurrency: 32,
-        request: |t, c, i| c.post(t.url(&format!("{LLAMAS}/create/llamas"))).json(&llama(&format!("c{i}"))),
-    },
+    ab::CREATE_LLAMA,
     Load {
         name: "update, merge patch (32 conns)",
         concurrency: 32,

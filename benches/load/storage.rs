@@ -1,0 +1,96 @@
+//! etcd storage against memory storage, side by side in one run ([`ab`]): two servers on the
+//! same machine at the same time, one with `--storage memory` and one with `--storage etcd` on
+//! the control plane's etcd, both with that control plane up, under the same loads in
+//! alternating runs. Besides each server's CPU per request, the etcd column's requests are
+//! charged with the CPU etcd spent meanwhile, which the watch cache's reads and the writes cost
+//! etcd (read from `/proc` for etcd's pid).
+
+use super::ab::{self, Load, ROUNDS, Side};
+use super::{ControlPlane, Farm, LLAMAS, fill, llama, start};
+use std::path::Path;
+use std::time::Duration;
+
+const LOADS: [Load; 4] = [
+    ab::GET_ONE_LLAMA,
+    Load {
+        name: "GET one llama (128 conns)",
+        concurrency: 128,
+        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500"))),
+    },
+    ab::LIST_1000_LLAMAS,
+    ab::CREATE_LLAMA,
+];
+
+/// Sequential reads of the write marker in [`read_cost`].
+const READS: u32 = 2_000;
+
+/// Runs the comparison on `cp` and prints its table.
+pub async fn compare(binary: &Path, cp: &ControlPlane, phase: Duration) {
+    let flags = ["--storage", "etcd", "--etcd-endpoints", &cp.etcd, "--etcd-prefix", "/farm-bench-ab"];
+    let (etcd, _) = start(binary, &flags).await;
+    let (memory, _) = start(binary, &[]).await;
+    for farm in [&etcd, &memory] {
+        fill(&farm.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
+    }
+    println!(
+        "etcd storage vs memory storage, control plane up for both, {ROUNDS} rounds of alternating runs, {} s each",
+        phase.as_secs()
+    );
+    ab::header("etcd", "memory");
+    let mut etcd_cpu = Vec::new();
+    for l in &LOADS {
+        etcd_cpu.push(format!("{} {:.1} µs", l.name, row(&etcd, &memory, cp.etcd_pid(), l, phase).await));
+    }
+    println!("etcd's own CPU per request of the etcd column: {}", etcd_cpu.join(", "));
+    read_cost(cp).await;
+    println!();
+}
+
+/// What one read of the write marker costs, alone: the linearizable etcd read every consistent
+/// read from the watch cache waits for (shared by the reads that arrive while one is under
+/// way). Made from this process, on a multi-threaded runtime as the server's.
+async fn read_cost(cp: &ControlPlane) {
+    use farm_apiserver::store::etcd::{EtcdStore, connection};
+    let config = connection::EtcdConfig {
+        endpoints: vec![cp.etcd.clone()],
+        prefix: "/farm-bench-ab".into(),
+        ca_file: None,
+        client_cert: None,
+        request_timeout: Duration::from_secs(5),
+    };
+    let client = connection::connect(&config).await.expect("etcd client");
+    let store = EtcdStore::<farm_apiserver::resources::llama::Llama>::new(client, &config.prefix);
+    store.latest_write().await.expect("a first read");
+    let etcd_cpu = || cp.etcd_pid().map_or(0.0, ab::cpu_seconds_of);
+    let (started, etcd_before, own_before) =
+        (std::time::Instant::now(), etcd_cpu(), ab::cpu_seconds_of(std::process::id()));
+    for _ in 0..READS {
+        store.latest_write().await.expect("a read of the write marker");
+    }
+    let per_read = |seconds: f64| seconds * 1e6 / f64::from(READS);
+    println!(
+        "one read of the write marker ({READS} in a row): {:.0} µs, etcd's CPU {:.0} µs, the client's CPU {:.0} µs",
+        per_read(started.elapsed().as_secs_f64()),
+        per_read(etcd_cpu() - etcd_before),
+        per_read(ab::cpu_seconds_of(std::process::id()) - own_before)
+    );
+}
+
+/// Measures `l` on both servers in alternating rounds and prints its row; returns etcd's CPU
+/// per request of the etcd-backed server, in µs.
+async fn row(etcd: &Farm, memory: &Farm, etcd_pid: Option<u32>, l: &Load, phase: Duration) -> f64 {
+    let (mut a, mut b) = (Side::default(), Side::default());
+    let mut etcd_seconds = 0.0;
+    for round in 0..ROUNDS {
+        let before = etcd_pid.map_or(0.0, ab::cpu_seconds_of);
+        ab::measure(etcd, l, phase, 4 * round + 1, &mut a).await;
+        etcd_seconds += etcd_pid.map_or(0.0, ab::cpu_seconds_of) - before;
+        ab::measure(memory, l, phase, 4 * round + 2, &mut b).await;
+        ab::measure(memory, l, phase, 4 * round + 3, &mut b).await;
+        let before = etcd_pid.map_or(0.0, ab::cpu_seconds_of);
+        ab::measure(etcd, l, phase, 4 * round + 4, &mut a).await;
+        etcd_seconds += etcd_pid.map_or(0.0, ab::cpu_seconds_of) - before;
+    }
+    ab::print_row(l.name, &a, &b);
+    etcd_seconds * 1e6 / a.requests().max(1) as f64
+}
