@@ -696,6 +696,28 @@ async fn tables_render_name_weight_height_and_age(#[case] backend: Backend) {
     assert_eq!(row["cells"][3], Value::Null, "no Ready condition yet");
     assert!(row["cells"][4].as_str().unwrap().ends_with('s'));
     assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(row["object"]["apiVersion"], "meta.k8s.io/v1");
+    let stored = s.get_json(&llama_path("default", "dolly")).await.body;
+    assert_eq!(row["object"]["metadata"], stored["metadata"], "the whole metadata, managed fields included");
+    assert!(stored["metadata"]["managedFields"].is_array());
+    let pretty = s
+        .client
+        .get(s.url(&format!("{}?pretty=true", llamas("default"))))
+        .header("accept", TABLE)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(pretty.starts_with("{\n  \"kind\": \"Table\""), "pretty, in the Table's own order: {pretty}");
+    assert!(pretty.contains("\n          \"name\": \"dolly\""), "the row's object indented too: {pretty}");
+    let mut compact = list.body.clone();
+    let mut reread: Value = serde_json::from_str(&pretty).unwrap();
+    for table in [&mut compact, &mut reread] {
+        table["rows"][0]["cells"][4] = json!("age");
+    }
+    assert_eq!(reread, compact);
 
     let one = send(
         s.client
@@ -703,7 +725,7 @@ async fn tables_render_name_weight_height_and_age(#[case] backend: Backend) {
             .header("accept", TABLE),
     )
     .await;
-    assert_eq!(one.body["rows"][0]["object"]["kind"], "Llama");
+    assert_eq!(one.body["rows"][0]["object"], stored, "the whole object, as a GET answers it");
     assert_eq!(one.body["rows"].as_array().unwrap().len(), 1);
     let none =
         send(s.client.get(s.url(&format!("{}?includeObject=None", llamas("default")))).header("accept", TABLE)).await;

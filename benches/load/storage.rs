@@ -1,23 +1,36 @@
 //! etcd storage against memory storage, side by side in one run ([`ab`]): two servers on the
 //! same machine at the same time, one with `--storage memory` and one with `--storage etcd` on
 //! the control plane's etcd, both with that control plane up, under the same loads in
-//! alternating runs. Besides each server's CPU per request, the etcd column's requests are
-//! charged with the CPU etcd spent meanwhile, which the watch cache's reads and the writes cost
-//! etcd (read from `/proc` for etcd's pid).
+//! alternating runs. Reads run both consistent (no resourceVersion: in etcd mode each waits for
+//! a read of the write marker) and at `resourceVersion=0` (the watch cache as it is). Besides
+//! each server's CPU per request, the etcd column's requests are charged with the CPU etcd spent
+//! meanwhile, which the watch cache's reads and the writes cost etcd (read from `/proc` for
+//! etcd's pid).
 
 use super::ab::{self, Load, ROUNDS, Side};
 use super::{ControlPlane, Farm, LLAMAS, fill, llama, start};
 use std::path::Path;
 use std::time::Duration;
 
-const LOADS: [Load; 4] = [
+const LOADS: [Load; 6] = [
     ab::GET_ONE_LLAMA,
     Load {
         name: "GET one llama (128 conns)",
         concurrency: 128,
         request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500"))),
     },
+    // At resourceVersion=0 any state will do: the cache answers at once, without a marker read.
+    Load {
+        name: "GET, resourceVersion=0 (32 conns)",
+        concurrency: 32,
+        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas/l000500?resourceVersion=0"))),
+    },
     ab::LIST_1000_LLAMAS,
+    Load {
+        name: "LIST 1,000, resourceVersion=0 (8)",
+        concurrency: 8,
+        request: |t, c, _| c.get(t.url(&format!("{LLAMAS}/small/llamas?resourceVersion=0"))),
+    },
     ab::CREATE_LLAMA,
 ];
 

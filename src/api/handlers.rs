@@ -130,13 +130,16 @@ fn render_object<K: Strategy>(
         Representation::Table(version) => {
             let metadata =
                 ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
-            let t = table::render(
-                std::iter::once(&object.decode()?),
+            let mut t = table::render(
+                std::iter::once(object),
                 metadata,
                 query.include_object()?,
                 version,
                 k8s_openapi::jiff::Timestamp::now(),
-            );
+            )?;
+            if pretty {
+                t.indent_objects()?;
+            }
             encode(&t, pretty)?.into()
         }
     };
@@ -203,13 +206,16 @@ fn render_list<K: Strategy>(
             encode(&list, pretty)?
         }
         Representation::Table(version) => {
-            let t = table::render(
-                decode_all(items)?.iter(),
+            let mut t = table::render(
+                items.iter().map(|o| &**o),
                 metadata,
                 query.include_object()?,
                 version,
                 k8s_openapi::jiff::Timestamp::now(),
-            );
+            )?;
+            if pretty {
+                t.indent_objects()?;
+            }
             encode(&t, pretty)?
         }
     };

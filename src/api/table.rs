@@ -3,11 +3,18 @@
 //! Every resource gets NAME first and AGE after its own priority-0 columns; priority-1 columns
 //! (shown by `-o wide`) come last. The AGE cell is a human duration such as `5m` or `3d4h`,
 //! rendered as `k8s.io/apimachinery/pkg/util/duration.HumanDuration` does.
+//!
+//! Rows are rendered from stored objects: the cells from the object decoded without its managed
+//! fields (which no cell shows and which are most of decoding it), and the row's `object` copied
+//! as stored (its `metadata` alone for a `PartialObjectMetadata`), never decoded and encoded again.
 
 use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::error::{Error, Result};
+use crate::machinery::stored::Stored;
 use crate::machinery::strategy::Strategy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 /// `TableColumnDefinition`.
 #[derive(Serialize, Debug)]
@@ -31,7 +38,15 @@ impl From<&Column> for ColumnDefinition {
 pub struct Row {
     cells: Vec<serde_json::Value>,
     /// `null` without an object, as Go writes an empty `RawExtension`.
-    object: serde_json::Value,
+    object: Option<RowObject>,
+}
+
+/// A row's object: its JSON as stored, or parsed for pretty output (which indents it).
+#[derive(Serialize, Debug)]
+#[serde(untagged)]
+enum RowObject {
+    Raw(Box<RawValue>),
+    Parsed(serde_json::Value),
 }
 
 /// `meta.k8s.io/v1` `Table`.
@@ -49,6 +64,19 @@ impl Table {
     /// Removes the column definitions (watch frames after the first carry rows only).
     pub fn drop_column_definitions(&mut self) {
         self.column_definitions.clear();
+    }
+
+    /// Parses the rows' objects, so that pretty output indents them with the rest (raw JSON is
+    /// written as it is).
+    pub fn indent_objects(&mut self) -> Result<()> {
+        for object in self.rows.iter_mut().filter_map(|row| row.object.as_mut()) {
+            if let RowObject::Raw(raw) = object {
+                let parsed = serde_json::from_str(raw.get())
+                    .map_err(|e| Error::Internal(format!("a table row's object: {e}")))?;
+                *object = RowObject::Parsed(parsed);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -102,36 +130,49 @@ fn ordered_columns<K: Strategy>() -> impl Iterator<Item = (Option<usize>, &'stat
 
 /// Renders `objects` as a Table. `now` is passed in so ages are computed once per response.
 pub fn render<'a, K: Strategy>(
-    objects: impl IntoIterator<Item = &'a K>,
+    objects: impl IntoIterator<Item = &'a Stored<K>>,
     metadata: ListMeta,
     include: IncludeObject,
     version: super::negotiate::MetaVersion,
     now: k8s_openapi::jiff::Timestamp,
-) -> Table {
+) -> Result<Table> {
     let column_definitions = ordered_columns::<K>().map(|(_, c)| c.into()).collect();
-    let rows = objects
-        .into_iter()
-        .map(|object| {
-            let own = object.cells();
-            let cells = ordered_columns::<K>()
-                .map(|(index, column)| match index {
-                    Some(i) => own.get(i).cloned().unwrap_or(serde_json::Value::Null),
-                    None if column.name == "Name" => serde_json::json!(object.meta().name.as_deref().unwrap_or("")),
-                    None => serde_json::json!(age(object.meta(), now)),
-                })
-                .collect();
-            let object = match include {
-                IncludeObject::None => None,
-                IncludeObject::Metadata => {
-                    serde_json::to_value(crate::api::negotiate::partial_metadata_in(object.meta(), version)).ok()
-                }
-                IncludeObject::Object => serde_json::to_value(object).ok(),
-            };
-            let object = object.unwrap_or_default();
-            Row { cells, object }
+    let rows = objects.into_iter().map(|stored| row(stored, include, version, now)).collect::<Result<_>>()?;
+    Ok(Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows })
+}
+
+/// The row of `stored`.
+fn row<K: Strategy>(
+    stored: &Stored<K>,
+    include: IncludeObject,
+    version: super::negotiate::MetaVersion,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Result<Row> {
+    let object = stored.decode_without_managed_fields()?;
+    let own = object.cells();
+    let cells = ordered_columns::<K>()
+        .map(|(index, column)| match index {
+            Some(i) => own.get(i).cloned().unwrap_or(serde_json::Value::Null),
+            None if column.name == "Name" => serde_json::json!(object.meta().name.as_deref().unwrap_or("")),
+            None => serde_json::json!(age(object.meta(), now)),
         })
         .collect();
-    Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows }
+    let raw = match include {
+        IncludeObject::None => return Ok(Row { cells, object: None }),
+        IncludeObject::Metadata => {
+            // kube-core's PartialObjectMeta, as `negotiate::partial_metadata_in` gives it.
+            let mut raw =
+                format!(r#"{{"apiVersion":"{}","kind":"PartialObjectMetadata","metadata":"#, version.api_version())
+                    .into_bytes();
+            raw.extend(stored.metadata_json());
+            raw.push(b'}');
+            raw
+        }
+        IncludeObject::Object => stored.json().to_vec(),
+    };
+    let raw = String::from_utf8(raw).map_err(|e| Error::Internal(format!("a stored object is not UTF-8: {e}")))?;
+    let object = RawValue::from_string(raw).map_err(|e| Error::Internal(format!("a stored object's JSON: {e}")))?;
+    Ok(Row { cells, object: Some(RowObject::Raw(object)) })
 }
 
 fn age(meta: &ObjectMeta, now: k8s_openapi::jiff::Timestamp) -> String {

@@ -100,12 +100,12 @@ impl<K: Strategy> Encoder<K> {
                 let metadata =
                     ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
                 let mut t = table::render(
-                    std::iter::once(&object.decode()?),
+                    std::iter::once(object),
                     metadata,
                     self.include,
                     version,
                     k8s_openapi::jiff::Timestamp::now(),
-                );
+                )?;
                 if self.columns_sent {
                     t.drop_column_definitions();
                 }

@@ -110,13 +110,28 @@ impl<K: ApiResource> Stored<K> {
         serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))
     }
 
+    /// The object decoded without `metadata.managedFields`, for what never reads them (a
+    /// Table's cells): decoding the managed fields is most of decoding a small object.
+    pub fn decode_without_managed_fields(&self) -> Result<K> {
+        let mut json = Vec::with_capacity(self.head.len() + self.body.len());
+        json.extend_from_slice(&self.head);
+        json.extend_from_slice(&self.body);
+        serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))
+    }
+
     /// The object's metadata, decoded alone.
     pub fn metadata(&self) -> Result<ObjectMeta> {
-        let json = self.json();
-        let Some(at) = json_scan::find(&json, &["metadata"]) else { return Ok(ObjectMeta::default()) };
-        let raw = json_scan::value_end(&json, at).and_then(|end| json.get(at..end)).unwrap_or_default();
-        serde_json::from_slice(raw)
+        serde_json::from_slice(&self.metadata_json())
             .map_err(|e| Error::Internal(format!("decoding a stored {}'s metadata: {e}", K::INFO.kind)))
+    }
+
+    /// The compact JSON of the object's `metadata` (`{}` when it has none), as it is stored.
+    pub fn metadata_json(&self) -> Vec<u8> {
+        let json = self.json();
+        let raw = json_scan::find(&json, &["metadata"])
+            .and_then(|at| json.get(at..json_scan::value_end(&json, at)?))
+            .unwrap_or(b"{}");
+        raw.to_vec()
     }
 
     /// The value of the label `key`.
@@ -351,8 +366,11 @@ mod tests {
         assert_eq!(&written[1..], &stored.json()[..]);
         assert_eq!(stored.json_len(), stored.json().len());
         assert_eq!(stored.decode().unwrap(), object);
+        assert_eq!(stored.metadata_json(), serde_json::to_vec(&object.metadata).unwrap());
         let mut plain = object.clone();
         plain.metadata.managed_fields = None;
+        assert!(object.metadata.managed_fields.is_some());
+        assert_eq!(stored.decode_without_managed_fields().unwrap(), plain);
         let plain = Stored::new(plain).unwrap();
         assert_eq!(plain.json(), serde_json::to_vec(&plain.decode().unwrap()).unwrap());
         assert!(Arc::ptr_eq(&plain.head, &stored.head), "the head is shared");

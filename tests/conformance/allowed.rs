@@ -58,6 +58,16 @@ fn cause_without_message(cause: &Value) -> Value {
     cause
 }
 
+/// The causes of a `Status` answer, as they are (none for another answer).
+fn causes_of(answer: &Answer) -> Vec<Value> {
+    answer.body["details"]["causes"].as_array().cloned().unwrap_or_default()
+}
+
+/// The causes of a `Status` answer without their messages, leaving out those `skip` picks.
+fn causes_without_messages(answer: &Answer, skip: impl Fn(&Value) -> bool) -> Vec<Value> {
+    causes_of(answer).iter().filter(|c| !skip(c)).map(cause_without_message).collect()
+}
+
 /// The two answers are the same but for the wording of their messages.
 fn only_wording(farm: &Answer, reference: &Answer) -> bool {
     farm.code == reference.code
@@ -314,10 +324,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
                     .as_str()
                     .is_some_and(|m| m.starts_with("Invalid value: \"null\": ") && m.contains("must be of type string"))
             };
-            let causes = |answer: &Answer, skip: bool| -> Vec<Value> {
-                let all = answer.body["details"]["causes"].as_array().cloned().unwrap_or_default();
-                all.iter().filter(|c| !(skip && empty_as_null(c))).map(cause_without_message).collect()
-            };
+            let causes = |answer: &Answer, skip: bool| causes_without_messages(answer, |c| skip && empty_as_null(c));
             // Whatever farm-apiserver answered (it may have found something else to refuse first)
             // when the empty string was all the reference refused.
             request.body_text().contains(r#":"""#)
@@ -338,11 +345,8 @@ pub const ON_PURPOSE: &[Allowed] = &[
         applies: |_, farm, reference| {
             // The set of causes (repeated ones counted once), with or without their messages.
             let causes = |answer: &Answer, with_messages: bool| -> Vec<String> {
-                let all = answer.body["details"]["causes"].as_array().cloned().unwrap_or_default();
-                let mut set: Vec<String> = all
-                    .iter()
-                    .map(|c| if with_messages { c.to_string() } else { cause_without_message(c).to_string() })
-                    .collect();
+                let all = if with_messages { causes_of(answer) } else { causes_without_messages(answer, |_| false) };
+                let mut set: Vec<String> = all.iter().map(Value::to_string).collect();
                 set.sort();
                 set.dedup();
                 set
@@ -405,15 +409,14 @@ pub const ON_PURPOSE: &[Allowed] = &[
         applies: |_, farm, reference| {
             let causes = |answer: &Answer| -> Vec<Value> {
                 let mut seen = Vec::new();
-                for cause in answer.body["details"]["causes"].as_array().into_iter().flatten() {
-                    let cause = cause_without_message(cause);
+                for cause in causes_without_messages(answer, |_| false) {
                     if !seen.contains(&cause) {
                         seen.push(cause);
                     }
                 }
                 seen
             };
-            let count = |answer: &Answer| answer.body["details"]["causes"].as_array().map_or(0, Vec::len);
+            let count = |answer: &Answer| causes_of(answer).len();
             farm.code == 422
                 && reference.code == 422
                 && count(reference) > count(farm)
@@ -472,10 +475,8 @@ pub const ON_PURPOSE: &[Allowed] = &[
             let refuses_null = |cause: &Value| {
                 cause["message"].as_str().is_some_and(|m| m.contains("must be of type") && m.contains("\"null\""))
             };
-            let causes = |answer: &Answer, skip_nulls: bool| -> Vec<Value> {
-                let all = answer.body["details"]["causes"].as_array().cloned().unwrap_or_default();
-                all.iter().filter(|c| !(skip_nulls && refuses_null(c))).map(cause_without_message).collect()
-            };
+            let causes =
+                |answer: &Answer, skip_nulls: bool| causes_without_messages(answer, |c| skip_nulls && refuses_null(c));
             let only_nulls_refused = farm.code < 300
                 && reference.code == 422
                 && message(reference).contains("must be of type")
@@ -486,11 +487,10 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 && causes(reference, true) == causes(farm, false);
             // A required field sent as null: missing to farm-apiserver, of type null to the CRD.
             let field_reason = |c: &Value| (c["field"].clone(), c["reason"].clone());
-            let all = |answer: &Answer| answer.body["details"]["causes"].as_array().cloned().unwrap_or_default();
             let required_not_null = farm.code == 422
                 && reference.code == 422
-                && all(farm).len() == all(reference).len()
-                && all(farm).iter().zip(all(reference)).all(|(f, r)| {
+                && causes_of(farm).len() == causes_of(reference).len()
+                && causes_of(farm).iter().zip(causes_of(reference)).all(|(f, r)| {
                     field_reason(f) == field_reason(&r)
                         || (f["field"] == r["field"] && f["reason"] == "FieldValueRequired" && refuses_null(&r))
                 });
