@@ -157,22 +157,33 @@ fn row<K: Strategy>(
             None => serde_json::json!(age(object.meta(), now)),
         })
         .collect();
-    let raw = match include {
+    let object = match include {
         IncludeObject::None => return Ok(Row { cells, object: None }),
         IncludeObject::Metadata => {
-            // kube-core's PartialObjectMeta, as `negotiate::partial_metadata_in` gives it.
-            let mut raw =
-                format!(r#"{{"apiVersion":"{}","kind":"PartialObjectMetadata","metadata":"#, version.api_version())
-                    .into_bytes();
-            raw.extend(stored.metadata_json());
-            raw.push(b'}');
-            raw
+            let metadata = raw_json(stored.metadata_json())?;
+            let partial =
+                PartialMetadata { api_version: version.api_version(), kind: "PartialObjectMetadata", metadata };
+            raw_json(serde_json::to_vec(&partial).map_err(|e| Error::Internal(format!("a table row's object: {e}")))?)?
         }
-        IncludeObject::Object => stored.json().to_vec(),
+        IncludeObject::Object => raw_json(stored.json().to_vec())?,
     };
-    let raw = String::from_utf8(raw).map_err(|e| Error::Internal(format!("a stored object is not UTF-8: {e}")))?;
-    let object = RawValue::from_string(raw).map_err(|e| Error::Internal(format!("a stored object's JSON: {e}")))?;
     Ok(Row { cells, object: Some(RowObject::Raw(object)) })
+}
+
+/// kube-core's `PartialObjectMeta` (as `negotiate::partial_metadata_in` gives it) with the
+/// metadata as stored.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PartialMetadata<'a> {
+    api_version: &'a str,
+    kind: &'static str,
+    metadata: Box<RawValue>,
+}
+
+/// Stored JSON, to be written as it is.
+fn raw_json(bytes: Vec<u8>) -> Result<Box<RawValue>> {
+    let text = String::from_utf8(bytes).map_err(|e| Error::Internal(format!("a stored object is not UTF-8: {e}")))?;
+    RawValue::from_string(text).map_err(|e| Error::Internal(format!("a stored object's JSON: {e}")))
 }
 
 fn age(meta: &ObjectMeta, now: k8s_openapi::jiff::Timestamp) -> String {

@@ -85,7 +85,8 @@ impl<K: ApiResource> Stored<K> {
             json_scan::find(&json, &path).and_then(|at| json_scan::scalar(&json, at)).unwrap_or_default()
         }));
         spans.extend(labels.into_iter().flat_map(|at| json_scan::string_members(&json, at)).flat_map(|(k, v)| [k, v]));
-        // The head ends at metadata's `{`, before every indexed field and the managed fields.
+        // The head ends at metadata's opening brace, before every indexed field and the managed
+        // fields.
         let head_len = metadata.map_or(0, |m| m + 1);
         let movable = managed.as_ref().is_none_or(|m| m.at as usize >= head_len)
             && spans.iter().all(|s| *s == Span::EMPTY || s.start() >= head_len);
