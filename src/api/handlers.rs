@@ -8,7 +8,7 @@
 
 use super::decode::{check_kind, check_media_type, check_metadata, decode_object, parse_body, prepare_body, read_body};
 use super::extract::{PathParams, Requester};
-use super::negotiate::{Representation, Target, negotiate, partial_metadata_in};
+use super::negotiate::{MetaVersion, Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{Registry, WriteContext};
@@ -94,6 +94,21 @@ fn encode<T: Serialize + ?Sized>(value: &T, pretty: bool) -> Result<Vec<u8>> {
     out.map_err(|e| Error::Internal(format!("encoding the response: {e}")))
 }
 
+/// `objects` as a Table, encoded; pretty output indents the rows' objects too.
+fn encode_table<'a, K: Strategy>(
+    objects: impl IntoIterator<Item = &'a Stored<K>>,
+    metadata: ListMeta,
+    version: MetaVersion,
+    query: &Query,
+) -> Result<Vec<u8>> {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let mut t = table::render(objects, metadata, query.include_object()?, version, now)?;
+    if query.pretty() {
+        t.indent_objects()?;
+    }
+    encode(&t, query.pretty())
+}
+
 /// Formats a `Warning` header value as the kube-apiserver does: `299 - "text"`.
 fn warning_header(text: &str) -> Option<HeaderValue> {
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
@@ -130,17 +145,7 @@ fn render_object<K: Strategy>(
         Representation::Table(version) => {
             let metadata =
                 ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
-            let mut t = table::render(
-                std::iter::once(object),
-                metadata,
-                query.include_object()?,
-                version,
-                k8s_openapi::jiff::Timestamp::now(),
-            )?;
-            if pretty {
-                t.indent_objects()?;
-            }
-            encode(&t, pretty)?.into()
+            encode_table(std::iter::once(object), metadata, version, query)?.into()
         }
     };
     Ok(respond(code, &representation.content_type(Target::Object), body, warnings))
@@ -205,19 +210,7 @@ fn render_list<K: Strategy>(
             };
             encode(&list, pretty)?
         }
-        Representation::Table(version) => {
-            let mut t = table::render(
-                items.iter().map(|o| &**o),
-                metadata,
-                query.include_object()?,
-                version,
-                k8s_openapi::jiff::Timestamp::now(),
-            )?;
-            if pretty {
-                t.indent_objects()?;
-            }
-            encode(&t, pretty)?
-        }
+        Representation::Table(version) => encode_table(items.iter().map(|o| &**o), metadata, version, query)?,
     };
     Ok(respond(StatusCode::OK, &representation.content_type(Target::List), body, &[]))
 }
