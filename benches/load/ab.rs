@@ -54,6 +54,9 @@ pub struct Side {
     /// The server's CPU time (user + system) during the runs.
     cpu_seconds: f64,
     p99_ms: f64,
+    /// A process the server depends on (its etcd), and the CPU time it spent during the runs.
+    companion: Option<u32>,
+    companion_seconds: f64,
 }
 
 impl Side {
@@ -65,11 +68,6 @@ impl Side {
         self.p99_ms = self.p99_ms.max(stats.ms(0.99));
     }
 
-    /// The successful requests.
-    pub fn requests(&self) -> u64 {
-        self.requests
-    }
-
     pub fn rate(&self) -> f64 {
         self.requests as f64 / self.seconds.max(f64::MIN_POSITIVE)
     }
@@ -78,6 +76,11 @@ impl Side {
     /// machine runs meanwhile (the load generator included).
     pub fn cpu_us(&self) -> f64 {
         self.cpu_seconds * 1e6 / self.requests.max(1) as f64
+    }
+
+    /// The companion's CPU time per request.
+    pub fn companion_cpu_us(&self) -> f64 {
+        self.companion_seconds * 1e6 / self.requests.max(1) as f64
     }
 }
 
@@ -93,9 +96,11 @@ pub fn cpu_seconds_of(pid: u32) -> f64 {
 }
 
 /// Runs `l` on `farm` for `phase`, adding what it measured to `side`.
-pub async fn measure(farm: &Farm, l: &Load, phase: Duration, round: u64, side: &mut Side) {
-    let before = cpu_seconds(farm);
+async fn measure(farm: &Farm, l: &Load, phase: Duration, round: u64, side: &mut Side) {
+    let companion = || side.companion.map_or(0.0, cpu_seconds_of);
+    let (before, companion_before) = (cpu_seconds(farm), companion());
     let stats = run(&farm.target, l, phase, round).await;
+    side.companion_seconds += companion() - companion_before;
     side.add(&stats, cpu_seconds(farm) - before);
 }
 
@@ -123,7 +128,19 @@ pub fn header(a: &str, b: &str) {
 
 /// Measures `l` on `a` and `b` in alternating rounds and prints its row.
 pub async fn row(a_farm: &Farm, b_farm: &Farm, l: &Load, phase: Duration) {
-    let (mut a, mut b) = (Side::default(), Side::default());
+    row_with_companion(a_farm, b_farm, None, l, phase).await;
+}
+
+/// [`row`], also charging `a`'s requests with the CPU process `companion` (one `a` depends on,
+/// such as its etcd) spent during `a`'s runs; returns that per request, in µs.
+pub async fn row_with_companion(
+    a_farm: &Farm,
+    b_farm: &Farm,
+    companion: Option<u32>,
+    l: &Load,
+    phase: Duration,
+) -> f64 {
+    let (mut a, mut b) = (Side { companion, ..Side::default() }, Side::default());
     for round in 0..ROUNDS {
         measure(a_farm, l, phase, 4 * round + 1, &mut a).await;
         measure(b_farm, l, phase, 4 * round + 2, &mut b).await;
@@ -131,10 +148,11 @@ pub async fn row(a_farm: &Farm, b_farm: &Farm, l: &Load, phase: Duration) {
         measure(a_farm, l, phase, 4 * round + 4, &mut a).await;
     }
     print_row(l.name, &a, &b);
+    a.companion_cpu_us()
 }
 
 /// Prints the row of load `name` measured as `a` and `b`.
-pub fn print_row(name: &str, a: &Side, b: &Side) {
+fn print_row(name: &str, a: &Side, b: &Side) {
     println!(
         "| {:<34} | {:>11.0} | {:>11.0} | {:>5.2}x | {:>8.1} | {:>8.1} | {:>5.2}x | {:>6.2} | {:>6} |",
         name,

@@ -7,8 +7,8 @@
 //! meanwhile, which the watch cache's reads and the writes cost etcd (read from `/proc` for
 //! etcd's pid).
 
-use super::ab::{self, Load, ROUNDS, Side};
-use super::{ControlPlane, Farm, LLAMAS, fill, llama, start};
+use super::ab::{self, Load, ROUNDS};
+use super::{ControlPlane, LLAMAS, fill, llama, start};
 use std::path::Path;
 use std::time::Duration;
 
@@ -52,7 +52,8 @@ pub async fn compare(binary: &Path, cp: &ControlPlane, phase: Duration) {
     ab::header("etcd", "memory");
     let mut etcd_cpu = Vec::new();
     for l in &LOADS {
-        etcd_cpu.push(format!("{} {:.1} µs", l.name, row(&etcd, &memory, cp.etcd_pid(), l, phase).await));
+        let etcd_us = ab::row_with_companion(&etcd, &memory, cp.etcd_pid(), l, phase).await;
+        etcd_cpu.push(format!("{} {etcd_us:.1} µs", l.name));
     }
     println!("etcd's own CPU per request of the etcd column: {}", etcd_cpu.join(", "));
     read_cost(cp).await;
@@ -87,23 +88,4 @@ async fn read_cost(cp: &ControlPlane) {
         per_read(etcd_cpu() - etcd_before),
         per_read(ab::cpu_seconds_of(std::process::id()) - own_before)
     );
-}
-
-/// Measures `l` on both servers in alternating rounds and prints its row; returns etcd's CPU
-/// per request of the etcd-backed server, in µs.
-async fn row(etcd: &Farm, memory: &Farm, etcd_pid: Option<u32>, l: &Load, phase: Duration) -> f64 {
-    let (mut a, mut b) = (Side::default(), Side::default());
-    let mut etcd_seconds = 0.0;
-    for round in 0..ROUNDS {
-        let before = etcd_pid.map_or(0.0, ab::cpu_seconds_of);
-        ab::measure(etcd, l, phase, 4 * round + 1, &mut a).await;
-        etcd_seconds += etcd_pid.map_or(0.0, ab::cpu_seconds_of) - before;
-        ab::measure(memory, l, phase, 4 * round + 2, &mut b).await;
-        ab::measure(memory, l, phase, 4 * round + 3, &mut b).await;
-        let before = etcd_pid.map_or(0.0, ab::cpu_seconds_of);
-        ab::measure(etcd, l, phase, 4 * round + 4, &mut a).await;
-        etcd_seconds += etcd_pid.map_or(0.0, ab::cpu_seconds_of) - before;
-    }
-    ab::print_row(l.name, &a, &b);
-    etcd_seconds * 1e6 / a.requests().max(1) as f64
 }
