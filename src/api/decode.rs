@@ -14,6 +14,7 @@
 
 use super::query::FieldValidation;
 use crate::machinery::error::{Error, FieldError, Result};
+use crate::machinery::json_depth;
 use crate::machinery::resource::{API_VERSION, ApiResource, VERSION};
 use crate::machinery::strategy::{Strategy, Subresource};
 use bytes::Bytes;
@@ -77,8 +78,10 @@ pub fn parse_json(bytes: &[u8], kind: &str) -> Result<Value> {
 }
 
 /// Parses JSON as Go's decoder reads it: an escaped UTF-16 surrogate without its partner
-/// (`"\ud83e"`), which serde_json refuses, is U+FFFD.
+/// (`"\ud83e"`), which serde_json refuses, is U+FFFD, and a body may nest as deep as Go reads
+/// ([`json_depth`]: what lies deeper than any stored field is emptied first).
 pub fn json_from_slice(bytes: &[u8]) -> serde_json::Result<Value> {
+    let bytes = &*json_depth::shallow(bytes).map_err(<serde_json::Error as serde::de::Error>::custom)?;
     serde_json::from_slice(bytes).or_else(|err| match lone_surrogates_replaced(bytes) {
         Some(repaired) => serde_json::from_slice(&repaired),
         None => Err(err),
@@ -247,6 +250,22 @@ pub fn prepare_body<K: Strategy>(value: &mut Value, subresource: Subresource) {
     if metadata.is_null() {
         *metadata = Value::Object(serde_json::Map::new());
     }
+    null_labels_as_empty(value);
+}
+
+/// Whether `value` has a `null` label or annotation value.
+pub fn has_null_labels(value: &Value) -> bool {
+    let metadata = &value["metadata"];
+    ["labels", "annotations"]
+        .iter()
+        .filter_map(|field| metadata[*field].as_object())
+        .any(|values| values.values().any(Value::is_null))
+}
+
+/// Every `null` label or annotation value of `value` as an empty string, as Go decodes `null`
+/// into a string (its zero value).
+pub fn null_labels_as_empty(value: &mut Value) {
+    let Some(metadata) = value.get_mut("metadata") else { return };
     for field in ["labels", "annotations"] {
         let values = metadata.get_mut(field).and_then(Value::as_object_mut).into_iter().flat_map(|m| m.values_mut());
         for value in values.filter(|v| v.is_null()) {

@@ -501,10 +501,11 @@ impl<K: Strategy> Registry<K> {
                     );
                 }
                 super::decode::prepare_body::<K>(&mut patched, subresource);
-                // In the kube-apiserver's order: a result of another kind (422) or name (400), then
+                // In the kube-apiserver's order: a result of another kind (422), name or namespace (400), then
                 // the storage's precondition, then the validation.
                 super::decode::check_patched_type::<K>(&patched)?;
                 check_body_name(&patched, name)?;
+                check_patched_namespace(&patched, namespace)?;
                 check_resource_version::<K>(resource_version_in(&patched), current.meta(), true)?;
                 let decoded = super::decode::decode_patched::<K>(&patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;
@@ -584,14 +585,24 @@ fn same_name_and_namespace<K: Strategy>(object: &mut K, namespace: &str, name: &
     }
     match object.meta().namespace.as_deref() {
         None | Some("") => object.meta_mut().namespace = Some(namespace.to_string()),
-        Some(other) if other != namespace => {
-            return Err(Error::BadRequest(format!(
-                "the namespace of the object ({other}) does not match the namespace on the request ({namespace})"
-            )));
-        }
+        Some(other) if other != namespace => return Err(other_namespace(other, namespace)),
         Some(_) => {}
     }
     Ok(())
+}
+
+/// The patcher's 400 for a patched object that names another namespace than the request's.
+fn other_namespace(other: &str, namespace: &str) -> Error {
+    Error::BadRequest(format!("the namespace of the object ({other}) does not match the namespace on the request ({namespace})"))
+}
+
+/// Refuses a patched object, not yet decoded, that names another namespace than the request's,
+/// as the kube-apiserver's patcher does right after the patch, before it validates.
+fn check_patched_namespace(body: &serde_json::Value, namespace: &str) -> Result<()> {
+    match body.get("metadata").and_then(|m| m.get("namespace")).and_then(serde_json::Value::as_str) {
+        Some(other) if !other.is_empty() && other != namespace => Err(other_namespace(other, namespace)),
+        _ => Ok(()),
+    }
 }
 
 /// `options` as an admission review carries them.

@@ -66,9 +66,113 @@ fn parse(bytes: &[u8]) -> std::result::Result<Value, String> {
     if let Some(message) = control_characters(bytes) {
         return Err(message);
     }
-    let documents: Vec<Value> =
+    let documents: Vec<GoYaml> =
         serde_saphyr::from_slice_multiple_with_options(bytes, options()).map_err(|e| e.to_string())?;
-    Ok(documents.into_iter().next().unwrap_or(Value::Null))
+    Ok(documents.into_iter().next().map_or(Value::Null, |d| d.0))
+}
+
+/// A YAML node read as sigs.k8s.io/yaml reads it into JSON: as serde_json reads any value, but a
+/// mapping's plain keys resolve as go-yaml v2 resolves scalars and are then written as text
+/// ([`KeyText`]): `n:` and `off:` are the key `"false"`, `0x10:` is `"16"`, `1.0:` is `"1"`.
+struct GoYaml(Value);
+
+impl<'de> serde::Deserialize<'de> for GoYaml {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_any(GoYamlVisitor).map(GoYaml)
+    }
+}
+
+struct GoYamlVisitor;
+
+impl<'de> serde::de::Visitor<'de> for GoYamlVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a YAML node")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(GoYaml(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut members = serde_json::Map::new();
+        while let Some((KeyText(key), GoYaml(value))) = map.next_entry()? {
+            members.insert(key, value);
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+/// A mapping key resolved as go-yaml v2 resolves a scalar, as text the way sigs.k8s.io/yaml's
+/// `convertToJSONableObject` writes it: booleans `true`/`false`, integers in decimal, floats as
+/// Go's `strconv.FormatFloat(f, 'g', -1, 32)` (`.inf`, `-.inf`, `.nan` as YAML writes them); a
+/// null or a collection is no key JSON can have.
+struct KeyText(String);
+
+impl<'de> serde::Deserialize<'de> for KeyText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match deserializer.deserialize_any(GoYamlVisitor)? {
+            Value::String(text) => Ok(KeyText(text)),
+            Value::Bool(b) => Ok(KeyText(b.to_string())),
+            Value::Number(n) => Ok(KeyText(match n.as_f64().filter(|_| n.is_f64()) {
+                Some(f) => go_float32_g(f),
+                None => n.to_string(),
+            })),
+            other => Err(D::Error::custom(format!("Unsupported map key of type: {other}"))),
+        }
+    }
+}
+
+/// `f` as Go's `strconv.FormatFloat(f, 'g', -1, 32)` writes it (YAML's words for the non-finite).
+fn go_float32_g(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
+    }
+    let single = f as f32;
+    let scientific = format!("{single:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((scientific.as_str(), "0"));
+    let exponent: i32 = exponent.parse().unwrap_or_default();
+    // The shortest digits; %e when the exponent is below -4 or at least 6, as Go decides for 'g'.
+    if (-4..6).contains(&exponent) {
+        format!("{single}")
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    }
 }
 
 #[cfg(test)]
@@ -99,8 +203,26 @@ mod tests {
     #[test]
     fn scalars_resolve_as_go_yaml_v2_resolves_them() {
         // What kube-apiserver 1.20 stored for the same Llama spec sent as application/yaml.
-        let v = to_json(b"spec:\n  weight: 0x10\n  height: 0755\n  color: yes\n  n: 1_000\n  s: '0755'\n").unwrap();
-        assert_eq!(v, json!({"spec": {"weight": 16, "height": 493, "color": true, "n": 1000, "s": "0755"}}));
+        let v = to_json(b"spec:\n  weight: 0x10\n  height: 0755\n  color: yes\n  k: 1_000\n  s: '0755'\n").unwrap();
+        assert_eq!(v, json!({"spec": {"weight": 16, "height": 493, "color": true, "k": 1000, "s": "0755"}}));
+    }
+
+    #[test]
+    fn plain_keys_resolve_as_go_yaml_v2_resolves_them_and_are_written_as_sigs_k8s_io_yaml_writes_them() {
+        // What kube-apiserver 1.20 stored for the same labels and annotations sent as application/yaml.
+        let v = to_json(
+            b"n: b\n'y': c\nY: q\n0x10: e\n1_0: f\n1.5: g\n07: h\n1e3: i\n2001-12-14: k\nNO: l\n123456789012: m\n0.1: o\n1.0: p\n-0: r\n1e20: s\n",
+        )
+        .unwrap();
+        let expected = json!({"false": "l", "y": "c", "true": "q", "16": "e", "10": "f", "1.5": "g", "7": "h",
+            "1000": "i", "2001-12-14": "k", "123456789012": "m", "0.1": "o", "1": "p", "0": "r", "1e+20": "s"});
+        assert_eq!(v, expected);
+        assert!(to_json(b"~: h\n").is_err());
+        assert_eq!(super::go_float32_g(1234567.0), "1.234567e+06");
+        assert_eq!(super::go_float32_g(0.00001), "1e-05");
+        assert_eq!(super::go_float32_g(1.23456789012), "1.2345679");
+        // The parser refuses a non-finite float before it is a key (as JSON cannot hold it as a value).
+        assert_eq!(super::go_float32_g(f64::NEG_INFINITY), "-.inf");
     }
 
     #[test]

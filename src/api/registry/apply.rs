@@ -6,6 +6,7 @@
 //! is a precondition; `dryRun` stores nothing.
 
 use super::{Registry, Tracking, WriteContext, Written, object_value, prepare_update, write_of};
+use crate::api::decode;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::managed::{self, Managed};
 use crate::machinery::resource::body_schema;
@@ -54,13 +55,17 @@ impl<K: Strategy> Registry<K> {
         ctx: &WriteContext,
     ) -> Result<(Written<K>, bool)> {
         // What this write resets (the status, applied to the object itself) is not applied: the
-        // applier neither sets nor owns it, and it is not validated.
-        let without_reset;
-        let config = if K::reset_fields(subresource).iter().any(|field| config.get(field).is_some()) {
-            let mut trimmed = config.clone();
-            crate::api::decode::drop_reset_fields::<K>(&mut trimmed, subresource);
-            without_reset = trimmed;
-            &without_reset
+        // applier neither sets nor owns it, and it is not validated. A label or annotation applied
+        // as `null` is applied as an empty string, which the applier owns: Go reads `null` into a
+        // string so, and the kube-apiserver's apply of a custom resource stores it so.
+        let prepared;
+        let resets = K::reset_fields(subresource).iter().any(|field| config.get(field).is_some());
+        let config = if resets || decode::has_null_labels(config) {
+            let mut copy = config.clone();
+            decode::drop_reset_fields::<K>(&mut copy, subresource);
+            decode::null_labels_as_empty(&mut copy);
+            prepared = copy;
+            &prepared
         } else {
             config
         };
@@ -103,7 +108,7 @@ impl<K: Strategy> Registry<K> {
             .map_err(|conflicts| managed::conflict_error(&conflicts))?;
         let mut object = applied.object.unwrap_or_else(|| config.clone());
         object["metadata"]["name"] = Value::String(name.to_string());
-        let decoded = super::super::decode::decode_object::<K>(&object, namespace, ctx.field_validation)?;
+        let decoded = decode::decode_object::<K>(&object, namespace, ctx.field_validation)?;
         // An apply that creates ignores the resourceVersion its configuration may carry.
         let mut object = decoded.object;
         object.meta_mut().resource_version = None;
@@ -140,8 +145,7 @@ impl<K: Strategy> Registry<K> {
                 let object = match applied.object {
                     Some(value) => {
                         super::check_resource_version::<K>(super::resource_version_in(&value), current.meta(), true)?;
-                        let decoded =
-                            super::super::decode::decode_object::<K>(&value, namespace, ctx.field_validation)?;
+                        let decoded = decode::decode_object::<K>(&value, namespace, ctx.field_validation)?;
                         warnings = decoded.warnings;
                         // An emptied namespace is the request's, as for a patch.
                         let mut object = decoded.object;
