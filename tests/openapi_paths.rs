@@ -1,45 +1,104 @@
 //! The OpenAPI documents promise only what the server does: every path and method the served
 //! v2 and v3 documents list is sent a valid request (writes as dry runs) against the standalone
-//! server, and must be answered with one of the codes the document lists for it.
+//! server, once with each media type it documents for its body and once asking for each media
+//! type it documents for its answer (a watch's stream aside), and must be answered with one of
+//! the codes the document lists for it, in the media type asked for.
 
 mod common;
 
 use common::{Server, llama, llama_path, llamas};
 use serde_json::{Value, json};
 
-/// The documented paths and methods of `document`, with their documented response codes.
-fn operations(document: &Value) -> Vec<(String, String, Vec<u16>)> {
+/// One documented operation: its path, method and response codes, the media types of its
+/// body (none without one) and of its answers.
+struct Documented {
+    path: String,
+    method: String,
+    codes: Vec<u16>,
+    consumes: Vec<String>,
+    produces: Vec<String>,
+}
+
+/// The keys of a v3 `content`, or a v2 list of media types.
+fn media_types(value: &Value) -> Vec<String> {
+    match value {
+        Value::Object(content) => content.keys().cloned().collect(),
+        Value::Array(types) => types.iter().filter_map(|t| t.as_str().map(str::to_string)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The documented operations of `document` (v2 or v3).
+fn operations(document: &Value) -> Vec<Documented> {
     let mut out = Vec::new();
     for (path, item) in document["paths"].as_object().into_iter().flatten() {
-        for (method, operation) in item.as_object().into_iter().flatten() {
-            if method == "parameters" {
-                continue;
-            }
-            let codes = operation["responses"].as_object().into_iter().flatten().filter_map(|(c, _)| c.parse().ok());
-            out.push((path.clone(), method.clone(), codes.collect()));
+        for (method, operation) in item.as_object().into_iter().flatten().filter(|(m, _)| *m != "parameters") {
+            let responses = operation["responses"].as_object().into_iter().flatten();
+            let codes = responses.clone().filter_map(|(c, _)| c.parse().ok()).collect();
+            let has_body = operation["parameters"].as_array().into_iter().flatten().any(|p| p["in"] == "body");
+            let consumes = match &operation["requestBody"] {
+                Value::Null if has_body => media_types(&operation["consumes"]),
+                Value::Null => Vec::new(),
+                body => media_types(&body["content"]),
+            };
+            let mut produces = media_types(&operation["produces"]);
+            produces.extend(
+                responses
+                    .flat_map(|(_, r)| media_types(&r["content"]))
+                    .filter(|t| !produces.contains(t))
+                    .collect::<Vec<_>>(),
+            );
+            produces.retain(|t| !t.contains("stream=watch"));
+            out.push(Documented { path: path.clone(), method: method.clone(), codes, consumes, produces });
         }
     }
     out
 }
 
-/// A valid request for a documented operation on the llama `dolly` of `default` (or its
-/// collection); writes are dry runs, so every operation sees the same state.
-fn request(s: &Server, path: &str, method: &str, current: &Value) -> reqwest::RequestBuilder {
-    let path = path.replace("{namespace}", "default").replace("{name}", "dolly");
-    let url = s.url(&path);
-    let dry = |builder: reqwest::RequestBuilder| builder.query(&[("dryRun", "All")]);
-    match method {
-        "get" => s.client.get(url),
-        "post" => dry(s.client.post(url)).json(&llama("created", 1.0, 2.0)),
-        "put" => dry(s.client.put(url)).json(current),
-        "patch" => dry(s.client.patch(url)).header("content-type", "application/merge-patch+json").body("{}"),
-        "delete" => dry(s.client.delete(url)),
-        other => panic!("the document lists a method the test does not know: {other}"),
+/// A valid body in `media_type` for `method` on the llama `dolly` (or its collection), a dry run
+/// where the body says so.
+fn body(method: &str, media_type: &str, current: &Value) -> String {
+    match (method, media_type) {
+        ("post", _) => llama("created", 1.0, 2.0).to_string(),
+        ("put", _) => current.to_string(),
+        // A DeleteOptions body is read instead of the query's options, dryRun included.
+        ("delete", _) => json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}).to_string(),
+        (_, "application/json-patch+json") => "[]".into(),
+        (_, "application/apply-patch+yaml") => {
+            json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "dolly"}})
+                .to_string()
+        }
+        _ => "{}".into(),
     }
 }
 
+/// A valid request for a documented operation on the llama `dolly` of `default` (or its
+/// collection), with a body in `consumes` (JSON is YAML too), asking for an answer in `accept`;
+/// writes are dry runs, so every operation sees the same state.
+fn request(
+    s: &Server,
+    op: &Documented,
+    consumes: Option<&str>,
+    accept: &str,
+    current: &Value,
+) -> reqwest::RequestBuilder {
+    let path = op.path.replace("{namespace}", "default").replace("{name}", "dolly");
+    let method = reqwest::Method::from_bytes(op.method.to_uppercase().as_bytes()).unwrap();
+    let mut builder = s.client.request(method, s.url(&path)).header("accept", accept);
+    if op.method != "get" {
+        builder = builder.query(&[("dryRun", "All")]);
+    }
+    if let Some(media_type) = consumes {
+        if media_type.contains("apply-patch") {
+            builder = builder.query(&[("fieldManager", "openapi-paths")]);
+        }
+        builder = builder.header("content-type", media_type).body(body(&op.method, media_type, current));
+    }
+    builder
+}
+
 #[tokio::test]
-async fn every_documented_path_and_method_answers_as_documented() {
+async fn every_documented_path_method_and_media_type_answers_as_documented() {
     let s = Server::start().await;
     let created = s.client.post(s.url(&llamas("default"))).json(&llama("dolly", 120.0, 170.5)).send().await.unwrap();
     assert_eq!(created.status(), 201);
@@ -50,18 +109,33 @@ async fn every_documented_path_and_method_answers_as_documented() {
     for document_path in ["/openapi/v2", "/openapi/v3/apis/farm.example.com/v1alpha"] {
         let document: Value = s.client.get(s.url(document_path)).send().await.unwrap().json().await.unwrap();
         let operations = operations(&document);
-        assert!(operations.len() >= 10, "{document_path} lists only {operations:?}");
-        for (path, method, codes) in operations {
-            let response = request(&s, &path, &method, &current).send().await.unwrap();
-            let code = response.status().as_u16();
-            let body: Value = response.json().await.unwrap_or(json!(null));
+        assert!(operations.len() >= 10, "{document_path} lists only {} operations", operations.len());
+        for op in &operations {
             assert!(
-                codes.contains(&code),
-                "{document_path}: {method} {path} answered {code}, documented {codes:?}: {body}"
+                op.produces.contains(&"application/json".to_string()),
+                "{document_path}: {} {}",
+                op.method,
+                op.path
             );
-            assert!(body.is_object(), "{method} {path}: {body}");
-            checked += 1;
+            let first_body = op.consumes.first().map(String::as_str);
+            let bodies = op.consumes.iter().map(|c| (Some(c.as_str()), "application/json"));
+            let answers = op.produces.iter().map(|p| (first_body, p.as_str()));
+            for (consumes, accept) in bodies.chain(answers) {
+                let response = request(&s, op, consumes, accept, &current).send().await.unwrap();
+                let code = response.status().as_u16();
+                let content_type = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_string());
+                let text = response.text().await.unwrap();
+                let what = format!("{document_path}: {} {} with {consumes:?}, accepting {accept}", op.method, op.path);
+                assert!(op.codes.contains(&code), "{what}: answered {code}, documented {:?}: {text}", op.codes);
+                assert!(
+                    content_type.as_deref().is_some_and(|t| t.starts_with(accept)),
+                    "{what}: answered {content_type:?}"
+                );
+                assert!(!text.is_empty(), "{what}: no body");
+                checked += 1;
+            }
         }
     }
-    assert!(checked >= 20, "only {checked} operations checked");
+    println!("{checked} requests checked");
+    assert!(checked >= 60, "only {checked} requests checked");
 }

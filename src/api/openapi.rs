@@ -3,11 +3,18 @@
 //!
 //! Schemas come from the Rust types: resource properties through `schemars`, and the
 //! `meta.k8s.io` types (ObjectMeta, ListMeta, Status, DeleteOptions, ...) through k8s-openapi's
-//! `JsonSchema` implementations, under their canonical Kubernetes names. Each operation carries
-//! `x-kubernetes-action` and `x-kubernetes-group-version-kind`, and PATCH lists only the patch
-//! types served (JSON patch and merge patch), so kubectl computes merge patches as it does for
-//! custom resources. Bodies are served with strong ETags; v3 group-version documents are
-//! addressed by a content hash, as the kube-apiserver does.
+//! `JsonSchema` implementations, under their canonical Kubernetes names (reshaped where the
+//! kube-apiserver publishes them otherwise, see `as_kubernetes_publishes`). Operations are built
+//! as the kube-apiserver's CRD builder (apiextensions-apiserver `controller/openapi/builder`)
+//! and kube-openapi build them: each carries `x-kubernetes-action` and
+//! `x-kubernetes-group-version-kind`, consumes and produces JSON and YAML, and the parameters
+//! every operation of a path takes are listed once for the path, all sorted by name. PATCH lists
+//! only the patch types served (JSON patch, merge patch, apply), so kubectl computes merge
+//! patches as it does for custom resources. Where farm-apiserver publishes unlike a CRD
+//! (DELETE answers the object, deletecollection takes DeleteOptions, ...), it publishes as the
+//! built-in resources do; `tests/openapi_reference.rs` compares both with a real kube-apiserver
+//! and lists each difference with its reason. Bodies are served with strong ETags; v3
+//! group-version documents are addressed by a content hash, as the kube-apiserver does.
 
 use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, ResourceInfo, VERSION};
 use crate::machinery::schema::strip_nulls;
@@ -70,9 +77,57 @@ fn meta_definitions(flavour: Flavour) -> Map<String, Value> {
     );
     let mut value = Value::Object(definitions);
     strip_nulls(&mut value);
+    as_kubernetes_publishes(flavour, &mut value);
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
+    }
+}
+
+/// The `meta.k8s.io` schemas as the kube-apiserver publishes them, where k8s-openapi's derive
+/// differs: a v2 reference carries its description beside `$ref` (kube-openapi's v2 readers,
+/// kubectl's among them, take an `allOf` for an untyped value); `Status.metadata` is optional
+/// (k8s-openapi makes it required); and ObjectMeta's lists keep the patch strategies of their
+/// Go tags (`finalizers` merged, `ownerReferences` merged by `uid`).
+fn as_kubernetes_publishes(flavour: Flavour, definitions: &mut Value) {
+    if flavour == Flavour::V2 {
+        unwrap_described_references(definitions);
+    }
+    if let Some(status) = definitions.get_mut(format!("{META}.Status")).and_then(Value::as_object_mut) {
+        status.remove("required");
+    }
+    let patch_strategies = [
+        ("finalizers", json!({"x-kubernetes-patch-strategy": "merge"})),
+        ("ownerReferences", json!({"x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge"})),
+    ];
+    for (name, extensions) in patch_strategies {
+        let property = definitions
+            .get_mut(format!("{META}.ObjectMeta"))
+            .and_then(|meta| meta.get_mut("properties")?.get_mut(name)?.as_object_mut());
+        if let (Some(property), Value::Object(extensions)) = (property, extensions) {
+            property.extend(extensions);
+        }
+    }
+}
+
+/// `{"allOf": [{"$ref": R}], ...}` becomes `{"$ref": R, ...}`, everywhere in `value`.
+fn unwrap_described_references(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let single = map
+                .get("allOf")
+                .and_then(Value::as_array)
+                .filter(|all| all.len() == 1)
+                .and_then(|all| all[0].get("$ref"))
+                .cloned();
+            if let Some(reference) = single {
+                map.remove("allOf");
+                map.insert("$ref".into(), reference);
+            }
+            map.values_mut().for_each(unwrap_described_references);
+        }
+        Value::Array(items) => items.iter_mut().for_each(unwrap_described_references),
+        _ => {}
     }
 }
 
@@ -196,19 +251,19 @@ const P_GRACE: Param = Param(
     "gracePeriodSeconds",
     "query",
     "integer",
-    "The duration in seconds before the object should be deleted. Value must be non-negative integer.",
+    "The duration in seconds before the object should be deleted. Value must be non-negative integer. The value zero indicates delete immediately. If this value is nil, the default grace period for the specified type will be used. Defaults to a per object value if not specified. zero means delete immediately.",
 );
 const P_ORPHAN: Param = Param(
     "orphanDependents",
     "query",
     "boolean",
-    "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. Should the dependent objects be orphaned.",
+    "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. Should the dependent objects be orphaned. If true/false, the \"orphan\" finalizer will be added to/removed from the object's finalizers list. Either this field or PropagationPolicy may be set, but not both.",
 );
 const P_PROPAGATION: Param = Param(
     "propagationPolicy",
     "query",
     "string",
-    "Whether and how garbage collection will be performed. Either this field or OrphanDependents may be set, but not both. Acceptable values are: 'Orphan', 'Background' and 'Foreground'.",
+    "Whether and how garbage collection will be performed. Either this field or OrphanDependents may be set, but not both. The default policy is decided by the existing finalizer set in the metadata.finalizers and the resource-specific default policy. Acceptable values are: 'Orphan' - orphan the dependents; 'Background' - allow the garbage collector to delete the dependents in the background; 'Foreground' - a cascading policy that deletes all dependents in the foreground.",
 );
 const P_LABEL_SELECTOR: Param = Param(
     "labelSelector",
@@ -226,25 +281,25 @@ const P_LIMIT: Param = Param(
     "limit",
     "query",
     "integer",
-    "limit is a maximum number of responses to return for a list call. If more items exist, the server will set the `continue` field on the list metadata to a value that can be used with the same initial query to retrieve the next set of results.",
+    "limit is a maximum number of responses to return for a list call. If more items exist, the server will set the `continue` field on the list metadata to a value that can be used with the same initial query to retrieve the next set of results. Setting a limit may return fewer than the requested amount of items (up to zero items) in the event all requested objects are filtered out and clients should only use the presence of the continue field to determine whether more results are available. Servers may choose not to support the limit argument and will return all of the available results. If limit is specified and the continue field is empty, clients may assume that no more results are available. This field is not supported if watch is true.\n\nThe server guarantees that the objects returned when using continue will be identical to issuing a single list call without a limit - that is, no objects created, modified, or deleted after the first request is issued will be included in any subsequent continued requests. This is sometimes referred to as a consistent snapshot, and ensures that a client that is using limit to receive smaller chunks of a very large result can ensure they see all possible objects. If objects are updated during a chunked list the version of the object that was present at the time the first list result was calculated is returned.",
 );
 const P_CONTINUE: Param = Param(
     "continue",
     "query",
     "string",
-    "The continue option should be set when retrieving more results from the server.",
+    "The continue option should be set when retrieving more results from the server. Since this value is server defined, clients may only use the continue value from a previous query result with identical query parameters (except for the value of continue) and the server may reject a continue value it does not recognize. If the specified continue value is no longer valid whether due to expiration (generally five to fifteen minutes) or a configuration change on the server, the server will respond with a 410 ResourceExpired error together with a continue token. If the client needs a consistent list, it must restart their list without the continue field. Otherwise, the client may send another list request with the token received with the 410 error, the server will respond with a list starting from the next key, but from the latest snapshot, which is inconsistent from the previous list results - objects that are created, modified, or deleted after the first list request will be included in the response, as long as their keys are after the \"next key\".\n\nThis field is not supported when watch is true. Clients may start a watch from the last resourceVersion value returned by the server and not miss any modifications.",
 );
 const P_RV: Param = Param(
     "resourceVersion",
     "query",
     "string",
-    "resourceVersion sets a constraint on what resource versions a request may be served from. See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.",
+    "resourceVersion sets a constraint on what resource versions a request may be served from. See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.\n\nDefaults to unset",
 );
 const P_RV_MATCH: Param = Param(
     "resourceVersionMatch",
     "query",
     "string",
-    "resourceVersionMatch determines how resourceVersion is applied to list calls.",
+    "resourceVersionMatch determines how resourceVersion is applied to list calls. It is highly recommended that resourceVersionMatch be set for list calls where resourceVersion is set See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.\n\nDefaults to unset",
 );
 const P_WATCH: Param = Param(
     "watch",
@@ -256,7 +311,7 @@ const P_BOOKMARKS: Param = Param(
     "allowWatchBookmarks",
     "query",
     "boolean",
-    "allowWatchBookmarks requests watch events with type \"BOOKMARK\". Servers that do not implement bookmarks may ignore this flag and bookmarks are sent at the server's discretion.",
+    "allowWatchBookmarks requests watch events with type \"BOOKMARK\". Servers that do not implement bookmarks may ignore this flag and bookmarks are sent at the server's discretion. Clients should not assume bookmarks are returned at any specific interval, nor may they assume the server will send any BOOKMARK event during a session. If this is not a watch, this field is ignored.",
 );
 const P_SEND_INITIAL: Param = Param(
     "sendInitialEvents",
@@ -300,7 +355,10 @@ enum Scope {
     Namespaced,
 }
 
-const JSON: &[&str] = &["application/json"];
+/// What every body but a patch may be, and every answer but a watch's stream is.
+const JSON_YAML: &[&str] = &["application/json", "application/yaml"];
+/// What a list operation that also watches answers.
+const JSON_YAML_WATCH: &[&str] = &["application/json", "application/yaml", "application/json;stream=watch"];
 const PATCH_TYPES: &[&str] =
     &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
 
@@ -324,7 +382,7 @@ fn delete_params() -> Vec<Param> {
 /// responses, as the kube-apiserver publishes them for a custom resource.
 fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
     let (kind, suffix, object, list) = (names.info.kind, &names.suffix, &names.object, &names.list);
-    let delete_options = || Some((JSON, format!("{META}.DeleteOptions")));
+    let delete_options = || Some((JSON_YAML, format!("{META}.DeleteOptions")));
     let (method, id, description, params, body, responses) = match verb {
         Verb::List | Verb::Watch => {
             let id = match scope {
@@ -337,7 +395,7 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
         Verb::Create => {
             let responses = vec![("200", object.clone()), ("201", object.clone()), ("202", object.clone())];
             let id = format!("create{suffix}Namespaced{kind}");
-            ("post", id, format!("create a {kind}"), write_params(), Some((JSON, object.clone())), responses)
+            ("post", id, format!("create a {kind}"), write_params(), Some((JSON_YAML, object.clone())), responses)
         }
         Verb::DeleteCollection => {
             let mut params = delete_params();
@@ -348,7 +406,7 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
         }
         Verb::Get => {
             let id = format!("read{suffix}Namespaced{kind}");
-            ("get", id, format!("read the specified {kind}"), vec![], None, vec![("200", object.clone())])
+            ("get", id, format!("read the specified {kind}"), vec![P_RV], None, vec![("200", object.clone())])
         }
         Verb::Update => {
             let responses = vec![("200", object.clone()), ("201", object.clone())];
@@ -358,7 +416,7 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
                 id,
                 format!("replace the specified {kind}"),
                 write_params(),
-                Some((JSON, object.clone())),
+                Some((JSON_YAML, object.clone())),
                 responses,
             )
         }
@@ -369,7 +427,8 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
             ("patch", id, description, write_params(), body, vec![("200", object.clone())])
         }
         Verb::Delete => {
-            let responses = vec![("200", object.clone()), ("202", format!("{META}.Status"))];
+            // The deleted object, or (202) the object that stays for its dependents' deletion.
+            let responses = vec![("200", object.clone()), ("202", object.clone())];
             let id = format!("delete{suffix}Namespaced{kind}");
             ("delete", id, format!("delete a {kind}"), delete_params(), delete_options(), responses)
         }
@@ -431,75 +490,115 @@ fn render_param(flavour: Flavour, p: &Param) -> Value {
     let mut v = json!({"name": name, "in": location, "description": description});
     if *location == "path" {
         v["required"] = json!(true);
-    } else {
-        v["uniqueItems"] = json!(true);
     }
+    // kube-openapi marks every parameter that may not repeat, path parameters included; v3
+    // says so in the schema only (a Parameter Object has no `uniqueItems`).
     match flavour {
-        Flavour::V2 => v["type"] = json!(kind),
+        Flavour::V2 => {
+            v["type"] = json!(kind);
+            v["uniqueItems"] = json!(true);
+        }
         Flavour::V3 => v["schema"] = json!({"type": kind, "uniqueItems": true}),
     }
     v
 }
 
-fn render_operation(flavour: Flavour, op: &Operation) -> Value {
-    let tag = version_tag();
-    let mut params: Vec<Value> = op.params.iter().map(|p| render_param(flavour, p)).collect();
+/// The parameters every operation of a path takes, which kube-openapi lists once for the path,
+/// in its order (by name, then location).
+fn common_params(path_params: &[Param], operations: &[Operation]) -> Vec<Param> {
+    let every = |p: &Param| operations.iter().all(|op| op.params.iter().any(|q| (q.0, q.1) == (p.0, p.1)));
+    let mut common: Vec<Param> = path_params.to_vec();
+    if let Some(first) = operations.first() {
+        common.extend(first.params.iter().filter(|p| every(p)));
+    }
+    common.sort_by_key(|p| (p.0, p.1));
+    common
+}
+
+/// Parameters as kube-openapi orders them: by name, then by location.
+fn sort_params(params: &mut [Value]) {
+    let key = |v: &Value| {
+        (v["name"].as_str().unwrap_or_default().to_string(), v["in"].as_str().unwrap_or_default().to_string())
+    };
+    params.sort_by_key(key);
+}
+
+/// What an operation answers: JSON or YAML, and a list that watches also a stream of events.
+fn produces(op: &Operation) -> &'static [&'static str] {
+    if op.action == Verb::List.openapi_action() && op.params.iter().any(|p| p.0 == "watch") {
+        JSON_YAML_WATCH
+    } else {
+        JSON_YAML
+    }
+}
+
+/// `op` with the parameters of `common` left to its path.
+fn render_operation(flavour: Flavour, op: &Operation, common: &[Param]) -> Value {
+    let own = op.params.iter().filter(|p| !common.iter().any(|c| (c.0, c.1) == (p.0, p.1)));
+    let mut params: Vec<Value> = own.map(|p| render_param(flavour, p)).collect();
     let mut v = json!({
         "description": op.description,
         "operationId": op.id,
-        "tags": [tag],
+        "tags": [version_tag()],
         "x-kubernetes-action": op.action,
         "x-kubernetes-group-version-kind": gvk(op.kind),
     });
-    let produces: &[&str] = if op.action == Verb::List.openapi_action() && op.params.iter().any(|p| p.0 == "watch") {
-        &["application/json", "application/json;stream=watch"]
-    } else {
-        &["application/json"]
-    };
     match flavour {
-        Flavour::V2 => {
-            if let Some((types, schema)) = &op.body {
-                params.insert(0, json!({"name": "body", "in": "body", "required": op.method != "delete", "schema": flavour.reference(schema)}));
-                v["consumes"] = json!(types);
-            } else {
-                v["consumes"] = json!(["*/*"]);
-            }
-            v["produces"] = json!(produces);
-            v["schemes"] = json!(["https"]);
-            let mut responses = Map::new();
-            for (code, schema) in &op.responses {
-                responses.insert(
-                    code.to_string(),
-                    json!({"description": describe(code), "schema": flavour.reference(schema)}),
-                );
-            }
-            responses.insert("401".into(), json!({"description": "Unauthorized"}));
-            v["responses"] = Value::Object(responses);
-        }
-        Flavour::V3 => {
-            if let Some((types, schema)) = &op.body {
-                let mut content = Map::new();
-                for t in *types {
-                    content.insert(t.to_string(), json!({"schema": flavour.reference(schema)}));
-                }
-                v["requestBody"] = json!({"content": content, "required": op.method != "delete"});
-            }
-            let mut responses = Map::new();
-            for (code, schema) in &op.responses {
-                let mut content = Map::new();
-                for t in produces {
-                    content.insert(t.to_string(), json!({"schema": flavour.reference(schema)}));
-                }
-                responses.insert(code.to_string(), json!({"description": describe(code), "content": content}));
-            }
-            responses.insert("401".into(), json!({"description": "Unauthorized"}));
-            v["responses"] = Value::Object(responses);
-        }
+        Flavour::V2 => render_v2_exchange(op, &mut v, &mut params),
+        Flavour::V3 => render_v3_exchange(op, &mut v),
     }
+    sort_params(&mut params);
     if !params.is_empty() {
         v["parameters"] = Value::Array(params);
     }
     v
+}
+
+/// A v2 operation's body parameter, media types and responses.
+fn render_v2_exchange(op: &Operation, v: &mut Value, params: &mut Vec<Value>) {
+    let flavour = Flavour::V2;
+    let consumes = match &op.body {
+        Some((types, schema)) => {
+            let mut body = json!({"name": "body", "in": "body", "schema": flavour.reference(schema)});
+            // As go-restful writes it: a parameter that is not required says nothing.
+            if op.method != "delete" {
+                body["required"] = json!(true);
+            }
+            params.push(body);
+            *types
+        }
+        None => JSON_YAML,
+    };
+    v["consumes"] = json!(consumes);
+    v["produces"] = json!(produces(op));
+    v["schemes"] = json!(["https"]);
+    let mut responses = Map::new();
+    for (code, schema) in &op.responses {
+        responses.insert(code.to_string(), json!({"description": describe(code), "schema": flavour.reference(schema)}));
+    }
+    responses.insert("401".into(), json!({"description": "Unauthorized"}));
+    v["responses"] = Value::Object(responses);
+}
+
+/// A v3 operation's request body and responses, one content entry per media type.
+fn render_v3_exchange(op: &Operation, v: &mut Value) {
+    let flavour = Flavour::V3;
+    let content = |types: &[&str], schema: &str| -> Map<String, Value> {
+        types.iter().map(|t| (t.to_string(), json!({"schema": flavour.reference(schema)}))).collect()
+    };
+    if let Some((types, schema)) = &op.body {
+        v["requestBody"] = json!({"content": content(types, schema)});
+        if op.method != "delete" {
+            v["requestBody"]["required"] = json!(true);
+        }
+    }
+    let mut responses = Map::new();
+    for (code, schema) in &op.responses {
+        let answer = json!({"description": describe(code), "content": content(produces(op), schema)});
+        responses.insert(code.to_string(), answer);
+    }
+    responses.insert("401".into(), json!({"description": "Unauthorized"}));
+    v["responses"] = Value::Object(responses);
 }
 
 fn describe(code: &str) -> &'static str {
@@ -543,10 +642,11 @@ fn paths(flavour: Flavour, resources: &[ResourceDescriptor], include_group: bool
         }
     }
     for resource in resources {
-        for (path, common, operations) in resource_paths(resource) {
+        for (path, path_params, operations) in resource_paths(resource) {
+            let common = common_params(&path_params, &operations);
             let mut item = Map::new();
             for op in &operations {
-                item.insert(op.method.to_string(), render_operation(flavour, op));
+                item.insert(op.method.to_string(), render_operation(flavour, op, &common));
             }
             item.insert("parameters".into(), Value::Array(common.iter().map(|p| render_param(flavour, p)).collect()));
             out.insert(path, Value::Object(item));
@@ -689,6 +789,42 @@ mod tests {
         let index: Value = serde_json::from_slice(&a.v3_index.body).unwrap();
         let url = index["paths"][V3_GROUP_VERSION_PATH]["serverRelativeURL"].as_str().unwrap();
         assert!(url.ends_with(&a.v3_group_version.hash));
+    }
+
+    #[test]
+    fn v2_references_carry_their_description_beside_ref_as_kubectl_reads_them() {
+        let (v2, v3) = docs();
+        assert!(!v2.to_string().contains("allOf"), "kube-openapi's v2 readers take an allOf for an untyped value");
+        let meta = &v2["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"];
+        assert_eq!(meta["creationTimestamp"]["$ref"], "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Time");
+        assert_eq!(meta["ownerReferences"]["x-kubernetes-patch-merge-key"], "uid");
+        assert!(v3["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.Status"].get("required").is_none());
+    }
+
+    #[test]
+    fn parameters_every_operation_of_a_path_takes_are_listed_once_for_the_path_in_name_order() {
+        let (v2, v3) = docs();
+        let all = &v2["paths"]["/apis/farm.example.com/v1alpha/llamas"];
+        assert!(all["get"].get("parameters").is_none(), "the only operation's parameters are the path's");
+        let names: Vec<&str> =
+            all["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert!(names.is_sorted() && names.contains(&"labelSelector") && names.contains(&"pretty"), "{names:?}");
+        for parameter in v3["paths"]["/apis/farm.example.com/v1alpha/llamas"]["parameters"].as_array().unwrap() {
+            assert!(parameter.get("uniqueItems").is_none(), "a v3 parameter says it in its schema: {parameter}");
+            assert_eq!(parameter["schema"]["uniqueItems"], true);
+        }
+    }
+
+    #[test]
+    fn operations_offer_yaml_as_the_server_serves_it() {
+        let (v2, _) = docs();
+        let item = &v2["paths"]["/apis/farm.example.com/v1alpha/namespaces/{namespace}/llamas/{name}"];
+        assert_eq!(item["put"]["consumes"], json!(["application/json", "application/yaml"]));
+        assert_eq!(item["get"]["produces"], json!(["application/json", "application/yaml"]));
+        assert_eq!(
+            item["delete"]["responses"]["202"]["schema"]["$ref"],
+            "#/definitions/com.example.farm.v1alpha.Llama"
+        );
     }
 
     #[test]
