@@ -629,8 +629,6 @@ async fn dry_run_validates_everything_and_stores_nothing(#[case] backend: Backen
     assert_eq!(created.code, 201);
     assert_eq!(created.body["metadata"]["name"], "dolly");
     assert_status(&s.get_json(&llama_path("default", "dolly")).await.body, 404, "NotFound");
-    let invalid = send(s.client.post(s.url(&dry(&llamas("default")))).json(&llama("dolly", -1.0, 1.0))).await;
-    assert_status(&invalid.body, 422, "Invalid");
 
     let real = s.create("default", &llama("dolly", 1.0, 1.0)).await.body;
     let path = llama_path("default", "dolly");
@@ -643,8 +641,52 @@ async fn dry_run_validates_everything_and_stores_nothing(#[case] backend: Backen
     let deleted = send(s.client.delete(s.url(&dry(&path)))).await;
     assert_eq!(deleted.code, 200);
     assert_eq!(s.get_json(&path).await.body, real, "dry runs left the object untouched");
+
+    // Every verb's dry run is judged as the real request is: validation, existence and
+    // preconditions refuse it with the same Status as without dryRun.
+    for (method, path, content_type, body, code, reason) in refused_writes(&real) {
+        let request = |query: &str| {
+            let request = s.client.request(method.clone(), s.url(&format!("{path}{query}")));
+            let request = request.header("content-type", content_type);
+            match &body {
+                Some(body) => request.body(body.to_string()),
+                None => request,
+            }
+        };
+        let (dry_answer, real_answer) = (send(request("?dryRun=All")).await, send(request("")).await);
+        assert_status(&dry_answer.body, code, reason);
+        assert_eq!(dry_answer.body, real_answer.body, "{method} {path}: the dry run is refused as the real request");
+    }
+    assert_eq!(s.get_json(&path).await.body, real, "refused writes left the object untouched");
     let revision = s.get_json(&llamas("default")).await.body["metadata"]["resourceVersion"].clone();
     assert_eq!(revision, real["metadata"]["resourceVersion"], "dry runs used no revision");
+}
+
+/// A write and its refusal: method, path, content type, body, and the refusal's code and reason.
+type Refused = (reqwest::Method, String, &'static str, Option<Value>, u16, &'static str);
+
+/// Writes the server refuses while `dolly` (stored as `real`) exists in `default`, one per verb
+/// and reason.
+fn refused_writes(real: &Value) -> Vec<Refused> {
+    use reqwest::Method;
+    let (dolly, nobody) = (llama_path("default", "dolly"), llama_path("default", "nobody"));
+    let (json, merge) = ("application/json", "application/merge-patch+json");
+    let mut invalid = real.clone();
+    invalid["spec"]["weight"] = json!(-1);
+    let mut stale = real.clone();
+    stale["metadata"]["resourceVersion"] = json!("999999");
+    let precondition =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": "999999"}});
+    vec![
+        (Method::POST, llamas("default"), json, Some(llama("bad", -1.0, 1.0)), 422, "Invalid"),
+        (Method::POST, llamas("default"), json, Some(llama("dolly", 1.0, 1.0)), 409, "AlreadyExists"),
+        (Method::PUT, dolly.clone(), json, Some(invalid), 422, "Invalid"),
+        (Method::PUT, dolly.clone(), json, Some(stale), 409, "Conflict"),
+        (Method::PATCH, dolly.clone(), merge, Some(json!({"spec": {"weight": -1}})), 422, "Invalid"),
+        (Method::PATCH, nobody.clone(), merge, Some(json!({"spec": {"weight": 2}})), 404, "NotFound"),
+        (Method::DELETE, nobody, json, None, 404, "NotFound"),
+        (Method::DELETE, dolly, json, Some(precondition), 409, "Conflict"),
+    ]
 }
 
 #[apply(backends)]

@@ -156,8 +156,13 @@ async fn a_watch_is_recorded_when_it_starts_and_when_it_ends() {
     assert_eq!(response.status(), 200);
     let mut response = response;
     while response.chunk().await.unwrap().is_some() {}
-    // The last event is written when the stream is dropped: give it a moment before stopping.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The last event is written when the server has let go of the ended stream: wait for it to
+    // be in the log before stopping, so that stopping is not what ends the watch.
+    let log = dir.path().join("audit.log");
+    common::wait_until("the watch's ResponseComplete event", async || {
+        common::complete_lines(&log).iter().any(|l| l.contains(r#""stage":"ResponseComplete""#))
+    })
+    .await;
     stop(s).await;
     let stages: Vec<_> = events(dir.path()).iter().map(|e| e["stage"].as_str().unwrap().to_string()).collect();
     assert_eq!(stages, ["RequestReceived", "ResponseStarted", "ResponseComplete"]);

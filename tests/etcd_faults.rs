@@ -8,8 +8,14 @@ use common::{Server, get_json, llama, llamas};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// Acknowledged writes of every writer so far: the events the test waits for.
+#[derive(Default)]
+struct Progress {
+    acknowledged: AtomicUsize,
+}
 
 /// What one writer did: the names acknowledged (201), with when, and the failures.
 #[derive(Default)]
@@ -19,7 +25,13 @@ struct Written {
 }
 
 /// Creates `w<writer>-<i>` llamas through `collection` until `stop`, one at a time.
-async fn write(client: reqwest::Client, collection: String, writer: usize, stop: Arc<AtomicBool>) -> Written {
+async fn write(
+    client: reqwest::Client,
+    collection: String,
+    writer: usize,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+) -> Written {
     let mut written = Written::default();
     for i in 0.. {
         if stop.load(Ordering::Relaxed) {
@@ -28,11 +40,15 @@ async fn write(client: reqwest::Client, collection: String, writer: usize, stop:
         let name = format!("w{writer}-{i}");
         let sent = client.post(&collection).json(&llama(&name, 1.0, 1.0)).timeout(Duration::from_secs(5)).send().await;
         match sent.map(|r| r.status().as_u16()) {
-            Ok(201) => written.acknowledged.push((name, Instant::now())),
+            Ok(201) => {
+                written.acknowledged.push((name, Instant::now()));
+                progress.acknowledged.fetch_add(1, Ordering::SeqCst);
+            }
             // 503 while etcd elects a leader, a timeout, or 409 for a retry of a create that
             // committed but was not acknowledged: none of these is an acknowledgement.
             _ => {
                 written.failures += 1;
+                // Pacing of a client that retries, not synchronisation.
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -40,93 +56,241 @@ async fn write(client: reqwest::Client, collection: String, writer: usize, stop:
     written
 }
 
-/// What one watcher saw: `(type, name, resourceVersion)` of every event, in order, and how many
-/// times it had to re-watch or re-list.
-#[derive(Default)]
-struct Seen {
-    events: Vec<(String, String, u64)>,
-    rewatches: usize,
-    relists: usize,
+/// One thing a watcher observed, in order.
+#[derive(Clone, Debug, PartialEq)]
+enum Observed {
+    /// A watch event other than a bookmark: its type, the object's name and resourceVersion.
+    Event(String, String, u64),
+    /// A bookmark: the watcher has seen everything up to this resourceVersion.
+    Bookmark(u64),
+    /// A re-list after a 410: the list's resourceVersion and the objects it held (name to
+    /// resourceVersion); the watcher goes on from there.
+    Relist(u64, BTreeMap<String, u64>),
 }
 
-/// Watches `collection` from `from`, re-watching from the last revision seen when the stream
-/// ends and re-listing on 410 (recording the re-listed objects as `ADDED`), until it has seen
-/// the creation of every name in `until` (set when the writes are over).
-async fn watch(
-    client: reqwest::Client,
-    collection: String,
-    from: u64,
-    until: Arc<tokio::sync::OnceCell<BTreeSet<String>>>,
-) -> Seen {
-    let mut seen = Seen::default();
-    let mut revision = from;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let url = format!("{collection}?watch=true&allowWatchBookmarks=true&resourceVersion={revision}");
-        let Ok(mut response) = client.get(&url).send().await else {
-            seen.rewatches += 1;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        let mut buffer = Vec::new();
-        loop {
-            let chunk = match tokio::time::timeout(Duration::from_millis(500), response.chunk()).await {
-                Ok(Ok(Some(chunk))) => chunk,
-                Ok(_) => break,
-                Err(_) if done(&seen, &until) => return seen,
-                Err(_) => {
-                    assert!(Instant::now() < deadline, "the watcher never saw every creation");
-                    continue;
+/// What one watcher saw, in order, and how many times it had to re-watch.
+#[derive(Default)]
+struct Seen {
+    log: Vec<Observed>,
+    rewatches: usize,
+}
+
+impl Seen {
+    /// The resourceVersion the watcher has seen everything up to: where it watches from next.
+    fn position(&self, from: u64) -> u64 {
+        self.log
+            .iter()
+            .map(|o| match o {
+                Observed::Event(_, _, rv) | Observed::Bookmark(rv) | Observed::Relist(rv, _) => *rv,
+            })
+            .fold(from, u64::max)
+    }
+
+    fn relists(&self) -> usize {
+        self.log.iter().filter(|o| matches!(o, Observed::Relist(..))).count()
+    }
+}
+
+/// Whether every committed write (`committed`: name to the resourceVersion of its creation; only
+/// creations happen, one per name, none before `from`) reached a watcher that started at `from`
+/// exactly once, by resourceVersion: each write is either one event at its resourceVersion, or,
+/// when it falls between the watcher's position before a re-list and the re-list's
+/// resourceVersion, in that re-list's state; every event is a committed write, in increasing
+/// order; every re-list holds exactly the writes committed up to its resourceVersion; and the
+/// watcher's position reached the last write. The problems found, if any.
+fn exactly_once(log: &[Observed], from: u64, committed: &BTreeMap<String, u64>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let by_rv: BTreeMap<u64, &String> = committed.iter().map(|(name, rv)| (*rv, name)).collect();
+    // Every resourceVersion the watcher accounts for, and how: an event, or a re-list's snapshot.
+    let mut delivered: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut position = from;
+    for observed in log {
+        match observed {
+            Observed::Event(kind, name, rv) => {
+                if *rv <= position {
+                    problems.push(format!("{kind} {name} at rv {rv} after rv {position}: repeated or out of order"));
                 }
-            };
-            buffer.extend_from_slice(&chunk);
-            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buffer.drain(..=end).collect();
-                let event: Value = serde_json::from_slice(&line).expect("a JSON watch frame");
-                let kind = event["type"].as_str().unwrap_or_default().to_string();
-                if kind == "ERROR" {
-                    assert_eq!(event["object"]["code"], 410, "{event}");
-                    revision = relist(&client, &collection, &mut seen).await;
-                    break;
+                if kind != "ADDED" || by_rv.get(rv) != Some(&name) {
+                    problems.push(format!("{kind} {name} at rv {rv} is no committed creation"));
                 }
-                let rv: u64 = event["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
-                revision = revision.max(rv);
-                if kind != "BOOKMARK" {
-                    seen.events.push((kind, event["object"]["metadata"]["name"].as_str().unwrap().to_string(), rv));
-                }
+                *delivered.entry(*rv).or_default() += 1;
+                position = position.max(*rv);
             }
-            if done(&seen, &until) {
-                return seen;
+            Observed::Bookmark(rv) if *rv < position => {
+                problems.push(format!("a bookmark at rv {rv} after rv {position}"))
+            }
+            Observed::Bookmark(rv) => position = *rv,
+            Observed::Relist(rv, items) => {
+                let expected: BTreeMap<String, u64> =
+                    committed.iter().filter(|(_, c)| **c <= *rv).map(|(n, c)| (n.clone(), *c)).collect();
+                if *items != expected {
+                    problems.push(format!("the re-list at rv {rv} is not the committed state at rv {rv}"));
+                }
+                if *rv < position {
+                    problems.push(format!("a re-list at rv {rv} after rv {position}"));
+                } else {
+                    // The writes after the position, up to the re-list's resourceVersion, reach the
+                    // watcher in the re-list's state.
+                    for (c, _) in by_rv.range(position + 1..).take_while(|(c, _)| **c <= *rv) {
+                        *delivered.entry(*c).or_default() += 1;
+                    }
+                    position = *rv;
+                }
             }
         }
-        if done(&seen, &until) {
+    }
+    for (rv, name) in by_rv.range(from + 1..) {
+        match delivered.get(rv).copied().unwrap_or(0) {
+            1 => {}
+            0 => problems.push(format!("the creation of {name} at rv {rv} was lost")),
+            n => problems.push(format!("the creation of {name} at rv {rv} was delivered {n} times")),
+        }
+    }
+    problems
+}
+
+/// The writes the watcher must reach, once the writes are over: name to resourceVersion.
+type Until = tokio::sync::OnceCell<BTreeMap<String, u64>>;
+
+/// Whether the writes are over and the watcher's position has reached the last of them.
+fn done(seen: &Seen, from: u64, until: &Until) -> bool {
+    until.get().is_some_and(|committed| committed.values().all(|rv| *rv <= seen.position(from)))
+}
+
+/// Watches `collection` from `from`, re-watching from its position when the stream ends and
+/// re-listing on 410, until its position reaches the last of the writes in `until` (set when the
+/// writes are over).
+async fn watch(client: reqwest::Client, collection: String, from: u64, until: Arc<Until>) -> Seen {
+    let mut seen = Seen::default();
+    let deadline = Instant::now() + common::EVENT_DEADLINE * 2;
+    loop {
+        assert!(Instant::now() < deadline, "the watcher never reached the last write");
+        let url = format!("{collection}?watch=true&allowWatchBookmarks=true&resourceVersion={}", seen.position(from));
+        let response = match client.get(&url).send().await {
+            Ok(response) if response.status() == 200 => response,
+            // While etcd elects a leader; a client retries, paced.
+            _ => {
+                seen.rewatches += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if read_stream(response, &client, &collection, &mut seen, (from, &until), deadline).await {
             return seen;
         }
-        assert!(Instant::now() < deadline, "the watcher never saw every creation");
         seen.rewatches += 1;
     }
 }
 
-fn done(seen: &Seen, until: &tokio::sync::OnceCell<BTreeSet<String>>) -> bool {
-    until.get().is_some_and(|names| {
-        let added: BTreeSet<&String> = seen.events.iter().filter(|(k, _, _)| k == "ADDED").map(|(_, n, _)| n).collect();
-        names.iter().all(|n| added.contains(n))
-    })
+/// Reads one watch stream into `seen` until it ends (false) or the watcher is [`done`] (true);
+/// a 410 re-lists and ends the stream. Panics after `deadline`.
+async fn read_stream(
+    mut response: reqwest::Response,
+    client: &reqwest::Client,
+    collection: &str,
+    seen: &mut Seen,
+    (from, until): (u64, &Until),
+    deadline: Instant,
+) -> bool {
+    let mut buffer = Vec::new();
+    loop {
+        if done(seen, from, until) {
+            return true;
+        }
+        assert!(Instant::now() < deadline, "the watcher never reached the last write");
+        // Wakes up now and then to see whether the writes are over and everything arrived.
+        let chunk = match tokio::time::timeout(Duration::from_millis(500), response.chunk()).await {
+            Ok(Ok(Some(chunk))) => chunk,
+            Ok(_) => return false,
+            Err(_) => continue,
+        };
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            let event: Value = serde_json::from_slice(&line).expect("a JSON watch frame");
+            let kind = event["type"].as_str().unwrap_or_default().to_string();
+            if kind == "ERROR" {
+                assert_eq!(event["object"]["code"], 410, "{event}");
+                seen.log.push(relist(client, collection, deadline).await);
+                return false;
+            }
+            let rv = common::rv(&event["object"]);
+            seen.log.push(match kind.as_str() {
+                "BOOKMARK" => Observed::Bookmark(rv),
+                _ => Observed::Event(kind, event["object"]["metadata"]["name"].as_str().unwrap().to_string(), rv),
+            });
+        }
+    }
 }
 
-/// Lists `collection`, records its objects as `ADDED` (a watcher's relist), and returns its revision.
-async fn relist(client: &reqwest::Client, collection: &str, seen: &mut Seen) -> u64 {
-    seen.relists += 1;
-    let list: Value = client.get(collection).send().await.unwrap().json().await.unwrap();
-    for item in list["items"].as_array().unwrap() {
-        let rv = item["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
-        seen.events.push(("ADDED".into(), item["metadata"]["name"].as_str().unwrap().to_string(), rv));
+/// Lists `collection` as a watcher re-lists, retrying (paced) while etcd has no leader.
+async fn relist(client: &reqwest::Client, collection: &str, deadline: Instant) -> Observed {
+    let list: Value = loop {
+        if let Ok(response) = client.get(collection).send().await
+            && response.status() == 200
+        {
+            break response.json().await.unwrap();
+        }
+        assert!(Instant::now() < deadline, "a re-list never succeeded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let items = list["items"].as_array().unwrap().iter();
+    let items = items.map(|i| (i["metadata"]["name"].as_str().unwrap().to_string(), common::rv(i))).collect();
+    Observed::Relist(list["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap(), items)
+}
+
+/// The bookkeeping proves what it claims: on a made-up history, it finds a write lost behind
+/// a re-list, a write delivered twice, and accepts a history where a re-list covers a gap.
+#[test]
+fn the_exactly_once_bookkeeping_finds_lost_and_repeated_writes_across_relists() {
+    let committed: BTreeMap<String, u64> =
+        [("a", 11), ("b", 12), ("c", 13), ("d", 14)].map(|(n, rv)| (n.into(), rv)).into();
+    let event = |name: &str, rv| Observed::Event("ADDED".into(), name.into(), rv);
+    let list =
+        |rv, names: &[(&str, u64)]| Observed::Relist(rv, names.iter().map(|(n, r)| (n.to_string(), *r)).collect());
+    let whole = [("a", 11), ("b", 12), ("c", 13)];
+    // a by event; b and c only in the re-list's state; d by event after it.
+    let good = [event("a", 11), list(13, &whole), event("d", 14)];
+    assert_eq!(exactly_once(&good, 10, &committed), Vec::<String>::new());
+    // The same, but the re-list's state lacks c, which no event delivered either.
+    let lost = [event("a", 11), list(13, &whole[..2]), event("d", 14)];
+    assert!(exactly_once(&lost, 10, &committed).iter().any(|p| p.contains("rv 13 is not the committed state")));
+    // A bookmark past c, then a re-list: c is in no event and in no re-list's window.
+    let skipped = [event("a", 11), event("b", 12), Observed::Bookmark(13), list(13, &whole), event("d", 14)];
+    assert!(exactly_once(&skipped, 10, &committed).iter().any(|p| p.contains("c at rv 13 was lost")));
+    // b as an event again after the re-list that covered it.
+    let repeated = [event("a", 11), list(13, &whole), event("b", 12), event("d", 14)];
+    assert!(exactly_once(&repeated, 10, &committed).iter().any(|p| p.contains("b at rv 12 was delivered 2 times")));
+    // The watcher stopped before d.
+    let short = [event("a", 11), list(13, &whole)];
+    assert!(exactly_once(&short, 10, &committed).iter().any(|p| p.contains("d at rv 14 was lost")));
+}
+
+/// Waits for the stopped `writers`: the names they saw acknowledged, their failures, and the
+/// longest time after `killed_at` without an acknowledgement.
+async fn writers_done(
+    writers: Vec<tokio::task::JoinHandle<Written>>,
+    killed_at: Instant,
+) -> (BTreeSet<String>, usize, Duration) {
+    let mut acknowledged = BTreeSet::new();
+    let mut times = vec![killed_at];
+    let mut failures = 0;
+    for writer in writers {
+        let written = writer.await.unwrap();
+        failures += written.failures;
+        times.extend(written.acknowledged.iter().map(|(_, at)| *at).filter(|at| *at > killed_at));
+        acknowledged.extend(written.acknowledged.into_iter().map(|(name, _)| name));
     }
-    list["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+    times.sort();
+    let paused = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
+    (acknowledged, failures, paused)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_etcd_leader_under_load_loses_no_write_and_no_event() {
+    // Acknowledged writes before the kill, and after it while the old leader is still dead.
+    const BEFORE: usize = 200;
+    const AFTER: usize = 500;
     let mut cluster = EtcdCluster::start(3);
     let prefix = unique_prefix();
     let replicas = [
@@ -140,33 +304,24 @@ async fn killing_the_etcd_leader_under_load_loses_no_write_and_no_event() {
         .iter()
         .map(|s| tokio::spawn(watch(s.client.clone(), s.url(&llamas("default")), from, until.clone())))
         .collect();
-    let stop = Arc::new(AtomicBool::new(false));
+    let (stop, progress) = (Arc::new(AtomicBool::new(false)), Arc::new(Progress::default()));
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let s = &replicas[w % 2];
-            tokio::spawn(write(s.client.clone(), s.url(&llamas("default")), w, stop.clone()))
+            tokio::spawn(write(s.client.clone(), s.url(&llamas("default")), w, stop.clone(), progress.clone()))
         })
         .collect();
 
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let acknowledged_now = || progress.acknowledged.load(Ordering::SeqCst);
+    common::wait_until("writes before the kill", async || acknowledged_now() >= BEFORE).await;
     let leader = cluster.leader().await;
     let killed_at = Instant::now();
     cluster.members[leader].kill_hard();
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    let at_kill = acknowledged_now();
+    // Writes resume through the two members left, while the old leader is still dead.
+    common::wait_until("writes to resume after the kill", async || acknowledged_now() >= at_kill + AFTER).await;
     stop.store(true, Ordering::Relaxed);
-    let mut acknowledged = BTreeSet::new();
-    let mut times = vec![killed_at];
-    let mut failures = 0;
-    for writer in writers {
-        let written = writer.await.unwrap();
-        failures += written.failures;
-        times.extend(written.acknowledged.iter().map(|(_, at)| *at).filter(|at| *at > killed_at));
-        acknowledged.extend(written.acknowledged.into_iter().map(|(name, _)| name));
-    }
-    // The longest time after the kill without any acknowledged write.
-    times.sort();
-    assert!(times.len() > 1, "no write was acknowledged after the leader was killed");
-    let paused = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
+    let (acknowledged, failures, paused) = writers_done(writers, killed_at).await;
     cluster.members[leader].restart();
 
     let (_, list) = get_json(&replicas[1], &llamas("default")).await;
@@ -178,41 +333,26 @@ async fn killing_the_etcd_leader_under_load_loses_no_write_and_no_event() {
         .collect();
     let lost: Vec<&String> = acknowledged.iter().filter(|n| !stored.contains_key(*n)).collect();
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
-    let _ = until.set(stored.keys().cloned().collect());
+    // Every stored llama is a committed write (acknowledged or not), each created once.
+    let _ = until.set(stored.clone());
     for (watcher, s) in watchers.into_iter().zip(["A", "B"]) {
         let seen = watcher.await.unwrap();
-        let revisions: Vec<u64> = seen.events.iter().map(|(_, _, rv)| *rv).collect();
-        if seen.relists == 0 {
-            assert!(revisions.windows(2).all(|w| w[0] < w[1]), "watcher on {s}: events out of order or repeated");
-        }
-        let mut added = BTreeMap::new();
-        for (_, name, rv) in seen.events.iter().filter(|(k, _, _)| k == "ADDED") {
-            *added.entry(name.clone()).or_insert(0) += usize::from(stored.get(name) == Some(rv));
-        }
-        // After a re-list, objects listed again are seen twice; none may be missing.
-        let wrong: Vec<_> = stored
-            .keys()
-            .filter(|n| match added.get(*n) {
-                Some(1) => false,
-                Some(_) => seen.relists == 0,
-                None => true,
-            })
-            .collect();
-        assert!(wrong.is_empty(), "watcher on {s}: creations not seen exactly once: {wrong:?}");
+        let problems = exactly_once(&seen.log, from, &stored);
+        assert!(problems.is_empty(), "watcher on {s}: {problems:#?}");
         println!(
-            "watcher on {s}: {} events, {} re-watches, {} re-lists",
-            seen.events.len(),
+            "watcher on {s}: {} observations, {} re-watches, {} re-lists",
+            seen.log.len(),
             seen.rewatches,
-            seen.relists
+            seen.relists()
         );
     }
+    // How long writes paused is reported, not judged: that they resumed is the behaviour.
     println!(
         "leader m{leader} killed: {} writes acknowledged ({} stored), {failures} refused or timed out, writes paused for at most {:.1} s",
         acknowledged.len(),
         stored.len(),
         paused.as_secs_f64()
     );
-    assert!(paused < Duration::from_secs(10), "no write acknowledged for {paused:?}");
 }
 
 /// A TCP proxy on a loopback port that can be cut (every connection closed, new ones refused)

@@ -225,8 +225,9 @@ async fn a_replica_killed_during_writes_loses_no_acknowledged_write() {
     // Each writer creates its own llamas and then raises their weights; it records what the
     // server acknowledged, until the server is gone.
     let mut writers = Vec::new();
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for writer in 0..4 {
-        let (client, base) = (client.clone(), base.clone());
+        let (client, base, answered) = (client.clone(), base.clone(), answered.clone());
         writers.push(tokio::spawn(async move {
             let mut acknowledged: BTreeMap<String, f64> = BTreeMap::new();
             for i in 0.. {
@@ -246,6 +247,7 @@ async fn a_replica_killed_during_writes_loses_no_acknowledged_write() {
                         // Acknowledged only once the whole response arrived.
                         if r.bytes().await.is_ok() {
                             acknowledged.insert(name, weight);
+                            answered.fetch_add(1, Ordering::SeqCst);
                         }
                     }
                     Ok(r) => panic!("unexpected {}: {}", r.status(), r.text().await.unwrap_or_default()),
@@ -255,7 +257,8 @@ async fn a_replica_killed_during_writes_loses_no_acknowledged_write() {
             acknowledged
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Killed once every writer has created its llamas and raised some weights.
+    common::wait_until("the writers to be acknowledged", async || answered.load(Ordering::SeqCst) >= 4 * 20 + 40).await;
     a.kill();
     let mut acknowledged = BTreeMap::new();
     for writer in writers {
@@ -360,20 +363,30 @@ async fn etcd_over_mutual_tls_with_a_client_certificate() {
     assert_eq!(get_json(&s, &llama_path("default", "dolly")).await.0, 200);
 
     // Without the client certificate etcd refuses the connection: never ready, requests 503.
-    let anonymous = Server::start_unready(&[
-        "--storage",
-        "etcd",
-        "--etcd-endpoints",
-        &etcd.endpoint,
-        "--etcd-cafile",
-        &files[0],
-        "--etcd-request-timeout-seconds",
-        "1",
-        "--etcd-compaction-interval-seconds",
-        "0",
-    ])
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let filter = "warn,farm_apiserver::store::etcd::connection=debug";
+    let anonymous = Server::start_unready_logging(
+        &[
+            "--storage",
+            "etcd",
+            "--etcd-endpoints",
+            &etcd.endpoint,
+            "--etcd-cafile",
+            &files[0],
+            "--etcd-request-timeout-seconds",
+            "1",
+            "--etcd-compaction-interval-seconds",
+            "0",
+            "--log-format",
+            "json",
+        ],
+        filter,
+        &log,
+    )
     .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Its first probe of etcd has failed (before it, readiness fails too: "not probed yet").
+    common::wait_for_log(&log, r#""result":"Err("#, 0).await;
     let ready = anonymous.anonymous().get(anonymous.url("/readyz?verbose")).send().await.unwrap();
     assert_eq!(ready.status(), 500);
     assert!(ready.text().await.unwrap().contains("[-]etcd failed"));

@@ -1,11 +1,18 @@
 //! Serving-certificate reload and the request limits: new connections get a replaced
 //! certificate while old ones continue; requests beyond the in-flight cap get 429; slow requests
 //! get 504; slow or oversized request heads are refused; watches are exempt.
+//!
+//! Nothing here waits a fixed time: a test waits for the event itself (the server's log line of
+//! a reload, the audit event of a request that holds a slot), and a request that must be slow is
+//! made slow by the test (a body it never finishes sending), not by a sleep.
 
 mod common;
 
-use common::Server;
-use std::time::{Duration, Instant};
+use common::{Server, complete_lines, log_count, wait_for_log, wait_until};
+use std::path::Path;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 fn client_trusting(ca_pem: &str, token: &str) -> reqwest::Client {
     common::Server::client_with(ca_pem.as_bytes(), Some(token))
@@ -14,91 +21,48 @@ fn client_trusting(ca_pem: &str, token: &str) -> reqwest::Client {
 #[tokio::test]
 async fn replaced_certificate_files_reach_new_connections_while_old_ones_continue() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let (cert, key, log) = (dir.path().join("tls.crt"), dir.path().join("tls.key"), dir.path().join("server.log"));
     let first = farm_apiserver::tls::generate("ca-one", &[]).unwrap();
     // Chains (leaf, then CA): the standalone kubeconfig names the chain's last certificate as CA.
     std::fs::write(&cert, format!("{}{}", first.cert_pem, first.ca_pem)).unwrap();
     std::fs::write(&key, &first.key_pem).unwrap();
-    let s = Server::start_with(&[
+    let flags = [
         "--tls-cert-file",
         cert.to_str().unwrap(),
         "--tls-private-key-file",
         key.to_str().unwrap(),
         "--tls-reload-interval-seconds",
         "1",
-    ])
-    .await;
+        "--log-format",
+        "json",
+    ];
+    let s = Server::start_logging(&flags, "info", &log).await;
     let old = client_trusting(&first.ca_pem, &s.token);
     assert_eq!(old.get(s.url("/version")).send().await.unwrap().status(), 200);
 
+    // The reload is logged once the new pair is in place: from then on, new connections get it.
     let second = farm_apiserver::tls::generate("ca-two", &[]).unwrap();
     std::fs::write(&key, &second.key_pem).unwrap();
     std::fs::write(&cert, format!("{}{}", second.cert_pem, second.ca_pem)).unwrap();
+    wait_for_log(&log, "reloaded the serving certificate", 0).await;
     let fresh = client_trusting(&second.ca_pem, &s.token);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while fresh.get(s.url("/version")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "the new certificate was never served");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    assert_eq!(fresh.get(s.url("/version")).send().await.unwrap().status(), 200, "the new certificate is served");
     let stale = client_trusting(&first.ca_pem, &s.token);
     assert!(stale.get(s.url("/version")).send().await.is_err(), "new connections no longer get the old certificate");
     assert_eq!(old.get(s.url("/version")).send().await.unwrap().status(), 200, "the old connection continues");
 
-    // A broken pair is not loaded: the server keeps serving the last good certificate.
+    // A broken pair is not loaded: once the server has read it and said so, it still serves the
+    // last good certificate.
+    let refusals = log_count(&log, "not reloading the serving certificate yet");
     std::fs::write(&cert, "not a certificate").unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    wait_for_log(&log, "not reloading the serving certificate yet", refusals).await;
     let again = client_trusting(&second.ca_pem, &s.token);
     assert_eq!(again.get(s.url("/version")).send().await.unwrap().status(), 200);
+    assert_eq!(log_count(&log, "reloaded the serving certificate"), 1, "the broken pair was never loaded");
 }
 
-#[tokio::test]
-async fn requests_beyond_the_inflight_cap_get_429_but_watches_do_not_count() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = common::unreachable_cluster_kubeconfig(dir.path());
-    let s = Server::start_with(&["--kubeconfig", kubeconfig.to_str().unwrap(), "--max-requests-inflight", "1"]).await;
-    // Held for about a second: FarmPods wait for a cache that never syncs.
-    let slow = {
-        let (client, url) = (s.client.clone(), s.url("/apis/farm.example.com/v1alpha/farmpods"));
-        tokio::spawn(async move { client.get(url).send().await.unwrap().status() })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let refused = s.client.get(s.url(&common::llamas("default"))).send().await.unwrap();
-    assert_eq!(refused.status(), 429);
-    assert_eq!(refused.headers()["retry-after"], "1");
-    let body: serde_json::Value = refused.json().await.unwrap();
-    common::assert_status(&body, 429, "TooManyRequests");
-    let watch = s
-        .client
-        .get(s.url(&format!("{}?watch=true&timeoutSeconds=1", common::llamas("default"))))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(watch.status(), 200, "watches are long-running and exempt");
-    assert_eq!(slow.await.unwrap(), 503);
-    assert_eq!(s.client.get(s.url(&common::llamas("default"))).send().await.unwrap().status(), 200);
-}
-
-#[tokio::test]
-async fn a_request_over_the_timeout_gets_504_status() {
-    let s = Server::start_with(&["--request-timeout-seconds", "1"]).await;
-    let started = Instant::now();
-    // A resourceVersion from the future waits up to 3 s: longer than the request timeout.
-    let r = s
-        .client
-        .get(s.url(&format!("{}?resourceVersion=999&resourceVersionMatch=NotOlderThan", common::llamas("default"))))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 504);
-    assert!(started.elapsed() < Duration::from_millis(2500));
-    let body: serde_json::Value = r.json().await.unwrap();
-    common::assert_status(&body, 504, "Timeout");
-}
-
-#[tokio::test]
-async fn slow_and_oversized_request_heads_are_refused() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let s = Server::start_with(&["--header-read-timeout-seconds", "1", "--max-headers", "20"]).await;
+/// A TLS connection to `s`, trusting its CA, for requests written by hand.
+async fn connect(s: &Server) -> TlsStream<TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     for c in rustls_pemfile::certs(&mut s.ca_pem.as_slice()) {
         roots.add(c.unwrap()).unwrap();
@@ -109,24 +73,112 @@ async fn slow_and_oversized_request_heads_are_refused() {
         .with_root_certificates(roots)
         .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-    let addr = s.base.trim_start_matches("https://").to_string();
-    let connect = || async {
-        let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        connector.connect("localhost".try_into().unwrap(), tcp).await.unwrap()
-    };
+    let tcp = TcpStream::connect(s.base.trim_start_matches("https://")).await.unwrap();
+    connector.connect("localhost".try_into().unwrap(), tcp).await.unwrap()
+}
 
-    // Headers that never finish: the connection is closed after the header read timeout.
-    let mut slowloris = connect().await;
+/// A merge patch of `dolly` in `default` whose head is sent but whose body is not: the server
+/// holds the request (and its in-flight slot) until the test sends the body or the request
+/// times out. The body to send later is returned with the connection.
+async fn patch_without_its_body(s: &Server) -> (TlsStream<TcpStream>, &'static [u8]) {
+    const BODY: &[u8] = br#"{"spec":{"weight":7}}"#;
+    let mut held = connect(s).await;
+    let head = format!(
+        "PATCH {} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        common::llama_path("default", "dolly"),
+        s.token,
+        BODY.len()
+    );
+    held.write_all(head.as_bytes()).await.unwrap();
+    held.flush().await.unwrap();
+    (held, BODY)
+}
+
+/// The HTTP status code at the start of what `connection` answers, read to its end.
+async fn status_of(mut connection: TlsStream<TcpStream>) -> String {
+    let mut answer = Vec::new();
+    let _ = connection.read_to_end(&mut answer).await;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    text.split_whitespace().nth(1).unwrap_or_default().to_string()
+}
+
+/// Whether the audit log at `path` records that a request with `verb` was received: past the
+/// in-flight limit, which is the outermost layer, so it holds a slot.
+fn received(path: &Path, verb: &str) -> bool {
+    complete_lines(path)
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .any(|e| e["stage"] == "RequestReceived" && e["verb"] == verb)
+}
+
+#[tokio::test]
+async fn requests_beyond_the_inflight_cap_get_429_but_watches_do_not_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (policy, audit) = (dir.path().join("policy.yaml"), dir.path().join("audit.log"));
+    std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n").unwrap();
+    let (policy, audit_path) = (policy.display().to_string(), audit.display().to_string());
+    let flags = ["--max-requests-inflight", "1", "--audit-policy-file", &policy, "--audit-log-path", &audit_path];
+    let s = Server::start_with(&flags).await;
+    let created = s.client.post(s.url(&common::llamas("default"))).json(&common::llama("dolly", 1.0, 1.0)).send();
+    assert_eq!(created.await.unwrap().status(), 201);
+
+    // The one slot is held by a patch whose body has not arrived, as its audit event shows.
+    let (mut held, body) = patch_without_its_body(&s).await;
+    wait_until("the held patch to be received", async || received(&audit, "patch")).await;
+    let refused = s.client.get(s.url(&common::llamas("default"))).send().await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body_of_refusal: serde_json::Value = refused.json().await.unwrap();
+    common::assert_status(&body_of_refusal, 429, "TooManyRequests");
+    let watch = s
+        .client
+        .get(s.url(&format!("{}?watch=true&timeoutSeconds=1", common::llamas("default"))))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200, "watches are long-running and exempt");
+
+    // Once its body arrives the patch is answered, and the slot is free again.
+    held.write_all(body).await.unwrap();
+    assert_eq!(status_of(held).await, "200");
+    assert_eq!(s.client.get(s.url(&common::llamas("default"))).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn a_request_over_the_timeout_gets_504_status() {
+    let s = Server::start_with(&["--request-timeout-seconds", "1"]).await;
+    let created = s.client.post(s.url(&common::llamas("default"))).json(&common::llama("dolly", 1.0, 1.0)).send();
+    assert_eq!(created.await.unwrap().status(), 201);
+    // The body never comes: only the request timeout can end this request.
+    let (mut held, _) = patch_without_its_body(&s).await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(common::EVENT_DEADLINE, held.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the request timeout ended the request");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    let body: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    common::assert_status(&body, 504, "Timeout");
+    assert_eq!(body["message"], "Timeout: request did not complete within the allotted timeout");
+    let (_, stored) = common::get_json(&s, &common::llama_path("default", "dolly")).await;
+    assert_eq!(stored["spec"]["weight"], 1.0, "the timed-out patch changed nothing");
+}
+
+#[tokio::test]
+async fn slow_and_oversized_request_heads_are_refused() {
+    let s = Server::start_with(&["--header-read-timeout-seconds", "1", "--max-headers", "20"]).await;
+
+    // Headers that never finish: the server closes the connection after its header read
+    // timeout (1 s). The wait is only a bound on failure: hyper's own default would be 30 s.
+    let mut slowloris = connect(&s).await;
     slowloris.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
-    let started = Instant::now();
     let mut buf = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), slowloris.read_to_end(&mut buf))
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(20), slowloris.read_to_end(&mut buf))
         .await
         .expect("the server closed the connection");
-    assert!(started.elapsed() < Duration::from_secs(4));
 
     // Too many headers: refused with 431.
-    let mut many = connect().await;
+    let mut many = connect(&s).await;
     let mut head = String::from("GET /version HTTP/1.1\r\nHost: localhost\r\n");
     for i in 0..40 {
         head.push_str(&format!("X-Filler-{i}: x\r\n"));
@@ -134,7 +186,7 @@ async fn slow_and_oversized_request_heads_are_refused() {
     head.push_str("Connection: close\r\n\r\n");
     many.write_all(head.as_bytes()).await.unwrap();
     let mut response = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), many.read_to_end(&mut response)).await;
+    let _ = tokio::time::timeout(common::EVENT_DEADLINE, many.read_to_end(&mut response)).await;
     let text = String::from_utf8_lossy(&response);
     assert!(text.starts_with("HTTP/1.1 431"), "{text}");
 }

@@ -8,7 +8,6 @@ mod common;
 
 use common::{Server, WatchStream, llama, llama_path, llamas};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 type Samples = BTreeMap<String, f64>;
 
@@ -110,16 +109,11 @@ async fn watch_metrics_follow_open_watches_and_their_events() {
     assert_eq!(moved(&before, &open, events), 10.0, "3 initial and 2 new events, to each of 2 watchers");
     assert_eq!(moved(&before, &open, &format!("apiserver_request_total{{{}}}", labels("WATCH", "llamas", 200))), 2.0);
     drop(one);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while s.scrape().await["apiserver_longrunning_requests{resource=\"llamas\"}"] != 1.0 {
-        assert!(tokio::time::Instant::now() < deadline, "the closed watch stayed counted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::wait_until("the closed watch to be no longer counted", async || {
+        s.scrape().await["apiserver_longrunning_requests{resource=\"llamas\"}"] == 1.0
+    })
+    .await;
     drop(two);
-}
-
-fn log_lines(path: &std::path::Path) -> Vec<String> {
-    std::fs::read_to_string(path).unwrap().lines().map(str::to_string).collect()
 }
 
 #[tokio::test]
@@ -139,10 +133,12 @@ async fn the_request_log_names_every_refusal_and_never_a_token() {
     let mut watch = WatchStream::open(&s, &format!("{}?watch=true", llamas("default"))).await;
     assert_eq!(watch.next().await.unwrap()["type"], "ADDED");
     drop(watch);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The server's own account of the reset is the event: anything it logs about it comes with
+    // or before this line.
+    common::wait_for_log(&log, "watch ends: the client went away", 0).await;
     let _ = s.client.get(s.url("/readyz")).send().await.unwrap();
 
-    let lines = log_lines(&log);
+    let lines = common::complete_lines(&log);
     assert!(lines.len() > 100, "trace logging was on ({} lines)", lines.len());
     for line in &lines {
         assert!(!line.contains(&s.token), "the server's token was logged: {line}");

@@ -1,8 +1,13 @@
 //! Graceful shutdown under load: SIGTERM while writers, listers and watchers (over HTTP/1.1 and
-//! HTTP/2) are busy. The process must exit 0 well within the grace period; every response whose
-//! head a client received must arrive whole (no reset mid-response); every watch must end with a
-//! clean end of stream; and every write a client saw acknowledged must be in every watcher's
-//! stream, in resourceVersion order — the server ends watches only after the last write.
+//! HTTP/2) are busy. The process must exit 0 once its work is done, not when a grace period runs
+//! out; every response whose head a client received must arrive whole (no reset mid-response);
+//! every watch must end with a clean end of stream; and every write a client saw acknowledged
+//! must be in every watcher's stream, in resourceVersion order — the server ends watches only
+//! after the last write.
+//!
+//! No test here measures how fast anything is: the grace period is far longer than the test
+//! waits for the exit, so exiting at all shows the server did not need it, and the load is
+//! running (acknowledged writes and completed lists counted) before SIGTERM is sent.
 
 mod common;
 
@@ -11,7 +16,11 @@ use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const GRACE_SECONDS: u64 = 10;
+/// Far longer than the test waits for the exit ([`common::EVENT_DEADLINE`]): a server that
+/// waited for the grace period to end, instead of for its last request, fails the test.
+const GRACE_SECONDS: u64 = 600;
+/// Acknowledged writes before SIGTERM: the slow watcher is then hundreds of events behind.
+const WRITES_BEFORE_SIGTERM: usize = 300;
 const BIG: usize = 1_500;
 
 /// A client with its own connection: HTTP/1.1 keep-alive, or HTTP/2 when the server offers it.
@@ -161,15 +170,18 @@ async fn sigterm_under_load_finishes_responses_ends_watches_cleanly_and_exits_ze
         let c = client(&server, l == 0);
         load.push(tokio::spawn(list_until_refused(c, server.url(&llamas("big")), lists.clone())));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    common::wait_until("writes to be acknowledged and lists to complete", async || {
+        writes.lock().unwrap().acknowledged.len() >= WRITES_BEFORE_SIGTERM && lists.lock().unwrap().completed > 0
+    })
+    .await;
     let acknowledged_before = writes.lock().unwrap().acknowledged.len();
 
     let sent = Instant::now();
     server.terminate();
-    let status = server.exit_status(Duration::from_secs(GRACE_SECONDS + 5)).await.expect("the server exited");
+    let status = server.exit_status(common::EVENT_DEADLINE).await.expect("the server exited before its grace period");
     let took = sent.elapsed();
     for task in load {
-        tokio::time::timeout(Duration::from_secs(10), task).await.expect("clients stop").expect("client task");
+        tokio::time::timeout(common::EVENT_DEADLINE, task).await.expect("clients stop").expect("client task");
     }
     let watched: Vec<Watched> = futures_join(watchers).await;
 
@@ -184,8 +196,6 @@ async fn sigterm_under_load_finishes_responses_ends_watches_cleanly_and_exits_ze
         writes.not_answered + lists.not_answered
     );
     assert!(status.success(), "exit status {status}");
-    assert!(took < Duration::from_secs(GRACE_SECONDS), "exited after {took:?}, past the grace period");
-    assert!(acknowledged_before > 0 && lists.completed > 0, "the load ran");
     assert!(writes.broken.is_empty(), "responses broken mid-way: {:?}", writes.broken);
     assert!(lists.broken.is_empty(), "responses broken mid-way: {:?}", lists.broken);
 
@@ -213,28 +223,33 @@ async fn sigterm_under_load_finishes_responses_ends_watches_cleanly_and_exits_ze
 async fn futures_join(tasks: Vec<tokio::task::JoinHandle<Watched>>) -> Vec<Watched> {
     let mut out = Vec::new();
     for t in tasks {
-        out.push(tokio::time::timeout(Duration::from_secs(10), t).await.expect("watch ends").expect("watch task"));
+        out.push(tokio::time::timeout(common::EVENT_DEADLINE, t).await.expect("watch ends").expect("watch task"));
     }
     out
 }
 
 #[tokio::test]
 async fn during_the_shutdown_delay_readiness_fails_but_requests_are_still_served() {
-    let mut server = Server::start_with(&["--shutdown-delay-seconds", "2", "--shutdown-grace-seconds", "5"]).await;
+    // The delay is the behaviour under test, so it is long: every step below happens well
+    // within it on a loaded machine.
+    const DELAY: Duration = Duration::from_secs(5);
+    let delay = DELAY.as_secs().to_string();
+    let mut server = Server::start_with(&["--shutdown-delay-seconds", &delay, "--shutdown-grace-seconds", "5"]).await;
     let sent = Instant::now();
     server.terminate();
-    let readyz = loop {
-        let r = server.client.get(server.url("/readyz?verbose")).send().await.expect("readyz");
-        if r.status() != 200 {
-            break (r.status(), r.text().await.unwrap_or_default());
-        }
-        assert!(sent.elapsed() < Duration::from_secs(1), "readiness still passes after SIGTERM");
-    };
+    let mut readyz = (reqwest::StatusCode::OK, String::new());
+    common::wait_until("readiness to fail after SIGTERM", async || {
+        let r = server.client.get(server.url("/readyz?verbose")).send().await.expect("readyz during the delay");
+        readyz = (r.status(), r.text().await.unwrap_or_default());
+        readyz.0 != 200
+    })
+    .await;
     assert_eq!(readyz.0, 500);
     assert!(readyz.1.contains("[-]shutdown failed"), "{}", readyz.1);
     let listed = server.client.get(server.url(&llamas("default"))).send().await.expect("list during the delay");
     assert_eq!(listed.status(), 200);
-    let status = server.exit_status(Duration::from_secs(8)).await.expect("the server exited");
+    let status = server.exit_status(common::EVENT_DEADLINE).await.expect("the server exited");
     assert!(status.success(), "{status}");
-    assert!(sent.elapsed() >= Duration::from_secs(2), "left before the delay was over: {:?}", sent.elapsed());
+    // A lower bound only: a slow machine makes this longer, never shorter.
+    assert!(sent.elapsed() >= DELAY, "left before the delay was over: {:?}", sent.elapsed());
 }

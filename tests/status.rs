@@ -181,6 +181,9 @@ async fn status_serves_get_update_and_patch_only_and_discovery_says_so(#[case] b
     assert_eq!(status["verbs"], json!(["get", "patch", "update"]));
 }
 
+/// Watch events the server has sent to watchers of llamas.
+const WATCH_EVENTS: &str = "apiserver_watch_events_total{resource=\"llamas\"}";
+
 #[tokio::test]
 async fn kubectl_patches_the_status_and_waits_for_the_ready_condition() {
     let s = Server::start().await;
@@ -195,7 +198,14 @@ async fn kubectl_patches_the_status_and_waits_for_the_ready_condition() {
                 .expect("kubectl wait")
         })
     };
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // kubectl wait lists, finds no Ready condition yet, and watches: patch only once its watch
+    // is open, so the condition reaches it as a watch event, which is what it waits for.
+    let watches = "apiserver_longrunning_requests{resource=\"llamas\"}";
+    common::wait_until("kubectl wait to watch the llama", async || {
+        s.scrape().await.get(watches).copied().unwrap_or_default() == 1.0
+    })
+    .await;
+    let events_before = s.scrape().await.get(WATCH_EVENTS).copied().unwrap_or_default();
     let patch = json!({"status": ready("True", 1)}).to_string();
     let (ok, out, err) = s.kubectl(&["patch", "llama", "dolly", "--subresource=status", "--type=merge", "-p", &patch]);
     assert!(ok, "{out}{err}");
@@ -204,6 +214,8 @@ async fn kubectl_patches_the_status_and_waits_for_the_ready_condition() {
     let stdout = String::from_utf8_lossy(&waited.stdout);
     assert!(waited.status.success(), "{stdout}{}", String::from_utf8_lossy(&waited.stderr));
     assert_eq!(stdout.trim(), "llama.farm.example.com/dolly condition met");
+    let events_after = s.scrape().await.get(WATCH_EVENTS).copied().unwrap_or_default();
+    assert_eq!(events_after - events_before, 1.0, "kubectl wait saw the condition as one watch event");
 
     let (ok, out, _) = s.kubectl(&["get", "llama", "dolly"]);
     assert!(ok);

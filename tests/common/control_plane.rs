@@ -175,6 +175,22 @@ impl Farm {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Stops the server gracefully (SIGTERM), as the kubelet does, and waits for it to exit:
+    /// everything it had to write (its audit log) is written. Panics if it does not exit.
+    pub async fn stop(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+        let deadline = Instant::now() + super::EVENT_DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the server's exit status") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "farm-apiserver did not exit after SIGTERM");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// The Namespace, ExternalName Service and APIService routing the group to this server.
     pub fn registration(&self) -> String {
         use base64::Engine;

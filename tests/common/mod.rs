@@ -114,10 +114,15 @@ impl Server {
     /// Starts a server whose log, filtered by `filter` (a `RUST_LOG` value), goes to `log`;
     /// returns once it is ready.
     pub async fn start_logging(extra: &[&str], filter: &str, log: &std::path::Path) -> Self {
-        let file = std::fs::File::create(log).expect("create the log file");
-        let server = Self::launch(extra, filter, Stdio::from(file)).await;
+        let server = Self::start_unready_logging(extra, filter, log).await;
         server.wait_ready().await;
         server
+    }
+
+    /// Like [`Server::start_logging`], but returns once it serves, ready or not.
+    pub async fn start_unready_logging(extra: &[&str], filter: &str, log: &std::path::Path) -> Self {
+        let file = std::fs::File::create(log).expect("create the log file");
+        Self::launch(extra, filter, Stdio::from(file)).await
     }
 
     async fn wait_ready(&self) {
@@ -319,6 +324,38 @@ impl Drop for LineStream {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// How long a test waits for an event before it fails: a bound on failure only, far above what
+/// any event takes on a loaded machine, never a measure of how fast something is.
+pub const EVENT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Polls `check` until it holds; panics, naming `what`, after [`EVENT_DEADLINE`].
+pub async fn wait_until(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + EVENT_DEADLINE;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out after {EVENT_DEADLINE:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The complete lines of the file at `path` (a line still being written is left out); none
+/// when it does not exist yet.
+pub fn complete_lines(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete.lines().map(str::to_string).collect()
+}
+
+/// How many complete lines of the log at `path` contain `needle`.
+pub fn log_count(path: &std::path::Path, needle: &str) -> usize {
+    complete_lines(path).iter().filter(|l| l.contains(needle)).count()
+}
+
+/// Waits until the log at `path` has more than `already` lines containing `needle`: the event
+/// the line reports has happened.
+pub async fn wait_for_log(path: &std::path::Path, needle: &str, already: usize) {
+    wait_until(&format!("a log line with {needle:?}"), async || log_count(path, needle) > already).await;
 }
 
 /// kubectl from `KUBECTL`, or the one on the PATH.
