@@ -20,12 +20,14 @@ mod corpus;
 mod exchange;
 #[path = "conformance/generated.rs"]
 mod generated;
+#[path = "conformance/tally.rs"]
+mod tally;
 
 use common::clients::Cluster;
 use common::control_plane::{ControlPlane, Farm};
 use exchange::{Answer, Request, Side, first_difference};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use tally::{Part, Tally};
 
 /// The reference CustomResourceDefinition: farm-apiserver's Llama schema (spec and status, from
 /// the checked-in OpenAPI v3 document the server serves) and its Table's columns.
@@ -70,96 +72,6 @@ async fn setup() -> (ControlPlane, Farm, Side, Side) {
     (cp, farm, farm_side, reference)
 }
 
-/// What a run found.
-#[derive(Default)]
-struct Tally {
-    compared: usize,
-    same: usize,
-    allowed: BTreeMap<&'static str, usize>,
-    to_fix: BTreeMap<&'static str, usize>,
-    /// Differences in a generated case after its first one, which they follow from.
-    follow_ups: usize,
-    /// The generated case whose answers last differed.
-    differed_case: Option<String>,
-    unexplained: Vec<String>,
-    /// Both answers to each unexplained difference and each known defect, for the report file.
-    details: String,
-}
-
-impl Tally {
-    fn record(&mut self, request: &Request, farm: Result<Answer, String>, reference: Result<Answer, String>) {
-        self.compared += 1;
-        let difference = match (&farm, &reference) {
-            (Ok(f), Ok(r)) => difference(f, r),
-            (f, r) => (f != r).then(|| format!("no answer: farm-apiserver {f:?} / reference {r:?}")),
-        };
-        let case = request.label.split(':').next().unwrap_or_default().to_string();
-        let follows_a_difference =
-            self.differed_case.as_deref() == Some(case.as_str()) && case.starts_with("generated");
-        let Some(difference) = difference else {
-            self.same += 1;
-            return;
-        };
-        self.differed_case = Some(case);
-        if follows_a_difference {
-            // The same generated case's earlier request already differed (and was counted).
-            self.follow_ups += 1;
-            return;
-        }
-        let (Ok(f), Ok(r)) = (&farm, &reference) else {
-            self.unexplained.push(format!("{}: {difference}", describe(request)));
-            return;
-        };
-        if let Some(entry) = allowed::ON_PURPOSE.iter().find(|a| (a.applies)(request, f, r)) {
-            *self.allowed.entry(entry.name).or_default() += 1;
-            return;
-        }
-        match allowed::to_fix(request, f, r) {
-            Some(name) => {
-                *self.to_fix.entry(name).or_default() += 1;
-                self.details += &format!(
-                    "TO FIX ({name}): {}\n  {difference}\n  farm-apiserver: {f:?}\n  reference:      {r:?}\n\n",
-                    describe(request)
-                );
-            }
-            None => {
-                self.unexplained.push(format!("{}\n    {difference}", describe(request)));
-                self.details += &format!(
-                    "{}\n  {difference}\n  farm-apiserver: {f:?}\n  reference:      {r:?}\n\n",
-                    describe(request)
-                );
-            }
-        }
-    }
-
-    fn report(&self) -> String {
-        let mut text = format!(
-            "{} requests compared: {} answered the same, {} differ on purpose, {} differ by known defects, {} follow from an earlier difference of their generated case, {} unexplained\n",
-            self.compared,
-            self.same,
-            self.allowed.values().sum::<usize>(),
-            self.to_fix.values().sum::<usize>(),
-            self.follow_ups,
-            self.unexplained.len()
-        );
-        for entry in allowed::ON_PURPOSE {
-            if let Some(count) = self.allowed.get(entry.name) {
-                text += &format!("  on purpose {count:>4}  {}\n                   ({})\n", entry.name, entry.reason);
-            }
-        }
-        for (name, count) in &self.to_fix {
-            text += &format!("  to fix     {count:>4}  {name}\n");
-        }
-        for name in allowed::no_longer_seen(&self.to_fix) {
-            text += &format!("  no longer differs (remove it from TO_FIX): {name}\n");
-        }
-        for difference in &self.unexplained {
-            text += &format!("DIFFERENT {difference}\n");
-        }
-        text
-    }
-}
-
 /// The first difference between two answers, if any.
 fn difference(farm: &Answer, reference: &Answer) -> Option<String> {
     if farm.code != reference.code {
@@ -191,14 +103,14 @@ fn describe(request: &Request) -> String {
 /// Sends every request to both sides (at once) and tallies the answers. Both answers to the
 /// requests whose label contains `CONFORMANCE_SHOW` (when set) are printed, whether or not
 /// they differ.
-async fn run(requests: &[Request], farm: &mut Side, reference: &mut Side, tally: &mut Tally) {
+async fn run(part: Part, requests: &[Request], farm: &mut Side, reference: &mut Side, tally: &mut Tally) {
     let show = std::env::var("CONFORMANCE_SHOW").ok().filter(|s| !s.is_empty());
     for request in requests {
         let (f, r) = tokio::join!(farm.send(request), reference.send(request));
         if show.as_ref().is_some_and(|s| request.label.contains(s.as_str())) {
             println!("{}\n  farm-apiserver: {f:?}\n  reference:      {r:?}", describe(request));
         }
-        tally.record(request, f, r);
+        tally.record(part, request, f, r);
     }
 }
 
@@ -207,18 +119,21 @@ async fn every_request_is_answered_as_the_kube_apiserver_answers_it_for_a_crd() 
     let (_cp, _farm, mut farm, mut reference) = setup().await;
     let mut tally = Tally::default();
     let handwritten = corpus::requests();
-    run(&handwritten, &mut farm, &mut reference, &mut tally).await;
+    run(Part::Corpus, &handwritten, &mut farm, &mut reference, &mut tally).await;
     let count = std::env::var("CONFORMANCE_GENERATED").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
     let seed = std::env::var("CONFORMANCE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand_seed);
     println!("generated requests: {count}, seed {seed} (CONFORMANCE_SEED={seed} replays them)");
-    run(&generated::requests(seed, count), &mut farm, &mut reference, &mut tally).await;
+    run(Part::Generated, &generated::requests(seed, count), &mut farm, &mut reference, &mut tally).await;
     let report = tally.report();
     println!("{report}");
     let details = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-differences.txt");
     let _ = std::fs::write(&details, &tally.details);
+    let _ = std::fs::write(details.with_file_name("conformance-allowed.txt"), &tally.allowed_details);
     println!("both answers to each unexplained difference and each known defect: {}", details.display());
     println!("hand-written requests: {}", handwritten.len());
     assert!(tally.unexplained.is_empty(), "differences from the kube-apiserver that no entry allows:\n{report}");
+    let out_of_bounds = tally.entries_out_of_bounds();
+    assert!(out_of_bounds.is_empty(), "entries of the tables that fired too often or never:\n{report}");
 }
 
 fn rand_seed() -> u64 {

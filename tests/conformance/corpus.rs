@@ -22,6 +22,7 @@ pub const NAMESPACES: &[&str] = &[
     "status",
     "deletes",
     "watches",
+    "herd",
     "generated",
 ];
 /// The namespace sections are written in; each runs in the namespace of its name instead.
@@ -76,6 +77,21 @@ fn delete(label: &str, name: &str) -> Request {
     Request::new(label, Method::DELETE, at(&format!("llamas/{name}")))
 }
 
+/// A herd of twelve, listed and watched from the watch cache: the kube-apiserver 1.20's cache
+/// gives them in its own order, never (but by a chance of one in 479 million) in key order.
+fn herd() -> Vec<Request> {
+    let mut requests: Vec<Request> =
+        (1..=12).map(|i| create("herd: a llama", &llama(&format!("member-{i:02}"), f64::from(i)))).collect();
+    // A watch from the last create's resourceVersion waits until the watch cache has seen it.
+    requests.push(
+        get("herd: the watch cache has seen the last", &at("llamas"))
+            .query("watch=true&timeoutSeconds=1&resourceVersion=$RV"),
+    );
+    requests.push(get("herd: listed from the watch cache", &at("llamas")).query("resourceVersion=0"));
+    requests.push(get("herd: watched from the start", &at("llamas")).query("watch=true&timeoutSeconds=1"));
+    requests
+}
+
 /// The whole hand-written corpus, in the order it runs.
 pub fn requests() -> Vec<Request> {
     let sections = [
@@ -90,6 +106,7 @@ pub fn requests() -> Vec<Request> {
         ("status", status()),
         ("deletes", deletes()),
         ("watches", watches()),
+        ("herd", herd()),
     ];
     let mut requests = Vec::new();
     for (namespace, section) in sections {
@@ -372,6 +389,11 @@ fn malformed_bodies() -> Vec<Request> {
         ("status on create", r#"{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "with-status"}, "spec": {"weight": 1, "height": 1}, "status": {"observedGeneration": 3}}"#.into()),
         ("status invalid on create", r#"{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "bad-status"}, "spec": {"weight": 1, "height": 1}, "status": {"observedGeneration": -3}}"#.into()),
         ("deep nesting", format!(r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "deep"}}, "spec": {{"weight": 1, "height": 1, "x": {}1{}}}}}"#, "[".repeat(2000), "]".repeat(2000))),
+        ("nesting at Go's limit", format!(r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "deep-limit"}}, "spec": {{"weight": 1, "height": 1, "x": {}1{}}}}}"#, "[".repeat(9998), "]".repeat(9998))),
+        ("nesting one past Go's limit", format!(r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "deep-past"}}, "spec": {{"weight": 1, "height": 1, "x": {}1{}}}}}"#, "[".repeat(9999), "]".repeat(9999))),
+        ("deep objects", format!(r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "deep-objects"}}, "spec": {{"weight": 1, "height": 1, "x": {}1{}}}}}"#, r#"{"a": "#.repeat(3000), "}".repeat(3000))),
+        ("deep value of a typed field", format!(r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "deep-typed"}}, "spec": {{"weight": 1, "height": 1, "color": {}"x"{}}}}}"#, "[".repeat(500), "]".repeat(500))),
+        ("deep and broken", format!(r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "deep-broken"}}, "spec": {{"weight": 1, "height": 1, "x": {}1,,{}}}}}"#, "[".repeat(500), "]".repeat(500))),
         ("very deep nesting", format!(r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "deeper"}}, "spec": {{"weight": 1, "height": 1, "x": {}1{}}}}}"#, "[".repeat(20000), "]".repeat(20000))),
         ("comments", "{\"apiVersion\": \"farm.example.com/v1alpha\" /* c */, \"kind\": \"Llama\"}".into()),
         ("single quotes", "{'apiVersion': 'farm.example.com/v1alpha'}".into()),
@@ -576,6 +598,10 @@ fn lists() -> Vec<Request> {
     requests.push(
         get("list: next page with another selector", &at("llamas"))
             .query("limit=1&labelSelector=herd%3Dnorth&continue=$CONTINUE"),
+    );
+    // A full page after which llamas remain, none of them selected.
+    requests.push(
+        get("list: the last selected one fills the page", &at("llamas")).query("limit=1&labelSelector=herd%3Dsouth"),
     );
     requests.push(get("list: first page", &at("llamas")).query("limit=1"));
     requests.push(
@@ -840,6 +866,44 @@ fn applies() -> Vec<Request> {
             "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied\n  uid: 0b0b0b0b-0000-0000-0000-000000000009\nspec:\n  weight: 47\n  height: 3\n",
         ),
         apply("creates with invalid spec", "applied-bad", "fieldManager=alice", &body("applied-bad", "0")),
+        apply(
+            "creates with an unknown field",
+            "applied-horned",
+            "fieldManager=alice",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-horned\nspec:\n  weight: 45\n  height: 3\n  horns: 2\n",
+        ),
+        apply(
+            "creates with a null colour",
+            "applied-colourless",
+            "fieldManager=alice",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-colourless\nspec:\n  weight: 45\n  height: 3\n  color: null\n",
+        ),
+        apply(
+            "creates with null label values",
+            "applied-null-labels",
+            "fieldManager=alice",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-null-labels\n  labels:\n    a: null\n    b: c\n  annotations:\n    note: null\nspec:\n  weight: 45\n  height: 3\n",
+        ),
+        apply(
+            "a label with an invalid key and a null value",
+            "applied-null-labels",
+            "fieldManager=alice",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-null-labels\n  labels:\n    \"bad key!\": null\nspec:\n  weight: 45\n  height: 3\n",
+        )
+        .query("fieldManager=alice&dryRun=All"),
+        apply(
+            "YAML plain keys that go-yaml v2 reads as booleans",
+            "applied-null-labels",
+            "fieldManager=alice",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-null-labels\n  labels:\n    n: b\nspec:\n  weight: 45\n  height: 3\n",
+        )
+        .query("fieldManager=alice&dryRun=All"),
+        apply(
+            "null label value over an owned one",
+            "applied-null-labels",
+            "fieldManager=bob",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-null-labels\n  labels:\n    b: null\nspec:\n  weight: 45\n  height: 3\n",
+        ),
         apply("apply JSON content type", "applied", "fieldManager=alice", "")
             .content_type("application/apply-patch+json"),
         get("applies: the result", &at("llamas/applied")),

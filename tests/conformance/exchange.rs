@@ -225,6 +225,7 @@ fn normalise_object(map: Map<String, Value>) -> Map<String, Value> {
                 }
                 ("resourceVersion", Value::String(s)) if !s.is_empty() => Value::String("<rv>".into()),
                 ("continue", Value::String(s)) if !s.is_empty() => Value::String("<continue>".into()),
+                ("message", Value::String(s)) if s.starts_with(TOO_LARGE) => Value::String(without_current(s)),
                 ("storageVersionHash", Value::String(_)) => Value::String("<hash>".into()),
                 ("name", Value::String(_)) if generated => Value::String("<generated>".into()),
                 ("rows", Value::Array(rows)) if age_column.is_some() => {
@@ -241,6 +242,17 @@ fn normalise_object(map: Map<String, Value>) -> Map<String, Value> {
             (key, normalise(value))
         })
         .collect()
+}
+
+/// How the answer to a read at a resourceVersion the server has not reached begins.
+const TOO_LARGE: &str = "Timeout: Too large resource version: ";
+
+/// The message of a read at a future resourceVersion without the server's current one.
+fn without_current(message: String) -> String {
+    match message.find(", current: ") {
+        Some(at) => format!("{}, current: <rv>", &message[..at]),
+        None => message,
+    }
 }
 
 fn age_column(table: &Map<String, Value>) -> Option<usize> {

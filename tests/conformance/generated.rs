@@ -38,6 +38,13 @@ pub fn requests(seed: u64, count: usize) -> Vec<Request> {
                 Request::new(format!("generated #{i}: setup"), Method::POST, "{gv}/namespaces/generated/llamas");
             requests.push(create.content_type("application/json").body(setup));
         }
+        let item = format!("{{gv}}/namespaces/generated/llamas/{own_name}");
+        if i % 4 != 0 && request.query.contains("resourceVersion=0") {
+            // A read at resourceVersion=0 is served from the kube-apiserver's watch cache, which
+            // may not have seen the setup yet: a read at the setup's resourceVersion waits for it.
+            let sync = Request::new(format!("generated #{i}: the watch cache has seen the setup"), Method::GET, &item);
+            requests.push(sync.query("resourceVersion=$RV"));
+        }
         let label = format!("generated #{i}: {}", request.label);
         let body = request.body.as_ref().map(|b| own(&String::from_utf8_lossy(b)).into_bytes());
         let mut query = own(&request.query);
@@ -46,8 +53,7 @@ pub fn requests(seed: u64, count: usize) -> Vec<Request> {
             query = format!("labelSelector=case%3D{i}&{query}");
         }
         requests.push(Request { label, path: own(&request.path), query, body, ..request });
-        let path = format!("{{gv}}/namespaces/generated/llamas/{own_name}");
-        requests.push(Request::new(format!("generated #{i}: the llama after it"), Method::GET, path));
+        requests.push(Request::new(format!("generated #{i}: the llama after it"), Method::GET, item));
     }
     requests
 }
