@@ -593,7 +593,9 @@ fn same_name_and_namespace<K: Strategy>(object: &mut K, namespace: &str, name: &
 
 /// The patcher's 400 for a patched object that names another namespace than the request's.
 fn other_namespace(other: &str, namespace: &str) -> Error {
-    Error::BadRequest(format!("the namespace of the object ({other}) does not match the namespace on the request ({namespace})"))
+    Error::BadRequest(format!(
+        "the namespace of the object ({other}) does not match the namespace on the request ({namespace})"
+    ))
 }
 
 /// Refuses a patched object, not yet decoded, that names another namespace than the request's,
