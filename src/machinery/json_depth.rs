@@ -286,7 +286,7 @@ mod tests {
         let body = nested(100, "1");
         assert!(matches!(shallow(body.as_bytes()), Ok(Cow::Borrowed(_))));
         // Not JSON, but shallow: serde_json is left to say why.
-        assert!(matches!(shallow(b"{,"), Ok(Cow::Borrowed(_))));
+        assert!(matches!(shallow(b"nul"), Ok(Cow::Borrowed(_))));
     }
 
     #[test]

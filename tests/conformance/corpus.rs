@@ -820,6 +820,12 @@ fn applies() -> Vec<Request> {
             "apiVersion: farm.example.com/v1alpha\nkind: Alpaca\nmetadata:\n  name: applied\n",
         ),
         apply("invalid value", "applied", "fieldManager=alice", &body("applied", "-1")),
+        apply(
+            "invalid label",
+            "applied",
+            "fieldManager=alice",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied\n  labels:\n    \"-8\": \"2<\"\nspec:\n  weight: 45\n  height: 3\n",
+        ),
         apply("wrong type", "applied", "fieldManager=alice", &body("applied", "heavy")),
         apply(
             "unknown field",
@@ -943,6 +949,8 @@ fn status() -> Vec<Request> {
             "spec": {"weight": 1, "height": 1}, "status": {"conditions": [{"type": "Ready", "status": "Maybe"}]}})),
         patch_status("status: merge patch", MERGE, r#"{"status": {"observedGeneration": 2}, "spec": {"weight": 1}}"#),
         patch_status("status: merge patch removing the status", MERGE, r#"{"status": null}"#),
+        patch_status("status: merge patch setting a spec field the object lacks", MERGE, r#"{"spec": {"color": "grey"}}"#),
+        patch_status("status: merge patch removing a spec field", MERGE, r#"{"spec": {"weight": null}}"#),
         patch_status("status: json patch", JSON_PATCH, r#"[{"op": "add", "path": "/status", "value": {"observedGeneration": 3}}]"#),
         patch_status("status: apply", APPLY_YAML, "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: statused\nstatus:\n  observedGeneration: 4\n").query("fieldManager=controller"),
         patch_status("status: apply changing the spec", APPLY_YAML, "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: statused\nspec:\n  weight: 5\n").query("fieldManager=controller"),

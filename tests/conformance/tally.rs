@@ -99,32 +99,8 @@ impl Tally {
             return;
         }
         // A failure of ours is never excused where the reference did not fail too.
-        if f.code < 500 || r.code >= 500 {
-            if let Some(entry) = allowed::ON_PURPOSE.iter().find(|a| (a.applies)(request, f, r)) {
-                self.allowed_details += &format!(
-                    "ON PURPOSE ({}): {}\n  {difference}\n  farm-apiserver: {f:?}\n  reference:      {r:?}\n\n",
-                    entry.name,
-                    crate::describe(request)
-                );
-                let counts = self.allowed.entry(entry.name).or_default();
-                if part == Part::Corpus {
-                    counts.0 += 1
-                } else {
-                    counts.1 += 1
-                }
-                if part == Part::Generated && is_write(request) {
-                    self.case.allowed_write = Some((request.clone(), f.clone(), r.clone()));
-                }
-                return;
-            }
-            if part == Part::Generated
-                && let Some((write, fw, rw)) = &self.case.allowed_write
-                && stored_as_answered(write, fw, self.case.setup.as_ref().map(|s| &s.0), f)
-                && stored_as_answered(write, rw, self.case.setup.as_ref().map(|s| &s.1), r)
-            {
-                self.stored_as_answered += 1;
-                return;
-            }
+        if (f.code < 500 || r.code >= 500) && self.explained(part, request, f, r, &difference) {
+            return;
         }
         if part == Part::Generated && is_write(request) {
             self.case.defective_write = true;
@@ -139,6 +115,37 @@ impl Tally {
             }
             None => self.unexplained(request, &difference, &farm, &reference),
         }
+    }
+
+    /// Whether an entry of the tables, or what each side stored after an allowed write, explains
+    /// the difference (counted).
+    fn explained(&mut self, part: Part, request: &Request, f: &Answer, r: &Answer, difference: &str) -> bool {
+        if let Some(entry) = allowed::ON_PURPOSE.iter().find(|a| (a.applies)(request, f, r)) {
+            self.allowed_details += &format!(
+                "ON PURPOSE ({}): {}\n  {difference}\n  farm-apiserver: {f:?}\n  reference:      {r:?}\n\n",
+                entry.name,
+                crate::describe(request)
+            );
+            let counts = self.allowed.entry(entry.name).or_default();
+            match part {
+                Part::Corpus => counts.0 += 1,
+                Part::Generated => counts.1 += 1,
+            }
+            if part == Part::Generated && is_write(request) {
+                self.case.allowed_write = Some((request.clone(), f.clone(), r.clone()));
+            }
+            return true;
+        }
+        let setup = self.case.setup.as_ref();
+        let stored = part == Part::Generated
+            && self.case.allowed_write.as_ref().is_some_and(|(write, fw, rw)| {
+                stored_as_answered(write, fw, setup.map(|s| &s.0), f)
+                    && stored_as_answered(write, rw, setup.map(|s| &s.1), r)
+            });
+        if stored {
+            self.stored_as_answered += 1;
+        }
+        stored
     }
 
     fn unexplained(
