@@ -239,23 +239,34 @@ impl ListOptions {
     /// Reads and validates list options; `fields` are the resource's selectable fields besides
     /// `metadata.name` and `metadata.namespace`.
     pub fn parse(query: &Query, fields: &[&str]) -> Result<Self> {
-        let (options, unsupported) = Self::read(query)?;
+        let (options, unsupported, unparsable_resource_version) = Self::read(query)?;
         let given = query.get("resourceVersionMatch").is_some_and(|m| !m.is_empty());
-        let mut causes = if given { options.resource_version_match_violations(unsupported) } else { Vec::new() };
+        let resource_version_given = query.get("resourceVersion").is_some_and(|rv| !rv.is_empty());
+        let mut causes = if given {
+            options.resource_version_match_violations(unsupported, resource_version_given)
+        } else {
+            Vec::new()
+        };
         causes.extend(options.initial_events_violations());
         if !causes.is_empty() {
             return Err(Error::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes });
         }
-        // Which fields the resource selects by is asked once the options are valid.
+        // Which fields the resource selects by is asked once the options are valid; the storage
+        // reads the resourceVersion after that.
         options.field_selector.check_fields(fields)?;
+        if let Some(error) = unparsable_resource_version {
+            return Err(error);
+        }
         if options.continue_token.is_some() && options.resource_version.is_some_and(|rv| rv != 0) {
             return Err(Error::BadRequest("specifying resource version is not allowed when using continue".into()));
         }
         Ok(options)
     }
 
-    /// Each option's value, and the cause of an unsupported `resourceVersionMatch`.
-    fn read(query: &Query) -> Result<(Self, Option<FieldError>)> {
+    /// Each option's value, the cause of an unsupported `resourceVersionMatch`, and why the
+    /// `resourceVersion` does not parse (which the kube-apiserver finds only once the options
+    /// are validated).
+    fn read(query: &Query) -> Result<(Self, Option<FieldError>, Option<Error>)> {
         let label_selector =
             crate::machinery::selector::parse_label_selector(query.get("labelSelector").unwrap_or(""))?;
         let field_selector =
@@ -272,7 +283,10 @@ impl ListOptions {
         };
         let limit = number("limit")?.filter(|l| *l > 0).map(|l| l as usize);
         let timeout_seconds = number("timeoutSeconds")?.filter(|t| *t > 0).map(|t| t as u64);
-        let resource_version = resource_version(query)?;
+        let (resource_version, unparsable_resource_version) = match resource_version(query) {
+            Ok(rv) => (rv, None),
+            Err(error) => (None, Some(error)),
+        };
         let watch = query.flag("watch");
         let allow_watch_bookmarks = query.flag("allowWatchBookmarks");
         let send_initial_events = query.get("sendInitialEvents").map(|_| query.flag("sendInitialEvents"));
@@ -301,15 +315,19 @@ impl ListOptions {
             send_initial_events,
             timeout_seconds,
         };
-        Ok((options, unsupported))
+        Ok((options, unsupported, unparsable_resource_version))
     }
 
     /// What is wrong with a given `resourceVersionMatch`, in apimachinery's order: where it may
     /// not be used, then its value (`unsupported`).
-    fn resource_version_match_violations(&self, unsupported: Option<FieldError>) -> Vec<FieldError> {
+    fn resource_version_match_violations(
+        &self,
+        unsupported: Option<FieldError>,
+        resource_version_given: bool,
+    ) -> Vec<FieldError> {
         let forbidden = |message: &str| FieldError::forbidden("resourceVersionMatch", message);
         let mut causes = Vec::new();
-        if self.resource_version.is_none() && self.send_initial_events.is_none() {
+        if !resource_version_given && self.send_initial_events.is_none() {
             causes.push(forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided"));
         }
         if self.continue_token.is_some() {
@@ -384,6 +402,16 @@ mod list_tests {
             assert_eq!(err.code(), 422, "{q}");
             assert!(err.to_string().starts_with("ListOptions.meta.k8s.io"), "{q}: {err}");
         }
+    }
+
+    #[test]
+    fn options_are_validated_before_the_resource_version_is_read() {
+        // apimachinery validates the options (422); the storage parses the resourceVersion later.
+        assert_eq!(parse("resourceVersion=bogus&resourceVersionMatch=bogus").unwrap_err().code(), 422);
+        assert_eq!(parse("resourceVersion=bogus&resourceVersionMatch=NotOlderThan").unwrap_err().code(), 400);
+        assert_eq!(parse("resourceVersion=bogus&fieldSelector=bogus%3Dx").unwrap_err().code(), 400);
+        let err = parse("resourceVersion=bogus").unwrap_err();
+        assert_eq!(err.to_string(), "invalid resource version: \"bogus\"");
     }
 
     #[test]
