@@ -15,7 +15,9 @@
 //!   without ([`audit`]);
 //! - how close reads come to a plain HTTPS server returning the same bytes from memory
 //!   ([`baseline`]);
-//! - with the control plane, etcd storage against memory storage side by side ([`storage`]).
+//! - with the control plane, etcd storage against memory storage side by side ([`storage`]);
+//! - last, the leak check: the soak's kind of load until a leak of 200 bytes per write would
+//!   show in the server's RSS; it fails the run when it sees one ([`leak`]).
 //!
 //! When the real control plane of the e2e tests can run (`scripts/control-plane.sh`; set
 //! `BENCH_CONTROL_PLANE=0` to skip it), the same request loads also run, in the same process and
@@ -28,7 +30,8 @@
 //! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost, `BENCH_ONLY=audit` only the
 //! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out,
 //! `BENCH_ONLY=storage` only etcd storage against memory storage side by side ([`storage`]),
-//! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server.
+//! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
+//! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
 
 #[path = "load/ab.rs"]
@@ -37,6 +40,8 @@ mod ab;
 mod audit;
 #[path = "load/baseline.rs"]
 mod baseline;
+#[path = "load/leak.rs"]
+mod leak;
 #[path = "load/managed_fields.rs"]
 mod managed_fields;
 #[path = "load/storage.rs"]
@@ -593,6 +598,7 @@ async fn main() {
         Ok("etcd") => return etcd_only(&binary, phase).await,
         Ok("storage") => return storage_only(&binary, phase).await,
         Ok("baseline") => return baseline::compare(&binary, phase).await,
+        Ok("leak") => return leak::check(&binary).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -668,6 +674,7 @@ async fn main() {
     audit::compare(&binary, phase).await;
     baseline::compare(&binary, phase).await;
     rss(&binary).await;
+    leak::check(&binary).await;
 }
 
 /// The etcd storage's rows alone, on the control plane's etcd.

@@ -16,6 +16,9 @@ pub(crate) struct Shared {
     pub(crate) outage_until: Mutex<Option<Instant>>,
     /// Writes answered 503 during the outage, whose outcome is unknown (`obj` is what was sent).
     pub(crate) ambiguous: Mutex<Vec<Write>>,
+    /// Requests to the API the server answered (a response head arrived), watches included: the
+    /// audit log must hold exactly one `ResponseComplete` event for each.
+    pub(crate) requests: AtomicU64,
 }
 
 impl Shared {
@@ -80,15 +83,24 @@ impl Shared {
     /// The latest resourceVersion, from a one-item LIST.
     pub(crate) async fn current_rv(&self, client: &reqwest::Client) -> Option<u64> {
         let path = "/apis/farm.example.com/v1alpha/llamas?limit=1";
-        let (_, body) = call("LIST", client.get(self.url(path))).await.ok()?;
+        let (_, body) = self.call("LIST", client.get(self.url(path))).await.ok()?;
         body["metadata"]["resourceVersion"].as_str()?.parse().ok()
     }
 }
 
-/// Sends a request and parses its JSON answer: `(status, body)`; a transport error, a body that
-/// is not JSON or no answer within [`STALL`] is an `Err` describing it.
-pub(crate) async fn call(what: &str, request: reqwest::RequestBuilder) -> Result<(u16, Value), String> {
-    let response = request.timeout(STALL).send().await.map_err(|e| format!("{what}: transport error: {e:?}"))?;
+impl Shared {
+    /// Sends a request and parses its JSON answer: `(status, body)`; a transport error, a body
+    /// that is not JSON or no answer within [`STALL`] is an `Err` describing it. An answered
+    /// request is counted in [`Shared::requests`].
+    pub(crate) async fn call(&self, what: &str, request: reqwest::RequestBuilder) -> Result<(u16, Value), String> {
+        let response = request.timeout(STALL).send().await.map_err(|e| format!("{what}: transport error: {e:?}"))?;
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        read_answer(what, response).await
+    }
+}
+
+/// The status and JSON body of `response`.
+async fn read_answer(what: &str, response: reqwest::Response) -> Result<(u16, Value), String> {
     let code = response.status().as_u16();
     let bytes = response.bytes().await.map_err(|e| format!("{what}: HTTP {code}, reading the body: {e:?}"))?;
     let body = serde_json::from_slice(&bytes)

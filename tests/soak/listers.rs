@@ -49,7 +49,7 @@ pub(crate) async fn list_scope(
     what: &str,
     scope: Scope,
 ) -> Result<Option<(u64, Vec<(Key, Obj)>)>, String> {
-    let (code, body) = call(what, client.get(shared.url(&scope.path("")))).await?;
+    let (code, body) = shared.call(what, client.get(shared.url(&scope.path("")))).await?;
     if shared.in_outage(code, &body) {
         shared.count("list 503 during the etcd outage");
         return Ok(None);
@@ -100,7 +100,7 @@ pub(crate) async fn paging(
             None => format!("limit={limit}"),
         };
         let what = format!("{what}, page {page}");
-        let (code, body) = call(&what, client.get(shared.url(&scope.path(&query)))).await?;
+        let (code, body) = shared.call(&what, client.get(shared.url(&scope.path(&query)))).await?;
         shared.count("list page");
         if shared.in_outage(code, &body) {
             shared.count("paging 503 during the etcd outage");

@@ -13,14 +13,18 @@ pub(crate) fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
-pub(crate) async fn sample_rss(pid: u32, stop: watch::Receiver<bool>) -> Vec<(Duration, u64)> {
+/// One sample: when, the server's RSS, and the writes acknowledged by then.
+pub(crate) type RssSample = (Duration, u64, u64);
+
+/// Samples the server's RSS and the acknowledged writes every second until `stop`.
+pub(crate) async fn sample_rss(pid: u32, shared: Arc<Shared>, stop: watch::Receiver<bool>) -> Vec<RssSample> {
     let started = Instant::now();
     let mut samples = Vec::new();
     let mut ticker = tokio::time::interval(Duration::from_secs(1));
     while !*stop.borrow() {
         ticker.tick().await;
         if let Some(rss) = rss_bytes(pid) {
-            samples.push((started.elapsed(), rss));
+            samples.push((started.elapsed(), rss, shared.acknowledged.load(Ordering::SeqCst)));
         }
     }
     samples

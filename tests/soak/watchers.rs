@@ -60,11 +60,13 @@ pub(crate) async fn watcher(
     delay: Duration,
     seed: u64,
     progress: Arc<WatchProgress>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> (WatchLog, Option<ListObs>) {
     let mut log = WatchLog::default();
+    // Staggered starts (pacing, not synchronisation): the watchers start at different
+    // resourceVersions.
     tokio::time::sleep(delay).await;
-    let result = watch_loop(&shared, spec, seed, &progress, &mut stop, &mut log).await;
+    let result = watch_loop(&shared, spec, seed, &progress, &stop, &mut log).await;
     let obs = match result {
         Ok(obs) => obs,
         Err(e) => {
@@ -77,19 +79,22 @@ pub(crate) async fn watcher(
 }
 
 /// The watcher: LIST, then watch from the list's resourceVersion, re-watching from the last one
-/// seen whenever the server ends the stream, until `stop`. Returns the LIST's observation.
+/// seen whenever the server ends the stream, until `stop`. Once stopped it opens no new stream,
+/// and reads the one it has to its end: the server, shutting down, ends it after every event
+/// committed, so everything the server sent is checked, nothing is cut off by the test.
+/// Returns the LIST's observation.
 pub(crate) async fn watch_loop(
     shared: &Shared,
     spec: WatchSpec,
     seed: u64,
     progress: &WatchProgress,
-    stop: &mut watch::Receiver<bool>,
+    stop: &watch::Receiver<bool>,
     log: &mut WatchLog,
 ) -> Result<Option<ListObs>, String> {
     let client = shared.client(spec.slow.then_some(SLOW_WINDOW));
     let mut rng = StdRng::seed_from_u64(seed);
     let what = format!("watcher \"{}\": LIST {}", spec.name, spec.scope);
-    let (code, body) = call(&what, client.get(shared.url(&spec.scope.path("")))).await?;
+    let (code, body) = shared.call(&what, client.get(shared.url(&spec.scope.path("")))).await?;
     if code != 200 {
         return Err(unexpected(&what, code, &body));
     }
@@ -116,9 +121,18 @@ pub(crate) async fn watch_loop(
         let opened = Instant::now();
         let mut response = match tokio::time::timeout(STALL, client.get(shared.url(&path)).send()).await {
             Err(_) => return Err(format!("watch {path}: no answer within {STALL:?}")),
+            // The server stopped accepting, as the main task told it to, after this watcher
+            // last looked at `stop`.
+            Ok(Err(_)) if *stop.borrow() => return Ok(Some(obs)),
             Ok(Err(e)) => return Err(format!("watch {path}: transport error: {e:?}")),
             Ok(Ok(r)) => r,
         };
+        shared.requests.fetch_add(1, Ordering::SeqCst);
+        if response.status() != 200 && *stop.borrow() {
+            // Answered while the server shuts down (503, for one): no stream to read.
+            let _ = response.bytes().await;
+            return Ok(Some(obs));
+        }
         if response.status() != 200 {
             let code = response.status().as_u16();
             let body = response.bytes().await.unwrap_or_default();
@@ -134,11 +148,7 @@ pub(crate) async fn watch_loop(
         log.marks.push((log.events.len(), format!("watch opened from rv {last_rv}")));
         let mut buffer: Vec<u8> = Vec::new();
         loop {
-            let chunk = tokio::select! {
-                _ = stop.changed() => return Ok(Some(obs)),
-                chunk = tokio::time::timeout(STALL, response.chunk()) => chunk,
-            };
-            let chunk = match chunk {
+            let chunk = match tokio::time::timeout(STALL, response.chunk()).await {
                 Err(_) => return Err(format!("watch {path}: nothing for {STALL:?} (last rv {last_rv})")),
                 Ok(Err(e)) => return Err(format!("watch {path}: transport error mid-stream: {e:?}")),
                 Ok(Ok(None)) => break,
@@ -167,6 +177,12 @@ pub(crate) async fn watch_loop(
         if !buffer.is_empty() {
             return Err(format!("watch {path}: the stream ended inside a frame: {}", snippet(&buffer)));
         }
+        if *stop.borrow() {
+            log.marks.push((log.events.len(), "stream ended by the server's shutdown".to_string()));
+            return Ok(Some(obs));
+        }
+        // Diagnosis only, never a check: why the server ended the stream, guessed from how long
+        // it lasted.
         // The server ended the stream: at its timeout, or early because the watcher fell behind.
         let expected = Duration::from_secs(timeout.unwrap_or(MIN_REQUEST_TIMEOUT));
         let lasted = opened.elapsed();

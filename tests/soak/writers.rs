@@ -87,7 +87,7 @@ impl Writer {
             body["spec"]["color"] = json!(COLORS[sent.color as usize - 1]);
         }
         let path = llamas(NAMESPACES[ns_of(key)]);
-        let (code, body) = call(&what, self.client.post(self.shared.url(&path)).json(&body)).await?;
+        let (code, body) = self.shared.call(&what, self.client.post(self.shared.url(&path)).json(&body)).await?;
         match code {
             201 => {
                 let obj = Self::echoed(&what, &body, key, &sent)?;
@@ -106,7 +106,7 @@ impl Writer {
     pub(crate) async fn update(&mut self, key: Key) -> Result<(), String> {
         let what = format!("update {}", show_key(key));
         let url = self.shared.url(&object_path(key));
-        let (code, mut body) = call(&format!("{what}: GET"), self.client.get(&url)).await?;
+        let (code, mut body) = self.shared.call(&format!("{what}: GET"), self.client.get(&url)).await?;
         match code {
             200 => self.shared.count("get 200"),
             404 if is_status(&body, 404, "NotFound") => {
@@ -128,7 +128,7 @@ impl Writer {
         if sent.color > 0 {
             body["spec"]["color"] = json!(COLORS[sent.color as usize - 1]);
         }
-        let (code, body) = call(&what, self.client.put(&url).json(&body)).await?;
+        let (code, body) = self.shared.call(&what, self.client.put(&url).json(&body)).await?;
         match code {
             200 => {
                 let obj = Self::echoed(&what, &body, key, &sent)?;
@@ -164,7 +164,7 @@ impl Writer {
             .patch(self.shared.url(&object_path(key)))
             .header("content-type", "application/merge-patch+json")
             .body(patch.to_string());
-        let (code, body) = call(&what, request).await?;
+        let (code, body) = self.shared.call(&what, request).await?;
         match code {
             200 => {
                 let (got_key, obj) = parse_object(&body).map_err(|e| format!("{what}: {e}"))?;
@@ -202,7 +202,7 @@ impl Writer {
                 "preconditions": {"resourceVersion": rv.to_string()},
             }));
         }
-        let (code, body) = call(&what, request).await?;
+        let (code, body) = self.shared.call(&what, request).await?;
         match code {
             200 => {
                 let (got_key, obj) = parse_object(&body).map_err(|e| format!("{what}: {e}"))?;
