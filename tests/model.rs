@@ -119,6 +119,8 @@ async fn watchers_see_exactly_the_acknowledged_writes_and_pages_never_lose_stabl
     let mut streaming = Vec::new();
     let mut pagings = Vec::new();
     for round in 0..8 {
+        // Pacing, not synchronisation: the writers run on meanwhile, so each watcher starts at a
+        // different point of the history.
         tokio::time::sleep(Duration::from_millis(rng.random_range(5..40))).await;
         let known: Vec<u64> = log.lock().unwrap().iter().map(|w| w.rv).collect();
         let start = known[rng.random_range(0..known.len())];

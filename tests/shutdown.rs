@@ -111,6 +111,7 @@ async fn watch(client: reqwest::Client, url: String, opened: Arc<tokio::sync::Ba
             Ok(Some(chunk)) => {
                 buffer.extend_from_slice(&chunk);
                 if slow {
+                    // The behaviour under test, not synchronisation: a reader that lags behind.
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
             }

@@ -450,21 +450,6 @@ impl WatchStream {
     pub async fn next(&mut self) -> Option<serde_json::Value> {
         self.next_within(Duration::from_secs(5)).await
     }
-
-    /// Whether nothing arrives for `wait`.
-    pub async fn quiet_for(&mut self, wait: Duration) -> bool {
-        if self.buffer.contains(&b'\n') {
-            return false;
-        }
-        match tokio::time::timeout(wait, self.response.chunk()).await {
-            Err(_) => true,
-            Ok(Ok(Some(chunk))) => {
-                self.buffer.extend_from_slice(&chunk);
-                false
-            }
-            Ok(_) => false,
-        }
-    }
 }
 
 /// `(type, name)` of a watch event.
