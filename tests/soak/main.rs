@@ -23,8 +23,8 @@
 //!    never go back;
 //! 4. the server's RSS stays flat after a warm-up (see [`RSS_SLACK_FRACTION`]): a bound that
 //!    catches gross growth (a response, a watcher or a connection kept for good); it prints the
-//!    smallest leak per write it could have seen in the run, which in a 20 s debug run is
-//!    tens of kilobytes. Small leaks (200 bytes per write) are the leak check's, in `make bench`
+//!    smallest leak per write it could have seen in the run, which in a debug run is kilobytes
+//!    (tens of them at 20 s). Small leaks (200 bytes per write) are the leak check's, in `make bench`
 //!    (benches/load/leak.rs), which runs this load long enough against the release binary;
 //! 5. nothing but the expected errors happened (every operation and error class is counted and
 //!    printed);

@@ -54,10 +54,10 @@ pub(crate) const DRAIN: Duration = Duration::from_secs(60);
 /// allocator arenas) and flat from there to the end of a 120 s run (±1 MB).
 ///
 /// What this bound can see: growth beyond 20 MB after the warm-up, i.e. gross leaks (a response,
-/// a watcher, a connection or an event kept for good). It cannot see a small leak per write: the
-/// 20 s debug run of `make test` makes a few hundred to a thousand writes after its warm-up, so
-/// only a leak of tens of kilobytes per write shows (each run prints its own figure: 18-63 KB in
-/// four runs of the three soaks side by side on two cores). A leak
+/// a watcher, a connection or an event kept for good). It cannot see a small leak per write: a
+/// debug run (20 s by default, 90 s in CI) makes a few hundred to a few thousand writes after its
+/// warm-up, so only a leak of kilobytes per write or more shows (each run prints its own figure:
+/// 18-63 KB in four 20 s runs of the three soaks side by side on two cores). A leak
 /// of 200 bytes per write is the leak check's to find (`BENCH_ONLY=leak make bench`,
 /// benches/load/leak.rs), which runs this kind of load long enough against the release binary
 /// and fits RSS against writes.
