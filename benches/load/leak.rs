@@ -19,8 +19,9 @@
 //! a llama that is never deleted (outside the pool), so the server keeps a few hundred bytes per
 //! write for real, and the check must fail.
 //!
-//! The soak in `make test` (a 20 s debug run, ~1,000-3,000 writes) cannot see leaks this small;
-//! its RSS bound catches gross growth only (see tests/soak/model.rs).
+//! The soak in `make test` (a debug run of 20 s, 90 s in CI: a few hundred to a few thousand
+//! writes after its warm-up) cannot see leaks this small; its RSS bound catches growth of
+//! kilobytes per write only, and prints what it could see (see tests/soak/model.rs).
 
 use super::{LLAMAS, Target, rss_mb, start};
 use rand::rngs::StdRng;
