@@ -632,7 +632,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "the same set of causes, in another order or repeated",
-        corpus: 4,
+        corpus: 6,
         per_thousand: 1,
         reason: "A CRD's schema validator walks an object's properties, and server-side apply its managers' conflicts, in Go's map order, which is random; farm-apiserver lists them in the schema's order and by manager. The causes (and the message listing them) are the same set. A CRD's update also validates the object's metadata in more than one place (its strategy, its schema validator, the generic store), each adding the same cause; a built-in resource, like farm-apiserver, lists each cause once.",
         applies: |_, farm, reference| {
@@ -795,7 +795,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "null for a field",
-        corpus: 1,
+        corpus: 2,
         per_thousand: 1,
         reason: "A built-in resource reads `\"color\": null` as an unset field (a required one is then missing); a 1.20 CRD refuses a null for a field its schema does not make nullable as being of type null.",
         applies: |_, farm, reference| {
