@@ -305,6 +305,19 @@ impl EtcdCluster {
         self.members.iter().map(|m| m.endpoint.as_str()).collect::<Vec<_>>().join(",")
     }
 
+    /// Whether every member runs, answers and names the same leader.
+    pub async fn whole(&self) -> bool {
+        use farm_apiserver::store::etcd::grpc::etcdserverpb::{StatusRequest, maintenance_client::MaintenanceClient};
+        let mut leaders = Vec::new();
+        for member in &self.members {
+            let Ok(endpoint) = tonic::transport::Endpoint::from_shared(member.endpoint.clone()) else { return false };
+            let Ok(channel) = endpoint.connect().await else { return false };
+            let Ok(status) = MaintenanceClient::new(channel).status(StatusRequest {}).await else { return false };
+            leaders.push(status.into_inner().leader);
+        }
+        leaders.iter().all(|l| *l != 0 && *l == leaders[0])
+    }
+
     /// The index of the member that is leader, once the running members agree on one.
     pub async fn leader(&self) -> usize {
         use farm_apiserver::store::etcd::grpc::etcdserverpb::{StatusRequest, maintenance_client::MaintenanceClient};

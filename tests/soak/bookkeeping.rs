@@ -13,7 +13,9 @@ pub(crate) struct Shared {
     /// Acknowledged writes so far (the slow watchers' clock).
     pub(crate) acknowledged: AtomicU64,
     /// Until when a 503 `ServiceUnavailable` is an expected answer (an etcd fault of the run).
-    pub(crate) outage_until: Mutex<Option<Instant>>,
+    /// Whether an etcd outage is under way (from the leader's kill until etcd is whole again and
+    /// a write has been acknowledged since): only then is a 503 an expected answer.
+    pub(crate) in_etcd_outage: AtomicBool,
     /// Writes answered 503 during the outage, whose outcome is unknown (`obj` is what was sent).
     pub(crate) ambiguous: Mutex<Vec<Write>>,
     /// Requests to the API the server answered (a response head arrived), watches included: the
@@ -44,17 +46,14 @@ impl Shared {
         self.failure_total.load(Ordering::SeqCst) > 0
     }
 
-    /// From now until `until` (or later, if already so), 503 `ServiceUnavailable` is an expected answer.
-    pub(crate) fn tolerate_outage_until(&self, until: Instant) {
-        let mut tolerated = self.outage_until.lock().unwrap();
-        *tolerated = (*tolerated).max(Some(until));
+    /// Opens or closes the window in which a 503 `ServiceUnavailable` is an expected answer.
+    pub(crate) fn set_etcd_outage(&self, under_way: bool) {
+        self.in_etcd_outage.store(under_way, Ordering::SeqCst);
     }
 
-    /// Whether `code` and `body` are a 503 `ServiceUnavailable` while the run expects them.
+    /// Whether `code` and `body` are a 503 `ServiceUnavailable` while an etcd outage is under way.
     pub(crate) fn in_outage(&self, code: u16, body: &Value) -> bool {
-        code == 503
-            && is_status(body, 503, "ServiceUnavailable")
-            && self.outage_until.lock().unwrap().is_some_and(|until| Instant::now() < until)
+        code == 503 && is_status(body, 503, "ServiceUnavailable") && self.in_etcd_outage.load(Ordering::SeqCst)
     }
 
     pub(crate) fn next_weight(&self) -> f64 {

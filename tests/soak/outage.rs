@@ -1,9 +1,12 @@
 //! The soak through an etcd fault: a three-member etcd cluster whose leader is killed with
 //! SIGKILL a third of the way into the run and restarted a few seconds later.
 //!
-//! While etcd elects a new leader, requests get 503 `ServiceUnavailable`; for [`OUTAGE_GRACE`]
-//! after the kill that is an expected outcome (counted), afterwards it is a failure again, so
-//! writes must resume within it. A write answered 503 may still have committed (etcd applied
+//! While etcd elects a new leader, requests get 503 `ServiceUnavailable`: that is an expected
+//! outcome (counted) from the kill until the outage is over, which the test sees happen rather
+//! than assuming a duration: the killed member is back, every member answers and names the same
+//! leader, and the server has acknowledged a write since. Afterwards a 503 is a failure again, and
+//! the run fails when the outage is not over before it ends (writes did not resume). How long
+//! writes paused is printed, not judged. A write answered 503 may still have committed (etcd applied
 //! the transaction, its answer was lost): its outcome is *ambiguous*. Every write sets a weight
 //! never used before, so after the run [`resolve_ambiguous`] reads etcd's own history of the
 //! prefix and adds each ambiguous write that did commit to the model, at the revision etcd gave
@@ -16,9 +19,6 @@ use farm_apiserver::store::etcd::grpc::etcdserverpb::WatchCreateRequest;
 use farm_apiserver::store::etcd::grpc::mvccpb::{KeyValue, event::EventType};
 use farm_apiserver::store::etcd::{client::EtcdClient, connection};
 
-/// How long after the leader's kill a 503 is an expected answer: the 10 s in which writes must
-/// resume.
-pub(crate) const OUTAGE_GRACE: Duration = Duration::from_secs(10);
 /// How long the killed member stays down.
 pub(crate) const LEADER_DOWN: Duration = Duration::from_secs(4);
 
@@ -29,6 +29,10 @@ pub(crate) struct LeaderKill {
     /// The killed member and when it was killed.
     killed: Option<(usize, Instant)>,
     restarted: bool,
+    /// The acknowledged-write count when etcd was first seen whole again after the restart.
+    whole_at: Option<u64>,
+    /// Whether the outage is over (a write acknowledged since etcd was whole again).
+    over: bool,
     /// The acknowledged-write count at the last tick, when it last grew, and the longest time
     /// without a new acknowledged write since the kill.
     last_count: u64,
@@ -44,6 +48,8 @@ impl LeaderKill {
             prefix,
             killed: None,
             restarted: false,
+            whole_at: None,
+            over: false,
             last_count: 0,
             last_growth: now,
             longest_pause: Duration::ZERO,
@@ -62,7 +68,7 @@ impl LeaderKill {
             None if elapsed >= duration / 3 => {
                 let leader = self.cluster.leader().await;
                 let at = Instant::now();
-                shared.tolerate_outage_until(at + OUTAGE_GRACE);
+                shared.set_etcd_outage(true);
                 self.cluster.members[leader].kill_hard();
                 println!("etcd leader m{leader} killed at {:.1} s", elapsed.as_secs_f64());
                 self.killed = Some((leader, at));
@@ -74,22 +80,37 @@ impl LeaderKill {
                     self.restarted = true;
                     println!("etcd member m{member} restarted {:.1} s after the kill", at.elapsed().as_secs_f64());
                 }
-                if at.elapsed() <= OUTAGE_GRACE + Duration::from_secs(5) {
+                if !self.over {
                     self.longest_pause = self.longest_pause.max(self.last_growth.elapsed());
+                    self.watch_recovery(shared, count).await;
                 }
             }
             None => {}
         }
     }
 
-    /// Whether the fault happened and writes resumed within [`OUTAGE_GRACE`].
+    /// Ends the outage once etcd is whole again after the restart (every member answers and
+    /// names the same leader) and the server has acknowledged a write since.
+    async fn watch_recovery(&mut self, shared: &Shared, count: u64) {
+        match self.whole_at {
+            None if self.restarted && self.cluster.whole().await => self.whole_at = Some(count),
+            Some(whole_at) if count > whole_at => {
+                self.over = true;
+                shared.set_etcd_outage(false);
+                println!("etcd outage over: the cluster is whole and a write was acknowledged since");
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the fault happened and the outage was over before the run ended.
     pub(crate) fn check(&self, problems: &mut Vec<String>) {
         match self.killed {
             None => problems.push("the run ended before the etcd leader was killed (SOAK_SECONDS too short)".into()),
-            Some(_) if self.longest_pause > OUTAGE_GRACE => problems.push(format!(
-                "no write was acknowledged for {:.1} s after the etcd leader was killed (at most {OUTAGE_GRACE:?})",
-                self.longest_pause.as_secs_f64()
-            )),
+            Some(_) if !self.over => problems.push(
+                "the etcd outage was not over when the run ended: no write acknowledged once etcd was whole again"
+                    .into(),
+            ),
             Some(_) => {}
         }
         println!(
