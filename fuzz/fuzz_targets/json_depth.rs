@@ -2,8 +2,8 @@
 //! serde_json reads (`json_depth::shallow`), and checks that the scan agrees with serde_json on
 //! whether the bytes are JSON (serde_json reads them wrapped 60 deep, within its limit: wrapped in
 //! more brackets than a short input can close, validity no longer depends on how many), and that
-//! the copy it hands on parses within serde_json's limit and keeps the wrapped value down to the
-//! depth it keeps.
+//! the copy it hands on parses within serde_json's limit and keeps the wrapping down to the depth
+//! it keeps, where the next container is copied empty.
 #![no_main]
 
 use farm_apiserver::machinery::json_depth::{self, KEPT_DEPTH};
@@ -32,7 +32,9 @@ fuzz_target!(|data: &[u8]| {
             inner = first;
             depth += 1;
         }
-        assert_eq!(depth, KEPT_DEPTH - 1, "{:?}", String::from_utf8_lossy(&copy));
+        // The container that starts just below the kept depth is copied, empty.
+        assert_eq!(depth, KEPT_DEPTH, "{:?}", String::from_utf8_lossy(&copy));
+        assert!(inner.as_array().is_some_and(Vec::is_empty), "{:?}", String::from_utf8_lossy(&copy));
     }
 });
 

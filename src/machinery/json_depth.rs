@@ -263,6 +263,11 @@ impl Scanner<'_> {
             }
         }
         let text = &self.bytes[start..self.at];
+        // Go (and serde_json) refuse a number no float64 holds, also where the copy leaves it out.
+        let finite = std::str::from_utf8(text).ok().and_then(|t| t.parse::<f64>().ok()).is_some_and(f64::is_finite);
+        if !finite {
+            return Err(DepthError(format!("number out of range at byte {start}")));
+        }
         self.emit(text);
         Ok(())
     }
@@ -315,7 +320,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_deep_inside_are_found() {
-        for inner in ["1,,2", "[1", "tru", "\"\u{1}\"", "01", "1.", "-", "\"\\x\"", "{\"a\" 1}", "{1: 2}"] {
+        for inner in ["1,,2", "[1", "tru", "\"\u{1}\"", "01", "1.", "-", "\"\\x\"", "{\"a\" 1}", "{1: 2}", "2E2254"] {
             let body = nested(300, inner);
             assert!(shallow(body.as_bytes()).is_err(), "{inner} was accepted");
         }
