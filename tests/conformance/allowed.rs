@@ -138,6 +138,11 @@ fn same_items_in_another_order(farm: &Answer, reference: &Answer) -> bool {
     farm.code == reference.code && without_items(farm) == without_items(reference) && sorted(farm) == sorted(reference)
 }
 
+/// Whether `answer` is a Status of `code` and `why` whose message begins with `message`.
+fn refused_as(answer: &Answer, code: u16, why: &str, message: &str) -> bool {
+    answer.code == code && reason(answer) == why && self::message(answer).starts_with(message)
+}
+
 /// The causes of an answer, each once, in the order they first appear.
 fn distinct_causes(answer: &Answer) -> Vec<Value> {
     let mut seen = Vec::new();
@@ -325,9 +330,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         reason: "fieldValidation (Ignore, Warn, Strict) is Kubernetes 1.25 (beta) / 1.27 (GA): under Strict an unknown field is a 400 `strict decoding error`. 1.20 ignores the parameter, drops the field and writes (the suite's Strict writes are dry runs).",
         applies: |request, farm, reference| {
             query_value(request, "fieldValidation") == Some("Strict")
-                && farm.code == 400
-                && reason(farm) == "BadRequest"
-                && message(farm).starts_with("strict decoding error: unknown field")
+                && refused_as(farm, 400, "BadRequest", "strict decoding error: unknown field")
                 && (200..300).contains(&reference.code)
                 && reference.body["kind"] == "Llama"
         },
@@ -598,9 +601,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         reason: "Both sides fail the read (the only difference of the tables where ours is a 5xx, allowed only because the reference's is too): kube-apiserver 1.20 passes etcd's `required revision is a future revision` on as a 500; farm-apiserver answers it as the kube-apiserver answers every other read of a future resourceVersion (1.20 included), 504 Timeout `Too large resource version` with retryAfterSeconds 1.",
         applies: |request, farm, reference| {
             query_value(request, "resourceVersionMatch") == Some("Exact")
-                && farm.code == 504
-                && reason(farm) == "Timeout"
-                && message(farm).starts_with("Timeout: Too large resource version: ")
+                && refused_as(farm, 504, "Timeout", "Timeout: Too large resource version: ")
                 && farm.body["details"]["retryAfterSeconds"] == 1
                 && reference.code == 500
                 && message(reference).contains("required revision is a future revision")
