@@ -236,28 +236,29 @@ pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write
 const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 
 /// A field another manager owns that an apply would change: the manager's entry as the
-/// kube-apiserver prints it (`"kubectl-patch" using farm.example.com/v1alpha at <time>`) and the
-/// field's path (`.spec.weight`).
+/// kube-apiserver prints it (`"kubectl-patch" using farm.example.com/v1alpha`) and the field's
+/// path (`.spec.weight`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conflict {
     /// The owner, printed.
     pub manager: String,
     /// The field, printed.
     pub field: String,
+    /// The field.
+    pub path: super::fieldpath::Path,
 }
 
 impl Manager {
-    /// `printManager`: the name, its subresource, and for an Update its API version and time.
-    fn printed(&self, time: Option<&Time>) -> String {
+    /// `printManager` of the manager's identifier: the name, its subresource, and for an Update
+    /// its API version. The identifier never holds the entry's time (`BuildManagerIdentifier`),
+    /// so the kube-apiserver never prints one, though `printManager` could.
+    fn printed(&self) -> String {
         let mut out = format!("{:?}", self.name);
         if !self.subresource.is_empty() {
             out = format!("{out} with subresource {:?}", self.subresource);
         }
         if self.operation == "Update" {
             out = format!("{out} using {}", self.api_version);
-            if let Some(t) = time {
-                out = format!("{out} at {}", t.0.strftime("%Y-%m-%dT%H:%M:%SZ"));
-            }
         }
         out
     }
@@ -277,7 +278,51 @@ pub struct Applied {
 /// configuration is merged in, the applier's entry becomes exactly the fields it sent (fields it
 /// sent last time and no longer sends are removed unless another manager owns them), and fields
 /// other managers own that the apply changes are conflicts unless `force` takes them over.
+///
+/// An apply by `kubectl` also takes over, without a conflict, what client-side `kubectl apply`
+/// recorded in `live` (see [`super::last_applied`]), and records `as_sent` (the configuration as
+/// the client sent it) in that record.
 pub fn apply(
+    live: Option<&Value>,
+    config: &Value,
+    as_sent: &Value,
+    managed: Managed,
+    write: &Write,
+    force: bool,
+    schema: &Schema,
+) -> Result<Applied, Vec<Conflict>> {
+    use super::last_applied::{KUBECTL, allowed_conflicts};
+    let by_kubectl = write.manager == KUBECTL;
+    let retry = (by_kubectl && !force).then(|| managed.clone());
+    let conflicts = match apply_once(live, config, managed, write, force, schema) {
+        Err(conflicts) => conflicts,
+        Ok(applied) => return Ok(recorded(applied, live, as_sent, by_kubectl)),
+    };
+    let allowed = live.and_then(|live| allowed_conflicts(live, write.api_version, schema));
+    let (Some(managed), Some(allowed)) = (retry, allowed) else { return Err(conflicts) };
+    let left: Vec<Conflict> = conflicts.into_iter().filter(|c| !allowed.has(&c.path)).collect();
+    if !left.is_empty() {
+        return Err(left);
+    }
+    let applied = apply_once(live, config, managed, write, true, schema)?;
+    Ok(recorded(applied, live, as_sent, by_kubectl))
+}
+
+/// `applied` with kubectl's client-side record of `as_sent` kept current when `by_kubectl`.
+fn recorded(mut applied: Applied, live: Option<&Value>, as_sent: &Value, by_kubectl: bool) -> Applied {
+    if !by_kubectl {
+        return applied;
+    }
+    let empty = json!({});
+    let live = live.unwrap_or(&empty);
+    let mut object = applied.object.take().unwrap_or_else(|| live.clone());
+    super::last_applied::record(&mut object, as_sent);
+    applied.object = (!super::typed::values_equal(&object, live)).then_some(object);
+    applied
+}
+
+/// One apply, with or without `force` (structured-merge-diff's `Updater.Apply`).
+fn apply_once(
     live: Option<&Value>,
     config: &Value,
     managed: Managed,
@@ -320,34 +365,7 @@ pub fn apply(
     {
         *time = Some(write.now.clone());
     }
-    let mut object = object;
-    if write.manager == KUBECTL {
-        update_last_applied(&mut object, config);
-    }
-    let changed = !super::typed::values_equal(&object, live_value);
     Ok(Applied { object: changed.then_some(object), managed })
-}
-
-/// The manager kubectl applies as, whose applies keep its client-side annotation current.
-const KUBECTL: &str = "kubectl";
-/// The annotation client-side `kubectl apply` three-way-merges against.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// After a server-side apply by kubectl, an object that carries client-side apply's annotation
-/// gets the applied configuration in it (without the annotation itself), so a later client-side
-/// apply merges against what was applied last (apimachinery's `lastAppliedUpdater`).
-fn update_last_applied(object: &mut Value, config: &Value) {
-    let current = object.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED));
-    if current.and_then(Value::as_str).is_none_or(str::is_empty) {
-        return;
-    }
-    let mut applied = config.clone();
-    if let Some(annotations) = applied.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
-        annotations.remove(LAST_APPLIED);
-    }
-    if let Some(annotations) = object.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
-        annotations.insert(LAST_APPLIED.into(), Value::String(format!("{applied}\n")));
-    }
 }
 
 /// Removes from `merged` what the applier owned last time and no longer sends, unless another
@@ -378,10 +396,10 @@ fn take_over(
 ) -> Result<(), Vec<Conflict>> {
     let (changed, removed) = changes(live, object, reset, schema);
     let mut conflicts = Vec::new();
-    for (manager, (set, time)) in managed.entries.iter().filter(|(m, _)| *m != applier) {
+    for (manager, (set, _)) in managed.entries.iter().filter(|(m, _)| *m != applier) {
         for path in set.intersection(&changed).paths() {
             let field = super::fieldpath::path_string(&path);
-            conflicts.push(Conflict { manager: manager.printed(time.as_ref()), field });
+            conflicts.push(Conflict { manager: manager.printed(), field, path });
         }
     }
     if !force && !conflicts.is_empty() {
@@ -480,6 +498,7 @@ fn cap_updates(managed: &mut Managed) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machinery::last_applied::ANNOTATION;
     use k8s_openapi::jiff::Timestamp;
 
     fn schema() -> Schema {
@@ -490,6 +509,18 @@ mod tests {
             "spec": {"type": "object", "properties": {"weight": {"type": "number"}, "height": {"type": "number"}}},
             "status": {"type": "object", "properties": {"observedGeneration": {"type": "integer"}}},
         }}))
+    }
+
+    /// An apply whose configuration is sent as it is applied.
+    fn apply(
+        live: Option<&Value>,
+        config: &Value,
+        managed: Managed,
+        write: &Write,
+        force: bool,
+        schema: &Schema,
+    ) -> Result<Applied, Vec<Conflict>> {
+        super::apply(live, config, config, managed, write, force, schema)
     }
 
     fn at(second: i64) -> Time {
@@ -661,13 +692,14 @@ mod tests {
         let refused =
             apply(Some(&patched), &config, both.clone(), &write("a", "", &reset, 30), false, &schema()).unwrap_err();
         let expected = Conflict {
-            manager: "\"b\" using farm.example.com/v1alpha at 1970-01-01T00:00:20Z".into(),
+            manager: "\"b\" using farm.example.com/v1alpha".into(),
             field: ".spec.weight".into(),
+            path: vec![PathElement::Field("spec".into()), PathElement::Field("weight".into())],
         };
         assert_eq!(refused, std::slice::from_ref(&expected));
         assert_eq!(
             conflict_message(&refused),
-            "Apply failed with 1 conflict: conflict with \"b\" using farm.example.com/v1alpha at 1970-01-01T00:00:20Z: .spec.weight"
+            "Apply failed with 1 conflict: conflict with \"b\" using farm.example.com/v1alpha: .spec.weight"
         );
         let forced =
             apply(Some(&patched), &config, both.clone(), &write("a", "", &reset, 30), true, &schema()).unwrap();
@@ -730,19 +762,69 @@ mod tests {
         assert_eq!(names, ["a", "before-first-apply"]);
     }
 
+    /// A llama as client-side `kubectl apply` leaves it: its annotation records `recorded`, and
+    /// `kubectl-client-side-apply` owns what it wrote; then `edits` by `kubectl-edit`.
+    fn client_side_applied(recorded: Value, edits: Option<Value>) -> (Value, Managed) {
+        let reset = top_level(&["status"]);
+        let mut live = recorded.clone();
+        live["metadata"]["annotations"] = json!({(ANNOTATION): format!("{recorded}\n")});
+        let csa = write("kubectl-client-side-apply", "", &reset, 10);
+        let managed = update(None, &live, Managed::default(), &csa, &schema());
+        let Some(spec) = edits else { return (live, managed) };
+        let mut edited = live.clone();
+        edited["spec"] = spec;
+        let managed = update(Some(&live), &edited, managed, &write("kubectl-edit", "", &reset, 20), &schema());
+        (edited, managed)
+    }
+
+    #[test]
+    fn kubectl_takes_over_what_client_side_apply_recorded_without_a_conflict() {
+        let reset = top_level(&["status"]);
+        let (live, managed) = client_side_applied(spec(json!({"weight": 5, "height": 2})), None);
+        let config = spec(json!({"weight": 6, "height": 2}));
+        let out = apply(Some(&live), &config, managed.clone(), &write("kubectl", "", &reset, 30), false, &schema());
+        let out = out.unwrap();
+        let object = out.object.unwrap();
+        assert_eq!(object["spec"]["weight"], 6);
+        assert_eq!(applied("kubectl", &out.managed), Some(json!({"f:spec": {"f:height": {}, "f:weight": {}}})));
+        let annotation = object["metadata"]["annotations"][ANNOTATION].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(annotation).unwrap(), config, "the record follows the apply");
+
+        let flux = apply(Some(&live), &config, managed, &write("flux", "", &reset, 30), false, &schema());
+        let refused = flux.unwrap_err();
+        assert_eq!(refused.len(), 1, "only kubectl's applies read the record: {refused:?}");
+        assert_eq!(refused[0].manager, "\"kubectl-client-side-apply\" using farm.example.com/v1alpha");
+    }
+
+    #[test]
+    fn a_field_changed_since_or_never_recorded_still_conflicts() {
+        let reset = top_level(&["status"]);
+        let recorded = spec(json!({"weight": 5, "height": 2}));
+        let (live, managed) = client_side_applied(recorded, Some(json!({"weight": 9, "height": 2, "color": "white"})));
+        let config = spec(json!({"weight": 6, "height": 3, "color": "black"}));
+        let out = apply(Some(&live), &config, managed, &write("kubectl", "", &reset, 30), false, &schema());
+        let refused: Vec<(String, String)> = out.unwrap_err().into_iter().map(|c| (c.manager, c.field)).collect();
+        let edit = "\"kubectl-edit\" using farm.example.com/v1alpha".to_string();
+        assert_eq!(
+            refused,
+            [(edit.clone(), ".spec.color".into()), (edit, ".spec.weight".into())],
+            "the height, recorded with its value, is no conflict; the edited weight and the colour are"
+        );
+    }
+
     #[test]
     fn a_kubectl_apply_rewrites_the_client_side_annotation_when_there_is_one() {
         let reset = top_level(&["status"]);
         let mut live = spec(json!({"weight": 1, "height": 2}));
-        live["metadata"]["annotations"] = json!({(LAST_APPLIED): "{\"old\":true}\n"});
+        live["metadata"]["annotations"] = json!({(ANNOTATION): "{\"old\":true}\n"});
         let config = spec(json!({"weight": 4, "height": 2}));
         let out = apply(Some(&live), &config, Managed::default(), &write("kubectl", "", &reset, 10), true, &schema());
         let object = out.unwrap().object.unwrap();
-        let annotation = object["metadata"]["annotations"][LAST_APPLIED].as_str().unwrap();
+        let annotation = object["metadata"]["annotations"][ANNOTATION].as_str().unwrap();
         assert_eq!(serde_json::from_str::<Value>(annotation).unwrap(), config);
         assert!(annotation.ends_with('\n'));
         let other = apply(Some(&live), &config, Managed::default(), &write("flux", "", &reset, 10), true, &schema());
         let object = other.unwrap().object.unwrap();
-        assert_eq!(object["metadata"]["annotations"][LAST_APPLIED], "{\"old\":true}\n", "only kubectl's applies");
+        assert_eq!(object["metadata"]["annotations"][ANNOTATION], "{\"old\":true}\n", "only kubectl's applies");
     }
 }

@@ -12,6 +12,7 @@ pub mod fieldpath;
 pub mod json_depth;
 pub mod json_scan;
 pub mod key;
+pub mod last_applied;
 pub mod lifecycle;
 pub mod managed;
 pub mod merge;

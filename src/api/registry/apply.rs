@@ -14,6 +14,14 @@ use crate::machinery::strategy::{Strategy, Subresource};
 use crate::store::ObjectKey;
 use serde_json::Value;
 
+/// One apply's configuration: as the client sent it (what kubectl's client-side record keeps),
+/// as it is applied, and whether it takes fields over from their managers.
+struct Configuration<'a> {
+    sent: &'a Value,
+    applied: &'a Value,
+    force: bool,
+}
+
 /// How often an apply retries when the object appears or disappears under it.
 const ATTEMPTS: usize = 4;
 
@@ -58,6 +66,7 @@ impl<K: Strategy> Registry<K> {
         // applier neither sets nor owns it, and it is not validated. A label or annotation applied
         // as `null` is applied as an empty string, which the applier owns: Go reads `null` into a
         // string so, and the kube-apiserver's apply of a custom resource stores it so.
+        let sent = config;
         let prepared;
         let resets = K::reset_fields(subresource).iter().any(|field| config.get(field).is_some());
         let config = if resets || decode::has_null_labels(config) {
@@ -69,15 +78,16 @@ impl<K: Strategy> Registry<K> {
         } else {
             config
         };
+        let config = Configuration { sent, applied: config, force };
         let key = ObjectKey::new(namespace, name);
         for _ in 0..ATTEMPTS {
             if self.store.get(&key).await?.is_none() {
-                match self.apply_create(namespace, name, config, subresource, force, ctx).await {
+                match self.apply_create(namespace, name, &config, subresource, ctx).await {
                     Err(Error::AlreadyExists { .. }) => continue,
                     other => return other.map(|written| (written, true)),
                 }
             }
-            match self.apply_update(&key, namespace, config, subresource, force, ctx).await {
+            match self.apply_update(&key, namespace, &config, subresource, ctx).await {
                 Err(Error::NotFound { .. }) => continue,
                 other => return other.map(|written| (written, false)),
             }
@@ -90,11 +100,11 @@ impl<K: Strategy> Registry<K> {
         &self,
         namespace: &str,
         name: &str,
-        config: &Value,
+        configuration: &Configuration<'_>,
         subresource: Subresource,
-        force: bool,
         ctx: &WriteContext,
     ) -> Result<Written<K>> {
+        let config = configuration.applied;
         if subresource != Subresource::Main {
             return Err(Self::not_found(name));
         }
@@ -104,7 +114,8 @@ impl<K: Strategy> Registry<K> {
         let reset = managed::top_level(K::reset_fields(subresource));
         let write = write_of(&ctx.manager, subresource, &reset);
         let schema = body_schema::<K>();
-        let applied = managed::apply(None, config, Managed::default(), &write, force, &schema.object)
+        let (sent, force) = (configuration.sent, configuration.force);
+        let applied = managed::apply(None, config, sent, Managed::default(), &write, force, &schema.object)
             .map_err(|conflicts| managed::conflict_error(&conflicts))?;
         let mut object = applied.object.unwrap_or_else(|| config.clone());
         object["metadata"]["name"] = Value::String(name.to_string());
@@ -121,11 +132,11 @@ impl<K: Strategy> Registry<K> {
         &self,
         key: &ObjectKey,
         namespace: &str,
-        config: &Value,
+        configuration: &Configuration<'_>,
         subresource: Subresource,
-        force: bool,
         ctx: &WriteContext,
     ) -> Result<Written<K>> {
+        let Configuration { sent, applied: config, force } = *configuration;
         let reset = managed::top_level(K::reset_fields(subresource));
         let schema = body_schema::<K>();
         let mut warnings = Vec::new();
@@ -135,7 +146,7 @@ impl<K: Strategy> Registry<K> {
                 let live = object_value(current.object())?;
                 let stored = current.meta().managed_fields.as_deref().unwrap_or_default();
                 let managers = Managed::decode(stored).unwrap_or_default();
-                let applied = managed::apply(Some(&live), config, managers, &write, force, &schema.object)
+                let applied = managed::apply(Some(&live), config, sent, managers, &write, force, &schema.object)
                     .map_err(|conflicts| managed::conflict_error(&conflicts))?;
                 // After the conflicts, as the kube-apiserver's patcher checks the applied object,
                 // and its storage the resourceVersion the configuration may carry.
