@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::apply_migration;
 use common::clients::{self, Cluster};
 use common::control_plane::{ControlPlane, Farm, NOBODY_ADMITS, NOBODY_DELEGATES, eventually};
 
@@ -528,11 +529,26 @@ async fn kubectl_kube_rs_and_the_python_client_apply_through_the_aggregator() {
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
     clients::kubectl_server_side_apply(&cp);
-    clients::kubectl_client_side_then_server_side(&cp);
     clients::kubectl_edit(&cp);
     clients::kube_rs_apply(cp.client().await).await;
     cp.must(&["create", "namespace", "python"], None);
     clients::python_clients(&cp, "python", cp.dir.path());
+}
+
+/// The move from client-side to server-side `kubectl apply` (issue 34) gives the same transcript
+/// for llamas through the aggregator, for llamas of a standalone server, and for a Llama CRD on
+/// the kube-apiserver; each sequence also asserts what it expects, on all three.
+#[tokio::test]
+async fn kubectl_moves_from_client_side_to_server_side_apply_as_for_a_crd() {
+    let cp = ControlPlane::up();
+    let farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    cp.install_reference_crd("ref.example.com");
+    let reference = apply_migration::all(&cp, "ref.example.com");
+    let aggregated = apply_migration::all(&cp, "farm.example.com");
+    apply_migration::assert_same(&aggregated, &reference, "through the aggregator");
+    let standalone = apply_migration::all(&common::Server::start().await, "farm.example.com");
+    apply_migration::assert_same(&standalone, &reference, "standalone");
 }
 
 /// A llama in `namespace`, with `finalizers` and `owners` (apiVersion, kind, name, uid).

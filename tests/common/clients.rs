@@ -1,13 +1,14 @@
 //! What users' clients do with llamas, written once and run both against the standalone server
 //! (tests/apply.rs, tests/python_client.rs) and through a real kube-apiserver's aggregator
-//! (tests/e2e.rs): kubectl's server-side apply, client-side apply handing over to it, and edit;
+//! (tests/e2e.rs): kubectl's server-side apply and edit (moving from client-side apply is
+//! `apply_migration.rs`);
 //! kube-rs's `Patch::Apply` on the object and its status; the official Python client
 //! (tests/python/clients.py). Each scenario uses llamas of its own names in `default`, so they can
 //! share one cluster.
 
 use farm_apiserver::resources::llama::Llama;
 use kube::api::{Api, Patch, PatchParams};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -77,24 +78,6 @@ pub fn kubectl_server_side_apply(c: &impl Cluster) {
     assert_eq!(jsonpath(c, "ssa", managers).trim(), r#"kubectl/Apply:{"f:spec":{"f:height":{},"f:weight":{}}}"#);
     let (ok, diff, err) = c.run(&["diff", "--server-side", "-f", "-"], Some(&changed));
     assert!(ok && diff.is_empty(), "nothing left to apply: {diff}{err}");
-}
-
-/// Client-side `kubectl apply`, then `--server-side` on the same object (kubectl hands the
-/// fields over), then client-side again (the server kept the last-applied annotation current).
-pub fn kubectl_client_side_then_server_side(c: &impl Cluster) {
-    c.must(&["apply", "-f", "-"], Some(&manifest("csa", 120)));
-    let out = c.must(&["apply", "--server-side", "-f", "-"], Some(&manifest("csa", 120)));
-    assert_eq!(out.trim(), "llama.farm.example.com/csa serverside-applied");
-    let managers = "{range .metadata.managedFields[*]}{.manager}/{.operation} {end}";
-    assert_eq!(jsonpath(c, "csa", managers).trim(), "kubectl/Apply kubectl-last-applied/Apply");
-    c.must(&["apply", "--server-side", "-f", "-"], Some(&manifest("csa", 125)));
-    let last: Value =
-        serde_json::from_str(&c.must(&["apply", "view-last-applied", "llama", "csa", "-o", "json"], None))
-            .expect("the last-applied configuration");
-    assert_eq!(last["spec"]["weight"], 125);
-    let out = c.must(&["apply", "-f", "-"], Some(&manifest("csa", 126)));
-    assert_eq!(out.trim(), "llama.farm.example.com/csa configured");
-    assert_eq!(jsonpath(c, "csa", "{.spec.weight}"), "126");
 }
 
 /// `kubectl edit` with a scripted editor: the change is stored and recorded for `kubectl-edit`.

@@ -4,6 +4,7 @@
 //! farm-apiserver in aggregated mode, registered with it through an APIService.
 
 use super::clients::{self, Cluster};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -100,6 +101,40 @@ impl ControlPlane {
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
         kube::Client::try_from(config).unwrap()
     }
+}
+
+impl ControlPlane {
+    /// Creates the reference Llama CRD in `group` and waits until it is served.
+    pub fn install_reference_crd(&self, group: &str) {
+        self.must(&["apply", "-f", "-"], Some(&reference_crd(group).to_string()));
+        let crd = format!("crd/llamas.{group}");
+        self.must(&["wait", "--for=condition=Established", &crd, "--timeout=60s"], None);
+    }
+}
+
+/// The reference CustomResourceDefinition: farm-apiserver's Llama schema (spec and status, from
+/// the checked-in OpenAPI v3 document the server serves) and its Table's columns.
+pub fn reference_crd(group: &str) -> Value {
+    let document: Value =
+        serde_json::from_str(include_str!("../../openapi/v3-apis-farm.example.com-v1alpha.json")).unwrap();
+    let llama = &document["components"]["schemas"]["com.example.farm.v1alpha.Llama"];
+    let properties = json!({"spec": llama["properties"]["spec"], "status": llama["properties"]["status"]});
+    let column = |name: &str, kind: &str, path: &str, description: &str, priority: u8| json!({"name": name, "type": kind, "jsonPath": path, "description": description, "priority": priority});
+    let age = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+    let ready = "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.";
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("llamas.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+            "names": {"plural": "llamas", "singular": "llama", "kind": "Llama", "listKind": "LlamaList",
+                "shortNames": ["lm"], "categories": ["farm"]},
+            "versions": [{"name": "v1alpha", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": properties}},
+                "additionalPrinterColumns": [
+                    column("Weight", "number", ".spec.weight", "Weight of the llama in kilograms.", 0),
+                    column("Height", "number", ".spec.height", "Height of the llama at the shoulder, in centimetres.", 0),
+                    column("Ready", "string", ".status.conditions[?(@.type==\"Ready\")].status", ready, 0),
+                    column("Age", "date", ".metadata.creationTimestamp", age, 0),
+                    column("Color", "string", ".spec.color", "Colour of the llama's coat.", 1)]}]}})
 }
 
 impl Cluster for ControlPlane {

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unused_macros)]
 
+pub mod apply_migration;
 pub mod clients;
 pub mod control_plane;
 pub mod etcd;
