@@ -16,6 +16,7 @@
 use super::fieldpath::Set;
 use super::shape::Schema;
 use super::typed::{Comparison, compare, to_field_set};
+use super::validation::TOTAL_ANNOTATION_SIZE_LIMIT;
 use serde_json::Value;
 
 /// The annotation client-side `kubectl apply` three-way-merges against.
@@ -44,8 +45,10 @@ pub fn allowed_conflicts(live: &Value, api_version: &str, schema: &Schema) -> Op
 }
 
 /// Writes `applied` (the configuration as the client sent it, without the annotation itself)
-/// into the annotation of `object`, when `object` has a non-empty one (`lastAppliedUpdater`).
-/// The text is Go's encoding of it: keys sorted, then a newline.
+/// into the annotation of `object`, when `object` has a non-empty one (`lastAppliedUpdater`;
+/// an empty one is how a user opts out, since Kubernetes 1.22). The text is Go's encoding of
+/// it: keys sorted, then a newline. When the annotations would then exceed their size limit,
+/// the annotation is removed instead (`SetLastApplied`), so that the apply still succeeds.
 pub fn record(object: &mut Value, applied: &Value) {
     if annotation_of(object).is_none() {
         return;
@@ -56,6 +59,10 @@ pub fn record(object: &mut Value, applied: &Value) {
     }
     if let Some(annotations) = object.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
         annotations.insert(ANNOTATION.into(), Value::String(format!("{applied}\n")));
+        let size: usize = annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
+        if size > TOTAL_ANNOTATION_SIZE_LIMIT {
+            annotations.remove(ANNOTATION);
+        }
     }
 }
 
@@ -131,6 +138,18 @@ mod tests {
         assert_eq!(without, json!({"metadata": {"annotations": {"note": "kept"}}}));
         let mut emptied = json!({"metadata": {"annotations": {(ANNOTATION): ""}}});
         record(&mut emptied, &applied);
-        assert_eq!(emptied["metadata"]["annotations"][ANNOTATION], "", "an empty one is left, as since 1.27");
+        assert_eq!(emptied["metadata"]["annotations"][ANNOTATION], "", "an empty one is left, as since 1.22");
+    }
+
+    #[test]
+    fn a_record_that_would_overflow_the_annotations_is_removed() {
+        let big = "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT - 100);
+        let applied = json!({"apiVersion": V1ALPHA, "kind": "Llama", "metadata": {"name": "dolly"}, "spec": {"weight": 6}});
+        let mut object = json!({"metadata": {"annotations": {(ANNOTATION): "{}", "big": big}}});
+        record(&mut object, &applied);
+        assert_eq!(object["metadata"]["annotations"].as_object().unwrap().len(), 1, "only `big` is left");
+        let mut object = json!({"metadata": {"annotations": {(ANNOTATION): "{}", "small": "x"}}});
+        record(&mut object, &applied);
+        assert!(object["metadata"]["annotations"][ANNOTATION].as_str().unwrap().contains("\"weight\":6"));
     }
 }

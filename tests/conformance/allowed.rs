@@ -28,6 +28,9 @@ pub struct Allowed {
     pub applies: fn(request: &Request, farm: &Answer, reference: &Answer) -> bool,
 }
 
+/// The annotation client-side `kubectl apply` records its configuration in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 fn message(answer: &Answer) -> &str {
     answer.body["message"].as_str().unwrap_or_default()
 }
@@ -835,6 +838,28 @@ pub const ON_PURPOSE: &[Allowed] = &[
             ours.contains("9223372036854775808")
                 && farm.code == reference.code
                 && ours.replace("9223372036854775808", "N") == text(reference).replace("9223372036854775807", "N")
+        },
+    },
+    Allowed {
+        name: "an empty last-applied annotation: ours left empty by kubectl's server-side apply where 1.20 writes the configuration in it",
+        corpus: 1,
+        per_thousand: 0,
+        reason: "Since Kubernetes 1.22 (\"Respect annotation size limit for SSA last-applied\") an empty kubectl.kubernetes.io/last-applied-configuration is how a user opts out of server-side applies keeping it current; 1.20 rewrote the annotation whenever it was present.",
+        applies: |request, farm, reference| {
+            let record = |answer: &Answer| answer.body["metadata"]["annotations"][LAST_APPLIED].clone();
+            let without_record = |answer: &Answer| {
+                let mut body = answer.body.clone();
+                if let Some(annotations) = body["metadata"]["annotations"].as_object_mut() {
+                    annotations.remove(LAST_APPLIED);
+                }
+                body
+            };
+            request.has_header("content-type", "apply-patch")
+                && request.query.split('&').any(|p| p == "fieldManager=kubectl")
+                && farm.code == reference.code
+                && record(farm) == ""
+                && record(reference).as_str().is_some_and(|r| serde_json::from_str::<Value>(r).is_ok())
+                && without_record(farm) == without_record(reference)
         },
     },
 ];

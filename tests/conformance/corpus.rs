@@ -19,6 +19,7 @@ pub const NAMESPACES: &[&str] = &[
     "updates",
     "patches",
     "applies",
+    "migrations",
     "status",
     "deletes",
     "watches",
@@ -103,6 +104,7 @@ pub fn requests() -> Vec<Request> {
         ("updates", updates()),
         ("patches", patches()),
         ("applies", applies()),
+        ("migrations", migrations()),
         ("status", status()),
         ("deletes", deletes()),
         ("watches", watches()),
@@ -927,6 +929,85 @@ fn applies() -> Vec<Request> {
             .content_type("application/apply-patch+json"),
         get("applies: the result", &at("llamas/applied")),
     ]
+}
+
+/// What client-side `kubectl apply` records of `spec` for llama `name`: the configuration with
+/// the namespace kubectl adds and, when `annotated`, the empty annotations it leaves.
+fn record(name: &str, spec: Value, annotated: bool) -> String {
+    let mut metadata = json!({"name": name, "namespace": NS});
+    if annotated {
+        metadata["annotations"] = json!({});
+    }
+    let config = json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": metadata, "spec": spec});
+    format!("{config}\n")
+}
+
+/// The move from client-side to server-side `kubectl apply`, request by request as kubectl 1.32
+/// sends them: a client-side create records the configuration in the last-applied annotation;
+/// kubectl's server-side apply takes over what that record holds with the live value, and keeps
+/// the record current; kubectl then applies the record as `kubectl-last-applied`; a later
+/// client-side apply merge-patches against the record. Fields changed since by another manager,
+/// appliers of other names and records that are not of the object's version still conflict.
+fn migrations() -> Vec<Request> {
+    const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let client_side_create = |label: &str, name: &str, spec: Value, recorded: &str| {
+        let body = json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+            "metadata": {"name": name, "namespace": NS, "annotations": {LAST_APPLIED: recorded}}, "spec": spec});
+        create(&format!("migration: {label}"), &body).query("fieldManager=kubectl-client-side-apply&fieldValidation=Strict")
+    };
+    let server_side = |label: &str, name: &str, query: &str, spec: Value| {
+        let body = json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+            "metadata": {"name": name, "namespace": NS}, "spec": spec});
+        patch(&format!("migration: {label}"), name, APPLY_YAML, &body.to_string()).query(query.to_string())
+    };
+    let kubectl = "fieldManager=kubectl&fieldValidation=Strict&force=false";
+    let merge = |label: &str, name: &str, manager: &str, body: Value| {
+        patch(&format!("migration: {label}"), name, MERGE, &body.to_string()).query(format!("fieldManager={manager}"))
+    };
+    let brown = json!({"weight": 5, "height": 170.5, "color": "brown"});
+    let applied = json!({"weight": 6, "height": 170.5, "color": "brown"});
+    let plain = json!({"weight": 5, "height": 170.5});
+    let six = json!({"weight": 6, "height": 170.5});
+    let keep_record = json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+        "metadata": {"name": "moving", "namespace": NS, "annotations": {LAST_APPLIED: record("moving", applied.clone(), false)}}});
+    let back = json!({"metadata": {"annotations": {LAST_APPLIED: record("moving", six.clone(), true)}},
+        "spec": {"color": null, "weight": 7}});
+    let odd = |label: &str, recorded: &str| {
+        vec![
+            merge(&format!("a record: {label}"), "moving-odd", "kubectl-client-side-apply", json!({"metadata": {"annotations": {LAST_APPLIED: recorded}}})),
+            server_side(&format!("server-side apply over a record: {label}"), "moving-odd", kubectl, six.clone()),
+        ]
+    };
+    let mut requests = vec![
+        client_side_create("client-side create", "moving", brown.clone(), &record("moving", brown.clone(), true)),
+        server_side("server-side dry run takes the record's fields over", "moving", &format!("{kubectl}&dryRun=All"), applied.clone()),
+        server_side("server-side apply takes the record's fields over", "moving", kubectl, applied.clone()),
+        patch("migration: the record applied as kubectl-last-applied", "moving", APPLY_YAML, &keep_record.to_string())
+            .query("fieldManager=kubectl-last-applied&fieldValidation=Strict"),
+        get("migration: after the server-side apply", &at("llamas/moving")),
+        merge("client-side apply removes the colour", "moving", "kubectl-client-side-apply", back),
+        get("migration: after the client-side apply", &at("llamas/moving")),
+        client_side_create("client-side create, to edit", "moving-edited", plain.clone(), &record("moving-edited", plain.clone(), true)),
+        merge("an edit", "moving-edited", "kubectl-edit", json!({"spec": {"weight": 9}})),
+        server_side("the edited weight conflicts, dry run", "moving-edited", &format!("{kubectl}&dryRun=All"), six.clone()),
+        server_side("the edited weight conflicts", "moving-edited", kubectl, six.clone()),
+        server_side("a colour never recorded conflicts with no one", "moving-edited", kubectl, json!({"weight": 9, "height": 170.5, "color": "grey"})),
+        get("migration: after the edit", &at("llamas/moving-edited")),
+        client_side_create("client-side create, for another applier", "moving-flux", plain.clone(), &record("moving-flux", plain.clone(), true)),
+        server_side("another applier meets the conflict", "moving-flux", "fieldManager=flux&force=false", six.clone()),
+        server_side("kubectl with force", "moving-flux", "fieldManager=kubectl&force=true", six.clone()),
+        get("migration: after the forced apply", &at("llamas/moving-flux")),
+        client_side_create("client-side create with a record of another version", "moving-odd", plain.clone(), &record("moving-odd", plain.clone(), true).replace("v1alpha", "v9")),
+        server_side("a record of another version takes over nothing", "moving-odd", kubectl, six.clone()),
+    ];
+    requests.extend(odd("not JSON", "{\"apiVersion\":"));
+    requests.extend(odd("no kind", &record("moving-odd", plain.clone(), true).replace("\"kind\":\"Llama\",", "")));
+    requests.extend(odd("a list", "[]"));
+    requests.extend(odd("the right version", &record("moving-odd", plain.clone(), true)));
+    requests.push(get("migration: the odd one", &at("llamas/moving-odd")));
+    requests.push(client_side_create("an empty record, to opt out", "moving-out", plain.clone(), ""));
+    requests.push(server_side("kubectl's apply leaves an empty record empty", "moving-out", kubectl, plain));
+    requests
 }
 
 /// The `/status` subresource.

@@ -149,6 +149,8 @@ fn parameter() -> impl Strategy<Value = (&'static [&'static str], String)> {
         (DELETES, "dryRun=All"),
         (DELETES, "dryRun=bogus"),
         (WRITES, "fieldManager=gen"),
+        (WRITES, "fieldManager=kubectl"),
+        (WRITES, "fieldManager=kubectl-client-side-apply"),
         (WRITES, "fieldManager="),
         (WRITES, "fieldManager=a&fieldManager=b"),
         (WRITES, "fieldValidation=Strict"),
@@ -205,6 +207,8 @@ enum Mutation {
     ResourceVersion(Value),
     Finalizers(Value),
     NotJson(String),
+    /// client-side `kubectl apply`'s record of the configuration (`kubectl.kubernetes.io/last-applied-configuration`).
+    Recorded(String),
     MergePatch(Value),
     JsonPatch(Value),
 }
@@ -254,10 +258,23 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         1 => prop_oneof![Just(json!("1")), Just(json!("bogus")), Just(json!(""))].prop_map(Mutation::ResourceVersion),
         1 => prop_oneof![Just(json!(["example.com/hold"])), Just(json!(["hold"])), Just(json!([]))].prop_map(Mutation::Finalizers),
         1 => prop_oneof![Just(String::new()), Just("{".to_string()), Just("null".to_string()), "[ -~]{0,20}"].prop_map(Mutation::NotJson),
+        1 => (number(), prop::sample::select(vec!["farm.example.com/v1alpha", "farm.example.com/v1", "{"]))
+            .prop_map(|(weight, version)| Mutation::Recorded(recorded(weight, version))),
         2 => number().prop_map(|w| Mutation::MergePatch(json!({"spec": {"weight": w}}))),
         2 => (prop::sample::select(vec!["add", "replace", "remove", "test"]), number())
             .prop_map(|(op, v)| Mutation::JsonPatch(json!([{"op": op, "path": "/spec/weight", "value": v}]))),
     ]
+}
+
+/// A record of a llama of `weight` at `version` as client-side `kubectl apply` writes it, or
+/// text that is no JSON when `version` is `{`.
+fn recorded(weight: Value, version: &str) -> String {
+    if version == "{" {
+        return version.into();
+    }
+    let record = json!({"apiVersion": version, "kind": "Llama", "metadata": {"annotations": {}, "namespace": "generated"},
+        "spec": {"weight": weight, "height": 20.5}});
+    format!("{record}\n")
 }
 
 /// A body: a valid Llama named after `{name}` with up to three mutations.
@@ -292,6 +309,9 @@ fn mutate(name: &str, mutations: &[Mutation]) -> String {
             Mutation::ResourceVersion(v) => llama["metadata"]["resourceVersion"] = v.clone(),
             Mutation::Finalizers(v) => llama["metadata"]["finalizers"] = v.clone(),
             Mutation::NotJson(text) => return text.clone(),
+            Mutation::Recorded(text) => {
+                llama["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = json!(text)
+            }
             Mutation::MergePatch(patch) | Mutation::JsonPatch(patch) => return patch.to_string(),
         }
     }
