@@ -36,7 +36,9 @@ fn annotation_of(object: &Value) -> Option<&str> {
 pub fn allowed_conflicts(live: &Value, api_version: &str, schema: &Schema) -> Option<Set> {
     let recorded: Value = serde_json::from_str(annotation_of(live)?).ok()?;
     let kind = recorded.get("kind").and_then(Value::as_str).filter(|kind| !kind.is_empty());
-    if !recorded.is_object() || kind.is_none() || recorded.get("apiVersion").and_then(Value::as_str) != Some(api_version)
+    if !recorded.is_object()
+        || kind.is_none()
+        || recorded.get("apiVersion").and_then(Value::as_str) != Some(api_version)
     {
         return None;
     }
@@ -144,7 +146,8 @@ mod tests {
     #[test]
     fn a_record_that_would_overflow_the_annotations_is_removed() {
         let big = "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT - 100);
-        let applied = json!({"apiVersion": V1ALPHA, "kind": "Llama", "metadata": {"name": "dolly"}, "spec": {"weight": 6}});
+        let applied =
+            json!({"apiVersion": V1ALPHA, "kind": "Llama", "metadata": {"name": "dolly"}, "spec": {"weight": 6}});
         let mut object = json!({"metadata": {"annotations": {(ANNOTATION): "{}", "big": big}}});
         record(&mut object, &applied);
         assert_eq!(object["metadata"]["annotations"].as_object().unwrap().len(), 1, "only `big` is left");

@@ -58,7 +58,11 @@ impl<'c, C: Cluster> Session<'c, C> {
             // kubectl's diff warns, with its time and pid, when the object changes under it.
             .filter(|l| !l.contains("diffing without lock"))
             // A diff's headers name temporary files; its changed lines are what it says.
-            .filter(|l| !diff || ((l.starts_with('-') || l.starts_with('+')) && !l.starts_with("---") && !l.starts_with("+++")) || l.starts_with("Error"))
+            .filter(|l| {
+                !diff
+                    || ((l.starts_with('-') || l.starts_with('+')) && !l.starts_with("---") && !l.starts_with("+++"))
+                    || l.starts_with("Error")
+            })
             .map(str::to_string)
             .collect();
         let output = output.join("\n");
@@ -91,7 +95,12 @@ impl<'c, C: Cluster> Session<'c, C> {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|e| (format!("{}/{}", e["manager"].as_str().unwrap(), e["operation"].as_str().unwrap()), e["fieldsV1"].clone()))
+            .map(|e| {
+                (
+                    format!("{}/{}", e["manager"].as_str().unwrap(), e["operation"].as_str().unwrap()),
+                    e["fieldsV1"].clone(),
+                )
+            })
             .collect();
         managers.sort_by(|a, b| a.0.cmp(&b.0));
         let state = serde_json::json!({"spec": object["spec"], "record": record, "managers": managers});
@@ -180,7 +189,11 @@ pub fn a_controllers_field_still_conflicts(s: &mut Session<impl Cluster>) {
 pub fn diff_and_other_appliers(s: &mut Session<impl Cluster>) {
     assert!(s.apply(false, &s.manifest("move-diff", 5, None), &[]).ok);
     let diff = s.kubectl(&["diff", "--server-side", "-f", "-"], Some(&s.manifest("move-diff", 6, None)), &[]);
-    assert!(!diff.ok && diff.output.contains("-  weight: 5") && diff.output.contains("+  weight: 6"), "{}", diff.output);
+    assert!(
+        !diff.ok && diff.output.contains("-  weight: 5") && diff.output.contains("+  weight: 6"),
+        "{}",
+        diff.output
+    );
     assert_eq!(s.state("move-diff")["spec"]["weight"], 5, "a diff changes nothing");
     let out = s.apply(true, &s.manifest("move-diff", 6, None), &["--field-manager=flux"]);
     let expected = conflict("kubectl-client-side-apply", ".spec.weight");

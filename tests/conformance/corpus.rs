@@ -953,7 +953,8 @@ fn migrations() -> Vec<Request> {
     let client_side_create = |label: &str, name: &str, spec: Value, recorded: &str| {
         let body = json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
             "metadata": {"name": name, "namespace": NS, "annotations": {LAST_APPLIED: recorded}}, "spec": spec});
-        create(&format!("migration: {label}"), &body).query("fieldManager=kubectl-client-side-apply&fieldValidation=Strict")
+        create(&format!("migration: {label}"), &body)
+            .query("fieldManager=kubectl-client-side-apply&fieldValidation=Strict")
     };
     let server_side = |label: &str, name: &str, query: &str, spec: Value| {
         let body = json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
@@ -974,30 +975,65 @@ fn migrations() -> Vec<Request> {
         "spec": {"color": null, "weight": 7}});
     let odd = |label: &str, recorded: &str| {
         vec![
-            merge(&format!("a record: {label}"), "moving-odd", "kubectl-client-side-apply", json!({"metadata": {"annotations": {LAST_APPLIED: recorded}}})),
+            merge(
+                &format!("a record: {label}"),
+                "moving-odd",
+                "kubectl-client-side-apply",
+                json!({"metadata": {"annotations": {LAST_APPLIED: recorded}}}),
+            ),
             server_side(&format!("server-side apply over a record: {label}"), "moving-odd", kubectl, six.clone()),
         ]
     };
     let mut requests = vec![
         client_side_create("client-side create", "moving", brown.clone(), &record("moving", brown.clone(), true)),
-        server_side("server-side dry run takes the record's fields over", "moving", &format!("{kubectl}&dryRun=All"), applied.clone()),
+        server_side(
+            "server-side dry run takes the record's fields over",
+            "moving",
+            &format!("{kubectl}&dryRun=All"),
+            applied.clone(),
+        ),
         server_side("server-side apply takes the record's fields over", "moving", kubectl, applied.clone()),
         patch("migration: the record applied as kubectl-last-applied", "moving", APPLY_YAML, &keep_record.to_string())
             .query("fieldManager=kubectl-last-applied&fieldValidation=Strict"),
         get("migration: after the server-side apply", &at("llamas/moving")),
         merge("client-side apply removes the colour", "moving", "kubectl-client-side-apply", back),
         get("migration: after the client-side apply", &at("llamas/moving")),
-        client_side_create("client-side create, to edit", "moving-edited", plain.clone(), &record("moving-edited", plain.clone(), true)),
+        client_side_create(
+            "client-side create, to edit",
+            "moving-edited",
+            plain.clone(),
+            &record("moving-edited", plain.clone(), true),
+        ),
         merge("an edit", "moving-edited", "kubectl-edit", json!({"spec": {"weight": 9}})),
-        server_side("the edited weight conflicts, dry run", "moving-edited", &format!("{kubectl}&dryRun=All"), six.clone()),
+        server_side(
+            "the edited weight conflicts, dry run",
+            "moving-edited",
+            &format!("{kubectl}&dryRun=All"),
+            six.clone(),
+        ),
         server_side("the edited weight conflicts", "moving-edited", kubectl, six.clone()),
-        server_side("a colour never recorded conflicts with no one", "moving-edited", kubectl, json!({"weight": 9, "height": 170.5, "color": "grey"})),
+        server_side(
+            "a colour never recorded conflicts with no one",
+            "moving-edited",
+            kubectl,
+            json!({"weight": 9, "height": 170.5, "color": "grey"}),
+        ),
         get("migration: after the edit", &at("llamas/moving-edited")),
-        client_side_create("client-side create, for another applier", "moving-flux", plain.clone(), &record("moving-flux", plain.clone(), true)),
+        client_side_create(
+            "client-side create, for another applier",
+            "moving-flux",
+            plain.clone(),
+            &record("moving-flux", plain.clone(), true),
+        ),
         server_side("another applier meets the conflict", "moving-flux", "fieldManager=flux&force=false", six.clone()),
         server_side("kubectl with force", "moving-flux", "fieldManager=kubectl&force=true", six.clone()),
         get("migration: after the forced apply", &at("llamas/moving-flux")),
-        client_side_create("client-side create with a record of another version", "moving-odd", plain.clone(), &record("moving-odd", plain.clone(), true).replace("v1alpha", "v9")),
+        client_side_create(
+            "client-side create with a record of another version",
+            "moving-odd",
+            plain.clone(),
+            &record("moving-odd", plain.clone(), true).replace("v1alpha", "v9"),
+        ),
         server_side("a record of another version takes over nothing", "moving-odd", kubectl, six.clone()),
     ];
     requests.extend(odd("not JSON", "{\"apiVersion\":"));
