@@ -155,4 +155,42 @@ mod tests {
         record(&mut object, &applied);
         assert!(object["metadata"]["annotations"][ANNOTATION].as_str().unwrap().contains("\"weight\":6"));
     }
+
+    proptest::proptest! {
+        /// A field is allowed exactly when the record and the live object both hold it, equal.
+        #[test]
+        fn a_field_is_allowed_when_recorded_with_its_live_value(
+            recorded_weight in proptest::option::of(0u8..4),
+            live_weight in proptest::option::of(0u8..4),
+            recorded_height in proptest::option::of(0u8..4),
+            live_height in proptest::option::of(0u8..4),
+        ) {
+            let spec = |weight: Option<u8>, height: Option<u8>| {
+                let mut spec = serde_json::Map::new();
+                weight.map(|w| spec.insert("weight".into(), json!(w)));
+                height.map(|h| spec.insert("height".into(), json!(f64::from(h))));
+                Value::Object(spec)
+            };
+            let recorded = json!({"apiVersion": V1ALPHA, "kind": "Llama", "spec": spec(recorded_weight, recorded_height)});
+            let live = with_annotation(spec(live_weight, live_height), &recorded);
+            let allowed = allowed_conflicts(&live, V1ALPHA, &schema()).unwrap();
+            let held = |recorded: Option<u8>, live: Option<u8>| recorded.is_some() && recorded == live;
+            proptest::prop_assert_eq!(allowed.has(&field(&["spec", "weight"])), held(recorded_weight, live_weight));
+            proptest::prop_assert_eq!(allowed.has(&field(&["spec", "height"])), held(recorded_height, live_height));
+        }
+
+        /// Any annotation text is read without a panic, and allows only what it records.
+        #[test]
+        fn any_annotation_is_read_safely(text in ".{0,80}", tail in "[a-z{}\\[\\]\":,0-9]{0,40}") {
+            let mut live = with_annotation(json!({"weight": 5}), &json!({}));
+            let annotation = format!("{{\"apiVersion\":\"{V1ALPHA}\",\"kind\":\"Llama\",{tail}");
+            for text in [text, annotation] {
+                live["metadata"]["annotations"][ANNOTATION] = json!(text);
+                if let Some(allowed) = allowed_conflicts(&live, V1ALPHA, &schema()) {
+                    let recorded: Value = serde_json::from_str(&text).unwrap();
+                    proptest::prop_assert!(allowed.difference(&to_field_set(&recorded, &schema())).is_empty());
+                }
+            }
+        }
+    }
 }
