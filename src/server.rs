@@ -323,7 +323,10 @@ fn router(
     let protected = protected
         // Outermost, so floods are refused before any authentication work.
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
-    health::routes(health).merge(protected).layer(axum::middleware::from_fn(move |req, next| {
+    // The kube-apiserver calls conversion webhooks without credentials; the webhook reads
+    // nothing stored.
+    let webhook = crate::api::conversion_webhook::routes(crate::resources::llama::conversion::review_object);
+    health::routes(health).merge(webhook).merge(protected).layer(axum::middleware::from_fn(move |req, next| {
         crate::observe::observe(observed.clone(), served.clone(), req, next)
     }))
 }

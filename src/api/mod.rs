@@ -2,9 +2,10 @@
 //! answers), query options, extractors whose rejections are `Status` bodies, body decoding and
 //! patching, the generic registry (the metadata rules every object shares, calling each resource's
 //! [`crate::machinery::strategy::Strategy`] at fixed points), handlers, watch streams, Table
-//! rendering, discovery and OpenAPI. It imports `crate::machinery`, `crate::store` and
+//! rendering, discovery and OpenAPI, and the CRD conversion webhook. It imports `crate::machinery`, `crate::store` and
 //! `crate::metrics`, and holds no rule particular to one resource.
 
+pub mod conversion_webhook;
 pub mod decode;
 pub mod deletion;
 pub mod discovery;

@@ -3,6 +3,12 @@
 //! The spec carries the seed tutorial's `weight` and `height` (finite, greater than 0, required)
 //! and an optional `color`. The status (`observedGeneration`, `conditions`) is written through the
 //! `/status` subresource only, by a controller; users own the spec.
+//!
+//! This file is `farm.example.com/v1alpha`; [`v1`] is the next version, where the colour moved
+//! into a coat that also has a pattern, and [`conversion`] converts between the two.
+
+pub mod conversion;
+pub mod v1;
 
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
@@ -96,6 +102,19 @@ impl Llama {
     }
 }
 
+/// Errors of a llama's sizes, the same at every version: each finite and greater than 0.
+pub fn validate_sizes(weight: f64, height: f64) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (field, value) in [("spec.weight", weight), ("spec.height", height)] {
+        if !value.is_finite() {
+            errors.push(FieldError::invalid(field, &serde_json::json!(value.to_string()), "must be a finite number"));
+        } else if value <= 0.0 {
+            errors.push(FieldError::invalid(field, &serde_json::json!(value), "must be greater than 0"));
+        }
+    }
+    errors
+}
+
 impl ApiResource for Llama {
     const INFO: ResourceInfo = ResourceInfo {
         kind: "Llama",
@@ -143,19 +162,7 @@ impl Strategy for Llama {
     }
 
     fn validate(&self) -> Vec<FieldError> {
-        let mut errors = Vec::new();
-        for (field, value) in [("spec.weight", self.spec.weight), ("spec.height", self.spec.height)] {
-            if !value.is_finite() {
-                errors.push(FieldError::invalid(
-                    field,
-                    &serde_json::json!(value.to_string()),
-                    "must be a finite number",
-                ));
-            } else if value <= 0.0 {
-                errors.push(FieldError::invalid(field, &serde_json::json!(value), "must be greater than 0"));
-            }
-        }
-        errors
+        validate_sizes(self.spec.weight, self.spec.height)
     }
 
     fn spec_changed(&self, old: &Self) -> bool {

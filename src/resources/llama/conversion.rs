@@ -1,0 +1,302 @@
+//! Conversion of Llamas between `farm.example.com/v1alpha` and `farm.example.com/v1`, on their
+//! JSON form (so the same functions serve the registry and the CRD conversion webhook, whose
+//! objects may carry fields this server does not know).
+//!
+//! v1 moves `spec.color` to `spec.coat.color` and adds `spec.coat.pattern`. What v1 holds and
+//! v1alpha cannot (the coat less its colour: its pattern, or a coat that is empty) travels in the
+//! annotation [`COAT_ANNOTATION`] while the object is served at v1alpha, as the kube-apiserver's
+//! HPA autoscaling/v1 ↔ v2 conversion keeps v2's metrics: a v1alpha client that reads an object
+//! and writes it back keeps its pattern; one that removes the annotation removes the pattern. So
+//! both round trips are the identity: v1alpha → v1 → v1alpha for every valid v1alpha object (its
+//! annotation, if any, written as this module writes it), v1 → v1alpha → v1 for every valid v1
+//! object (which may not carry the annotation: it is reserved).
+//!
+//! Everything else (metadata, status, weight, height, fields this module does not know) is
+//! carried over as it is.
+
+use crate::machinery::error::FieldError;
+use serde_json::{Map, Value};
+
+/// The group the versions belong to.
+const GROUP: &str = "farm.example.com";
+/// `apiVersion` of the older version.
+pub const V1ALPHA: &str = "farm.example.com/v1alpha";
+/// `apiVersion` of the newer version, the storage version.
+pub const V1: &str = "farm.example.com/v1";
+/// The annotation holding, at v1alpha, the v1 coat less its colour, as compact JSON.
+pub const COAT_ANNOTATION: &str = "farm.example.com/v1-coat";
+
+/// `object` (at either version) at `api_version`; an object already there, or of another
+/// group or version, is returned as it is. Only a v1alpha object whose [`COAT_ANNOTATION`] is
+/// not a JSON object fails, with the field's error.
+pub fn convert(object: Value, api_version: &str) -> Result<Value, FieldError> {
+    let from = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    match (from, api_version) {
+        (V1ALPHA, V1) => to_v1(object),
+        (V1, V1ALPHA) => Ok(to_v1alpha(object)),
+        _ => Ok(object),
+    }
+}
+
+/// Converts one object of a CRD's `ConversionReview` to `desired`: a Llama of any group served
+/// at `v1alpha` and `v1` (the conversion does not depend on the group; a CRD user's group is
+/// their own), to the other version of the same group.
+pub fn review_object(object: Value, desired: &str) -> Result<Value, String> {
+    let from = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+    let split = |api_version: &str| api_version.rsplit_once('/').map(|(g, v)| (g.to_string(), v.to_string()));
+    let (Some((group, version)), Some((desired_group, desired_version))) = (split(&from), split(desired)) else {
+        return Err(format!("cannot convert {from:?} to {desired:?}: each must be group/version"));
+    };
+    let served = |v: &str| v == "v1alpha" || v == "v1";
+    if object.get("kind").and_then(Value::as_str) != Some("Llama") || !served(&version) {
+        return Err(format!("not a Llama at v1alpha or v1: {from} {}", object.get("kind").unwrap_or(&Value::Null)));
+    }
+    if desired_group != group || !served(&desired_version) {
+        return Err(format!(
+            "cannot convert a {from} Llama to {desired}: Llamas are served at {group}/v1alpha and {group}/v1"
+        ));
+    }
+    // The conversion names farm.example.com; another group's object goes through it renamed.
+    let mut object = object;
+    set_api_version(&mut object, &format!("{}/{version}", GROUP));
+    let mut converted = convert(object, &format!("{GROUP}/{desired_version}")).map_err(|e| e.to_string())?;
+    set_api_version(&mut converted, desired);
+    Ok(converted)
+}
+
+/// A v1alpha Llama at v1: the colour into the coat, the annotation's coat fields with it.
+pub fn to_v1(mut object: Value) -> Result<Value, FieldError> {
+    let coat = take_annotation(&mut object)?;
+    set_api_version(&mut object, V1);
+    let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(object);
+    };
+    let color = spec.remove("color");
+    let mut coat = match coat {
+        Some(coat) => coat,
+        None if color.is_some() => Map::new(),
+        None => return Ok(object),
+    };
+    // The colour is v1alpha's own field: it wins over one the annotation may carry.
+    if let Some(color) = color {
+        coat.insert("color".into(), color);
+    }
+    spec.insert("coat".into(), Value::Object(sorted(coat)));
+    Ok(object)
+}
+
+/// A v1 Llama at v1alpha: the coat's colour as the colour, the rest of the coat (when there is
+/// more than a colour, or the coat is empty) into the annotation.
+pub fn to_v1alpha(mut object: Value) -> Value {
+    set_api_version(&mut object, V1ALPHA);
+    let annotatable = can_annotate(&object);
+    let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
+        return object;
+    };
+    // A coat that is not an object, or an object whose metadata cannot take the annotation, is
+    // valid at no version: carried back as it came, for validation to report.
+    if !annotatable || !spec.get("coat").is_some_and(Value::is_object) {
+        return object;
+    }
+    let Some(Value::Object(mut coat)) = spec.remove("coat") else { return object };
+    let color = coat.remove("color");
+    if let Some(color) = color.clone() {
+        spec.insert("color".into(), color);
+    }
+    if color.is_none() || !coat.is_empty() {
+        let text = Value::Object(sorted(coat)).to_string();
+        set_annotation(&mut object, COAT_ANNOTATION, text);
+    }
+    object
+}
+
+/// Whether `object`'s metadata can take an annotation and give it back unchanged: metadata is
+/// an object, its annotations an object or absent (as in every object a server stores).
+fn can_annotate(object: &Value) -> bool {
+    object.get("metadata").and_then(Value::as_object).is_some_and(|m| m.get("annotations").is_none_or(Value::is_object))
+}
+
+fn set_api_version(object: &mut Value, api_version: &str) {
+    if let Some(map) = object.as_object_mut() {
+        map.insert("apiVersion".into(), Value::String(api_version.into()));
+    }
+}
+
+/// Sets annotation `key` of `object`, making `annotations` when missing (see [`can_annotate`]).
+fn set_annotation(object: &mut Value, key: &str, text: String) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let annotations = metadata.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+    if let Some(annotations) = annotations.as_object_mut() {
+        annotations.insert(key.into(), Value::String(text));
+    }
+}
+
+/// Removes [`COAT_ANNOTATION`] from a v1alpha object (and `annotations` when it is left empty:
+/// Go's encoding omits an empty map, so none and an empty one are the same object) and reads
+/// it: a JSON object, the fields of the v1 coat besides its colour. What they hold is checked
+/// at v1, like any field of a body (an unknown one dropped, a pattern outside the enum a 422).
+fn take_annotation(object: &mut Value) -> Result<Option<Map<String, Value>>, FieldError> {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else { return Ok(None) };
+    let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut) else {
+        return Ok(None);
+    };
+    let Some(text) = annotations.remove(COAT_ANNOTATION) else { return Ok(None) };
+    if annotations.is_empty() {
+        metadata.remove("annotations");
+    }
+    match text.as_str().map(serde_json::from_str::<Value>) {
+        Some(Ok(Value::Object(coat))) => Ok(Some(coat)),
+        _ => Err(FieldError::invalid(
+            format!("metadata.annotations[{COAT_ANNOTATION}]"),
+            &text,
+            "must be a JSON object: the fields of the v1 coat besides its colour",
+        )),
+    }
+}
+
+/// `map` with its keys in order (serde_json's map is ordered by key without `preserve_order`;
+/// this keeps the output the same should that feature be enabled by another crate).
+fn sorted(map: Map<String, Value>) -> Map<String, Value> {
+    let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn v1alpha(spec: Value, annotations: Option<Value>) -> Value {
+        let mut object = json!({"apiVersion": V1ALPHA, "kind": "Llama",
+            "metadata": {"name": "dolly", "namespace": "default"}, "spec": spec, "status": {"observedGeneration": 1}});
+        if let Some(annotations) = annotations {
+            object["metadata"]["annotations"] = annotations;
+        }
+        object
+    }
+
+    #[test]
+    fn the_colour_moves_into_the_coat_and_back() {
+        let old = v1alpha(json!({"weight": 1, "height": 2, "color": "brown"}), None);
+        let new = to_v1(old.clone()).unwrap();
+        assert_eq!(new["apiVersion"], V1);
+        assert_eq!(new["spec"], json!({"weight": 1, "height": 2, "coat": {"color": "brown"}}));
+        assert_eq!(new["status"], old["status"]);
+        assert_eq!(new["metadata"], old["metadata"], "no annotation for a coat that is only a colour");
+        assert_eq!(to_v1alpha(new), old);
+    }
+
+    #[test]
+    fn a_pattern_travels_in_the_annotation_at_v1alpha() {
+        let new = json!({"apiVersion": V1, "kind": "Llama", "metadata": {"name": "dolly"},
+            "spec": {"weight": 1, "height": 2, "coat": {"color": "brown", "pattern": "Spotted"}}});
+        let old = to_v1alpha(new.clone());
+        assert_eq!(old["spec"], json!({"weight": 1, "height": 2, "color": "brown"}));
+        assert_eq!(old["metadata"]["annotations"][COAT_ANNOTATION], r#"{"pattern":"Spotted"}"#);
+        assert_eq!(to_v1(old.clone()).unwrap(), new);
+        let mut without = old;
+        without["metadata"]["annotations"].as_object_mut().unwrap().remove(COAT_ANNOTATION);
+        let stripped = to_v1(without).unwrap();
+        assert_eq!(stripped["spec"]["coat"], json!({"color": "brown"}), "removing the annotation removes the pattern");
+    }
+
+    #[test]
+    fn an_empty_coat_and_no_coat_stay_apart() {
+        let empty = json!({"apiVersion": V1, "kind": "Llama", "metadata": {"name": "dolly"},
+            "spec": {"weight": 1, "height": 2, "coat": {}}});
+        assert_eq!(to_v1alpha(empty.clone())["metadata"]["annotations"][COAT_ANNOTATION], "{}");
+        assert_eq!(to_v1(to_v1alpha(empty.clone())).unwrap(), empty);
+        let none = json!({"apiVersion": V1, "kind": "Llama", "metadata": {"name": "dolly"}, "spec": {"weight": 1, "height": 2}});
+        assert_eq!(to_v1alpha(none.clone())["metadata"], json!({"name": "dolly"}));
+    }
+
+    #[test]
+    fn an_annotation_that_is_not_a_json_object_is_the_field_s_error() {
+        for text in [json!("["), json!("[]"), json!("\"Solid\""), json!(5)] {
+            let old = v1alpha(json!({"weight": 1, "height": 2}), Some(json!({(COAT_ANNOTATION): text})));
+            let error = to_v1(old).unwrap_err();
+            assert_eq!(error.field, "metadata.annotations[farm.example.com/v1-coat]");
+        }
+    }
+
+    #[test]
+    fn other_versions_and_odd_shapes_pass_through() {
+        let other = json!({"apiVersion": "farm.example.com/v9", "spec": {"color": "x"}});
+        assert_eq!(convert(other.clone(), V1).unwrap(), other);
+        assert_eq!(convert(json!("text"), V1).unwrap(), json!("text"));
+        let odd = json!({"apiVersion": V1, "metadata": 5, "spec": {"coat": {"pattern": "Solid"}}});
+        assert_eq!(convert(odd, V1ALPHA).unwrap()["metadata"], 5);
+    }
+
+    /// Empty annotations are no annotations (Go's encoding omits an empty map).
+    fn normalised(mut object: Value) -> Value {
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut)
+            && metadata.get("annotations").and_then(Value::as_object).is_some_and(Map::is_empty)
+        {
+            metadata.remove("annotations");
+        }
+        object
+    }
+
+    fn size() -> impl Strategy<Value = Value> {
+        prop_oneof![(1u32..1000).prop_map(|n| json!(n)), (0.001f64..1e6).prop_map(|f| json!(f))]
+    }
+
+    fn annotations() -> impl Strategy<Value = Option<Value>> {
+        proptest::option::of(proptest::collection::btree_map("[a-z]{1,6}", "[ -~]{0,8}", 1..3).prop_map(|m| json!(m)))
+    }
+
+    fn pattern() -> impl Strategy<Value = Option<&'static str>> {
+        proptest::option::of(proptest::sample::select(crate::resources::llama::v1::PATTERNS))
+    }
+
+    prop_compose! {
+        /// A valid v1 Llama: sizes, a coat or none, annotations without the reserved one.
+        fn valid_v1()(weight in size(), height in size(), coat in proptest::option::of((proptest::option::of("[ -~]{0,12}"), pattern())),
+                      annotations in annotations()) -> Value {
+            let mut spec = json!({"weight": weight, "height": height});
+            if let Some((color, pattern)) = coat {
+                let mut coat = json!({});
+                if let Some(color) = color { coat["color"] = json!(color); }
+                if let Some(pattern) = pattern { coat["pattern"] = json!(pattern); }
+                spec["coat"] = coat;
+            }
+            let mut object = json!({"apiVersion": V1, "kind": "Llama", "metadata": {"name": "dolly", "namespace": "default"}, "spec": spec});
+            if let Some(annotations) = annotations { object["metadata"]["annotations"] = annotations; }
+            object
+        }
+    }
+
+    prop_compose! {
+        /// A valid v1alpha Llama as the server writes it: its annotation, when it has one,
+        /// written by [`to_v1alpha`].
+        fn valid_v1alpha()(object in valid_v1()) -> Value {
+            to_v1alpha(object)
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn v1_to_v1alpha_and_back_is_the_identity(object in valid_v1()) {
+            let back = to_v1(to_v1alpha(object.clone())).unwrap();
+            prop_assert_eq!(normalised(back), normalised(object));
+        }
+
+        #[test]
+        fn v1alpha_to_v1_and_back_is_the_identity(object in valid_v1alpha()) {
+            let back = to_v1alpha(to_v1(object.clone()).unwrap());
+            prop_assert_eq!(normalised(back), normalised(object));
+        }
+
+        #[test]
+        fn conversion_never_panics(text in "[ -~]{0,60}", color in proptest::option::of("[ -~]{0,6}")) {
+            let annotated = v1alpha(json!({"weight": 1, "height": 2, "color": color}), Some(json!({(COAT_ANNOTATION): text})));
+            let _ = convert(annotated.clone(), V1);
+            if let Ok(v1) = to_v1(annotated) {
+                prop_assert_eq!(to_v1(to_v1alpha(v1.clone())).unwrap(), v1);
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Llama at `farm.example.com/v1`, the preferred and storage version: v1alpha's spec with the
+//! colour moved into a `coat` that also has a `pattern` (see [`super::conversion`]).
+
+use super::LlamaStatus;
+use crate::machinery::error::FieldError;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The patterns a coat may have.
+pub const PATTERNS: &[&str] = &["Solid", "Spotted", "Patched"];
+
+/// LlamaSpec is the desired state of a Llama.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "farm.example.com",
+    version = "v1",
+    kind = "Llama",
+    plural = "llamas",
+    singular = "llama",
+    shortname = "lm",
+    category = "farm",
+    namespaced,
+    status = "LlamaStatus",
+    derive = "PartialEq",
+    doc = "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct LlamaSpec {
+    /// Weight of the llama in kilograms. A finite number greater than 0.
+    #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
+    #[serde(serialize_with = "crate::machinery::number::go_float")]
+    pub weight: f64,
+    /// Height of the llama at the shoulder, in centimetres. A finite number greater than 0.
+    #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
+    #[serde(serialize_with = "crate::machinery::number::go_float")]
+    pub height: f64,
+    /// The llama's coat: its colour and pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coat: Option<Coat>,
+}
+
+/// Coat describes a llama's fleece.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Coat {
+    /// Colour of the coat, free text (for example "white" or "brown and white").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// Pattern of the coat: Solid, Spotted or Patched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["Solid", "Spotted", "Patched"]))]
+    pub pattern: Option<String>,
+}
+
+impl Llama {
+    /// The coat's colour, when set.
+    pub fn color(&self) -> Option<&str> {
+        self.spec.coat.as_ref()?.color.as_deref()
+    }
+}
+
+/// Errors of a v1 spec: sizes finite and above 0, a known pattern.
+pub fn validate_spec(spec: &LlamaSpec) -> Vec<FieldError> {
+    let mut errors = super::validate_sizes(spec.weight, spec.height);
+    if let Some(pattern) = spec.coat.as_ref().and_then(|c| c.pattern.as_deref())
+        && !PATTERNS.contains(&pattern)
+    {
+        errors.push(FieldError::not_supported("spec.coat.pattern", &serde_json::json!(pattern), PATTERNS));
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn llama(coat: Option<Coat>) -> Llama {
+        Llama::new("dolly", LlamaSpec { weight: 120.0, height: 170.5, coat })
+    }
+
+    #[test]
+    fn serializes_at_v1_with_the_coat() {
+        let coat = Coat { color: Some("brown".into()), pattern: Some("Spotted".into()) };
+        let value = serde_json::to_value(llama(Some(coat))).unwrap();
+        assert_eq!(value["apiVersion"], "farm.example.com/v1");
+        assert_eq!(value["spec"]["coat"], serde_json::json!({"color": "brown", "pattern": "Spotted"}));
+        assert!(serde_json::to_value(llama(None)).unwrap()["spec"].get("coat").is_none());
+    }
+
+    #[test]
+    fn a_pattern_outside_the_enum_is_not_supported_and_the_schema_says_so() {
+        assert!(validate_spec(&llama(Some(Coat { color: None, pattern: Some("Solid".into()) })).spec).is_empty());
+        let errors = validate_spec(&llama(Some(Coat { color: None, pattern: Some("Striped".into()) })).spec);
+        assert_eq!(
+            errors[0].to_string(),
+            "spec.coat.pattern: Unsupported value: \"Striped\": supported values: \"Solid\", \"Spotted\", \"Patched\""
+        );
+        let schema = crate::machinery::schema::inline_schema::<LlamaSpec>();
+        assert_eq!(schema["properties"]["coat"]["properties"]["pattern"]["enum"], serde_json::json!(PATTERNS));
+    }
+
+    #[test]
+    fn sizes_are_checked_as_at_v1alpha() {
+        let mut spec = llama(None).spec;
+        spec.weight = 0.0;
+        assert_eq!(validate_spec(&spec)[0].field, "spec.weight");
+    }
+}
