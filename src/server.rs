@@ -223,7 +223,7 @@ struct Resources {
 impl Resources {
     fn add<K: Strategy>(&mut self, registry: Registry<K>) {
         self.sources.push(Arc::new(sources::StoreSize(registry.store())));
-        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes(Arc::new(registry)));
+        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes::<K, K>(Arc::new(registry)));
         self.descriptors.push(ResourceDescriptor::of::<K>());
     }
 

@@ -15,7 +15,7 @@
 use super::query::FieldValidation;
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::json_depth;
-use crate::machinery::resource::{API_VERSION, ApiResource, VERSION};
+use crate::machinery::resource::{ApiResource, VERSION};
 use crate::machinery::strategy::{Strategy, Subresource};
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -192,15 +192,16 @@ fn check_type_meta<K: ApiResource>(map: &serde_json::Map<String, Value>, value: 
             )));
         }
     }
+    let api_version = K::api_version(&());
     match map.get("apiVersion") {
-        Some(Value::String(v)) if v == API_VERSION => {}
+        Some(Value::String(v)) if *v == api_version => {}
         None | Some(Value::Null) => {
             return Err(Error::BadRequest(format!("Object 'apiVersion' is missing in '{}'", excerpt(value))));
         }
         Some(other) => {
             let shown = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
             return Err(Error::BadRequest(format!(
-                "the API version in the data ({shown}) does not match the expected API version ({API_VERSION})"
+                "the API version in the data ({shown}) does not match the expected API version ({api_version})"
             )));
         }
     }

@@ -11,12 +11,12 @@ use super::extract::{PathParams, Requester};
 use super::negotiate::{MetaVersion, Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
-use super::registry::{Registry, WriteContext};
+use super::registry::{At, Registry, WriteContext};
 use super::table;
 use crate::machinery::error::{Error, FieldError, Result};
-use crate::machinery::resource::API_VERSION;
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
+use crate::machinery::version::{Served, hub_field};
 use crate::store::Stored;
 use axum::Router;
 use axum::body::Body;
@@ -29,27 +29,28 @@ use kube::core::{ObjectList, TypeMeta};
 use serde::Serialize;
 use std::sync::Arc;
 
-/// Routes for resource `K`, backed by `registry`.
-pub fn routes<K: Strategy>(registry: Arc<Registry<K>>) -> Router {
-    let info = K::INFO;
-    let base = format!("/apis/{API_VERSION}");
+/// Routes for resource `K` served at version `V` (`K` itself for its own version), backed by
+/// `registry`.
+pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>) -> Router {
+    let info = V::INFO;
+    let base = format!("/apis/{}", <V as kube::Resource>::api_version(&()));
     let allowed = |verb: Verb| info.allows(verb);
 
     let mut all_namespaces: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
     if allowed(Verb::List) {
-        all_namespaces = all_namespaces.get(list_all::<K>);
+        all_namespaces = all_namespaces.get(list_all::<K, V>);
     }
     let mut collection: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
     if allowed(Verb::List) {
-        collection = collection.get(list_namespaced::<K>);
+        collection = collection.get(list_namespaced::<K, V>);
     }
     if allowed(Verb::Create) {
-        collection = collection.post(create::<K>);
+        collection = collection.post(create::<K, V>);
     }
     if allowed(Verb::DeleteCollection) {
-        collection = collection.delete(delete_collection::<K>);
+        collection = collection.delete(delete_collection::<K, V>);
     }
-    let item = object_routes::<K>(Subresource::Main);
+    let item = object_routes::<K, V>(Subresource::Main);
     let finish = |m: MethodRouter<Arc<Registry<K>>>| m.fallback(method_not_allowed);
     let item_path = format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural);
     let mut router = Router::new()
@@ -58,7 +59,7 @@ pub fn routes<K: Strategy>(registry: Arc<Registry<K>>) -> Router {
         .route(&item_path, finish(item));
     for &subresource in info.subresources {
         if let Some(segment) = subresource.name() {
-            router = router.route(&format!("{item_path}/{segment}"), finish(object_routes::<K>(subresource)));
+            router = router.route(&format!("{item_path}/{segment}"), finish(object_routes::<K, V>(subresource)));
         }
     }
     router.with_state(registry)
@@ -66,20 +67,20 @@ pub fn routes<K: Strategy>(registry: Arc<Registry<K>>) -> Router {
 
 /// The methods on one object (`/…/{name}`) or one of its subresources (`/…/{name}/status`), by the
 /// verbs each serves.
-fn object_routes<K: Strategy>(subresource: Subresource) -> MethodRouter<Arc<Registry<K>>> {
-    let verbs = K::INFO.verbs_of(subresource);
+fn object_routes<K: Strategy, V: Served<K>>(subresource: Subresource) -> MethodRouter<Arc<Registry<K>>> {
+    let verbs = V::INFO.verbs_of(subresource);
     let mut item = MethodRouter::new();
     if verbs.contains(&Verb::Get) {
-        item = item.get(get::<K>);
+        item = item.get(get::<K, V>);
     }
     if verbs.contains(&Verb::Update) {
-        item = item.put(move |s, p, q, u, h, b| update::<K>(subresource, s, p, q, u, h, b));
+        item = item.put(move |s, p, q, u, h, b| update::<K, V>(subresource, s, p, q, u, h, b));
     }
     if verbs.contains(&Verb::Patch) {
-        item = item.on(MethodFilter::PATCH, move |s, p, q, u, h, b| patch::<K>(subresource, s, p, q, u, h, b));
+        item = item.on(MethodFilter::PATCH, move |s, p, q, u, h, b| patch::<K, V>(subresource, s, p, q, u, h, b));
     }
     if verbs.contains(&Verb::Delete) && subresource == Subresource::Main {
-        item = item.delete(delete::<K>);
+        item = item.delete(delete::<K, V>);
     }
     item
 }
@@ -163,7 +164,8 @@ struct ListHead<'a> {
 /// A compact JSON list whose items are the stored objects' own encodings, copied once into
 /// the body and not encoded again: `{"apiVersion":…,"kind":…,"metadata":{…},"items":[…]}`.
 fn list_json<K: Strategy>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Result<Vec<u8>> {
-    let head = ListHead { api_version: API_VERSION, kind: K::INFO.list_kind, metadata };
+    let api_version = K::api_version(&());
+    let head = ListHead { api_version: &api_version, kind: K::INFO.list_kind, metadata };
     let mut out = encode(&head, false)?;
     out.reserve(items.iter().map(|o| o.json_len() + 1).sum::<usize>() + 12);
     out.pop(); // the head's closing brace
@@ -195,7 +197,7 @@ fn render_list<K: Strategy>(
         Representation::Object if !pretty => list_json(items, &metadata)?,
         Representation::Object => {
             let list = ObjectList {
-                types: TypeMeta { api_version: API_VERSION.into(), kind: K::INFO.list_kind.into() },
+                types: TypeMeta { api_version: K::api_version(&()).into(), kind: K::INFO.list_kind.into() },
                 metadata,
                 items: decode_all(items)?,
             };
@@ -215,7 +217,7 @@ fn render_list<K: Strategy>(
     Ok(respond(StatusCode::OK, &representation.content_type(Target::List), body, &[]))
 }
 
-async fn get<K: Strategy>(
+async fn get<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -225,39 +227,51 @@ async fn get<K: Strategy>(
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     let resource_version = super::query::resource_version(&query)?;
     registry.ensure_ready().await?;
-    let object = registry.get_at(&namespace, &name, resource_version).await?;
+    let object = V::stored_from_hub(&registry.get_at(&namespace, &name, resource_version).await?)?;
     render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
 }
 
-async fn list_all<K: Strategy>(
+async fn list_all<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
-    list(registry, None, raw, headers).await
+    list::<K, V>(registry, None, raw, headers).await
 }
 
-async fn list_namespaced<K: Strategy>(
+async fn list_namespaced<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
-    list(registry, Some(namespace), raw, headers).await
+    list::<K, V>(registry, Some(namespace), raw, headers).await
 }
 
-async fn list<K: Strategy>(
+/// The list options of `query` at version `V`, their field selector naming the hub's fields.
+fn list_options<K: Strategy, V: Served<K>>(query: &Query) -> Result<ListOptions> {
+    let mut options = ListOptions::parse(query, V::INFO.selectable_fields)?;
+    options.field_selector = options.field_selector.rename_fields(hub_field::<K, V>);
+    Ok(options)
+}
+
+/// Hub objects at version `V`.
+fn served<K: Strategy, V: Served<K>>(items: &[Arc<Stored<K>>]) -> Result<Vec<Arc<Stored<V>>>> {
+    items.iter().map(V::stored_from_hub).collect()
+}
+
+async fn list<K: Strategy, V: Served<K>>(
     registry: Arc<Registry<K>>,
     namespace: Option<String>,
     raw: Option<String>,
     headers: HeaderMap,
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
-    let options = ListOptions::parse(&query, K::INFO.selectable_fields)?;
+    let options = list_options::<K, V>(&query)?;
     registry.ensure_ready().await?;
     if options.watch {
         let representation = negotiate(headers.get(header::ACCEPT), Target::Watch)?;
-        return super::watch::serve(registry, namespace, options, representation, &query).await;
+        return super::watch::serve::<K, V>(registry, namespace, options, representation, &query).await;
     }
     let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
     let page = registry.list_page(namespace.as_deref(), &options).await?;
@@ -267,7 +281,7 @@ async fn list<K: Strategy>(
         remaining_item_count: page.remaining.map(|r| r as i64),
         ..Default::default()
     };
-    render_list(&page.items, metadata, representation, &query)
+    render_list(&served::<K, V>(&page.items)?, metadata, representation, &query)
 }
 
 /// What every create, update and patch reads first: query, write options, response representation.
@@ -299,18 +313,20 @@ impl WriteRequest {
         Ok((Self { query, options, representation, manager }, body_type))
     }
 
-    fn context(&self, Requester(user): Requester) -> WriteContext {
+    /// The context of a write at version `V` of `K`.
+    fn context<K: Strategy, V: Served<K>>(&self, Requester(user): Requester) -> WriteContext {
         WriteContext {
             dry_run: self.options.dry_run,
             field_validation: self.options.field_validation,
             manager: self.manager.clone(),
             field_manager: self.options.field_manager.clone(),
             user,
+            at: At::of::<K, V>(),
         }
     }
 }
 
-async fn create<K: Strategy>(
+async fn create<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
@@ -321,10 +337,10 @@ async fn create<K: Strategy>(
     let (request, ()) =
         WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create, check_media_type, no_causes)?;
     let bytes = read_body(body).await?;
-    let mut value = parse_body(&headers, &bytes, K::INFO.kind)?;
-    check_kind::<K>(&value)?;
-    prepare_body::<K>(&mut value, Subresource::Main);
-    check_metadata::<K>(&value)?;
+    let mut value = parse_body(&headers, &bytes, V::INFO.kind)?;
+    check_kind::<V>(&value)?;
+    prepare_body::<V>(&mut value, Subresource::Main);
+    check_metadata::<V>(&value)?;
     // Admission (the namespace lifecycle) sees the decoded object, before its validation.
     let name = ["name", "generateName"]
         .iter()
@@ -332,14 +348,16 @@ async fn create<K: Strategy>(
         .unwrap_or_default();
     registry.admit_create(&namespace, name).await?;
     super::registry::check_body_namespace(&value, &namespace)?;
-    let decoded = decode_object::<K>(&value, &namespace, request.options.field_validation)?;
-    let created = registry.create(&namespace, decoded.object, &request.context(requester)).await?;
+    let decoded = decode_object::<V>(&value, &namespace, request.options.field_validation)?;
+    let object = V::object_to_hub(decoded.object)?;
+    let created = registry.create(&namespace, object, &request.context::<K, V>(requester)).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
-    render_object(created.object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
+    let object = V::stored_from_hub(&created.object)?;
+    render_object(object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
 }
 
 /// PUT of the object, or of its `subresource`.
-async fn update<K: Strategy>(
+async fn update<K: Strategy, V: Served<K>>(
     subresource: Subresource,
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
@@ -351,18 +369,20 @@ async fn update<K: Strategy>(
     // An update reads its options before its body's media type (a create the other way round).
     let (request, ()) = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update, |_| Ok(()), no_causes)?;
     let bytes = read_body(body).await?;
-    let mut value = parse_body(&headers, &bytes, K::INFO.kind)?;
+    let mut value = parse_body(&headers, &bytes, V::INFO.kind)?;
     // Another kind is refused before the object is looked up, as by a built-in resource's
     // decoder; the rest of the body is decoded and validated once the stored object is read.
-    check_kind::<K>(&value)?;
-    prepare_body::<K>(&mut value, subresource);
-    check_metadata::<K>(&value)?;
-    let updated = registry.update(&namespace, &name, &value, subresource, &request.context(requester)).await?;
-    render_object(updated.object.as_ref(), request.representation, &request.query, StatusCode::OK, &updated.warnings)
+    check_kind::<V>(&value)?;
+    prepare_body::<V>(&mut value, subresource);
+    check_metadata::<V>(&value)?;
+    let updated =
+        registry.update::<V>(&namespace, &name, &value, subresource, &request.context::<K, V>(requester)).await?;
+    let object = V::stored_from_hub(&updated.object)?;
+    render_object(object.as_ref(), request.representation, &request.query, StatusCode::OK, &updated.warnings)
 }
 
 /// PATCH of the object, or of its `subresource`.
-async fn patch<K: Strategy>(
+async fn patch<K: Strategy, V: Served<K>>(
     subresource: Subresource,
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
@@ -380,17 +400,18 @@ async fn patch<K: Strategy>(
     )?;
     let force = request.query.flag("force");
     let bytes = read_body(body).await?;
-    let ctx = request.context(requester);
+    let ctx = request.context::<K, V>(requester);
     let (written, code) = if patch_type == PatchType::Apply {
         let config = super::patch::apply_configuration(&bytes)?;
-        super::patch::check_apply_type::<K>(&config)?;
-        let (written, created) = registry.apply(&namespace, &name, &config, subresource, force, &ctx).await?;
+        super::patch::check_apply_type::<V>(&config)?;
+        let (written, created) = registry.apply::<V>(&namespace, &name, &config, subresource, force, &ctx).await?;
         (written, if created { StatusCode::CREATED } else { StatusCode::OK })
     } else {
         let patch = Patch::parse(patch_type, &bytes)?;
-        (registry.patch(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
+        (registry.patch::<V>(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
     };
-    render_object(written.object.as_ref(), request.representation, &request.query, code, &written.warnings)
+    let object = V::stored_from_hub(&written.object)?;
+    render_object(object.as_ref(), request.representation, &request.query, code, &written.warnings)
 }
 
 /// No option causes of a body type's own.
@@ -465,7 +486,7 @@ fn delete_context(dry_run: bool, Requester(user): Requester) -> WriteContext {
     WriteContext { dry_run, user, ..WriteContext::default() }
 }
 
-async fn delete<K: Strategy>(
+async fn delete<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams((namespace, name)): PathParams<(String, String)>,
     RawQuery(raw): RawQuery,
@@ -484,10 +505,11 @@ async fn delete<K: Strategy>(
     } else {
         StatusCode::OK
     };
-    render_object(committed.object.as_ref(), representation, &query, code, &[])
+    let object = V::stored_from_hub(&committed.object)?;
+    render_object(object.as_ref(), representation, &query, code, &[])
 }
 
-async fn delete_collection<K: Strategy>(
+async fn delete_collection<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
     PathParams(namespace): PathParams<String>,
     RawQuery(raw): RawQuery,
@@ -497,7 +519,7 @@ async fn delete_collection<K: Strategy>(
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
-    let selection = ListOptions::parse(&query, K::INFO.selectable_fields)?;
+    let selection = list_options::<K, V>(&query)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
     let deleted = registry
         .delete_collection(Some(&namespace), &options, &delete_context(dry_run, requester), &|o| {
@@ -505,12 +527,13 @@ async fn delete_collection<K: Strategy>(
         })
         .await?;
     let metadata = ListMeta { resource_version: Some(registry.revision().await?.to_string()), ..Default::default() };
-    render_list(&deleted, metadata, representation, &query)
+    render_list(&served::<K, V>(&deleted)?, metadata, representation, &query)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machinery::resource::API_VERSION;
     use crate::resources::llama::{Llama, LlamaSpec};
 
     fn llama(name: &str, weight: f64) -> Arc<Stored<Llama>> {

@@ -10,7 +10,7 @@
 //! dropping it overflows the worker's stack, which aborts the server.
 
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{API_VERSION, ApiResource};
+use crate::machinery::resource::ApiResource;
 use serde_json::Value;
 
 /// How deep a patched object may nest arrays and objects: as deep as a request body may
@@ -258,9 +258,10 @@ pub fn apply_configuration(body: &[u8]) -> Result<Value> {
 /// 500 "no corresponding type", a 400 says what the client got wrong).
 pub fn check_apply_type<K: ApiResource>(config: &Value) -> Result<()> {
     let version = config.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    if version != API_VERSION {
+    let expected = K::api_version(&());
+    if version != expected {
         return Err(Error::BadRequest(format!(
-            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {API_VERSION}"
+            "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {expected}"
         )));
     }
     super::decode::check_kind::<K>(config).map(|_| ())

@@ -22,11 +22,12 @@ use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::lifecycle::{Namespaces, admit_create};
 use crate::machinery::managed::{self, Managed};
 use crate::machinery::paging::Continue;
-use crate::machinery::resource::{API_VERSION, ApiResource, GROUP, body_schema};
+use crate::machinery::resource::{ApiResource, BodySchema, GROUP, body_schema};
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::unmanaged_value;
 use crate::machinery::user::UserInfo;
 use crate::machinery::validation;
+use crate::machinery::version::Served;
 use crate::store::{
     Committed, Current, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom,
 };
@@ -107,6 +108,58 @@ pub struct WriteContext {
     pub field_manager: Option<String>,
     /// Who asks, for admission webhooks.
     pub user: Arc<UserInfo>,
+    /// The version the write was asked at, where its managers are computed.
+    pub at: At,
+}
+
+/// The version a write is asked at: its managers are computed on the objects converted to it,
+/// with its schema, and record it as their `apiVersion` (as structured-merge-diff's field manager
+/// works at the request's version). The default is the stored version itself.
+#[derive(Clone, Debug, Default)]
+pub struct At {
+    version: Option<VersionAt>,
+}
+
+#[derive(Clone, Debug)]
+struct VersionAt {
+    api_version: String,
+    schema: Arc<BodySchema>,
+    from_hub: fn(serde_json::Value) -> Result<serde_json::Value>,
+}
+
+impl At {
+    /// Version `V` of the resource stored as `K`.
+    pub fn of<K: Strategy, V: Served<K>>() -> Self {
+        if std::any::TypeId::of::<K>() == std::any::TypeId::of::<V>() {
+            return At::default();
+        }
+        let api_version = <V as kube::Resource>::api_version(&()).into_owned();
+        At { version: Some(VersionAt { api_version, schema: body_schema::<V>(), from_hub: V::value_from_hub }) }
+    }
+
+    /// The `apiVersion` of writes at this version.
+    fn api_version<K: Strategy>(&self) -> String {
+        match &self.version {
+            Some(v) => v.api_version.clone(),
+            None => <K as kube::Resource>::api_version(&()).into_owned(),
+        }
+    }
+
+    /// The schema of objects at this version.
+    fn schema<K: Strategy>(&self) -> Arc<BodySchema> {
+        match &self.version {
+            Some(v) => v.schema.clone(),
+            None => body_schema::<K>(),
+        }
+    }
+
+    /// A stored object's JSON at this version.
+    fn value(&self, hub: serde_json::Value) -> Result<serde_json::Value> {
+        match &self.version {
+            Some(v) => (v.from_hub)(hub),
+            None => Ok(hub),
+        }
+    }
 }
 
 /// The outcome of a write: the object and the warnings to send back.
@@ -219,8 +272,8 @@ impl<K: Strategy> Registry<K> {
     }
 
     /// How a write by `manager` gets its managedFields.
-    fn tracking<'a>(&self, manager: &'a str) -> Tracking<'a> {
-        if self.managed_fields { Tracking::Update(manager, None) } else { Tracking::Off }
+    fn tracking<'a>(&self, ctx: &'a WriteContext) -> Tracking<'a> {
+        if self.managed_fields { Tracking::Update(&ctx.manager, None, &ctx.at) } else { Tracking::Off }
     }
 
     /// Gates reads on `ready`: until it turns true, reads wait briefly, then get 503.
@@ -376,7 +429,7 @@ impl<K: Strategy> Registry<K> {
 
     /// Creates `object` in `namespace` (the request path's).
     pub async fn create(&self, namespace: &str, object: K, ctx: &WriteContext) -> Result<Written<K>> {
-        self.create_tracked(namespace, object, ctx, self.tracking(&ctx.manager)).await
+        self.create_tracked(namespace, object, ctx, self.tracking(ctx)).await
     }
 
     async fn create_tracked(
@@ -443,7 +496,7 @@ impl<K: Strategy> Registry<K> {
     /// checks run in the kube-apiserver's order: the body's name and namespace (400), then, on
     /// the stored object, existence (404), the resourceVersion (422 when missing, 409 when
     /// stale) and uid preconditions (409), and only then the body's validation (422).
-    pub async fn update(
+    pub async fn update<V: Served<K>>(
         &self,
         namespace: &str,
         name: &str,
@@ -460,15 +513,15 @@ impl<K: Strategy> Registry<K> {
             .commit_update(&key, subresource, ctx, &mut |current| {
                 check_resource_version::<K>(metadata("resourceVersion"), current.meta(), true)?;
                 check_uid_precondition::<K>(metadata("uid"), current.meta())?;
-                let stored = stored_reset_fields(current.object(), subresource)?;
+                let stored = stored_reset_fields::<K, V>(current.object(), subresource)?;
                 let body = super::decode::with_fields(body, stored);
-                let decoded = super::decode::decode_object::<K>(&body, namespace, ctx.field_validation)?;
-                let mut object = decoded.object;
+                let decoded = super::decode::decode_object::<V>(&body, namespace, ctx.field_validation)?;
+                let mut object = V::object_to_hub(decoded.object)?;
                 warnings = decoded.warnings;
                 warnings.extend(object.warnings());
                 object.meta_mut().namespace = Some(namespace.to_string());
                 object.meta_mut().name = Some(name.to_string());
-                prepare_update(current, object, true, subresource, self.tracking(&ctx.manager))
+                prepare_update(current, object, true, subresource, self.tracking(ctx))
             })
             .await?;
         warnings.extend(admitted);
@@ -477,7 +530,7 @@ impl<K: Strategy> Registry<K> {
 
     /// Applies `patch` to the current object and stores the result, re-validated; of the result,
     /// only what `subresource` may change is kept.
-    pub async fn patch(
+    pub async fn patch<V: Served<K>>(
         &self,
         namespace: &str,
         name: &str,
@@ -492,29 +545,32 @@ impl<K: Strategy> Registry<K> {
                 // Without managedFields when the patch cannot touch them: their absence from the
                 // result means "unchanged" to the field manager, and they are costly to copy.
                 let keeps_managed_fields = patch.may_change_managed_fields();
-                let document =
-                    if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
+                // The patch applies to the object at the request's version.
+                let document = if keeps_managed_fields {
+                    V::value_from_hub(to_value(current.object())?)?
+                } else {
+                    V::value_from_hub(object_value(current.object())?)?
+                };
                 let mut patched = patch.apply(&document)?;
                 if let Some(map) = patched.as_object_mut() {
-                    map.extend(
-                        stored_reset_fields(current.object(), subresource)?.into_iter().map(|(f, v)| (f.into(), v)),
-                    );
+                    let stored = stored_reset_fields::<K, V>(current.object(), subresource)?;
+                    map.extend(stored.into_iter().map(|(f, v)| (f.into(), v)));
                 }
-                super::decode::prepare_body::<K>(&mut patched, subresource);
+                super::decode::prepare_body::<V>(&mut patched, subresource);
                 // In the kube-apiserver's order: a result of another kind (422), name or namespace (400), then
                 // the storage's precondition, then the validation.
-                super::decode::check_patched_type::<K>(&patched)?;
+                super::decode::check_patched_type::<V>(&patched)?;
                 check_body_name(&patched, name)?;
                 check_patched_namespace(&patched, namespace)?;
                 check_resource_version::<K>(resource_version_in(&patched), current.meta(), true)?;
-                let decoded = super::decode::decode_patched::<K>(&patched, namespace, ctx.field_validation)?;
+                let decoded = super::decode::decode_patched::<V>(&patched, namespace, ctx.field_validation)?;
                 warnings = decoded.warnings;
-                let mut object = decoded.object;
+                let mut object = V::object_to_hub(decoded.object)?;
                 warnings.extend(object.warnings());
                 same_name_and_namespace(&mut object, namespace, name)?;
-                let tracking = match self.tracking(&ctx.manager) {
-                    Tracking::Update(manager, None) if !keeps_managed_fields => {
-                        Tracking::Update(manager, Some(document))
+                let tracking = match self.tracking(ctx) {
+                    Tracking::Update(manager, None, at) if !keeps_managed_fields => {
+                        Tracking::Update(manager, Some(document), at)
                     }
                     other => other,
                 };
@@ -620,9 +676,10 @@ fn delete_options_value(options: &DeleteOptions) -> Result<serde_json::Value> {
 
 /// Where a write's managedFields come from.
 enum Tracking<'a> {
-    /// Computed for an update by this manager ([`track_managers`]), from the live object's JSON
-    /// without its managedFields when the caller already has it.
-    Update(&'a str, Option<serde_json::Value>),
+    /// Computed for an update by this manager ([`track_managers`]) at the write's version, from
+    /// the live object's JSON (at that version) without its managedFields when the caller
+    /// already has it.
+    Update(&'a str, Option<serde_json::Value>, &'a At),
     /// Already computed (by an apply).
     Given(Option<Vec<ManagedFieldsEntry>>),
     /// Not recorded: the registry tracks no managers.
@@ -637,7 +694,7 @@ impl Tracking<'_> {
         subresource: Subresource,
     ) -> Result<Option<Vec<ManagedFieldsEntry>>> {
         match self {
-            Self::Update(manager, live_value) => track_managers(live, live_value, new, subresource, manager),
+            Self::Update(manager, live_value, at) => track_managers(live, live_value, new, subresource, manager, at),
             Self::Given(fields) => Ok(fields),
             Self::Off => Ok(None),
         }
@@ -655,6 +712,7 @@ fn track_managers<K: Strategy>(
     new: &K,
     subresource: Subresource,
     manager: &str,
+    at: &At,
 ) -> Result<Option<Vec<ManagedFieldsEntry>>> {
     let stored = || live.and_then(|l| Managed::decode(l.meta().managed_fields.as_deref().unwrap_or_default()));
     let requested = new.meta().managed_fields.as_deref();
@@ -667,13 +725,14 @@ fn track_managers<K: Strategy>(
     };
     let live_value = match live_value {
         Some(value) => Some(value),
-        None => live.map(object_value).transpose()?,
+        None => live.map(|live| at.value(object_value(live)?)).transpose()?,
     };
     let reset = managed::top_level(K::reset_fields(subresource));
-    let write = write_of(manager, subresource, &reset);
-    let schema = body_schema::<K>();
-    let managers =
-        managed::update(live_value.as_ref(), &object_value(new)?, base.unwrap_or_default(), &write, &schema.object);
+    let api_version = at.api_version::<K>();
+    let write = write_of(manager, subresource, &reset, &api_version);
+    let schema = at.schema::<K>();
+    let new = at.value(object_value(new)?)?;
+    let managers = managed::update(live_value.as_ref(), &new, base.unwrap_or_default(), &write, &schema.object);
     Ok(managers.encode())
 }
 
@@ -687,25 +746,30 @@ fn object_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
     unmanaged_value::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))
 }
 
-/// The field manager's view of a write by `manager` through `subresource`, now.
-fn write_of<'a>(manager: &'a str, subresource: Subresource, reset: &'a managed::Set) -> managed::Write<'a> {
+/// The field manager's view of a write by `manager` through `subresource` at `api_version`, now.
+fn write_of<'a>(
+    manager: &'a str,
+    subresource: Subresource,
+    reset: &'a managed::Set,
+    api_version: &'a str,
+) -> managed::Write<'a> {
     let subresource = subresource.name().unwrap_or_default();
-    managed::Write { manager, subresource, api_version: API_VERSION, reset, now: now() }
+    managed::Write { manager, subresource, api_version, reset, now: now() }
 }
 
 /// The fields a write of `subresource` must carry but may not change, as `current` has them (the
 /// spec, for a write of the status): the write's body is validated with these in place of its own.
-fn stored_reset_fields<K: Strategy>(
+fn stored_reset_fields<K: Strategy, V: Served<K>>(
     current: &K,
     subresource: Subresource,
 ) -> Result<Vec<(&'static str, serde_json::Value)>> {
-    let schema = crate::machinery::resource::body_schema::<K>();
+    let schema = crate::machinery::resource::body_schema::<V>();
     let required: Vec<&'static str> =
-        K::reset_fields(subresource).iter().copied().filter(|f| schema.required.contains(f)).collect();
+        V::reset_fields(subresource).iter().copied().filter(|f| schema.required.contains(f)).collect();
     if required.is_empty() {
         return Ok(Vec::new());
     }
-    let mut stored = object_value(current)?;
+    let mut stored = V::value_from_hub(object_value(current)?)?;
     Ok(required.into_iter().map(|field| (field, stored[field].take())).collect())
 }
 
@@ -874,10 +938,15 @@ mod tests {
         let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         let mut next = created.clone();
         next.spec.weight = 2.0;
-        let updated =
-            r.update("default", "dolly", &body(&next), Subresource::Main, &ctx).await.unwrap().object.decode().unwrap();
+        let updated = r
+            .update::<Llama>("default", "dolly", &body(&next), Subresource::Main, &ctx)
+            .await
+            .unwrap()
+            .object
+            .decode()
+            .unwrap();
         assert_eq!(updated.metadata.generation, Some(2));
-        let err = r.update("default", "dolly", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
+        let err = r.update::<Llama>("default", "dolly", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(err.code(), http::StatusCode::CONFLICT);
     }
 
@@ -887,7 +956,7 @@ mod tests {
         let ctx = WriteContext::default();
         let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         let same = r
-            .update("default", "dolly", &body(&created), Subresource::Main, &ctx)
+            .update::<Llama>("default", "dolly", &body(&created), Subresource::Main, &ctx)
             .await
             .unwrap()
             .object
@@ -909,12 +978,12 @@ mod tests {
         let mut adding = marked.object.decode().unwrap();
         adding.metadata.finalizers = Some(vec!["farm.example.com/shear".into(), "farm.example.com/other".into()]);
         assert_eq!(
-            r.update("default", "dolly", &body(&adding), Subresource::Main, &ctx).await.unwrap_err().code(),
+            r.update::<Llama>("default", "dolly", &body(&adding), Subresource::Main, &ctx).await.unwrap_err().code(),
             422
         );
         let mut cleared = marked.object.decode().unwrap();
         cleared.metadata.finalizers = None;
-        r.update("default", "dolly", &body(&cleared), Subresource::Main, &ctx).await.unwrap();
+        r.update::<Llama>("default", "dolly", &body(&cleared), Subresource::Main, &ctx).await.unwrap();
         assert_eq!(r.get("default", "dolly").await.unwrap_err().code(), 404);
     }
 
@@ -1037,7 +1106,7 @@ mod strategy_hooks {
 
         let mut next = ewe("merino", 5, true);
         next.metadata.resource_version = created.object.decode().unwrap().metadata.resource_version.clone();
-        let updated = r.update("default", "shaun", &body(&next), Subresource::Main, &ctx).await.unwrap();
+        let updated = r.update::<Ewe>("default", "shaun", &body(&next), Subresource::Main, &ctx).await.unwrap();
         assert_eq!(
             updated.object.decode().unwrap().status,
             None,
@@ -1048,7 +1117,7 @@ mod strategy_hooks {
 
         let mut renamed = ewe("suffolk", 5, false);
         renamed.metadata.resource_version = updated.object.decode().unwrap().metadata.resource_version.clone();
-        let error = r.update("default", "shaun", &body(&renamed), Subresource::Main, &ctx).await.unwrap_err();
+        let error = r.update::<Ewe>("default", "shaun", &body(&renamed), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(error.code(), 422);
         assert!(error.to_string().contains("spec.breed"), "{error}");
     }
@@ -1062,7 +1131,7 @@ mod strategy_hooks {
         next.metadata.resource_version = created.metadata.resource_version.clone();
         next.metadata.labels = Some([("shorn".to_string(), "yes".to_string())].into());
         let written = r
-            .update("default", "shaun", &body(&next), Subresource::Status, &ctx)
+            .update::<Ewe>("default", "shaun", &body(&next), Subresource::Status, &ctx)
             .await
             .unwrap()
             .object
@@ -1074,7 +1143,7 @@ mod strategy_hooks {
         assert_eq!(written.metadata.generation, Some(1));
         assert_ne!(written.metadata.resource_version, created.metadata.resource_version);
 
-        let stale = r.update("default", "shaun", &body(&next), Subresource::Status, &ctx).await.unwrap_err();
+        let stale = r.update::<Ewe>("default", "shaun", &body(&next), Subresource::Status, &ctx).await.unwrap_err();
         assert_eq!(stale.code(), 409, "the body's resourceVersion is a precondition");
     }
 }

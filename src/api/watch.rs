@@ -25,8 +25,9 @@ use super::query::{ListOptions, Query};
 use super::registry::{Registry, WatchSettings};
 use super::table;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{API_VERSION, ApiResource};
+use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
+use crate::machinery::version::Served;
 use crate::metrics::Metrics;
 use crate::store::{CloseReason, Closing, Event, EventType, Stored, Subscription, WatchFrom};
 use axum::body::Body;
@@ -82,25 +83,26 @@ fn type_name(kind: EventType) -> &'static str {
     }
 }
 
-/// Encodes the frames of one watch in its representation.
-struct Encoder<K: Strategy> {
+/// Encodes the frames of one watch of `K` at version `V` in its representation.
+struct Encoder<K: Strategy, V: Served<K>> {
     representation: Representation,
     include: table::IncludeObject,
     /// Table column definitions go in the first table frame only.
     columns_sent: bool,
-    _kind: std::marker::PhantomData<K>,
+    _kind: std::marker::PhantomData<(K, V)>,
 }
 
-impl<K: Strategy> Encoder<K> {
-    fn object(&mut self, kind: &'static str, object: &Stored<K>) -> Result<Bytes> {
+impl<K: Strategy, V: Served<K>> Encoder<K, V> {
+    fn object(&mut self, kind: &'static str, object: &Arc<Stored<K>>) -> Result<Bytes> {
+        let object = V::stored_from_hub(object)?;
         match self.representation {
-            Representation::Object => Ok(stored_frame(kind, object)),
+            Representation::Object => Ok(stored_frame(kind, &object)),
             Representation::Metadata(version) => frame(kind, &partial_metadata_in(&object.metadata()?, version)),
             Representation::Table(version) => {
                 let metadata =
                     ListMeta { resource_version: Some(object.resource_version().to_string()), ..Default::default() };
                 let mut t = table::render(
-                    std::iter::once(object),
+                    std::iter::once(object.as_ref()),
                     metadata,
                     self.include,
                     version,
@@ -115,22 +117,34 @@ impl<K: Strategy> Encoder<K> {
         }
     }
 
-    /// The frame of `event` as its own type; the plain JSON frame is cached on the event.
+    /// The frame of `event` as its own type; the plain JSON frame is cached on the event, at
+    /// the stored version and at one other, so each is converted and encoded once.
     fn event(&mut self, event: &Event<K>) -> Result<Bytes> {
         let kind = type_name(event.kind);
-        if self.representation == Representation::Object {
+        if self.representation != Representation::Object {
+            return self.object(kind, &event.object);
+        }
+        let version = std::any::TypeId::of::<V>();
+        if version == std::any::TypeId::of::<K>() {
             if let Some(cached) = event.frame.get() {
                 return Ok(cached.clone());
             }
             let encoded = stored_frame(kind, &event.object);
             return Ok(event.frame.get_or_init(|| encoded).clone());
         }
-        self.object(kind, event.object.as_ref())
+        match event.served_frame.get() {
+            Some((at, cached)) if *at == version => return Ok(cached.clone()),
+            Some(_) => return Ok(stored_frame(kind, V::stored_from_hub(&event.object)?.as_ref())),
+            None => {}
+        }
+        let encoded = stored_frame(kind, V::stored_from_hub(&event.object)?.as_ref());
+        let (at, cached) = event.served_frame.get_or_init(|| (version, encoded.clone()));
+        Ok(if *at == version { cached.clone() } else { encoded })
     }
 
     fn bookmark(&self, revision: u64, initial_events_end: bool) -> Result<Bytes> {
         let types = match self.representation {
-            Representation::Object => TypeMeta { api_version: API_VERSION.into(), kind: K::INFO.kind.into() },
+            Representation::Object => TypeMeta { api_version: V::api_version(&()).into(), kind: V::INFO.kind.into() },
             Representation::Metadata(v) => {
                 TypeMeta { api_version: v.api_version().into(), kind: "PartialObjectMetadata".into() }
             }
@@ -192,7 +206,7 @@ async fn send(tx: &mpsc::Sender<Result<Bytes, std::convert::Infallible>>, frame:
 }
 
 /// Serves a watch of `namespace` (or all namespaces).
-pub async fn serve<K: Strategy>(
+pub async fn serve<K: Strategy, V: Served<K>>(
     registry: Arc<Registry<K>>,
     namespace: Option<String>,
     options: ListOptions,
@@ -218,7 +232,7 @@ pub async fn serve<K: Strategy>(
         Some(rv) if !send_initial => WatchFrom::After(rv),
         _ => WatchFrom::Now,
     };
-    let encoder = Encoder::<K> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
+    let encoder = Encoder::<K, V> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
     match registry.subscribe(namespace.as_deref(), from).await {
         Err(err @ Error::Expired(_)) => {
             // An expired watch is a 200 with one ERROR event, so clients re-list.
@@ -268,8 +282,8 @@ struct Plan {
 
 /// The sending side of one watch: how frames are encoded, where they go, which objects the
 /// watcher sees, until when, and what it was sent.
-struct Outbox<K: Strategy, F> {
-    encoder: Encoder<K>,
+struct Outbox<K: Strategy, V: Served<K>, F> {
+    encoder: Encoder<K, V>,
     tx: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
     /// The label and field selectors.
     selects: F,
@@ -280,7 +294,7 @@ struct Outbox<K: Strategy, F> {
     sent: Counter,
 }
 
-impl<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, F> {
+impl<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, V, F> {
     /// Sends one encoded frame; false when the stream must end.
     async fn frame(&self, frame: Result<Bytes>) -> bool {
         match frame {
@@ -297,9 +311,9 @@ impl<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, F> {
         } else if let ("DELETED", Some(Ok(left))) = (kind, event.previous.as_ref().map(|p| stamped_before(p, event))) {
             // An object leaving the selection is sent as the watcher last saw it, at the
             // change's revision, as the kube-apiserver's watch cache sends it.
-            self.encoder.object(kind, left.as_ref())
+            self.encoder.object(kind, &left)
         } else {
-            self.encoder.object(kind, event.object.as_ref())
+            self.encoder.object(kind, &event.object)
         };
         self.last_sent = self.last_sent.max(event.revision);
         let delivered = self.frame(encoded).await;
@@ -316,7 +330,7 @@ impl<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, F> {
             if stopping.is_cancelled() {
                 return false;
             }
-            let frame = self.encoder.object("ADDED", object.as_ref());
+            let frame = self.encoder.object("ADDED", object);
             if !self.frame(frame).await {
                 return false;
             }
@@ -358,8 +372,8 @@ impl<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, F> {
 
 /// Moves a subscription's events to the watcher until the deadline, the client leaves, the
 /// store drops the watcher, or the server shuts down (after sending what is buffered).
-async fn pump<K: Strategy, F: Fn(&Stored<K>) -> bool + Sync>(
-    mut out: Outbox<K, F>,
+async fn pump<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync>(
+    mut out: Outbox<K, V, F>,
     mut subscription: Subscription<K>,
     settings: WatchSettings,
     plan: Plan,
@@ -454,7 +468,9 @@ mod tests {
         let query = Query::parse(Some(query));
         let options = ListOptions::parse(&query, &[]).unwrap();
         let response =
-            serve(registry.clone(), Some("farm".into()), options, Representation::Object, &query).await.unwrap();
+            serve::<Llama, Llama>(registry.clone(), Some("farm".into()), options, Representation::Object, &query)
+                .await
+                .unwrap();
         (registry, response)
     }
 

@@ -30,3 +30,4 @@ pub mod unmanaged_value;
 pub mod user;
 pub mod validation;
 pub mod verb;
+pub mod version;

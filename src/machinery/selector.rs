@@ -359,6 +359,17 @@ impl FieldSelector {
         }
     }
 
+    /// The selector with each field renamed by `rename` (a field it leaves as it is when it
+    /// gives `None`): the same selection at another version of the resource.
+    pub fn rename_fields(mut self, rename: impl Fn(&str) -> Option<&'static str>) -> Self {
+        for requirement in &mut self.requirements {
+            if let Some(renamed) = rename(&requirement.field) {
+                requirement.field = renamed.to_string();
+            }
+        }
+        self
+    }
+
     /// The value an `=` requirement pins `field` to, if any (e.g. `metadata.name` for `kubectl get NAME -w`).
     pub fn exact(&self, field: &str) -> Option<&str> {
         self.requirements.iter().find(|r| r.field == field && !r.negated).map(|r| r.value.as_str())

@@ -145,7 +145,14 @@ impl<K: ApiResource> MemoryStore<K> {
                 let stored = stamp(object, revision)?;
                 state.objects.insert(stored.clone());
                 let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
-                Event { revision, kind, object: stored, previous, frame: Default::default() }
+                Event {
+                    revision,
+                    kind,
+                    object: stored,
+                    previous,
+                    frame: Default::default(),
+                    served_frame: Default::default(),
+                }
             }
             (None, Some(previous)) => {
                 state.objects.remove(&key);
@@ -156,6 +163,7 @@ impl<K: ApiResource> MemoryStore<K> {
                     object: last,
                     previous: Some(previous),
                     frame: Default::default(),
+                    served_frame: Default::default(),
                 }
             }
             (None, None) => return Ok(()),
@@ -320,6 +328,7 @@ impl<K: ApiResource> MemoryStore<K> {
             object: stored.clone(),
             previous: None,
             frame: Default::default(),
+            served_frame: Default::default(),
         };
         self.publish(&mut state, event);
         Ok(stored)
@@ -358,8 +367,14 @@ impl<K: ApiResource> MemoryStore<K> {
             } else {
                 state.objects.insert(stored.clone());
             }
-            let event =
-                Event { revision, kind, object: stored.clone(), previous: Some(current), frame: Default::default() };
+            let event = Event {
+                revision,
+                kind,
+                object: stored.clone(),
+                previous: Some(current),
+                frame: Default::default(),
+                served_frame: Default::default(),
+            };
             self.publish(&mut state, event);
             return Ok(Committed { object: stored, deleted: kind == EventType::Deleted });
         }

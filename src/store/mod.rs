@@ -100,6 +100,9 @@ pub struct Event<K> {
     pub previous: Option<Arc<Stored<K>>>,
     /// The plain JSON watch frame, encoded once by the first watcher that needs it.
     pub frame: std::sync::OnceLock<bytes::Bytes>,
+    /// The plain JSON watch frame at another served version (named by its type), converted and
+    /// encoded once by the first watcher at that version.
+    pub served_frame: std::sync::OnceLock<(std::any::TypeId, bytes::Bytes)>,
 }
 
 /// Which state a read is served from.

@@ -342,14 +342,14 @@ mod tests {
         let ctx = WriteContext::default();
         let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         webhooks.calls.lock().clear();
-        let patched = r.patch("default", "dolly", &weight(2.0), Subresource::Main, &ctx).await.unwrap();
+        let patched = r.patch::<Llama>("default", "dolly", &weight(2.0), Subresource::Main, &ctx).await.unwrap();
         assert_eq!(patched.object.decode().unwrap().spec.weight, 2.0);
         assert_eq!(patched.warnings, ["labelled", "validated"]);
         let calls = webhooks.calls.lock().clone();
         assert!(calls.iter().all(|(_, operation, _, old)| *operation == Operation::Update && old.is_some()));
         assert_eq!(calls[0].3.as_ref().unwrap()["spec"]["weight"], 1.0, "the old object is the stored one");
 
-        let refused = r.patch("default", "dolly", &weight(700.0), Subresource::Main, &ctx).await.unwrap_err();
+        let refused = r.patch::<Llama>("default", "dolly", &weight(700.0), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(refused.code(), 403);
         let stored = r.get("default", "dolly").await.unwrap().decode().unwrap();
         assert_eq!(stored.spec.weight, 2.0);
@@ -379,8 +379,13 @@ mod tests {
             futures::executor::block_on(write);
         }));
         webhooks.calls.lock().clear();
-        let patched =
-            r.patch("default", "dolly", &weight(3.0), Subresource::Main, &ctx).await.unwrap().object.decode().unwrap();
+        let patched = r
+            .patch::<Llama>("default", "dolly", &weight(3.0), Subresource::Main, &ctx)
+            .await
+            .unwrap()
+            .object
+            .decode()
+            .unwrap();
         assert_eq!((patched.spec.weight, patched.spec.height), (3.0, 9.0), "neither write is lost");
         let mutations = webhooks.calls.lock().iter().filter(|c| c.0 == "mutate").count();
         assert_eq!(mutations, 2, "the update was admitted again on the newer object");
@@ -412,7 +417,7 @@ mod tests {
         let ctx = WriteContext::default();
         let created = r.create("default", llama("heavy", 600.0), &ctx).await.unwrap();
         assert!(created.warnings.is_empty());
-        r.patch("default", "heavy", &weight(700.0), Subresource::Main, &ctx).await.unwrap();
+        r.patch::<Llama>("default", "heavy", &weight(700.0), Subresource::Main, &ctx).await.unwrap();
         r.delete("default", "heavy", &DeleteOptions::default(), &ctx).await.unwrap();
         assert!(webhooks.calls.lock().is_empty());
     }

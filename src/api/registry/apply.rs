@@ -11,6 +11,7 @@ use crate::machinery::error::{Error, Result};
 use crate::machinery::managed::{self, Managed};
 use crate::machinery::resource::body_schema;
 use crate::machinery::strategy::{Strategy, Subresource};
+use crate::machinery::version::Served;
 use crate::store::ObjectKey;
 use serde_json::Value;
 
@@ -53,7 +54,7 @@ impl<K: Strategy> Registry<K> {
     /// Applies `config` (the parsed body) to `name` through `subresource` for `ctx.manager`;
     /// `force` takes over fields other managers own instead of answering 409. Also says whether
     /// the apply created the object.
-    pub async fn apply(
+    pub async fn apply<V: Served<K>>(
         &self,
         namespace: &str,
         name: &str,
@@ -68,10 +69,10 @@ impl<K: Strategy> Registry<K> {
         // string so, and the kube-apiserver's apply of a custom resource stores it so.
         let sent = config;
         let prepared;
-        let resets = K::reset_fields(subresource).iter().any(|field| config.get(field).is_some());
+        let resets = V::reset_fields(subresource).iter().any(|field| config.get(field).is_some());
         let config = if resets || decode::has_null_labels(config) {
             let mut copy = config.clone();
-            decode::drop_reset_fields::<K>(&mut copy, subresource);
+            decode::drop_reset_fields::<V>(&mut copy, subresource);
             decode::null_labels_as_empty(&mut copy);
             prepared = copy;
             &prepared
@@ -82,12 +83,12 @@ impl<K: Strategy> Registry<K> {
         let key = ObjectKey::new(namespace, name);
         for _ in 0..ATTEMPTS {
             if self.store.get(&key).await?.is_none() {
-                match self.apply_create(namespace, name, &config, subresource, ctx).await {
+                match self.apply_create::<V>(namespace, name, &config, subresource, ctx).await {
                     Err(Error::AlreadyExists { .. }) => continue,
                     other => return other.map(|written| (written, true)),
                 }
             }
-            match self.apply_update(&key, namespace, &config, subresource, ctx).await {
+            match self.apply_update::<V>(&key, namespace, &config, subresource, ctx).await {
                 Err(Error::NotFound { .. }) => continue,
                 other => return other.map(|written| (written, false)),
             }
@@ -96,7 +97,7 @@ impl<K: Strategy> Registry<K> {
     }
 
     /// Creates `name` from `config`: the applier owns what it sent.
-    async fn apply_create(
+    async fn apply_create<V: Served<K>>(
         &self,
         namespace: &str,
         name: &str,
@@ -111,24 +112,25 @@ impl<K: Strategy> Registry<K> {
         check_target(config, namespace, name)?;
         check_resource_version_syntax(config)?;
         self.admit_create(namespace, name).await?;
-        let reset = managed::top_level(K::reset_fields(subresource));
-        let write = write_of(&ctx.manager, subresource, &reset);
-        let schema = body_schema::<K>();
+        let reset = managed::top_level(V::reset_fields(subresource));
+        let api_version = <V as kube::Resource>::api_version(&());
+        let write = write_of(&ctx.manager, subresource, &reset, &api_version);
+        let schema = body_schema::<V>();
         let (sent, force) = (configuration.sent, configuration.force);
         let applied = managed::apply(None, config, sent, Managed::default(), &write, force, &schema.object)
             .map_err(|conflicts| managed::conflict_error(&conflicts))?;
         let mut object = applied.object.unwrap_or_else(|| config.clone());
         object["metadata"]["name"] = Value::String(name.to_string());
-        let decoded = decode::decode_object::<K>(&object, namespace, ctx.field_validation)?;
+        let decoded = decode::decode_object::<V>(&object, namespace, ctx.field_validation)?;
         // An apply that creates ignores the resourceVersion its configuration may carry.
-        let mut object = decoded.object;
+        let mut object = V::object_to_hub(decoded.object)?;
         object.meta_mut().resource_version = None;
         let created = self.create_tracked(namespace, object, ctx, Tracking::Given(applied.managed.encode())).await?;
         Ok(Written { object: created.object, warnings: [decoded.warnings, created.warnings].concat() })
     }
 
     /// Applies `config` to the stored object in one read-modify-write.
-    async fn apply_update(
+    async fn apply_update<V: Served<K>>(
         &self,
         key: &ObjectKey,
         namespace: &str,
@@ -137,13 +139,15 @@ impl<K: Strategy> Registry<K> {
         ctx: &WriteContext,
     ) -> Result<Written<K>> {
         let Configuration { sent, applied: config, force } = *configuration;
-        let reset = managed::top_level(K::reset_fields(subresource));
-        let schema = body_schema::<K>();
+        let reset = managed::top_level(V::reset_fields(subresource));
+        let schema = body_schema::<V>();
+        let api_version = <V as kube::Resource>::api_version(&());
         let mut warnings = Vec::new();
         let (committed, admitted) = self
             .commit_update(key, subresource, ctx, &mut |current| {
-                let write = write_of(&ctx.manager, subresource, &reset);
-                let live = object_value(current.object())?;
+                let write = write_of(&ctx.manager, subresource, &reset, &api_version);
+                // The apply works at the request's version, on the object converted to it.
+                let live = V::value_from_hub(object_value(current.object())?)?;
                 let stored = current.meta().managed_fields.as_deref().unwrap_or_default();
                 let managers = Managed::decode(stored).unwrap_or_default();
                 let applied = managed::apply(Some(&live), config, sent, managers, &write, force, &schema.object)
@@ -156,10 +160,10 @@ impl<K: Strategy> Registry<K> {
                 let object = match applied.object {
                     Some(value) => {
                         super::check_resource_version::<K>(super::resource_version_in(&value), current.meta(), true)?;
-                        let decoded = decode::decode_object::<K>(&value, namespace, ctx.field_validation)?;
+                        let decoded = decode::decode_object::<V>(&value, namespace, ctx.field_validation)?;
                         warnings = decoded.warnings;
                         // An emptied namespace is the request's, as for a patch.
-                        let mut object = decoded.object;
+                        let mut object = V::object_to_hub(decoded.object)?;
                         super::check_namespace(&mut object, namespace)?;
                         object
                     }

@@ -455,7 +455,7 @@ fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
         EtcdEventType::Put => {
             let kind = if kv.create_revision == kv.mod_revision { EventType::Added } else { EventType::Modified };
             let object = stored::<K>(kv)?;
-            Ok(Event { revision, kind, object, previous, frame: Default::default() })
+            Ok(Event { revision, kind, object, previous, frame: Default::default(), served_frame: Default::default() })
         }
         EtcdEventType::Delete => {
             let last = previous.clone().ok_or_else(|| {
@@ -465,7 +465,14 @@ fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
                 ))
             })?;
             let object = stamp(last.decode()?, revision)?;
-            Ok(Event { revision, kind: EventType::Deleted, object, previous, frame: Default::default() })
+            Ok(Event {
+                revision,
+                kind: EventType::Deleted,
+                object,
+                previous,
+                frame: Default::default(),
+                served_frame: Default::default(),
+            })
         }
     }
 }
