@@ -18,9 +18,10 @@ use crate::limits::Limits;
 use crate::machinery::error::Error as ApiError;
 use crate::machinery::resource::ResourceDescriptor;
 use crate::machinery::strategy::Strategy;
+use crate::machinery::version::Served;
 use crate::metrics::{Metrics, Sources};
 use crate::namespaces::NamespaceCache;
-use crate::resources::{farmpod::FarmPod, llama::Llama};
+use crate::resources::{farmpod::FarmPod, llama, llama::Llama};
 use crate::store::{Revision, memory::MemoryStore};
 use crate::{kubeconfig, pods, tls};
 use axum::Router;
@@ -216,15 +217,34 @@ fn watch_settings(
 struct Resources {
     routes: Router,
     descriptors: Vec<ResourceDescriptor>,
+    /// The resources served at another version than their stored one, by version.
+    other_versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
     health: Health,
     sources: Sources,
 }
 
 impl Resources {
-    fn add<K: Strategy>(&mut self, registry: Registry<K>) {
+    fn add<K: Strategy>(&mut self, registry: Registry<K>) -> Arc<Registry<K>> {
         self.sources.push(Arc::new(sources::StoreSize(registry.store())));
-        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes::<K, K>(Arc::new(registry)));
+        let registry = Arc::new(registry);
+        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes::<K, K>(registry.clone()));
         self.descriptors.push(ResourceDescriptor::of::<K>());
+        registry
+    }
+
+    /// Serves the resource of `registry` at another version `V` too.
+    fn serve_also_at<K: Strategy, V: Served<K>>(&mut self, registry: Arc<Registry<K>>, version: &'static str) {
+        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes::<K, V>(registry));
+        match self.other_versions.iter_mut().find(|(v, _)| *v == version) {
+            Some((_, descriptors)) => descriptors.push(ResourceDescriptor::of::<V>()),
+            None => self.other_versions.push((version, vec![ResourceDescriptor::of::<V>()])),
+        }
+    }
+
+    /// Llamas, at every version.
+    fn add_llamas(&mut self, registry: Registry<Llama>) {
+        let registry = self.add(registry);
+        self.serve_also_at::<Llama, llama::v1::Llama>(registry, "v1");
     }
 
     /// FarmPods, from a Pod cache of the cluster at `server` started here.
@@ -257,13 +277,19 @@ async fn resources(
 ) -> Result<Resources, StartError> {
     let settings = watch_settings(args, stopping, metrics);
     let (storage, health) = StorageFactory::new(args, stopping, Health::default()).await?;
-    let mut served = Resources { routes: Router::new(), descriptors: Vec::new(), health, sources: Sources::new() };
+    let mut served = Resources {
+        routes: Router::new(),
+        descriptors: Vec::new(),
+        other_versions: Vec::new(),
+        health,
+        sources: Sources::new(),
+    };
     let mut llamas = Registry::new(storage.store::<Llama>(), settings.clone());
     if !args.managed_fields {
         llamas = llamas.without_managed_fields();
     }
     let Some((config, client)) = cluster else {
-        served.add(llamas);
+        served.add_llamas(llamas);
         return Ok(served);
     };
     let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
@@ -274,7 +300,7 @@ async fn resources(
         let webhooks = Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone());
         llamas = llamas.with_admission(Arc::new(webhooks));
     }
-    served.add(llamas.with_namespaces(namespaces));
+    served.add_llamas(llamas.with_namespaces(namespaces));
     served.add_farm_pods(args, config.cluster_url.to_string(), client, settings);
     Ok(served)
 }
@@ -297,7 +323,11 @@ fn router(
         .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
         .route(
             "/apis/farm.example.com/v1alpha",
-            get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version() }),
+            get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version("v1alpha") }),
+        )
+        .route(
+            "/apis/farm.example.com/v1",
+            get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version("v1") }),
         )
         .route(
             "/api",
@@ -420,7 +450,10 @@ pub async fn run(
     metric_sources.push(Arc::new(sources::Inflight(limits.clone())));
     metric_sources.push(Arc::new(sources::Certificate(served_certificate)));
     let shared = Arc::new(Shared {
-        discovery: Discovery::new(served.descriptors.clone()),
+        discovery: served
+            .other_versions
+            .iter()
+            .fold(Discovery::new(served.descriptors.clone()), |d, (v, r)| d.with_version(v, r.clone())),
         openapi: Documents::build(&served.descriptors),
         address: url.trim_start_matches("https://").to_string(),
         served: served.descriptors.iter().map(|d| d.info.plural).collect(),

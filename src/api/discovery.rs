@@ -5,7 +5,7 @@
 
 use super::negotiate::parse_accept;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, VERSION};
+use crate::machinery::resource::{GROUP, ResourceDescriptor, VERSION};
 use crate::machinery::verb::Verb;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, header};
@@ -26,10 +26,11 @@ use sha2::{Digest, Sha256};
 /// by `/version` so that kubectl's version-skew check compares against it.
 pub const KUBERNETES_MINOR: &str = "33";
 
-/// The discovery documents, computed once from the served resources.
+/// The discovery documents, computed once from the served resources: each version of the
+/// group with its resources, the preferred (stored) version first.
 #[derive(Clone, Debug)]
 pub struct Discovery {
-    resources: Vec<ResourceDescriptor>,
+    versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
 }
 
 /// Aggregated discovery versions a client may ask for.
@@ -86,8 +87,8 @@ fn verb_names(verbs: &[Verb]) -> Vec<String> {
     verbs.iter().map(|v| v.as_str().to_string()).collect()
 }
 
-fn gvk(kind: &str) -> GroupVersionKind {
-    GroupVersionKind { group: Some(GROUP.into()), version: Some(VERSION.into()), kind: Some(kind.into()) }
+fn gvk(version: &str, kind: &str) -> GroupVersionKind {
+    GroupVersionKind { group: Some(GROUP.into()), version: Some(version.into()), kind: Some(kind.into()) }
 }
 
 fn json_response<T: Serialize>(value: &T, content_type: &'static str) -> Response {
@@ -112,31 +113,38 @@ struct Typed<'a, T> {
 }
 
 impl Discovery {
-    /// Discovery for `resources`; there is always at least one.
+    /// Discovery for `resources` at the stored version, preferred; there is always at least one.
     pub fn new(resources: Vec<ResourceDescriptor>) -> Self {
-        Self { resources }
+        Self { versions: vec![(VERSION, resources)] }
     }
 
-    fn group_version() -> GroupVersionForDiscovery {
-        GroupVersionForDiscovery { group_version: API_VERSION.into(), version: VERSION.into() }
+    /// `resources` served at `version` too, after the versions already given.
+    pub fn with_version(mut self, version: &'static str, resources: Vec<ResourceDescriptor>) -> Self {
+        self.versions.push((version, resources));
+        self
     }
 
-    /// `APIGroup` of `farm.example.com`.
+    fn group_version(version: &str) -> GroupVersionForDiscovery {
+        GroupVersionForDiscovery { group_version: format!("{GROUP}/{version}"), version: version.into() }
+    }
+
+    /// `APIGroup` of `farm.example.com`: every version, the preferred first.
     pub fn api_group(&self) -> APIGroup {
         APIGroup {
             name: GROUP.into(),
-            preferred_version: Some(Self::group_version()),
+            preferred_version: Some(Self::group_version(self.versions[0].0)),
             server_address_by_client_cidrs: None,
-            versions: vec![Self::group_version()],
+            versions: self.versions.iter().map(|(v, _)| Self::group_version(v)).collect(),
         }
     }
 
-    /// `APIResourceList` of `farm.example.com/v1alpha`.
-    pub fn resource_list(&self) -> APIResourceList {
-        APIResourceList {
-            group_version: API_VERSION.into(),
-            resources: self.resources.iter().flat_map(Self::api_resources).collect(),
-        }
+    /// `APIResourceList` of `farm.example.com/<version>`; `None` for a version not served.
+    pub fn resource_list(&self, version: &str) -> Option<APIResourceList> {
+        let (version, resources) = self.versions.iter().find(|(v, _)| *v == version)?;
+        Some(APIResourceList {
+            group_version: format!("{GROUP}/{version}"),
+            resources: resources.iter().flat_map(Self::api_resources).collect(),
+        })
     }
 
     /// A resource's entries in its `APIResourceList`: the resource, then each subresource as the
@@ -168,12 +176,31 @@ impl Discovery {
     }
 
     fn aggregated(&self) -> APIGroupDiscoveryList {
-        let resources = self
-            .resources
+        let versions = self
+            .versions
+            .iter()
+            .map(|(version, resources)| APIVersionDiscovery {
+                version: Some(version.to_string()),
+                resources: Self::aggregated_resources(version, resources),
+                freshness: Some("Current".into()),
+            })
+            .collect();
+        APIGroupDiscoveryList {
+            metadata: None,
+            items: vec![APIGroupDiscovery {
+                metadata: Some(ObjectMeta { name: Some(GROUP.into()), ..Default::default() }),
+                versions,
+            }],
+        }
+    }
+
+    /// The resources of `version` in aggregated discovery.
+    fn aggregated_resources(version: &str, resources: &[ResourceDescriptor]) -> Vec<APIResourceDiscovery> {
+        resources
             .iter()
             .map(|r| APIResourceDiscovery {
                 resource: Some(r.info.plural.into()),
-                response_kind: Some(gvk(r.info.kind)),
+                response_kind: Some(gvk(version, r.info.kind)),
                 scope: Some(if r.info.namespaced { "Namespaced" } else { "Cluster" }.into()),
                 singular_resource: Some(r.info.singular.into()),
                 verbs: verb_names(r.info.verbs),
@@ -186,25 +213,14 @@ impl Discovery {
                     .filter_map(|s| {
                         Some(APISubresourceDiscovery {
                             subresource: Some(s.name()?.into()),
-                            response_kind: Some(gvk(r.info.kind)),
+                            response_kind: Some(gvk(version, r.info.kind)),
                             accepted_types: Vec::new(),
                             verbs: verb_names(r.info.verbs_of(*s)),
                         })
                     })
                     .collect(),
             })
-            .collect();
-        APIGroupDiscoveryList {
-            metadata: None,
-            items: vec![APIGroupDiscovery {
-                metadata: Some(ObjectMeta { name: Some(GROUP.into()), ..Default::default() }),
-                versions: vec![APIVersionDiscovery {
-                    version: Some(VERSION.into()),
-                    resources,
-                    freshness: Some("Current".into()),
-                }],
-            }],
-        }
+            .collect()
     }
 
     fn aggregated_response(list: &APIGroupDiscoveryList, version: Aggregated) -> Response {
@@ -252,9 +268,12 @@ impl Discovery {
         json_response(&self.api_group(), "application/json")
     }
 
-    /// `GET /apis/farm.example.com/v1alpha`.
-    pub fn version(&self) -> Response {
-        json_response(&self.resource_list(), "application/json")
+    /// `GET /apis/farm.example.com/<version>`, for a served version.
+    pub fn version(&self, version: &str) -> Response {
+        match self.resource_list(version) {
+            Some(list) => json_response(&list, "application/json"),
+            None => Error::PathNotFound.into_response(),
+        }
     }
 }
 
@@ -297,7 +316,7 @@ mod tests {
 
     #[test]
     fn resource_list_advertises_llamas_with_short_names() {
-        let list = discovery().resource_list();
+        let list = discovery().resource_list("v1alpha").unwrap();
         let llamas = &list.resources[0];
         assert_eq!(llamas.name, "llamas");
         assert_eq!(llamas.short_names.as_deref(), Some(&["lm".to_string()][..]));

@@ -162,11 +162,15 @@ impl Strategy for Llama {
     }
 
     fn validate(&self) -> Vec<FieldError> {
-        validate_sizes(self.spec.weight, self.spec.height)
+        let mut errors = validate_sizes(self.spec.weight, self.spec.height);
+        errors.extend(conversion::annotation_error(self.metadata.annotations.as_ref()));
+        errors
     }
 
+    /// The spec, and the part of the v1 coat that v1alpha keeps in an annotation.
     fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
+        let coat = |l: &Self| l.metadata.annotations.as_ref().and_then(|a| a.get(conversion::COAT_ANNOTATION)).cloned();
+        self.spec != old.spec || coat(self) != coat(old)
     }
 
     fn columns() -> &'static [Column] {

@@ -144,14 +144,26 @@ fn take_annotation(object: &mut Value) -> Result<Option<Map<String, Value>>, Fie
     if annotations.is_empty() {
         metadata.remove("annotations");
     }
+    coat_in(&text).map(Some)
+}
+
+/// The coat fields [`COAT_ANNOTATION`]'s value holds, or the annotation's error.
+fn coat_in(text: &Value) -> Result<Map<String, Value>, FieldError> {
     match text.as_str().map(serde_json::from_str::<Value>) {
-        Some(Ok(Value::Object(coat))) => Ok(Some(coat)),
+        Some(Ok(Value::Object(coat))) => Ok(coat),
         _ => Err(FieldError::invalid(
             format!("metadata.annotations[{COAT_ANNOTATION}]"),
-            &text,
+            text,
             "must be a JSON object: the fields of the v1 coat besides its colour",
         )),
     }
+}
+
+/// The error of a v1alpha object's [`COAT_ANNOTATION`] that v1 could not read, if it has one:
+/// such an object is refused when written, so that every stored object reads at both versions.
+pub fn annotation_error(annotations: Option<&std::collections::BTreeMap<String, String>>) -> Option<FieldError> {
+    let text = annotations?.get(COAT_ANNOTATION)?;
+    coat_in(&Value::String(text.clone())).err()
 }
 
 /// `map` with its keys in order (serde_json's map is ordered by key without `preserve_order`;

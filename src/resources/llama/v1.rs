@@ -2,7 +2,12 @@
 //! colour moved into a `coat` that also has a `pattern` (see [`super::conversion`]).
 
 use super::LlamaStatus;
-use crate::machinery::error::FieldError;
+use super::conversion::{self, COAT_ANNOTATION};
+use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::error::{Error, FieldError, Result};
+use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::strategy::{Strategy, Subresource};
+use crate::machinery::version::Served;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -57,6 +62,118 @@ impl Llama {
     /// The coat's colour, when set.
     pub fn color(&self) -> Option<&str> {
         self.spec.coat.as_ref()?.color.as_deref()
+    }
+}
+
+impl ApiResource for Llama {
+    const INFO: ResourceInfo =
+        ResourceInfo { selectable_fields: &["spec.coat.color"], ..<super::Llama as ApiResource>::INFO };
+
+    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+        let mut properties = serde_json::Map::new();
+        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
+        properties.insert("status".into(), crate::machinery::schema::inline_schema::<LlamaStatus>());
+        (properties, vec!["spec"])
+    }
+}
+
+const COLUMNS: &[Column] = &[
+    Column {
+        name: "Weight",
+        kind: ColumnType::Number,
+        format: "",
+        description: "Weight of the llama in kilograms.",
+        priority: 0,
+    },
+    Column {
+        name: "Height",
+        kind: ColumnType::Number,
+        format: "",
+        description: "Height of the llama at the shoulder, in centimetres.",
+        priority: 0,
+    },
+    Column {
+        name: "Ready",
+        kind: ColumnType::String,
+        format: "",
+        description: "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.",
+        priority: 0,
+    },
+    Column {
+        name: "Color",
+        kind: ColumnType::String,
+        format: "",
+        description: "Colour of the llama's coat.",
+        priority: 1,
+    },
+    Column {
+        name: "Pattern",
+        kind: ColumnType::String,
+        format: "",
+        description: "Pattern of the llama's coat.",
+        priority: 1,
+    },
+];
+
+impl Strategy for Llama {
+    /// A create may not set the status: only the controller writes it, through `/status`.
+    fn prepare_for_create(&mut self) {
+        self.status = None;
+    }
+
+    /// The object keeps its stored status; `/status` keeps the stored spec.
+    fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
+        match subresource {
+            Subresource::Main => self.status = old.status.clone(),
+            Subresource::Status => self.spec = old.spec.clone(),
+        }
+    }
+
+    fn validate(&self) -> Vec<FieldError> {
+        validate_spec(&self.spec)
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn cells(&self) -> Vec<serde_json::Value> {
+        let text = |t: Option<&str>| t.map_or(serde_json::Value::Null, |t| serde_json::json!(t));
+        let ready = self.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
+        vec![
+            crate::machinery::number::json(self.spec.weight),
+            crate::machinery::number::json(self.spec.height),
+            ready.map_or(serde_json::Value::Null, |c| serde_json::json!(c.status)),
+            text(self.color()),
+            text(self.spec.coat.as_ref().and_then(|c| c.pattern.as_deref())),
+        ]
+    }
+}
+
+/// v1, served beside the stored v1alpha: converted on the way in and out.
+impl Served<super::Llama> for Llama {
+    fn value_from_hub(object: serde_json::Value) -> Result<serde_json::Value> {
+        // A stored v1alpha object's annotation was checked when it was written.
+        conversion::to_v1(object).map_err(|e| Error::Internal(format!("converting a stored Llama to v1: {e}")))
+    }
+
+    fn value_to_hub(object: serde_json::Value) -> Result<serde_json::Value> {
+        if let Some(text) = object.pointer("/metadata/annotations").and_then(|a| a.get(COAT_ANNOTATION)) {
+            let name = object.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default();
+            let field = format!("metadata.annotations[{COAT_ANNOTATION}]");
+            let cause = FieldError::invalid(field, text, "reserved for the v1alpha form of spec.coat");
+            return Err(Error::Invalid {
+                kind: "Llama",
+                group: crate::machinery::resource::GROUP,
+                name: name.into(),
+                causes: vec![cause],
+            });
+        }
+        Ok(conversion::to_v1alpha(object))
     }
 }
 
