@@ -239,7 +239,7 @@ pub struct ServeArgs {
 /// Options of `openapi`.
 #[derive(Args, Clone, Debug)]
 pub struct OpenapiArgs {
-    /// Directory to write `v2.json`, `v3.json` and `v3-apis-farm.example.com-v1alpha.json` into.
+    /// Directory to write `v2.json`, `v3.json` and `v3-apis-farm.example.com-<version>.json` into.
     #[arg(long, default_value = "openapi")]
     pub out_dir: PathBuf,
 }

@@ -43,11 +43,14 @@ async fn shutdown_signal() {
 }
 
 fn write_openapi(out_dir: &std::path::Path) -> std::io::Result<()> {
-    let docs = farm_apiserver::api::openapi::Documents::build(&farm_apiserver::server::all_resources());
+    let (resources, others) = farm_apiserver::server::all_resources();
+    let docs = farm_apiserver::api::openapi::Documents::build(&resources, &others);
     std::fs::create_dir_all(out_dir)?;
     std::fs::write(out_dir.join("v2.json"), &docs.v2.body)?;
     std::fs::write(out_dir.join("v3.json"), &docs.v3_index.body)?;
-    std::fs::write(out_dir.join("v3-apis-farm.example.com-v1alpha.json"), &docs.v3_group_version.body)?;
+    for (version, document) in &docs.v3_group_versions {
+        std::fs::write(out_dir.join(format!("v3-apis-farm.example.com-{version}.json")), &document.body)?;
+    }
     Ok(())
 }
 

@@ -167,13 +167,15 @@ async fn openapi_v3_index(State(s): State<Arc<Shared>>, headers: HeaderMap) -> R
     Ok(serve_document(&s.openapi.v3_index, &headers, "no-cache, private"))
 }
 
+/// `/openapi/v3/apis/farm.example.com/<version>`.
 async fn openapi_v3_group_version(
+    version: &'static str,
     State(s): State<Arc<Shared>>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     accepts_json(&headers)?;
-    let document = &s.openapi.v3_group_version;
+    let document = s.openapi.v3_group_version(version).ok_or(ApiError::PathNotFound)?;
     let query = crate::api::query::Query::parse(raw.as_deref());
     match query.get("hash") {
         None | Some("") => Ok(serve_document(document, &headers, "no-cache, private")),
@@ -182,7 +184,8 @@ async fn openapi_v3_group_version(
         }
         Some(_) => {
             // A stale hash: send the client to the current document, as the kube-apiserver does.
-            let location = format!("/openapi/v3/{}?hash={}", crate::api::openapi::V3_GROUP_VERSION_PATH, document.hash);
+            let path = crate::api::openapi::v3_group_version_path(version);
+            let location = format!("/openapi/v3/{path}?hash={}", document.hash);
             let mut r = StatusCode::MOVED_PERMANENTLY.into_response();
             if let Ok(v) = HeaderValue::from_str(&location) {
                 r.headers_mut().insert(header::LOCATION, v);
@@ -192,10 +195,15 @@ async fn openapi_v3_group_version(
     }
 }
 
-/// The descriptors of every resource the server can serve (FarmPods need a cluster); the
-/// checked-in OpenAPI documents describe all of them.
-pub fn all_resources() -> Vec<ResourceDescriptor> {
-    vec![ResourceDescriptor::of::<Llama>(), ResourceDescriptor::of::<FarmPod>()]
+/// The descriptors of every resource the server can serve (FarmPods need a cluster) at the
+/// stored version, and at the other versions, by version; the checked-in OpenAPI documents
+/// describe all of them.
+pub type AllResources = (Vec<ResourceDescriptor>, Vec<(&'static str, Vec<ResourceDescriptor>)>);
+
+/// See [`AllResources`].
+pub fn all_resources() -> AllResources {
+    let stored = vec![ResourceDescriptor::of::<Llama>(), ResourceDescriptor::of::<FarmPod>()];
+    (stored, vec![("v1", vec![ResourceDescriptor::of::<llama::v1::Llama>()])])
 }
 
 fn watch_settings(
@@ -336,7 +344,11 @@ fn router(
         .route("/version", get_only(|| async { discovery::version_info() }))
         .route("/openapi/v2", get_only(openapi_v2))
         .route("/openapi/v3", get_only(openapi_v3_index))
-        .route("/openapi/v3/apis/farm.example.com/v1alpha", get_only(openapi_v3_group_version))
+        .route(
+            "/openapi/v3/apis/farm.example.com/v1alpha",
+            get_only(|s, q, h| openapi_v3_group_version("v1alpha", s, q, h)),
+        )
+        .route("/openapi/v3/apis/farm.example.com/v1", get_only(|s, q, h| openapi_v3_group_version("v1", s, q, h)))
         .route("/metrics", get_only(metrics_text))
         .with_state(shared);
     let resource_routes = resource_routes.layer(axum::middleware::from_fn(crate::api::yaml_answers::answer));
@@ -454,7 +466,7 @@ pub async fn run(
             .other_versions
             .iter()
             .fold(Discovery::new(served.descriptors.clone()), |d, (v, r)| d.with_version(v, r.clone())),
-        openapi: Documents::build(&served.descriptors),
+        openapi: Documents::build(&served.descriptors, &served.other_versions),
         address: url.trim_start_matches("https://").to_string(),
         served: served.descriptors.iter().map(|d| d.info.plural).collect(),
         metrics,

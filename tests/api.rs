@@ -177,6 +177,14 @@ async fn served_openapi_matches_the_checked_in_documents(#[case] backend: Backen
         serde_json::from_str::<Value>(&read("v3-apis-farm.example.com-v1alpha.json")).unwrap(),
         "openapi/v3-apis-farm.example.com-v1alpha.json is stale: run `make openapi`"
     );
+    let v1_url = index.body["paths"]["apis/farm.example.com/v1"]["serverRelativeURL"].as_str().unwrap().to_string();
+    let v1 = s.get_json(&v1_url).await;
+    assert_eq!(v1.code, 200);
+    assert_eq!(
+        v1.body,
+        serde_json::from_str::<Value>(&read("v3-apis-farm.example.com-v1.json")).unwrap(),
+        "openapi/v3-apis-farm.example.com-v1.json is stale: run `make openapi`"
+    );
     let stale = send(
         reqwest::Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(&s.ca_pem).unwrap())

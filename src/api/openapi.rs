@@ -16,7 +16,7 @@
 //! and lists each difference with its reason. Bodies are served with strong ETags; v3
 //! group-version documents are addressed by a content hash, as the kube-apiserver does.
 
-use crate::machinery::resource::{API_VERSION, GROUP, ResourceDescriptor, ResourceInfo, VERSION};
+use crate::machinery::resource::{GROUP, ResourceDescriptor, ResourceInfo, VERSION};
 use crate::machinery::schema::strip_nulls;
 use crate::machinery::verb::Verb;
 use bytes::Bytes;
@@ -131,10 +131,11 @@ fn unwrap_described_references(value: &mut Value) {
     }
 }
 
-/// `com.example.farm.v1alpha.Llama`: the definition name Kubernetes gives a group's kind.
-pub fn definition_name(kind: &str) -> String {
+/// `com.example.farm.v1alpha.Llama`: the definition name Kubernetes gives a group's kind at a
+/// version.
+pub fn definition_name(version: &str, kind: &str) -> String {
     let reversed: Vec<&str> = GROUP.split('.').rev().collect();
-    format!("{}.{VERSION}.{kind}", reversed.join("."))
+    format!("{}.{version}.{kind}", reversed.join("."))
 }
 
 fn capitalize(word: &str) -> String {
@@ -148,15 +149,15 @@ fn group_camel() -> String {
 }
 
 /// `farmExampleCom_v1alpha`: the tag of the group-version's operations.
-fn version_tag() -> String {
+fn version_tag(version: &str) -> String {
     let camel = group_camel();
     let mut chars = camel.chars();
     let lower: String = chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default();
-    format!("{lower}_{VERSION}")
+    format!("{lower}_{version}")
 }
 
-fn gvk(kind: &str) -> Value {
-    json!({"group": GROUP, "kind": kind, "version": VERSION})
+fn gvk(version: &str, kind: &str) -> Value {
+    json!({"group": GROUP, "kind": kind, "version": version})
 }
 
 fn with_description(flavour: Flavour, name: &str, description: &str) -> Value {
@@ -171,7 +172,7 @@ fn with_description(flavour: Flavour, name: &str, description: &str) -> Value {
     }
 }
 
-fn resource_definitions(flavour: Flavour, resource: &ResourceDescriptor, into: &mut Map<String, Value>) {
+fn resource_definitions(flavour: Flavour, version: &str, resource: &ResourceDescriptor, into: &mut Map<String, Value>) {
     let info = &resource.info;
     let mut properties = Map::new();
     properties.insert(
@@ -190,13 +191,13 @@ fn resource_definitions(flavour: Flavour, resource: &ResourceDescriptor, into: &
         properties.insert(name.clone(), schema.clone());
     }
     into.insert(
-        definition_name(info.kind),
+        definition_name(version, info.kind),
         json!({
             "description": info.description,
             "type": "object",
             "required": resource.required,
             "properties": properties,
-            "x-kubernetes-group-version-kind": [gvk(info.kind)],
+            "x-kubernetes-group-version-kind": [gvk(version, info.kind)],
         }),
     );
     let mut list_properties = Map::new();
@@ -204,20 +205,20 @@ fn resource_definitions(flavour: Flavour, resource: &ResourceDescriptor, into: &
     list_properties.insert("kind".into(), properties["kind"].clone());
     list_properties.insert(
         "items".into(),
-        json!({"description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", info.plural), "type": "array", "items": flavour.reference(&definition_name(info.kind))}),
+        json!({"description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", info.plural), "type": "array", "items": flavour.reference(&definition_name(version, info.kind))}),
     );
     list_properties.insert(
         "metadata".into(),
         with_description(flavour, &format!("{META}.ListMeta"), "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"),
     );
     into.insert(
-        definition_name(info.list_kind),
+        definition_name(version, info.list_kind),
         json!({
             "description": format!("{} is a list of {}", info.list_kind, info.kind),
             "type": "object",
             "required": ["items"],
             "properties": list_properties,
-            "x-kubernetes-group-version-kind": [gvk(info.list_kind)],
+            "x-kubernetes-group-version-kind": [gvk(version, info.list_kind)],
         }),
     );
 }
@@ -449,18 +450,18 @@ fn subresource_operation(verb: Verb, segment: &str, names: &Names) -> Operation 
 }
 
 /// Every path of one resource with its operations and the parameters common to the path.
-fn resource_paths(resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec<Operation>)> {
+fn resource_paths(version: &str, resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec<Operation>)> {
     let info = &resource.info;
     let names = Names {
         info,
-        suffix: format!("{}{}", group_camel(), capitalize(VERSION)),
-        object: definition_name(info.kind),
-        list: definition_name(info.list_kind),
+        suffix: format!("{}{}", group_camel(), capitalize(version)),
+        object: definition_name(version, info.kind),
+        list: definition_name(version, info.list_kind),
     };
     let operations = |verbs: &[Verb], scope: Scope| -> Vec<Operation> {
         verbs.iter().filter(|v| info.allows(**v)).map(|v| operation(*v, scope, &names)).collect()
     };
-    let base = format!("/apis/{API_VERSION}");
+    let base = format!("/apis/{GROUP}/{version}");
     let name_description = match info.kind {
         "Llama" => "name of the Llama",
         _ => "name of the object",
@@ -533,15 +534,15 @@ fn produces(op: &Operation) -> &'static [&'static str] {
 }
 
 /// `op` with the parameters of `common` left to its path.
-fn render_operation(flavour: Flavour, op: &Operation, common: &[Param]) -> Value {
+fn render_operation(flavour: Flavour, version: &str, op: &Operation, common: &[Param]) -> Value {
     let own = op.params.iter().filter(|p| !common.iter().any(|c| (c.0, c.1) == (p.0, p.1)));
     let mut params: Vec<Value> = own.map(|p| render_param(flavour, p)).collect();
     let mut v = json!({
         "description": op.description,
         "operationId": op.id,
-        "tags": [version_tag()],
+        "tags": [version_tag(version)],
         "x-kubernetes-action": op.action,
-        "x-kubernetes-group-version-kind": gvk(op.kind),
+        "x-kubernetes-group-version-kind": gvk(version, op.kind),
     });
     match flavour {
         Flavour::V2 => render_v2_exchange(op, &mut v, &mut params),
@@ -610,7 +611,7 @@ fn describe(code: &str) -> &'static str {
     }
 }
 
-fn discovery_paths(flavour: Flavour) -> Vec<(String, Value)> {
+fn discovery_paths(flavour: Flavour, version: &str) -> Vec<(String, Value)> {
     let produce = |schema: &str| match flavour {
         Flavour::V2 => {
             json!({"consumes": ["application/json"], "produces": ["application/json"], "schemes": ["https"], "responses": {"200": {"description": "OK", "schema": flavour.reference(schema)}, "401": {"description": "Unauthorized"}}})
@@ -622,31 +623,31 @@ fn discovery_paths(flavour: Flavour) -> Vec<(String, Value)> {
     let mut group = produce(&format!("{META}.APIGroup"));
     group["description"] = json!("get information of a group");
     group["operationId"] = json!(format!("get{}APIGroup", group_camel()));
-    let tag = version_tag();
-    group["tags"] = json!([tag.trim_end_matches(&format!("_{VERSION}"))]);
+    let tag = version_tag(version);
+    group["tags"] = json!([tag.trim_end_matches(&format!("_{version}"))]);
     let mut resources = produce(&format!("{META}.APIResourceList"));
     resources["description"] = json!("get available resources");
-    resources["operationId"] = json!(format!("get{}{}APIResources", group_camel(), capitalize(VERSION)));
+    resources["operationId"] = json!(format!("get{}{}APIResources", group_camel(), capitalize(version)));
     resources["tags"] = json!([tag]);
     vec![
         (format!("/apis/{GROUP}/"), json!({"get": group})),
-        (format!("/apis/{API_VERSION}/"), json!({"get": resources})),
+        (format!("/apis/{GROUP}/{version}/"), json!({"get": resources})),
     ]
 }
 
-fn paths(flavour: Flavour, resources: &[ResourceDescriptor], include_group: bool) -> Map<String, Value> {
+fn paths(flavour: Flavour, version: &str, resources: &[ResourceDescriptor], include_group: bool) -> Map<String, Value> {
     let mut out = Map::new();
-    for (path, item) in discovery_paths(flavour) {
-        if include_group || path.ends_with(&format!("{VERSION}/")) {
+    for (path, item) in discovery_paths(flavour, version) {
+        if include_group || path.ends_with(&format!("{version}/")) {
             out.insert(path, item);
         }
     }
     for resource in resources {
-        for (path, path_params, operations) in resource_paths(resource) {
+        for (path, path_params, operations) in resource_paths(version, resource) {
             let common = common_params(&path_params, &operations);
             let mut item = Map::new();
             for op in &operations {
-                item.insert(op.method.to_string(), render_operation(flavour, op, &common));
+                item.insert(op.method.to_string(), render_operation(flavour, version, op, &common));
             }
             item.insert("parameters".into(), Value::Array(common.iter().map(|p| render_param(flavour, p)).collect()));
             out.insert(path, Value::Object(item));
@@ -663,28 +664,28 @@ fn title() -> Value {
 pub fn v2_document(resources: &[ResourceDescriptor]) -> Value {
     let mut definitions = meta_definitions(Flavour::V2);
     for r in resources {
-        resource_definitions(Flavour::V2, r, &mut definitions);
+        resource_definitions(Flavour::V2, VERSION, r, &mut definitions);
     }
     json!({
         "swagger": "2.0",
         "info": title(),
-        "paths": paths(Flavour::V2, resources, true),
+        "paths": paths(Flavour::V2, VERSION, resources, true),
         "definitions": definitions,
         "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
         "security": [{"BearerToken": []}],
     })
 }
 
-/// The OpenAPI v3 document of the group-version.
-pub fn v3_group_version_document(resources: &[ResourceDescriptor]) -> Value {
+/// The OpenAPI v3 document of the group at `version`.
+pub fn v3_group_version_document(version: &str, resources: &[ResourceDescriptor]) -> Value {
     let mut schemas = meta_definitions(Flavour::V3);
     for r in resources {
-        resource_definitions(Flavour::V3, r, &mut schemas);
+        resource_definitions(Flavour::V3, version, r, &mut schemas);
     }
     json!({
         "openapi": "3.0.0",
         "info": title(),
-        "paths": paths(Flavour::V3, resources, false),
+        "paths": paths(Flavour::V3, version, resources, false),
         "components": {
             "schemas": schemas,
             "securitySchemes": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
@@ -692,8 +693,11 @@ pub fn v3_group_version_document(resources: &[ResourceDescriptor]) -> Value {
     })
 }
 
-/// The path of the group-version document in the v3 index (without the leading slash).
-pub const V3_GROUP_VERSION_PATH: &str = "apis/farm.example.com/v1alpha";
+/// The path of the group-version document of `version` in the v3 index (without the leading
+/// slash): `apis/farm.example.com/v1alpha`.
+pub fn v3_group_version_path(version: &str) -> String {
+    format!("apis/{GROUP}/{version}")
+}
 
 /// A served document: its bytes and their hash.
 #[derive(Clone, Debug)]
@@ -721,21 +725,36 @@ impl Document {
 /// Every OpenAPI document the server serves.
 #[derive(Clone, Debug)]
 pub struct Documents {
-    /// `/openapi/v2`
+    /// `/openapi/v2`, of the stored version.
     pub v2: Document,
     /// `/openapi/v3`
     pub v3_index: Document,
-    /// `/openapi/v3/apis/farm.example.com/v1alpha`
-    pub v3_group_version: Document,
+    /// `/openapi/v3/apis/farm.example.com/<version>` by version, the stored version first.
+    pub v3_group_versions: Vec<(&'static str, Document)>,
 }
 
 impl Documents {
-    /// Builds every document for `resources`.
-    pub fn build(resources: &[ResourceDescriptor]) -> Self {
+    /// Builds every document for `resources` at the stored version and for `others`, the
+    /// resources served at other versions, by version.
+    pub fn build(resources: &[ResourceDescriptor], others: &[(&'static str, Vec<ResourceDescriptor>)]) -> Self {
         let v2 = Document::new(&v2_document(resources));
-        let v3_group_version = Document::new(&v3_group_version_document(resources));
-        let index = json!({"paths": {V3_GROUP_VERSION_PATH: {"serverRelativeURL": format!("/openapi/v3/{V3_GROUP_VERSION_PATH}?hash={}", v3_group_version.hash)}}});
-        Self { v2, v3_index: Document::new(&index), v3_group_version }
+        let versions = std::iter::once((VERSION, resources)).chain(others.iter().map(|(v, r)| (*v, r.as_slice())));
+        let v3_group_versions: Vec<(&'static str, Document)> =
+            versions.map(|(v, r)| (v, Document::new(&v3_group_version_document(v, r)))).collect();
+        let index: Map<String, Value> = v3_group_versions
+            .iter()
+            .map(|(v, d)| {
+                let path = v3_group_version_path(v);
+                let url = format!("/openapi/v3/{path}?hash={}", d.hash);
+                (path, json!({"serverRelativeURL": url}))
+            })
+            .collect();
+        Self { v2, v3_index: Document::new(&json!({"paths": index})), v3_group_versions }
+    }
+
+    /// The v3 document of `version`, when it is served.
+    pub fn v3_group_version(&self, version: &str) -> Option<&Document> {
+        self.v3_group_versions.iter().find(|(v, _)| *v == version).map(|(_, d)| d)
     }
 }
 
@@ -746,7 +765,7 @@ mod tests {
 
     fn docs() -> (Value, Value) {
         let resources = [ResourceDescriptor::of::<Llama>()];
-        (v2_document(&resources), v3_group_version_document(&resources))
+        (v2_document(&resources), v3_group_version_document(VERSION, &resources))
     }
 
     #[test]
@@ -782,13 +801,23 @@ mod tests {
     #[test]
     fn documents_are_deterministic_and_hashed() {
         let resources = [ResourceDescriptor::of::<Llama>()];
-        let a = Documents::build(&resources);
-        let b = Documents::build(&resources);
+        let others = [("v1", vec![ResourceDescriptor::of::<crate::resources::llama::v1::Llama>()])];
+        let a = Documents::build(&resources, &others);
+        let b = Documents::build(&resources, &others);
         assert_eq!(a.v2.body, b.v2.body);
-        assert_eq!(a.v3_group_version.hash.len(), 128);
         let index: Value = serde_json::from_slice(&a.v3_index.body).unwrap();
-        let url = index["paths"][V3_GROUP_VERSION_PATH]["serverRelativeURL"].as_str().unwrap();
-        assert!(url.ends_with(&a.v3_group_version.hash));
+        for version in ["v1alpha", "v1"] {
+            let document = a.v3_group_version(version).unwrap();
+            assert_eq!(document.hash.len(), 128);
+            assert_eq!(document.body, b.v3_group_version(version).unwrap().body);
+            let url = index["paths"][v3_group_version_path(version)]["serverRelativeURL"].as_str().unwrap();
+            assert!(url.ends_with(&document.hash));
+        }
+        let v1: Value = serde_json::from_slice(&a.v3_group_version("v1").unwrap().body).unwrap();
+        let coat =
+            &v1["components"]["schemas"]["com.example.farm.v1.Llama"]["properties"]["spec"]["properties"]["coat"];
+        assert_eq!(coat["properties"]["pattern"]["enum"], json!(["Solid", "Spotted", "Patched"]));
+        assert!(v1["paths"].get("/apis/farm.example.com/v1/namespaces/{namespace}/llamas/{name}").is_some());
     }
 
     #[test]
