@@ -492,6 +492,39 @@ mod tests {
         }
     }
 
+    /// An encoder of plain JSON frames at version `V`.
+    fn encoder<V: Served<Llama>>() -> Encoder<Llama, V> {
+        Encoder {
+            representation: Representation::Object,
+            include: table::IncludeObject::default(),
+            columns_sent: false,
+            _kind: std::marker::PhantomData,
+        }
+    }
+
+    #[test]
+    fn an_event_is_converted_and_encoded_once_per_version_not_once_per_watcher() {
+        use crate::resources::llama::v1;
+        let mut llama = Llama::new("dolly", LlamaSpec { weight: 2.5, height: 1.0, color: Some("white".into()) });
+        llama.metadata.resource_version = Some("7".into());
+        let object = Arc::new(Stored::new(llama).unwrap());
+        let event = Event {
+            revision: 7,
+            kind: EventType::Added,
+            object,
+            previous: None,
+            frame: Default::default(),
+            served_frame: Default::default(),
+        };
+        let stored = [encoder::<Llama>().event(&event).unwrap(), encoder::<Llama>().event(&event).unwrap()];
+        let converted = [encoder::<v1::Llama>().event(&event).unwrap(), encoder::<v1::Llama>().event(&event).unwrap()];
+        assert_eq!(stored[0].as_ptr(), stored[1].as_ptr(), "one frame at the stored version, shared");
+        assert_eq!(converted[0].as_ptr(), converted[1].as_ptr(), "one frame at v1, shared");
+        let frame: serde_json::Value = serde_json::from_slice(&converted[0]).unwrap();
+        assert_eq!(frame["object"]["apiVersion"], "farm.example.com/v1");
+        assert_eq!(frame["object"]["spec"]["coat"]["color"], "white");
+    }
+
     /// Every frame of the watch, once its stream has ended.
     async fn frames(response: Response) -> Vec<serde_json::Value> {
         let body = tokio::time::timeout(std::time::Duration::from_secs(5), response.into_body().collect())
