@@ -64,36 +64,37 @@ pub struct LlamaStatus {
     pub conditions: Vec<Condition>,
 }
 
-const COLUMNS: &[Column] = &[
-    Column {
-        name: "Weight",
-        kind: ColumnType::Number,
-        format: "",
-        description: "Weight of the llama in kilograms.",
-        priority: 0,
-    },
-    Column {
-        name: "Height",
-        kind: ColumnType::Number,
-        format: "",
-        description: "Height of the llama at the shoulder, in centimetres.",
-        priority: 0,
-    },
-    Column {
-        name: "Ready",
-        kind: ColumnType::String,
-        format: "",
-        description: "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.",
-        priority: 0,
-    },
-    Column {
-        name: "Color",
-        kind: ColumnType::String,
-        format: "",
-        description: "Colour of the llama's coat.",
-        priority: 1,
-    },
-];
+/// The columns every version shows: weight, height, readiness and colour.
+const WEIGHT: Column = Column {
+    name: "Weight",
+    kind: ColumnType::Number,
+    format: "",
+    description: "Weight of the llama in kilograms.",
+    priority: 0,
+};
+const HEIGHT: Column = Column {
+    name: "Height",
+    kind: ColumnType::Number,
+    format: "",
+    description: "Height of the llama at the shoulder, in centimetres.",
+    priority: 0,
+};
+const READY: Column = Column {
+    name: "Ready",
+    kind: ColumnType::String,
+    format: "",
+    description: "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.",
+    priority: 0,
+};
+const COLOR: Column = Column {
+    name: "Color",
+    kind: ColumnType::String,
+    format: "",
+    description: "Colour of the llama's coat.",
+    priority: 1,
+};
+
+const COLUMNS: &[Column] = &[WEIGHT, HEIGHT, READY, COLOR];
 
 impl Llama {
     /// The condition of `type_` in the status, if the controller wrote one.

@@ -78,34 +78,10 @@ impl ApiResource for Llama {
 }
 
 const COLUMNS: &[Column] = &[
-    Column {
-        name: "Weight",
-        kind: ColumnType::Number,
-        format: "",
-        description: "Weight of the llama in kilograms.",
-        priority: 0,
-    },
-    Column {
-        name: "Height",
-        kind: ColumnType::Number,
-        format: "",
-        description: "Height of the llama at the shoulder, in centimetres.",
-        priority: 0,
-    },
-    Column {
-        name: "Ready",
-        kind: ColumnType::String,
-        format: "",
-        description: "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.",
-        priority: 0,
-    },
-    Column {
-        name: "Color",
-        kind: ColumnType::String,
-        format: "",
-        description: "Colour of the llama's coat.",
-        priority: 1,
-    },
+    super::WEIGHT,
+    super::HEIGHT,
+    super::READY,
+    super::COLOR,
     Column {
         name: "Pattern",
         kind: ColumnType::String,
