@@ -21,7 +21,7 @@ use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
 use crate::metrics::{Metrics, Sources};
 use crate::namespaces::NamespaceCache;
-use crate::resources::{farmpod::FarmPod, llama, llama::Llama};
+use crate::resources::{farmpod, farmpod::FarmPod, llama, llama::Llama};
 use crate::store::{Revision, memory::MemoryStore};
 use crate::{kubeconfig, pods, tls};
 use axum::Router;
@@ -203,7 +203,8 @@ pub type AllResources = (Vec<ResourceDescriptor>, Vec<(&'static str, Vec<Resourc
 /// See [`AllResources`].
 pub fn all_resources() -> AllResources {
     let stored = vec![ResourceDescriptor::of::<Llama>(), ResourceDescriptor::of::<FarmPod>()];
-    (stored, vec![("v1", vec![ResourceDescriptor::of::<llama::v1::Llama>()])])
+    let v1 = vec![ResourceDescriptor::of::<llama::v1::Llama>(), ResourceDescriptor::of::<farmpod::v1::FarmPod>()];
+    (stored, vec![("v1", v1)])
 }
 
 fn watch_settings(
@@ -267,7 +268,8 @@ impl Resources {
         };
         let cache = pods::start(source, store.clone());
         self.sources.push(Arc::new(sources::PodCache { status: cache.status.clone(), store: store.clone() }));
-        self.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
+        let registry = self.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
+        self.serve_also_at::<FarmPod, farmpod::v1::FarmPod>(registry, "v1");
         let status = cache.status.clone();
         self.health =
             std::mem::take(&mut self.health).with_informational("pod-cache", Arc::new(move || status.check()));

@@ -149,6 +149,14 @@ async fn standalone_with_a_kubeconfig_serves_the_clusters_pods_to_kubectl_direct
     let (ok, out, _) = s.kubectl(&["get", "fp", "-n", "barn"]);
     assert!(ok);
     assert!(out.lines().nth(1).unwrap().split_whitespace().take(5).eq(["hay", "0/1", "Pending", "0", "1"]), "{out}");
+    // The same view at v1, field for field.
+    let (ok, out, err) = s.kubectl(&["get", "farmpods.v1.farm.example.com", "hay", "-n", "barn", "-o", "json"]);
+    assert!(ok, "{err}");
+    let new: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (_, out, _) = s.kubectl(&["get", "farmpods.v1alpha.farm.example.com", "hay", "-n", "barn", "-o", "json"]);
+    let mut old: serde_json::Value = serde_json::from_str(&out).unwrap();
+    old["apiVersion"] = json!("farm.example.com/v1");
+    assert_eq!(new, old);
 }
 
 #[tokio::test]

@@ -4,6 +4,9 @@
 //! wants at a glance: node, phase, ready containers (`2/3`), restarts, pod IP, QoS class, images,
 //! the controlling owner (`Kind/name`) and the Pod's labels. Its resourceVersion is the Pod's.
 //! Projections are made by the Pod cache (`crate::pods`); this file only describes the type.
+//! [`v1`] is the same view at `farm.example.com/v1`.
+
+pub mod v1;
 
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;

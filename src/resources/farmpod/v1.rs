@@ -1,0 +1,107 @@
+//! FarmPod at `farm.example.com/v1`: the same view of a Pod as at v1alpha, field for field; only
+//! the `apiVersion` converts.
+
+use super::{FarmPodSpec as Summary, FarmPodStatus};
+use crate::machinery::columns::Column;
+use crate::machinery::error::{FieldError, Result};
+use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::strategy::Strategy;
+use crate::machinery::version::Served;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// FarmPodSpec is what the Pod asks for, summarised.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "farm.example.com",
+    version = "v1",
+    kind = "FarmPod",
+    plural = "farmpods",
+    singular = "farmpod",
+    shortname = "fp",
+    category = "farm",
+    namespaced,
+    status = "FarmPodStatus",
+    derive = "PartialEq",
+    doc = "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name."
+)]
+pub struct FarmPodSpec {
+    /// The fields of the spec, the same as at v1alpha.
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+impl FarmPod {
+    /// The same FarmPod at v1alpha.
+    fn at_v1alpha(&self) -> super::FarmPod {
+        super::FarmPod { metadata: self.metadata.clone(), spec: self.spec.summary.clone(), status: self.status.clone() }
+    }
+}
+
+impl ApiResource for FarmPod {
+    const INFO: ResourceInfo = <super::FarmPod as ApiResource>::INFO;
+
+    fn body_properties() -> (serde_json::Map<String, Value>, Vec<&'static str>) {
+        <super::FarmPod as ApiResource>::body_properties()
+    }
+}
+
+impl Strategy for FarmPod {
+    fn validate(&self) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        <super::FarmPod as Strategy>::columns()
+    }
+
+    fn cells(&self) -> Vec<Value> {
+        self.at_v1alpha().cells()
+    }
+}
+
+/// Sets the `apiVersion` of a FarmPod's JSON.
+fn at(mut object: Value, api_version: &str) -> Value {
+    if let Some(map) = object.as_object_mut() {
+        map.insert("apiVersion".into(), Value::String(api_version.into()));
+    }
+    object
+}
+
+/// v1, served beside the stored v1alpha.
+impl Served<super::FarmPod> for FarmPod {
+    fn value_from_hub(object: Value) -> Result<Value> {
+        Ok(at(object, "farm.example.com/v1"))
+    }
+
+    fn value_to_hub(object: Value) -> Result<Value> {
+        Ok(at(object, "farm.example.com/v1alpha"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_farmpod_is_the_same_at_both_versions_but_for_its_api_version() {
+        let old = super::super::FarmPod::new("web-1", Summary { containers: 2, ..Default::default() });
+        let stored = std::sync::Arc::new(crate::machinery::stored::Stored::new(old.clone()).unwrap());
+        let new = FarmPod::stored_from_hub(&stored).unwrap().decode().unwrap();
+        assert_eq!(new.spec.summary, old.spec);
+        let mut value: Value = serde_json::from_slice(&stored.json()).unwrap();
+        let converted: Value = serde_json::to_value(&new).unwrap();
+        value["apiVersion"] = "farm.example.com/v1".into();
+        assert_eq!(converted, value);
+        assert_eq!(
+            <FarmPod as ApiResource>::body_properties(),
+            <super::super::FarmPod as ApiResource>::body_properties()
+        );
+    }
+}
