@@ -273,3 +273,31 @@ async fn a_bad_policy_stops_the_server_at_start_and_half_a_configuration_records
     stop(s).await;
     assert!(std::fs::read_to_string(&log).unwrap_or_default().is_empty());
 }
+
+/// An event of a request at v1 records v1, and, at RequestResponse, the objects as the client
+/// sent and received them, at v1.
+#[tokio::test]
+async fn events_record_the_version_a_request_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = audited(dir.path(), POLICY, &[]).await;
+    let body = serde_json::json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "metadata": {"name": "spotty"},
+        "spec": {"weight": 6, "height": 150, "coat": {"color": "white", "pattern": "Spotted"}}});
+    let created = s
+        .client
+        .post(s.url("/apis/farm.example.com/v1/namespaces/default/llamas"))
+        .header("audit-id", "create-v1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    stop(s).await;
+    let events = events(dir.path());
+    let event = events
+        .iter()
+        .find(|e| e["auditID"] == "create-v1" && e["stage"] == "ResponseComplete")
+        .expect("the create's event");
+    assert_eq!(event["objectRef"]["apiVersion"], "v1");
+    assert_eq!(event["requestObject"]["spec"]["coat"]["pattern"], "Spotted");
+    assert_eq!(event["responseObject"]["apiVersion"], "farm.example.com/v1");
+}
