@@ -27,6 +27,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ListMeta};
 use kube::core::{ObjectList, TypeMeta};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Routes for resource `K` served at version `V` (`K` itself for its own version), backed by
@@ -255,9 +256,14 @@ fn list_options<K: Strategy, V: Served<K>>(query: &Query) -> Result<ListOptions>
     Ok(options)
 }
 
-/// Hub objects at version `V`.
-fn served<K: Strategy, V: Served<K>>(items: &[Arc<Stored<K>>]) -> Result<Vec<Arc<Stored<V>>>> {
-    items.iter().map(V::stored_from_hub).collect()
+/// Hub objects at version `V`: the same list, not copied, at the hub's own version (which is
+/// why it takes the `Vec`: the type it is recognised by).
+#[allow(clippy::ptr_arg)]
+fn served<K: Strategy, V: Served<K>>(items: &Vec<Arc<Stored<K>>>) -> Result<Cow<'_, [Arc<Stored<V>>]>> {
+    if let Some(same) = (items as &dyn std::any::Any).downcast_ref::<Vec<Arc<Stored<V>>>>() {
+        return Ok(Cow::Borrowed(same.as_slice()));
+    }
+    items.iter().map(V::stored_from_hub).collect::<Result<Vec<_>>>().map(Cow::Owned)
 }
 
 async fn list<K: Strategy, V: Served<K>>(

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 const GROUP: &str = "farm.example.com";
 /// `apiVersion` of the older version.
 pub const V1ALPHA: &str = "farm.example.com/v1alpha";
-/// `apiVersion` of the newer version, the storage version.
+/// `apiVersion` of the newer version (served beside v1alpha; the storage version next).
 pub const V1: &str = "farm.example.com/v1";
 /// The annotation holding, at v1alpha, the v1 coat less its colour, as compact JSON.
 pub const COAT_ANNOTATION: &str = "farm.example.com/v1-coat";
