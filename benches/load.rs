@@ -30,6 +30,7 @@
 //! memory, `BENCH_ONLY=managed-fields` only the managed fields' cost, `BENCH_ONLY=audit` only the
 //! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out,
 //! `BENCH_ONLY=storage` only etcd storage against memory storage side by side ([`storage`]),
+//! `BENCH_ONLY=versions` only reads at the stored version against the converted one ([`versions`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
 //! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
@@ -46,6 +47,8 @@ mod leak;
 mod managed_fields;
 #[path = "load/storage.rs"]
 mod storage;
+#[path = "load/versions.rs"]
+mod versions;
 
 use hdrhistogram::Histogram;
 use std::path::{Path, PathBuf};
@@ -599,6 +602,7 @@ async fn main() {
         Ok("storage") => return storage_only(&binary, phase).await,
         Ok("baseline") => return baseline::compare(&binary, phase).await,
         Ok("leak") => return leak::check(&binary).await,
+        Ok("versions") => return versions::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

@@ -151,6 +151,19 @@ pub async fn row_with_companion(
     a.companion_cpu_us()
 }
 
+/// Measures two loads on one server in alternating rounds (A, B, B, A) and prints their row
+/// under `name`: the same request asked two ways (at two versions of the resource, say).
+pub async fn row_of_loads(farm: &Farm, name: &str, a_load: &Load, b_load: &Load, phase: Duration) {
+    let (mut a, mut b) = (Side::default(), Side::default());
+    for round in 0..ROUNDS {
+        measure(farm, a_load, phase, 4 * round + 1, &mut a).await;
+        measure(farm, b_load, phase, 4 * round + 2, &mut b).await;
+        measure(farm, b_load, phase, 4 * round + 3, &mut b).await;
+        measure(farm, a_load, phase, 4 * round + 4, &mut a).await;
+    }
+    print_row(name, &a, &b);
+}
+
 /// Prints the row of load `name` measured as `a` and `b`.
 fn print_row(name: &str, a: &Side, b: &Side) {
     println!(
