@@ -464,10 +464,7 @@ pub async fn run(
     metric_sources.push(Arc::new(sources::Inflight(limits.clone())));
     metric_sources.push(Arc::new(sources::Certificate(served_certificate)));
     let shared = Arc::new(Shared {
-        discovery: served
-            .other_versions
-            .iter()
-            .fold(Discovery::new(served.descriptors.clone()), |d, (v, r)| d.with_version(v, r.clone())),
+        discovery: Discovery::new(served.descriptors.clone(), &served.other_versions),
         openapi: Documents::build(&served.descriptors, &served.other_versions),
         address: url.trim_start_matches("https://").to_string(),
         served: served.descriptors.iter().map(|d| d.info.plural).collect(),

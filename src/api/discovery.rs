@@ -113,15 +113,11 @@ struct Typed<'a, T> {
 }
 
 impl Discovery {
-    /// Discovery for `resources` at the stored version, preferred; there is always at least one.
-    pub fn new(resources: Vec<ResourceDescriptor>) -> Self {
-        Self { versions: vec![(VERSION, resources)] }
-    }
-
-    /// `resources` served at `version` too, after the versions already given.
-    pub fn with_version(mut self, version: &'static str, resources: Vec<ResourceDescriptor>) -> Self {
-        self.versions.push((version, resources));
-        self
+    /// Discovery for `resources` at the stored version, preferred (there is always at least
+    /// one), and for `others`, the resources served at other versions, by version (as
+    /// [`super::openapi::Documents::build`] takes them).
+    pub fn new(resources: Vec<ResourceDescriptor>, others: &[(&'static str, Vec<ResourceDescriptor>)]) -> Self {
+        Self { versions: std::iter::once((VERSION, resources)).chain(others.iter().cloned()).collect() }
     }
 
     fn group_version(version: &str) -> GroupVersionForDiscovery {
@@ -311,7 +307,7 @@ mod tests {
     use crate::resources::llama::Llama;
 
     fn discovery() -> Discovery {
-        Discovery::new(vec![ResourceDescriptor::of::<Llama>()])
+        Discovery::new(vec![ResourceDescriptor::of::<Llama>()], &[])
     }
 
     #[test]

@@ -130,15 +130,17 @@ fn respond(code: StatusCode, content_type: &str, body: impl Into<Body>, warnings
     response
 }
 
-/// Renders one object in the representation the client negotiated; the plain compact form is
-/// the stored object's own encoding, written as it is.
-fn render_object<K: Strategy>(
-    object: &Stored<K>,
+/// Renders one stored object at version `V` in the representation the client negotiated; the
+/// plain compact form at the stored version is the stored object's own encoding, written as it is.
+fn render_object<K: Strategy, V: Served<K>>(
+    object: &Arc<Stored<K>>,
     representation: Representation,
     query: &Query,
     code: StatusCode,
     warnings: &[String],
 ) -> Result<Response> {
+    let object = V::stored_from_hub(object)?;
+    let object = object.as_ref();
     let pretty = query.pretty();
     let body = match representation {
         Representation::Object if !pretty => object.json(),
@@ -228,8 +230,8 @@ async fn get<K: Strategy, V: Served<K>>(
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     let resource_version = super::query::resource_version(&query)?;
     registry.ensure_ready().await?;
-    let object = V::stored_from_hub(&registry.get_at(&namespace, &name, resource_version).await?)?;
-    render_object(object.as_ref(), representation, &query, StatusCode::OK, &[])
+    let object = registry.get_at(&namespace, &name, resource_version).await?;
+    render_object::<K, V>(&object, representation, &query, StatusCode::OK, &[])
 }
 
 async fn list_all<K: Strategy, V: Served<K>>(
@@ -358,8 +360,7 @@ async fn create<K: Strategy, V: Served<K>>(
     let object = V::object_to_hub(decoded.object)?;
     let created = registry.create(&namespace, object, &request.context::<K, V>(requester)).await?;
     let warnings = [decoded.warnings, created.warnings].concat();
-    let object = V::stored_from_hub(&created.object)?;
-    render_object(object.as_ref(), request.representation, &request.query, StatusCode::CREATED, &warnings)
+    render_object::<K, V>(&created.object, request.representation, &request.query, StatusCode::CREATED, &warnings)
 }
 
 /// PUT of the object, or of its `subresource`.
@@ -383,8 +384,8 @@ async fn update<K: Strategy, V: Served<K>>(
     check_metadata::<V>(&value)?;
     let updated =
         registry.update::<V>(&namespace, &name, &value, subresource, &request.context::<K, V>(requester)).await?;
-    let object = V::stored_from_hub(&updated.object)?;
-    render_object(object.as_ref(), request.representation, &request.query, StatusCode::OK, &updated.warnings)
+    let (representation, query) = (request.representation, &request.query);
+    render_object::<K, V>(&updated.object, representation, query, StatusCode::OK, &updated.warnings)
 }
 
 /// PATCH of the object, or of its `subresource`.
@@ -416,8 +417,7 @@ async fn patch<K: Strategy, V: Served<K>>(
         let patch = Patch::parse(patch_type, &bytes)?;
         (registry.patch::<V>(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
     };
-    let object = V::stored_from_hub(&written.object)?;
-    render_object(object.as_ref(), request.representation, &request.query, code, &written.warnings)
+    render_object::<K, V>(&written.object, request.representation, &request.query, code, &written.warnings)
 }
 
 /// No option causes of a body type's own.
@@ -511,8 +511,7 @@ async fn delete<K: Strategy, V: Served<K>>(
     } else {
         StatusCode::OK
     };
-    let object = V::stored_from_hub(&committed.object)?;
-    render_object(object.as_ref(), representation, &query, code, &[])
+    render_object::<K, V>(&committed.object, representation, &query, code, &[])
 }
 
 async fn delete_collection<K: Strategy, V: Served<K>>(

@@ -546,11 +546,9 @@ impl<K: Strategy> Registry<K> {
                 // result means "unchanged" to the field manager, and they are costly to copy.
                 let keeps_managed_fields = patch.may_change_managed_fields();
                 // The patch applies to the object at the request's version.
-                let document = if keeps_managed_fields {
-                    V::value_from_hub(to_value(current.object())?)?
-                } else {
-                    V::value_from_hub(object_value(current.object())?)?
-                };
+                let current_value =
+                    if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
+                let document = V::value_from_hub(current_value)?;
                 let mut patched = patch.apply(&document)?;
                 if let Some(map) = patched.as_object_mut() {
                     let stored = stored_reset_fields::<K, V>(current.object(), subresource)?;

@@ -132,14 +132,15 @@ impl<K: Strategy, V: Served<K>> Encoder<K, V> {
             let encoded = stored_frame(kind, &event.object);
             return Ok(event.frame.get_or_init(|| encoded).clone());
         }
-        match event.served_frame.get() {
-            Some((at, cached)) if *at == version => return Ok(cached.clone()),
-            Some(_) => return Ok(stored_frame(kind, V::stored_from_hub(&event.object)?.as_ref())),
-            None => {}
+        if let Some((at, cached)) = event.served_frame.get()
+            && *at == version
+        {
+            return Ok(cached.clone());
         }
         let encoded = stored_frame(kind, V::stored_from_hub(&event.object)?.as_ref());
-        let (at, cached) = event.served_frame.get_or_init(|| (version, encoded.clone()));
-        Ok(if *at == version { cached.clone() } else { encoded })
+        // The first version to get here keeps the slot; a third one encodes each time.
+        let _ = event.served_frame.set((version, encoded.clone()));
+        Ok(encoded)
     }
 
     fn bookmark(&self, revision: u64, initial_events_end: bool) -> Result<Bytes> {

@@ -34,16 +34,6 @@ pub trait Served<Hub: Strategy>: Strategy {
     fn object_to_hub(object: Self) -> Result<Hub> {
         from_value(Self::value_to_hub(to_value(&object)?)?)
     }
-
-    /// A hub object at this version.
-    fn object_from_hub(object: &Hub) -> Result<Self> {
-        from_value(Self::value_from_hub(to_value(object)?)?)
-    }
-
-    /// The `Warning` every answer at this version carries, when it is deprecated.
-    fn deprecation() -> Option<&'static str> {
-        None
-    }
 }
 
 /// The hub at its own version: nothing converts, a stored object is served as it is.
@@ -62,10 +52,6 @@ impl<K: Strategy> Served<K> for K {
 
     fn object_to_hub(object: K) -> Result<K> {
         Ok(object)
-    }
-
-    fn object_from_hub(object: &K) -> Result<K> {
-        Ok(object.clone())
     }
 }
 

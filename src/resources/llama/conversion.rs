@@ -81,7 +81,7 @@ pub fn to_v1(mut object: Value) -> Result<Value, FieldError> {
     if let Some(color) = color {
         coat.insert("color".into(), color);
     }
-    spec.insert("coat".into(), Value::Object(sorted(coat)));
+    spec.insert("coat".into(), Value::Object(coat));
     Ok(object)
 }
 
@@ -104,7 +104,8 @@ pub fn to_v1alpha(mut object: Value) -> Value {
         spec.insert("color".into(), color);
     }
     if color.is_none() || !coat.is_empty() {
-        let text = Value::Object(sorted(coat)).to_string();
+        // Compact, keys in order (serde_json's map is sorted), as `to_v1` reads it back.
+        let text = Value::Object(coat).to_string();
         set_annotation(&mut object, COAT_ANNOTATION, text);
     }
     object
@@ -164,14 +165,6 @@ fn coat_in(text: &Value) -> Result<Map<String, Value>, FieldError> {
 pub fn annotation_error(annotations: Option<&std::collections::BTreeMap<String, String>>) -> Option<FieldError> {
     let text = annotations?.get(COAT_ANNOTATION)?;
     coat_in(&Value::String(text.clone())).err()
-}
-
-/// `map` with its keys in order (serde_json's map is ordered by key without `preserve_order`;
-/// this keeps the output the same should that feature be enabled by another crate).
-fn sorted(map: Map<String, Value>) -> Map<String, Value> {
-    let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.into_iter().collect()
 }
 
 #[cfg(test)]
