@@ -10,7 +10,7 @@
 //! changes. On 410 the loop re-lists and the store emits only the differences. Errors are retried
 //! with exponential backoff, and a 403 is logged with the RBAC rule to add.
 
-use crate::resources::farmpod::FarmPod;
+use crate::resources::farmpod::v1::FarmPod;
 use crate::store::ObjectKey;
 use crate::store::memory::MemoryStore;
 use futures::TryStreamExt;

@@ -195,16 +195,19 @@ async fn openapi_v3_group_version(
     }
 }
 
-/// The descriptors of every resource the server can serve (FarmPods need a cluster) at the
-/// stored version, and at the other versions, by version; the checked-in OpenAPI documents
-/// describe all of them.
-pub type AllResources = (Vec<ResourceDescriptor>, Vec<(&'static str, Vec<ResourceDescriptor>)>);
-
-/// See [`AllResources`].
-pub fn all_resources() -> AllResources {
-    let stored = vec![ResourceDescriptor::of::<Llama>(), ResourceDescriptor::of::<FarmPod>()];
-    let v1 = vec![ResourceDescriptor::of::<llama::v1::Llama>(), ResourceDescriptor::of::<farmpod::v1::FarmPod>()];
-    (stored, vec![("v1", v1)])
+/// The versions of the group, the preferred first, with every resource the server can serve at
+/// each (FarmPods need a cluster); the checked-in OpenAPI documents describe all of them.
+pub fn all_resources() -> Vec<(&'static str, Vec<ResourceDescriptor>)> {
+    vec![
+        ("v1", vec![ResourceDescriptor::of::<llama::v1::Llama>(), ResourceDescriptor::of::<farmpod::v1::FarmPod>()]),
+        (
+            "v1alpha",
+            vec![
+                ResourceDescriptor::deprecated_for::<llama::v1::Llama, Llama>(),
+                ResourceDescriptor::deprecated_for::<farmpod::v1::FarmPod, FarmPod>(),
+            ],
+        ),
+    ]
 }
 
 fn watch_settings(
@@ -225,41 +228,54 @@ fn watch_settings(
 /// The resources this run serves: their routes, descriptors, readiness checks and metric sources.
 struct Resources {
     routes: Router,
-    descriptors: Vec<ResourceDescriptor>,
-    /// The resources served at another version than their stored one, by version.
-    other_versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
+    /// The versions of the group, the preferred (the first added) first, with the resources
+    /// served at each.
+    versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
     health: Health,
     sources: Sources,
 }
 
 impl Resources {
-    fn add<K: Strategy>(&mut self, registry: Registry<K>) -> Arc<Registry<K>> {
+    /// Serves the resource of `registry` at its storage version, `version`.
+    fn add<K: Strategy>(&mut self, version: &'static str, registry: Registry<K>) -> Arc<Registry<K>> {
+        debug_assert_eq!(K::version(&()), version);
         self.sources.push(Arc::new(sources::StoreSize(registry.store())));
         let registry = Arc::new(registry);
-        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes::<K, K>(registry.clone()));
-        self.descriptors.push(ResourceDescriptor::of::<K>());
+        self.serve::<K, K>(version, registry.clone(), ResourceDescriptor::of::<K>());
         registry
     }
 
-    /// Serves the resource of `registry` at another version `V` too.
-    fn serve_also_at<K: Strategy, V: Served<K>>(&mut self, registry: Arc<Registry<K>>, version: &'static str) {
-        self.routes = std::mem::take(&mut self.routes).merge(handlers::routes::<K, V>(registry));
-        match self.other_versions.iter_mut().find(|(v, _)| *v == version) {
-            Some((_, descriptors)) => descriptors.push(ResourceDescriptor::of::<V>()),
-            None => self.other_versions.push((version, vec![ResourceDescriptor::of::<V>()])),
+    /// Serves the resource of `registry` at an older `version` too, `V`, deprecated.
+    fn add_deprecated<K: Strategy, V: Served<K>>(&mut self, version: &'static str, registry: Arc<Registry<K>>) {
+        debug_assert_eq!(V::version(&()), version);
+        self.serve::<K, V>(version, registry, ResourceDescriptor::deprecated_for::<K, V>());
+    }
+
+    fn serve<K: Strategy, V: Served<K>>(
+        &mut self,
+        version: &'static str,
+        registry: Arc<Registry<K>>,
+        descriptor: ResourceDescriptor,
+    ) {
+        let routes = handlers::routes::<K, V>(registry, descriptor.deprecation.clone());
+        self.routes = std::mem::take(&mut self.routes).merge(routes);
+        match self.versions.iter_mut().find(|(v, _)| *v == version) {
+            Some((_, descriptors)) => descriptors.push(descriptor),
+            None => self.versions.push((version, vec![descriptor])),
         }
     }
 
-    /// Llamas, at every version.
-    fn add_llamas(&mut self, registry: Registry<Llama>) {
-        let registry = self.add(registry);
-        self.serve_also_at::<Llama, llama::v1::Llama>(registry, "v1");
+    /// Llamas, stored at v1, served at v1alpha too.
+    fn add_llamas(&mut self, registry: Registry<llama::v1::Llama>) {
+        let registry = self.add("v1", registry.served_at::<Llama>());
+        self.add_deprecated::<llama::v1::Llama, Llama>("v1alpha", registry);
     }
 
     /// FarmPods, from a Pod cache of the cluster at `server` started here.
     fn add_farm_pods(&mut self, args: &ServeArgs, server: String, client: kube::Client, settings: WatchSettings) {
         // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
-        let store = Arc::new(MemoryStore::<FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
+        let store =
+            Arc::new(MemoryStore::<farmpod::v1::FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
         let source = pods::Source {
             client,
             server,
@@ -268,8 +284,9 @@ impl Resources {
         };
         let cache = pods::start(source, store.clone());
         self.sources.push(Arc::new(sources::PodCache { status: cache.status.clone(), store: store.clone() }));
-        let registry = self.add(Registry::new(store, settings).with_readiness(cache.ready.clone()));
-        self.serve_also_at::<FarmPod, farmpod::v1::FarmPod>(registry, "v1");
+        let registry = Registry::new(store, settings).with_readiness(cache.ready.clone()).served_at::<FarmPod>();
+        let registry = self.add("v1", registry);
+        self.add_deprecated::<farmpod::v1::FarmPod, FarmPod>("v1alpha", registry);
         let status = cache.status.clone();
         self.health =
             std::mem::take(&mut self.health).with_informational("pod-cache", Arc::new(move || status.check()));
@@ -287,14 +304,8 @@ async fn resources(
 ) -> Result<Resources, StartError> {
     let settings = watch_settings(args, stopping, metrics);
     let (storage, health) = StorageFactory::new(args, stopping, Health::default()).await?;
-    let mut served = Resources {
-        routes: Router::new(),
-        descriptors: Vec::new(),
-        other_versions: Vec::new(),
-        health,
-        sources: Sources::new(),
-    };
-    let mut llamas = Registry::new(storage.store::<Llama>(), settings.clone());
+    let mut served = Resources { routes: Router::new(), versions: Vec::new(), health, sources: Sources::new() };
+    let mut llamas = Registry::new(storage.store::<llama::v1::Llama>(), settings.clone());
     if !args.managed_fields {
         llamas = llamas.without_managed_fields();
     }
@@ -464,10 +475,10 @@ pub async fn run(
     metric_sources.push(Arc::new(sources::Inflight(limits.clone())));
     metric_sources.push(Arc::new(sources::Certificate(served_certificate)));
     let shared = Arc::new(Shared {
-        discovery: Discovery::new(served.descriptors.clone(), &served.other_versions),
-        openapi: Documents::build(&served.descriptors, &served.other_versions),
+        discovery: Discovery::new(&served.versions),
+        openapi: Documents::build(&served.versions),
         address: url.trim_start_matches("https://").to_string(),
-        served: served.descriptors.iter().map(|d| d.info.plural).collect(),
+        served: served.versions[0].1.iter().map(|d| d.info.plural).collect(),
         metrics,
         sources: metric_sources,
     });

@@ -15,17 +15,6 @@ use common::control_plane::{ControlPlane, Farm, NOBODY_ADMITS, NOBODY_DELEGATES,
 use serde_json::{Value, json};
 use webhook::WebhookServer;
 
-/// The CustomResourceDefinition of the reference llamas.
-const REFERENCE_CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-  "metadata": {"name": "llamas.ref.example.com"},
-  "spec": {"group": "ref.example.com", "scope": "Namespaced",
-    "names": {"plural": "llamas", "singular": "llama", "kind": "Llama", "listKind": "LlamaList"},
-    "versions": [{"name": "v1alpha", "served": true, "storage": true, "subresources": {"status": {}},
-      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-        "spec": {"type": "object", "required": ["weight", "height"], "properties": {
-          "weight": {"type": "number"}, "height": {"type": "number"}, "color": {"type": "string"}}},
-        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}}"#;
-
 /// One answer, with `ref.example.com` written as `farm.example.com`.
 #[derive(Debug, PartialEq)]
 struct Answer {
@@ -47,7 +36,7 @@ fn same_group(value: &Value) -> Value {
 
 impl Both {
     async fn send(&self, group: &str, method: reqwest::Method, path: &str, body: Option<&Value>, kind: &str) -> Answer {
-        let url = format!("{}/apis/{group}/v1alpha/{path}", self.base);
+        let url = format!("{}/apis/{group}/{path}", self.base);
         let mut request = self.client.request(method, url).header("content-type", kind);
         if let Some(body) = body {
             request = request.body(body.to_string().replace("farm.example.com", group));
@@ -64,8 +53,22 @@ impl Both {
         Answer { code, body, warnings }
     }
 
-    /// Sends the request to farm-apiserver, then to the reference; both answers.
+    /// Sends the request at v1alpha to farm-apiserver, then to the reference; both answers.
     async fn each(&self, method: reqwest::Method, path: &str, body: Option<&Value>, kind: &str) -> (Answer, Answer) {
+        self.each_at("v1alpha", method, path, body, kind).await
+    }
+
+    /// [`Self::each`] at `version`.
+    async fn each_at(
+        &self,
+        version: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        kind: &str,
+    ) -> (Answer, Answer) {
+        let path = format!("{version}/{path}");
+        let path = path.as_str();
         let farm = self.send("farm.example.com", method.clone(), path, body, kind).await;
         let reference = self.send("ref.example.com", method, path, body, kind).await;
         (farm, reference)
@@ -125,8 +128,7 @@ async fn setup() -> (ControlPlane, Farm, Both, WebhookServer) {
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.must(&["apply", "-f", "-"], Some(REFERENCE_CRD));
-    cp.must(&["wait", "--for=condition=Established", "crd/llamas.ref.example.com", "--timeout=60s"], None);
+    cp.install_reference_crd("ref.example.com", &farm);
     let webhook = webhook::start().await;
     let stopped = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     cp.must(&["apply", "-f", "-"], Some(&services(&webhook, stopped)));
@@ -230,8 +232,9 @@ async fn webhooks_mutate_warn_and_refuse_llamas_as_they_do_custom_resources() {
     assert_eq!(created.body["metadata"]["labels"], json!({"herd": "a", "checked": "yes"}));
     assert_eq!(created.body["metadata"]["labels"], reference.body["metadata"]["labels"]);
     assert_eq!(created.warnings, reference.warnings);
-    assert_eq!(created.warnings.len(), 1, "{:?}", created.warnings);
-    assert!(created.warnings[0].contains("a llama of 450 kg is close to the limit"), "{:?}", created.warnings);
+    assert_eq!(created.warnings.len(), 2, "{:?}", created.warnings);
+    assert!(created.warnings[0].contains("v1alpha Llama is deprecated"), "{:?}", created.warnings);
+    assert!(created.warnings[1].contains("a llama of 450 kg is close to the limit"), "{:?}", created.warnings);
     compare_reviews(&webhook.received("mutate"), "CREATE");
     compare_reviews(&webhook.received("validate"), "CREATE");
     let observed = webhook.received("observe");
@@ -346,6 +349,76 @@ const NEWER_THAN_THE_REFERENCE: &[(&str, &str)] =
 /// `message` without the words of [`NEWER_THAN_THE_REFERENCE`].
 fn as_1_20(message: &str) -> String {
     NEWER_THAN_THE_REFERENCE.iter().fold(message.to_string(), |m, (words, _)| m.replace(words, ""))
+}
+
+/// A webhook whose rules name v1alpha only receives a v1 write converted to v1alpha under
+/// `matchPolicy: Equivalent` (its patch applied there and converted back), and none under
+/// `Exact`, on both servers alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_for_v1alpha_sees_v1_writes_at_v1alpha_when_equivalent_and_not_when_exact() {
+    let (cp, _farm, both, webhook) = setup().await;
+    let (port, ca) = (webhook.port, webhook.ca_bundle.clone());
+    let v1alpha_only = |name: &str, path: &str, policy: &str| {
+        entry(
+            &service("webhook", port, path),
+            &ca,
+            name,
+            "CREATE",
+            &format!("sideEffects: None\n  matchPolicy: {policy}"),
+        )
+        .replace("apiVersions: ['*']", "apiVersions: [v1alpha]")
+    };
+    let webhooks = [v1alpha_only("paint", "paint", "Equivalent"), v1alpha_only("exact", "observe", "Exact")].concat();
+    let v1 = "admissionregistration.k8s.io/v1";
+    cp.must(&["apply", "-f", "-"], Some(&configuration(v1, "MutatingWebhookConfiguration", "farm-paint", &webhooks)));
+    let spotted = |name: &str| {
+        json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "metadata": {"name": name},
+            "spec": {"weight": 80, "height": 170, "coat": {"pattern": "Spotted"}}})
+    };
+    let painted = json!({"weight": 80, "height": 170, "coat": {"color": "grey", "pattern": "Spotted"}});
+    eventually("both servers to see the webhook configuration", async || {
+        let (farm, reference) = both
+            .each_at(
+                "v1",
+                reqwest::Method::POST,
+                "namespaces/pasture/llamas",
+                Some(&spotted("probe")),
+                "application/json",
+            )
+            .await;
+        both.each(reqwest::Method::DELETE, "namespaces/pasture/llamas/probe", None, "application/json").await;
+        farm.body["spec"] == painted && reference.body["spec"] == painted
+    })
+    .await;
+
+    webhook.forget();
+    let (farm, reference) = both
+        .each_at("v1", reqwest::Method::POST, "namespaces/pasture/llamas", Some(&spotted("dolly")), "application/json")
+        .await;
+    assert_eq!((farm.code, reference.code), (201, 201), "{:?}", farm.body);
+    assert_eq!(farm.body["spec"], painted, "the v1alpha patch converted back to v1");
+    assert_eq!(farm.body["spec"], reference.body["spec"]);
+    assert_eq!(farm.warnings, reference.warnings);
+    let painting = webhook.received("paint");
+    compare_reviews(&painting, "CREATE");
+    let review = &painting.iter().find(|r| r["request"]["kind"]["group"] == "farm.example.com").unwrap()["request"];
+    assert_eq!(
+        (review["kind"]["version"].as_str(), review["requestKind"]["version"].as_str()),
+        (Some("v1alpha"), Some("v1"))
+    );
+    assert_eq!(review["object"]["apiVersion"], "farm.example.com/v1alpha");
+    assert_eq!(review["object"]["metadata"]["annotations"]["farm.example.com/v1-coat"], r#"{"pattern":"Spotted"}"#);
+    assert!(webhook.received("observe").is_empty(), "Exact does not match a v1 write");
+
+    // At v1alpha, both are called, each with the request as it came.
+    let mut plain = llama("plain", 80.0, json!({}));
+    // Without labels: after a webhook's patch the kube-apiserver drops an empty `labels` (its
+    // ObjectMeta is coerced), which farm-apiserver passes on to the next webhook as it is.
+    plain["metadata"].as_object_mut().unwrap().remove("labels");
+    let (farm, reference) = both.create("pasture", &plain).await;
+    assert_eq!((farm.code, reference.code), (201, 201), "{:?}", farm.body);
+    assert_eq!(farm.body["spec"]["color"], "grey");
+    compare_reviews(&webhook.received("observe"), "CREATE");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,7 +34,7 @@ async fn setup() -> (ControlPlane, Farm, Side, Side) {
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.install_reference_crd(exchange::REFERENCE_GROUP);
+    cp.install_reference_crd(exchange::REFERENCE_GROUP, &farm);
     for namespace in corpus::NAMESPACES {
         cp.must(&["create", "namespace", namespace], None);
     }

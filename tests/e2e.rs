@@ -10,7 +10,8 @@ use common::apply_migration;
 use common::clients::{self, Cluster};
 use common::control_plane::{ControlPlane, Farm, NOBODY_ADMITS, NOBODY_DELEGATES, eventually};
 
-use farm_apiserver::machinery::resource::API_VERSION;
+/// The version the owner references name (any served version names the same object).
+const API_VERSION: &str = "farm.example.com/v1alpha";
 use farm_apiserver::resources::llama::{Llama, LlamaSpec};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -193,6 +194,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         "configmap/farm-apiserver-audit-policy",
         "deployment.apps/farm-apiserver",
         "service/farm-apiserver",
+        "apiservice.apiregistration.k8s.io/v1.farm.example.com",
         "apiservice.apiregistration.k8s.io/v1alpha.farm.example.com",
     ] {
         assert!(applied.contains(object), "{object} missing from:\n{applied}");
@@ -551,7 +553,7 @@ async fn kubectl_moves_from_client_side_to_server_side_apply_as_for_a_crd() {
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.install_reference_crd("ref.example.com");
+    cp.install_reference_crd("ref.example.com", &farm);
     let reference = apply_migration::all(&cp, "ref.example.com");
     let aggregated = apply_migration::all(&cp, "farm.example.com");
     apply_migration::assert_same(&aggregated, &reference, "through the aggregator");

@@ -12,9 +12,11 @@
 //!    resource with its subresource (`*` is every resource but no subresource, `*/status` the
 //!    status of any, `*/*` everything).
 //!
-//! `matchPolicy: Equivalent` also tries the other resources and versions that serve the same
-//! objects; this server serves each of its resources at one version only, so there are none and
-//! both policies decide alike. A selector that is not valid (an unknown operator) makes the
+//! When no rule matches the request's version, `matchPolicy: Equivalent` (the default) tries the
+//! other versions the same objects are served at, each rule in turn over every version
+//! ([`invoked_version`]); the webhook is then called with the objects at the version its rule
+//! named, as `generic.Webhook.ShouldCallHook` finds an equivalent resource. `Exact` does not. A
+//! selector that is not valid (an unknown operator) makes the
 //! request fail with a 500 when the rules match, as it does on the kube-apiserver.
 
 pub use crate::machinery::admission::Operation;
@@ -54,6 +56,8 @@ pub struct Matching<'w> {
     pub namespace_selector: Option<&'w LabelSelector>,
     /// `objectSelector`; the API server defaults a missing one to `{}`.
     pub object_selector: Option<&'w LabelSelector>,
+    /// `matchPolicy`: `Exact`, or `Equivalent` (the API server's default for a missing one).
+    pub match_policy: Option<&'w str>,
 }
 
 /// Mutating and validating webhooks carry the same matching fields.
@@ -65,6 +69,7 @@ macro_rules! matching_from {
                     rules: webhook.rules.as_deref().unwrap_or_default(),
                     namespace_selector: webhook.namespace_selector.as_ref(),
                     object_selector: webhook.object_selector.as_ref(),
+                    match_policy: webhook.match_policy.as_deref(),
                 }
             }
         }
@@ -95,6 +100,23 @@ pub fn should_call(
     namespace?;
     object?;
     Ok(true)
+}
+
+/// The version at which the request `attr` calls the webhook `matching`, by its rules alone:
+/// the request's own when a rule names it; else, under `matchPolicy: Equivalent`, the first of
+/// `others` (the other versions the resource is served at) that a rule names, the rules tried
+/// in order; `None` when none does.
+pub fn invoked_version<'v>(matching: &Matching, attr: &Attributes<'v>, others: &[&'v str]) -> Option<&'v str> {
+    if matching.rules.iter().any(|r| rule_matches(r, attr)) {
+        return Some(attr.version);
+    }
+    if matching.match_policy == Some("Exact") {
+        return None;
+    }
+    matching.rules.iter().find_map(|rule| {
+        let equivalent = others.iter().filter(|v| **v != attr.version);
+        equivalent.copied().find(|version| rule_matches(rule, &Attributes { version, ..*attr }))
+    })
 }
 
 /// `rules.Matcher.Matches`.
@@ -263,7 +285,12 @@ mod tests {
         let rules = [rule(&["*"], &["llamas"], None)];
         let everything = LabelSelector::default();
         let attr = request(Operation::Create, "");
-        let webhook = |namespace_selector| Matching { rules: &rules, namespace_selector, object_selector: None };
+        let webhook = |namespace_selector| Matching {
+            rules: &rules,
+            namespace_selector,
+            object_selector: None,
+            match_policy: None,
+        };
         assert!(should_call(webhook(None), &attr, no_lookup).unwrap());
         assert!(should_call(webhook(Some(&everything)), &attr, no_lookup).unwrap());
         let prod = selector(&[("env", "prod")], &[]);
@@ -280,7 +307,12 @@ mod tests {
         let missing = |name: &str| Err(Error::NotFound { resource: NAMESPACES, name: name.to_string() });
         let attr = request(Operation::Create, "");
         let matching_rules = [rule(&["*"], &["llamas"], None)];
-        let webhook = Matching { rules: &matching_rules, namespace_selector: Some(&prod), object_selector: None };
+        let webhook = Matching {
+            rules: &matching_rules,
+            namespace_selector: Some(&prod),
+            object_selector: None,
+            match_policy: None,
+        };
         assert!(matches!(should_call(webhook, &attr, missing), Err(Error::NotFound { .. })));
         let other_rules = [rule(&["DELETE"], &["llamas"], None)];
         let webhook = Matching { rules: &other_rules, ..webhook };
@@ -291,7 +323,8 @@ mod tests {
     fn object_selectors_match_the_new_or_the_old_object() {
         let rules = [rule(&["*"], &["llamas"], None)];
         let white = selector(&[("color", "white")], &[]);
-        let webhook = Matching { rules: &rules, namespace_selector: None, object_selector: Some(&white) };
+        let webhook =
+            Matching { rules: &rules, namespace_selector: None, object_selector: Some(&white), match_policy: None };
         let (white_llama, brown_llama) = (meta(&[("color", "white")]), meta(&[("color", "brown")]));
         let create = |object| Attributes { object: Some(object), ..request(Operation::Create, "") };
         assert!(should_call(webhook, &create(&white_llama), no_lookup).unwrap());
@@ -304,6 +337,27 @@ mod tests {
         let webhook = Matching { object_selector: Some(&unlabelled), ..webhook };
         assert!(should_call(webhook, &create(&meta(&[])), no_lookup).unwrap(), "no labels is the empty set");
         assert!(!should_call(webhook, &request(Operation::Delete, ""), no_lookup).unwrap(), "no object at all");
+    }
+
+    #[test]
+    fn equivalent_finds_another_served_version_that_a_rule_names_and_exact_does_not() {
+        let mut v1alpha_only = rule(&["CREATE"], &["llamas"], None);
+        v1alpha_only.api_versions = Some(vec!["v1alpha".into()]);
+        let rules = [v1alpha_only];
+        let at_v1 = Attributes { version: "v1", ..request(Operation::Create, "") };
+        let others = ["v1", "v1alpha"];
+        let policy =
+            |match_policy| Matching { rules: &rules, namespace_selector: None, object_selector: None, match_policy };
+        assert_eq!(invoked_version(&policy(None), &at_v1, &others), Some("v1alpha"), "Equivalent is the default");
+        assert_eq!(invoked_version(&policy(Some("Equivalent")), &at_v1, &others), Some("v1alpha"));
+        assert_eq!(invoked_version(&policy(Some("Exact")), &at_v1, &others), None);
+        let at_v1alpha = request(Operation::Create, "");
+        assert_eq!(invoked_version(&policy(Some("Exact")), &at_v1alpha, &others), Some("v1alpha"));
+        let rules_at_both = [rule(&["CREATE"], &["llamas"], None)];
+        let both = Matching { rules: &rules_at_both, ..policy(None) };
+        assert_eq!(invoked_version(&both, &at_v1, &others), Some("v1"), "the request's own version first");
+        let update = Attributes { operation: Operation::Update, ..at_v1 };
+        assert_eq!(invoked_version(&policy(None), &update, &others), None, "the rule still decides the operation");
     }
 
     #[test]
@@ -335,7 +389,8 @@ mod tests {
         let bad = selector(&[], &[("color", "Near", &["white"])]);
         let attr = Attributes { object: Some(&ObjectMeta::default()), ..request(Operation::Create, "") };
         let rules = [rule(&["*"], &["llamas"], None)];
-        let webhook = Matching { rules: &rules, namespace_selector: None, object_selector: Some(&bad) };
+        let webhook =
+            Matching { rules: &rules, namespace_selector: None, object_selector: Some(&bad), match_policy: None };
         assert!(matches!(should_call(webhook, &attr, no_lookup), Err(Error::Internal(_))));
         let other_rules = [rule(&["*"], &["farmpods"], None)];
         assert!(!should_call(Matching { rules: &other_rules, ..webhook }, &attr, no_lookup).unwrap());

@@ -36,15 +36,17 @@ pub struct GroupVersionResource<'a> {
     pub resource: &'a str,
 }
 
-/// What a webhook is asked about. This server serves every resource at one version, so the
-/// request's kind and resource are also the ones the webhook matched (`requestKind`,
-/// `requestResource` and `requestSubResource` repeat them).
+/// What a webhook is asked about: `kind` and `resource` at the version the webhook matched,
+/// whose objects it receives; `requestKind` and `requestResource` repeat them at the version
+/// the request was made at.
 #[derive(Clone, Debug)]
 pub struct Request<'a> {
     /// Names this call: the answer must carry it back.
     pub uid: &'a str,
     pub kind: GroupVersionKind<'a>,
     pub resource: GroupVersionResource<'a>,
+    /// The version the request was made at.
+    pub request_version: &'a str,
     /// `status`, or empty.
     pub subresource: &'a str,
     /// The object's name; empty for a create that generates it.
@@ -106,8 +108,8 @@ pub fn encode(request: &Request) -> Result<Vec<u8>, serde_json::Error> {
             kind: request.kind,
             resource: request.resource,
             sub_resource: request.subresource,
-            request_kind: request.kind,
-            request_resource: request.resource,
+            request_kind: GroupVersionKind { version: request.request_version, ..request.kind },
+            request_resource: GroupVersionResource { version: request.request_version, ..request.resource },
             request_sub_resource: request.subresource,
             name: request.name,
             namespace: request.namespace,
@@ -257,6 +259,7 @@ mod tests {
             uid: "0d9c-uid",
             kind: LLAMA,
             resource: LLAMAS,
+            request_version: "v1alpha",
             subresource: "",
             name: "dolly",
             namespace: "pasture",

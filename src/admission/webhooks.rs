@@ -14,14 +14,19 @@
 //! with side effects (400). `timeoutSeconds` defaults to 10. Until both configuration kinds have
 //! been listed once, writes wait for them briefly, then are refused with 403, so no policy is
 //! bypassed while the server starts.
+//!
+//! A webhook whose rules name another version than the request's (`matchPolicy: Equivalent`)
+//! receives the objects converted to that version, and its patch is applied to them there
+//! before the result is converted back, as k8s.io/apiserver's `VersionedAttributes` do.
 
 use super::client::Caller;
 use super::configurations::{Configurations, Listed};
-use super::matching::{Attributes, Matching, rule_matches, should_call};
+use super::matching::{Attributes, Matching, invoked_version, rule_matches, should_call};
 use super::review::{self, GroupVersionKind, GroupVersionResource, Request};
 use crate::machinery::admission::{Admission, Call, Mutated};
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{GROUP, VERSION};
+use crate::machinery::resource::GROUP;
+use crate::machinery::version::Conversion;
 use crate::namespaces::NamespaceCache;
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, ValidatingWebhook, WebhookClientConfig};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -79,7 +84,7 @@ fn labels_of(object: Option<&Value>) -> Option<ObjectMeta> {
 fn attributes<'a>(call: &'a Call, object: Option<&'a ObjectMeta>, old: Option<&'a ObjectMeta>) -> Attributes<'a> {
     Attributes {
         group: GROUP,
-        version: VERSION,
+        version: call.version,
         resource: call.resource.plural,
         subresource: call.subresource.name().unwrap_or_default(),
         operation: call.operation,
@@ -115,36 +120,38 @@ impl Webhooks {
         }
     }
 
-    /// Whether `call` on `object` over `old` calls `hook`; the namespace's labels are looked up
-    /// (once per write) only when a selector needs them.
-    async fn matches(
+    /// The version at which `call` on `object` over `old` calls `hook`, if it does; the
+    /// namespace's labels are looked up (once per write) only when a selector needs them.
+    async fn matches<'c>(
         &self,
         hook: &Hook<'_>,
-        call: &Call<'_>,
+        call: &Call<'c>,
         object: Option<&Value>,
         old: Option<&Value>,
         namespace_labels: &mut Option<BTreeMap<String, String>>,
-    ) -> Result<bool> {
+    ) -> Result<Option<&'c Conversion>> {
         let (object, old) = (labels_of(object), labels_of(old));
         let attr = attributes(call, object.as_ref(), old.as_ref());
-        if !hook.matching.rules.iter().any(|r| rule_matches(r, &attr)) {
-            return Ok(false);
-        }
+        let versions: Vec<&str> = call.versions.iter().map(|c| c.version.as_str()).collect();
+        let Some(version) = invoked_version(&hook.matching, &attr, &versions) else { return Ok(None) };
+        let Some(at) = call.versions.iter().find(|c| c.version == version) else { return Ok(None) };
+        let attr = Attributes { version, ..attr };
         let selects_all = hook.matching.namespace_selector.is_none_or(|s| *s == Default::default());
         if namespace_labels.is_none() && !selects_all && !call.namespace.is_empty() {
             *namespace_labels = Some(self.namespaces.labels(call.namespace).await?);
         }
         let labels = namespace_labels.clone().unwrap_or_default();
-        should_call(hook.matching, &attr, |_| Ok(labels))
+        Ok(should_call(hook.matching, &attr, |_| Ok(labels))?.then_some(at))
     }
 
-    /// Calls `hook` about `call`; its checked answer, `None` when the call failed under
-    /// `failurePolicy: Ignore`.
+    /// Calls `hook` about `call` with the objects at version `at`; its checked answer, `None`
+    /// when the call failed under `failurePolicy: Ignore`.
     async fn review(
         &self,
         hook: &Hook<'_>,
         mutating: bool,
         call: &Call<'_>,
+        at: &Conversion,
         object: Option<&Value>,
         old: Option<&Value>,
     ) -> Result<Option<review::Answer>> {
@@ -155,8 +162,9 @@ impl Webhooks {
         let user = user_info(call);
         let request = Request {
             uid: &uid,
-            kind: GroupVersionKind { group: GROUP, version: VERSION, kind: call.resource.kind },
-            resource: GroupVersionResource { group: GROUP, version: VERSION, resource: call.resource.plural },
+            kind: GroupVersionKind { group: GROUP, version: &at.version, kind: call.resource.kind },
+            resource: GroupVersionResource { group: GROUP, version: &at.version, resource: call.resource.plural },
+            request_version: call.version,
             subresource: call.subresource.name().unwrap_or_default(),
             name: call.name,
             namespace: call.namespace,
@@ -182,16 +190,20 @@ impl Webhooks {
         }
     }
 
-    /// Calls the mutating webhook `hook` and applies its patch to `object`; whether it changed.
+    /// Calls the mutating webhook `hook` with the objects at version `at` and applies its patch
+    /// to `object` there; whether it changed.
     async fn mutate_once(
         &self,
         hook: &Hook<'_>,
         call: &Call<'_>,
+        at: &Conversion,
         object: &mut Option<Value>,
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<bool> {
-        let Some(answer) = self.review(hook, true, call, object.as_ref(), old).await? else { return Ok(false) };
+        let Some(answer) = self.versioned_review(hook, true, call, at, object.as_ref(), old).await? else {
+            return Ok(false);
+        };
         warnings.extend(answer.warnings);
         let Some(patch) = answer.patch else { return Ok(false) };
         let Some(current) = object.as_mut() else {
@@ -211,11 +223,29 @@ impl Webhooks {
                 return hook.failed(&reason).map(|()| false);
             }
         };
-        let mut patched = current.clone();
+        let mut patched = (at.from_hub)(current.clone())?;
         json_patch::patch(&mut patched, &patch).map_err(|e| Error::Internal(e.to_string()))?;
+        let patched = (at.to_hub)(patched)?;
         let changed = patched != *current;
         *current = patched;
         Ok(changed)
+    }
+}
+
+impl Webhooks {
+    /// [`Self::review`] with `object` and `old`, stored objects, converted to version `at`.
+    async fn versioned_review(
+        &self,
+        hook: &Hook<'_>,
+        mutating: bool,
+        call: &Call<'_>,
+        at: &Conversion,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<Option<review::Answer>> {
+        let object = object.map(|o| (at.from_hub)(o.clone())).transpose()?;
+        let old = old.map(|o| (at.from_hub)(o.clone())).transpose()?;
+        self.review(hook, mutating, call, at, object.as_ref(), old.as_ref()).await
     }
 }
 
@@ -237,8 +267,12 @@ impl Admission for Webhooks {
         if !self.configurations.synced() {
             return true;
         }
+        // Every served version, for a webhook of `matchPolicy: Equivalent` that names another.
         let attr = attributes(call, None, None);
-        self.configurations.any_rules(|rules| rules.iter().any(|r| rule_matches(r, &attr)))
+        self.configurations.any_rules(|rules| {
+            let at = |version: &str| rules.iter().any(|r| rule_matches(r, &Attributes { version, ..attr }));
+            call.versions.iter().any(|c| at(&c.version))
+        })
     }
 
     async fn mutate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Mutated> {
@@ -250,10 +284,10 @@ impl Admission for Webhooks {
         let (mut warnings, mut namespace_labels, mut changed) = (Vec::new(), None, false);
         let (mut invoked, mut again) = (Vec::new(), HashSet::new());
         for (i, hook) in hooks.iter().enumerate() {
-            if !self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? {
+            let Some(at) = self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? else {
                 continue;
-            }
-            if self.mutate_once(hook, call, &mut object, old, &mut warnings).await? {
+            };
+            if self.mutate_once(hook, call, at, &mut object, old, &mut warnings).await? {
                 changed = true;
                 again.extend(invoked.iter().copied());
             }
@@ -262,8 +296,8 @@ impl Admission for Webhooks {
             }
         }
         for (_, hook) in hooks.iter().enumerate().filter(|(i, _)| again.contains(i)) {
-            if self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? {
-                changed |= self.mutate_once(hook, call, &mut object, old, &mut warnings).await?;
+            if let Some(at) = self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? {
+                changed |= self.mutate_once(hook, call, at, &mut object, old, &mut warnings).await?;
             }
         }
         Ok(Mutated { object: object.filter(|_| changed), warnings })
@@ -276,11 +310,12 @@ impl Admission for Webhooks {
         let mut called = Vec::new();
         for listed in &listed {
             let hook = Hook::from(&listed.webhook);
-            if self.matches(&hook, call, object, old, &mut namespace_labels).await? {
-                called.push(hook);
+            if let Some(at) = self.matches(&hook, call, object, old, &mut namespace_labels).await? {
+                called.push((hook, at));
             }
         }
-        let answers = futures::future::join_all(called.iter().map(|h| self.review(h, false, call, object, old))).await;
+        let reviews = called.iter().map(|(h, at)| self.versioned_review(h, false, call, at, object, old));
+        let answers = futures::future::join_all(reviews).await;
         let mut warnings = Vec::new();
         for answer in answers {
             warnings.extend(answer?.map(|a| a.warnings).unwrap_or_default());

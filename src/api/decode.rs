@@ -15,7 +15,7 @@
 use super::query::FieldValidation;
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::json_depth;
-use crate::machinery::resource::{ApiResource, VERSION};
+use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::{Strategy, Subresource};
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -143,7 +143,8 @@ pub struct Decoded<K> {
 
 fn cannot_handle<K: ApiResource>(why: impl std::fmt::Display) -> Error {
     let kind = K::INFO.kind;
-    Error::BadRequest(format!("{kind} in version \"{VERSION}\" cannot be handled as a {kind}: {why}"))
+    let version = K::version(&());
+    Error::BadRequest(format!("{kind} in version \"{version}\" cannot be handled as a {kind}: {why}"))
 }
 
 fn excerpt(value: &Value) -> String {

@@ -5,7 +5,7 @@
 
 use super::negotiate::parse_accept;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{GROUP, ResourceDescriptor, VERSION};
+use crate::machinery::resource::{GROUP, GroupVersions, ResourceDescriptor};
 use crate::machinery::verb::Verb;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, header};
@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 pub const KUBERNETES_MINOR: &str = "33";
 
 /// The discovery documents, computed once from the served resources: each version of the
-/// group with its resources, the preferred (stored) version first.
+/// group with its resources, the preferred version first.
 #[derive(Clone, Debug)]
 pub struct Discovery {
     versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
@@ -72,10 +72,11 @@ fn negotiate_discovery(headers: &HeaderMap) -> Result<Option<Aggregated>> {
     ))
 }
 
-/// `storageVersionHash`: base64 of the first 8 bytes of SHA-256 of `group/version/kind`.
-fn storage_version_hash(kind: &str) -> String {
+/// `storageVersionHash`: base64 of the first 8 bytes of SHA-256 of `group/version/kind` of the
+/// version objects are stored at, the same at every version served.
+fn storage_version_hash(storage_version: &str, kind: &str) -> String {
     use base64::Engine;
-    let digest = Sha256::digest(format!("{GROUP}/{VERSION}/{kind}").as_bytes());
+    let digest = Sha256::digest(format!("{GROUP}/{storage_version}/{kind}").as_bytes());
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
@@ -113,11 +114,9 @@ struct Typed<'a, T> {
 }
 
 impl Discovery {
-    /// Discovery for `resources` at the stored version, preferred (there is always at least
-    /// one), and for `others`, the resources served at other versions, by version (as
-    /// [`super::openapi::Documents::build`] takes them).
-    pub fn new(resources: Vec<ResourceDescriptor>, others: &[(&'static str, Vec<ResourceDescriptor>)]) -> Self {
-        Self { versions: std::iter::once((VERSION, resources)).chain(others.iter().cloned()).collect() }
+    /// Discovery for the group's `versions`, the preferred first (there is always at least one).
+    pub fn new(versions: &GroupVersions) -> Self {
+        Self { versions: versions.to_vec() }
     }
 
     fn group_version(version: &str) -> GroupVersionForDiscovery {
@@ -155,7 +154,7 @@ impl Discovery {
             namespaced: info.namespaced,
             short_names: Some(to_strings(info.short_names)),
             singular_name: info.singular.into(),
-            storage_version_hash: Some(storage_version_hash(info.kind)),
+            storage_version_hash: Some(storage_version_hash(&r.storage_version, info.kind)),
             verbs: verb_names(info.verbs),
             version: None,
         };
@@ -307,7 +306,7 @@ mod tests {
     use crate::resources::llama::Llama;
 
     fn discovery() -> Discovery {
-        Discovery::new(vec![ResourceDescriptor::of::<Llama>()], &[])
+        Discovery::new(&[("v1alpha", vec![ResourceDescriptor::of::<Llama>()])])
     }
 
     #[test]
@@ -332,8 +331,9 @@ mod tests {
     }
 
     #[test]
-    fn storage_version_hash_is_stable() {
-        assert_eq!(storage_version_hash("Llama"), storage_version_hash("Llama"));
-        assert_eq!(storage_version_hash("Llama").len(), 12);
+    fn storage_version_hash_digests_the_storage_group_version_kind() {
+        // Computed independently: base64(sha256("farm.example.com/v1/Llama")[:8]).
+        assert_eq!(storage_version_hash("v1", "Llama"), "x7awabpd3l0=");
+        assert_eq!(storage_version_hash("v1alpha", "Llama"), "itFfSLuhV0Q=");
     }
 }

@@ -31,8 +31,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Routes for resource `K` served at version `V` (`K` itself for its own version), backed by
-/// `registry`.
-pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>) -> Router {
+/// `registry`; when the version is deprecated, every answer carries `deprecation` as its first
+/// `Warning`, errors included, as the kube-apiserver warns before it serves a deprecated version.
+pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>, deprecation: Option<String>) -> Router {
     let info = V::INFO;
     let base = format!("/apis/{}", <V as kube::Resource>::api_version(&()));
     let allowed = |verb: Verb| info.allows(verb);
@@ -63,7 +64,25 @@ pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>) -> Router {
             router = router.route(&format!("{item_path}/{segment}"), finish(object_routes::<K, V>(subresource)));
         }
     }
-    router.with_state(registry)
+    let router = router.with_state(registry);
+    match deprecation.as_deref().and_then(warning_header) {
+        None => router,
+        Some(warning) => router.layer(axum::middleware::map_response(move |response| {
+            let warning = warning.clone();
+            async move { warned_first(response, warning) }
+        })),
+    }
+}
+
+/// `response` with `warning` before the warnings it has.
+fn warned_first(mut response: Response, warning: HeaderValue) -> Response {
+    let headers = response.headers_mut();
+    let others: Vec<HeaderValue> = headers.get_all(header::WARNING).iter().cloned().collect();
+    headers.insert(header::WARNING, warning);
+    for other in others {
+        headers.append(header::WARNING, other);
+    }
+    response
 }
 
 /// The methods on one object (`/…/{name}`) or one of its subresources (`/…/{name}/status`), by the
@@ -487,9 +506,10 @@ fn delete_options_of(query: &Query) -> Result<DeleteOptions> {
     })
 }
 
-/// The context of a delete: only whether it is a dry run, and who asks.
-fn delete_context(dry_run: bool, Requester(user): Requester) -> WriteContext {
-    WriteContext { dry_run, user, ..WriteContext::default() }
+/// The context of a delete at version `V`: only whether it is a dry run, who asks, and at which
+/// version (what admission webhooks are told).
+fn delete_context<K: Strategy, V: Served<K>>(dry_run: bool, Requester(user): Requester) -> WriteContext {
+    WriteContext { dry_run, user, at: At::of::<K, V>(), ..WriteContext::default() }
 }
 
 async fn delete<K: Strategy, V: Served<K>>(
@@ -503,7 +523,7 @@ async fn delete<K: Strategy, V: Served<K>>(
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
-    let committed = registry.delete(&namespace, &name, &options, &delete_context(dry_run, requester)).await?;
+    let committed = registry.delete(&namespace, &name, &options, &delete_context::<K, V>(dry_run, requester)).await?;
     // As the kube-apiserver: 202 when the object stays and the client asked, the legacy way,
     // for its dependents to be deleted (`orphanDependents=false`).
     let code = if !committed.deleted && options.orphan_dependents == Some(false) {
@@ -527,7 +547,7 @@ async fn delete_collection<K: Strategy, V: Served<K>>(
     let selection = list_options::<K, V>(&query)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
     let deleted = registry
-        .delete_collection(Some(&namespace), &options, &delete_context(dry_run, requester), &|o| {
+        .delete_collection(Some(&namespace), &options, &delete_context::<K, V>(dry_run, requester), &|o| {
             Registry::<K>::selects(&selection, o)
         })
         .await?;
@@ -538,7 +558,6 @@ async fn delete_collection<K: Strategy, V: Served<K>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machinery::resource::API_VERSION;
     use crate::resources::llama::{Llama, LlamaSpec};
 
     fn llama(name: &str, weight: f64) -> Arc<Stored<Llama>> {
@@ -558,7 +577,7 @@ mod tests {
         };
         for items in [vec![], vec![llama("a", 1.0)], vec![llama("a", 1.5), llama("b", 300.0), llama("c", 0.0)]] {
             let expected = serde_json::to_vec(&ObjectList {
-                types: TypeMeta { api_version: API_VERSION.into(), kind: "LlamaList".into() },
+                types: TypeMeta { api_version: "farm.example.com/v1alpha".into(), kind: "LlamaList".into() },
                 metadata: metadata.clone(),
                 items: items.iter().map(|o| o.decode().unwrap()).collect(),
             })

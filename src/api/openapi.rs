@@ -16,7 +16,7 @@
 //! and lists each difference with its reason. Bodies are served with strong ETags; v3
 //! group-version documents are addressed by a content hash, as the kube-apiserver does.
 
-use crate::machinery::resource::{GROUP, ResourceDescriptor, ResourceInfo, VERSION};
+use crate::machinery::resource::{GROUP, GroupVersions, ResourceDescriptor, ResourceInfo};
 use crate::machinery::schema::strip_nulls;
 use crate::machinery::verb::Verb;
 use bytes::Bytes;
@@ -647,7 +647,11 @@ fn paths(flavour: Flavour, version: &str, resources: &[ResourceDescriptor], incl
             let common = common_params(&path_params, &operations);
             let mut item = Map::new();
             for op in &operations {
-                item.insert(op.method.to_string(), render_operation(flavour, version, op, &common));
+                let mut operation = render_operation(flavour, version, op, &common);
+                if resource.deprecation.is_some() {
+                    operation["deprecated"] = Value::Bool(true);
+                }
+                item.insert(op.method.to_string(), operation);
             }
             item.insert("parameters".into(), Value::Array(common.iter().map(|p| render_param(flavour, p)).collect()));
             out.insert(path, Value::Object(item));
@@ -660,16 +664,21 @@ fn title() -> Value {
     json!({"title": "farm-apiserver", "version": concat!("v", env!("CARGO_PKG_VERSION"))})
 }
 
-/// The OpenAPI v2 document.
-pub fn v2_document(resources: &[ResourceDescriptor]) -> Value {
+/// The OpenAPI v2 document: every version of the group in one document, as the kube-apiserver
+/// serves it.
+pub fn v2_document(versions: &GroupVersions) -> Value {
     let mut definitions = meta_definitions(Flavour::V2);
-    for r in resources {
-        resource_definitions(Flavour::V2, VERSION, r, &mut definitions);
+    let mut all_paths = Map::new();
+    for (at, (version, resources)) in versions.iter().enumerate() {
+        for r in resources {
+            resource_definitions(Flavour::V2, version, r, &mut definitions);
+        }
+        all_paths.extend(paths(Flavour::V2, version, resources, at == 0));
     }
     json!({
         "swagger": "2.0",
         "info": title(),
-        "paths": paths(Flavour::V2, VERSION, resources, true),
+        "paths": all_paths,
         "definitions": definitions,
         "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
         "security": [{"BearerToken": []}],
@@ -725,22 +734,20 @@ impl Document {
 /// Every OpenAPI document the server serves.
 #[derive(Clone, Debug)]
 pub struct Documents {
-    /// `/openapi/v2`, of the stored version.
+    /// `/openapi/v2`, of every version.
     pub v2: Document,
     /// `/openapi/v3`
     pub v3_index: Document,
-    /// `/openapi/v3/apis/farm.example.com/<version>` by version, the stored version first.
+    /// `/openapi/v3/apis/farm.example.com/<version>` by version, the preferred first.
     pub v3_group_versions: Vec<(&'static str, Document)>,
 }
 
 impl Documents {
-    /// Builds every document for `resources` at the stored version and for `others`, the
-    /// resources served at other versions, by version.
-    pub fn build(resources: &[ResourceDescriptor], others: &[(&'static str, Vec<ResourceDescriptor>)]) -> Self {
-        let v2 = Document::new(&v2_document(resources));
-        let versions = std::iter::once((VERSION, resources)).chain(others.iter().map(|(v, r)| (*v, r.as_slice())));
+    /// Builds every document for the group's `versions`.
+    pub fn build(versions: &GroupVersions) -> Self {
+        let v2 = Document::new(&v2_document(versions));
         let v3_group_versions: Vec<(&'static str, Document)> =
-            versions.map(|(v, r)| (v, Document::new(&v3_group_version_document(v, r)))).collect();
+            versions.iter().map(|(v, r)| (*v, Document::new(&v3_group_version_document(v, r)))).collect();
         let index: Map<String, Value> = v3_group_versions
             .iter()
             .map(|(v, d)| {
@@ -764,8 +771,8 @@ mod tests {
     use crate::resources::llama::Llama;
 
     fn docs() -> (Value, Value) {
-        let resources = [ResourceDescriptor::of::<Llama>()];
-        (v2_document(&resources), v3_group_version_document(VERSION, &resources))
+        let resources = vec![ResourceDescriptor::of::<Llama>()];
+        (v2_document(&[("v1alpha", resources.clone())]), v3_group_version_document("v1alpha", &resources))
     }
 
     #[test]
@@ -800,10 +807,12 @@ mod tests {
 
     #[test]
     fn documents_are_deterministic_and_hashed() {
-        let resources = [ResourceDescriptor::of::<Llama>()];
-        let others = [("v1", vec![ResourceDescriptor::of::<crate::resources::llama::v1::Llama>()])];
-        let a = Documents::build(&resources, &others);
-        let b = Documents::build(&resources, &others);
+        let versions = [
+            ("v1", vec![ResourceDescriptor::of::<crate::resources::llama::v1::Llama>()]),
+            ("v1alpha", vec![ResourceDescriptor::of::<Llama>()]),
+        ];
+        let a = Documents::build(&versions);
+        let b = Documents::build(&versions);
         assert_eq!(a.v2.body, b.v2.body);
         let index: Value = serde_json::from_slice(&a.v3_index.body).unwrap();
         for version in ["v1alpha", "v1"] {

@@ -27,7 +27,7 @@ use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::unmanaged_value;
 use crate::machinery::user::UserInfo;
 use crate::machinery::validation;
-use crate::machinery::version::Served;
+use crate::machinery::version::{Conversion, Served};
 use crate::store::{
     Committed, Current, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom,
 };
@@ -47,6 +47,9 @@ pub struct Registry<K> {
     managed_fields: bool,
     /// The cluster's admission webhooks (aggregated mode), called by writes they match.
     admission: Option<Arc<dyn Admission>>,
+    /// Every version the resource is served at, the stored one first: a webhook registered for
+    /// another version than a write's is called with the objects at its own.
+    versions: Vec<Conversion>,
 }
 
 /// Tunables of lists and watches.
@@ -135,6 +138,12 @@ impl At {
         }
         let api_version = <V as kube::Resource>::api_version(&()).into_owned();
         At { version: Some(VersionAt { api_version, schema: body_schema::<V>(), from_hub: V::value_from_hub }) }
+    }
+
+    /// The version of writes at this version (`v1alpha`).
+    fn version<K: Strategy>(&self) -> String {
+        let api_version = self.api_version::<K>();
+        api_version.rsplit_once('/').map_or(api_version.clone(), |(_, v)| v.to_string())
     }
 
     /// The `apiVersion` of writes at this version.
@@ -256,7 +265,14 @@ fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Re
 impl<K: Strategy> Registry<K> {
     /// A registry over `store`.
     pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
-        Self { store, settings, ready: None, namespaces: None, managed_fields: true, admission: None }
+        let versions = vec![Conversion::of::<K, K>()];
+        Self { store, settings, ready: None, namespaces: None, managed_fields: true, admission: None, versions }
+    }
+
+    /// Tells the registry that its objects are served at version `V` too.
+    pub fn served_at<V: Served<K>>(mut self) -> Self {
+        self.versions.push(Conversion::of::<K, V>());
+        self
     }
 
     /// Records no managedFields (client-set ones are dropped) and refuses server-side apply with
@@ -272,8 +288,8 @@ impl<K: Strategy> Registry<K> {
     }
 
     /// How a write by `manager` gets its managedFields.
-    fn tracking<'a>(&self, ctx: &'a WriteContext) -> Tracking<'a> {
-        if self.managed_fields { Tracking::Update(&ctx.manager, None, &ctx.at) } else { Tracking::Off }
+    fn tracking<'a>(&'a self, ctx: &'a WriteContext) -> Tracking<'a> {
+        if self.managed_fields { Tracking::Update(&ctx.manager, None, &ctx.at, &self.versions) } else { Tracking::Off }
     }
 
     /// Gates reads on `ready`: until it turns true, reads wait briefly, then get 503.
@@ -567,8 +583,8 @@ impl<K: Strategy> Registry<K> {
                 warnings.extend(object.warnings());
                 same_name_and_namespace(&mut object, namespace, name)?;
                 let tracking = match self.tracking(ctx) {
-                    Tracking::Update(manager, None, at) if !keeps_managed_fields => {
-                        Tracking::Update(manager, Some(document), at)
+                    Tracking::Update(manager, None, at, versions) if !keeps_managed_fields => {
+                        Tracking::Update(manager, Some(document), at, versions)
                     }
                     other => other,
                 };
@@ -677,7 +693,7 @@ enum Tracking<'a> {
     /// Computed for an update by this manager ([`track_managers`]) at the write's version, from
     /// the live object's JSON (at that version) without its managedFields when the caller
     /// already has it.
-    Update(&'a str, Option<serde_json::Value>, &'a At),
+    Update(&'a str, Option<serde_json::Value>, &'a At, &'a Vec<Conversion>),
     /// Already computed (by an apply).
     Given(Option<Vec<ManagedFieldsEntry>>),
     /// Not recorded: the registry tracks no managers.
@@ -692,7 +708,9 @@ impl Tracking<'_> {
         subresource: Subresource,
     ) -> Result<Option<Vec<ManagedFieldsEntry>>> {
         match self {
-            Self::Update(manager, live_value, at) => track_managers(live, live_value, new, subresource, manager, at),
+            Self::Update(manager, live_value, at, versions) => {
+                track_managers(live, live_value, new, subresource, (manager, at, versions))
+            }
             Self::Given(fields) => Ok(fields),
             Self::Off => Ok(None),
         }
@@ -709,8 +727,7 @@ fn track_managers<K: Strategy>(
     live_value: Option<serde_json::Value>,
     new: &K,
     subresource: Subresource,
-    manager: &str,
-    at: &At,
+    (manager, at, versions): (&str, &At, &Vec<Conversion>),
 ) -> Result<Option<Vec<ManagedFieldsEntry>>> {
     let stored = || live.and_then(|l| Managed::decode(l.meta().managed_fields.as_deref().unwrap_or_default()));
     let requested = new.meta().managed_fields.as_deref();
@@ -727,7 +744,7 @@ fn track_managers<K: Strategy>(
     };
     let reset = managed::top_level(K::reset_fields(subresource));
     let api_version = at.api_version::<K>();
-    let write = write_of(manager, subresource, &reset, &api_version);
+    let write = write_of((manager, subresource), &reset, &api_version, versions);
     let schema = at.schema::<K>();
     let new = at.value(object_value(new)?)?;
     let managers = managed::update(live_value.as_ref(), &new, base.unwrap_or_default(), &write, &schema.object);
@@ -744,15 +761,16 @@ fn object_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
     unmanaged_value::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))
 }
 
-/// The field manager's view of a write by `manager` through `subresource` at `api_version`, now.
+/// The field manager's view of a write by `manager` through `subresource` at `api_version`, now,
+/// of a resource served at `versions`.
 fn write_of<'a>(
-    manager: &'a str,
-    subresource: Subresource,
+    (manager, subresource): (&'a str, Subresource),
     reset: &'a managed::Set,
     api_version: &'a str,
+    versions: &'a Vec<Conversion>,
 ) -> managed::Write<'a> {
     let subresource = subresource.name().unwrap_or_default();
-    managed::Write { manager, subresource, api_version, reset, now: now() }
+    managed::Write { manager, subresource, api_version, reset, now: now(), versions }
 }
 
 /// The fields a write of `subresource` must carry but may not change, as `current` has them (the

@@ -493,8 +493,8 @@ mod tests {
         }
     }
 
-    /// An encoder of plain JSON frames at version `V`.
-    fn encoder<V: Served<Llama>>() -> Encoder<Llama, V> {
+    /// An encoder of plain JSON frames at version `V` of objects stored as `K`.
+    fn encoder<K: Strategy, V: Served<K>>() -> Encoder<K, V> {
         Encoder {
             representation: Representation::Object,
             include: table::IncludeObject::default(),
@@ -506,7 +506,8 @@ mod tests {
     #[test]
     fn an_event_is_converted_and_encoded_once_per_version_not_once_per_watcher() {
         use crate::resources::llama::v1;
-        let mut llama = Llama::new("dolly", LlamaSpec { weight: 2.5, height: 1.0, color: Some("white".into()) });
+        let coat = v1::Coat { color: Some("white".into()), pattern: None };
+        let mut llama = v1::Llama::new("dolly", v1::LlamaSpec { weight: 2.5, height: 1.0, coat: Some(coat) });
         llama.metadata.resource_version = Some("7".into());
         let object = Arc::new(Stored::new(llama).unwrap());
         let event = Event {
@@ -517,13 +518,15 @@ mod tests {
             frame: Default::default(),
             served_frame: Default::default(),
         };
-        let stored = [encoder::<Llama>().event(&event).unwrap(), encoder::<Llama>().event(&event).unwrap()];
-        let converted = [encoder::<v1::Llama>().event(&event).unwrap(), encoder::<v1::Llama>().event(&event).unwrap()];
+        let stored = [encoder::<v1::Llama, v1::Llama>(), encoder::<v1::Llama, v1::Llama>()]
+            .map(|mut e| e.event(&event).unwrap());
+        let converted =
+            [encoder::<v1::Llama, Llama>(), encoder::<v1::Llama, Llama>()].map(|mut e| e.event(&event).unwrap());
         assert_eq!(stored[0].as_ptr(), stored[1].as_ptr(), "one frame at the stored version, shared");
-        assert_eq!(converted[0].as_ptr(), converted[1].as_ptr(), "one frame at v1, shared");
+        assert_eq!(converted[0].as_ptr(), converted[1].as_ptr(), "one frame at v1alpha, shared");
         let frame: serde_json::Value = serde_json::from_slice(&converted[0]).unwrap();
-        assert_eq!(frame["object"]["apiVersion"], "farm.example.com/v1");
-        assert_eq!(frame["object"]["spec"]["coat"]["color"], "white");
+        assert_eq!(frame["object"]["apiVersion"], "farm.example.com/v1alpha");
+        assert_eq!(frame["object"]["spec"]["color"], "white");
     }
 
     /// Every frame of the watch, once its stream has ended.

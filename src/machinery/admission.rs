@@ -11,6 +11,7 @@
 use super::error::Result;
 use super::resource::{ResourceInfo, Subresource};
 use super::user::UserInfo;
+use super::version::Conversion;
 use serde_json::Value;
 
 /// The operation a request performs, as admission names it.
@@ -65,6 +66,12 @@ pub struct Call<'a> {
     /// The operation's options as the review carries them (`meta.k8s.io/v1` CreateOptions,
     /// UpdateOptions or DeleteOptions).
     pub options: &'a Value,
+    /// The version the request was made at (`v1alpha`).
+    pub version: &'a str,
+    /// Every version the resource is served at, the stored one first, with the conversions of
+    /// its objects: the objects of [`Admission::mutate`] and [`Admission::validate`] are at the
+    /// stored version, and a webhook sees them at the version it matched.
+    pub versions: &'a [Conversion],
 }
 
 /// What the mutating webhooks did to an object.

@@ -14,6 +14,11 @@
 //!    added or modified, minus the metadata nobody manages, and the current time when it gained
 //!    anything. Entries left empty go; more than ten `Update` entries fold the oldest into
 //!    `ancient-changes`.
+//!
+//! A manager keeps the version of its request (`apiVersion`), and its fields are named at that
+//! version: what a write changes and removes is compared, for each manager, on the objects
+//! converted to the manager's version ([`Versions`]), as structured-merge-diff's `Updater`
+//! compares them. A manager of a version no longer served is dropped.
 
 use super::fieldpath::PathElement;
 pub use super::fieldpath::Set;
@@ -161,8 +166,25 @@ impl Managed {
     }
 }
 
-/// What one non-apply write is: who writes, through which subresource, at what API version, what
-/// that subresource resets, and when.
+/// How a write's objects convert to the versions its managers wrote at (structured-merge-diff's
+/// `Converter`).
+pub trait Versions: Sync {
+    /// `object`, at `from` (`group/version`), at `to`, with the schema there; `None` when `to` is
+    /// not served.
+    fn convert(&self, object: &Value, from: &str, to: &str) -> Option<(Value, std::sync::Arc<Schema>)>;
+}
+
+/// A resource served at one version: no manager is of another.
+pub struct OneVersion;
+
+impl Versions for OneVersion {
+    fn convert(&self, _: &Value, _: &str, _: &str) -> Option<(Value, std::sync::Arc<Schema>)> {
+        None
+    }
+}
+
+/// What one write is: who writes, through which subresource, at what API version, what that
+/// subresource resets, when, and how its objects convert to its managers' versions.
 pub struct Write<'a> {
     /// `fieldManager`, or the User-Agent's product (see [`manager_name`]).
     pub manager: &'a str,
@@ -174,6 +196,58 @@ pub struct Write<'a> {
     pub reset: &'a Set,
     /// The entry's time.
     pub now: Time,
+    /// The versions the resource is served at.
+    pub versions: &'a dyn Versions,
+}
+
+/// What a write from `live` (`None` for a create) to `new` (both at the write's version) changed
+/// and removed, at each version a manager wrote at, each computed once.
+struct ChangesByVersion<'a> {
+    live: Option<&'a Value>,
+    new: &'a Value,
+    write: &'a Write<'a>,
+    schema: &'a Schema,
+    by_version: BTreeMap<String, Option<(Set, Set)>>,
+}
+
+impl<'a> ChangesByVersion<'a> {
+    fn new(live: Option<&'a Value>, new: &'a Value, write: &'a Write<'a>, schema: &'a Schema) -> Self {
+        Self { live, new, write, schema, by_version: BTreeMap::new() }
+    }
+
+    /// The changed and removed fields at `api_version`; `None` when it is not served.
+    fn at(&mut self, api_version: &str) -> Option<&(Set, Set)> {
+        if !self.by_version.contains_key(api_version) {
+            let computed = self.compute(api_version);
+            self.by_version.insert(api_version.to_string(), computed);
+        }
+        self.by_version.get(api_version).and_then(Option::as_ref)
+    }
+
+    fn compute(&self, api_version: &str) -> Option<(Set, Set)> {
+        let (write, reset) = (self.write, self.write.reset);
+        if api_version == write.api_version {
+            return Some(changes_of(self.live, self.new, reset, self.schema));
+        }
+        let (new, schema) = write.versions.convert(self.new, write.api_version, api_version)?;
+        let live = match self.live {
+            Some(live) => Some(write.versions.convert(live, write.api_version, api_version)?.0),
+            None => None,
+        };
+        Some(changes_of(live.as_ref(), &new, reset, &schema))
+    }
+}
+
+/// [`changes`] from `live`, or everything `new` holds for a create.
+fn changes_of(live: Option<&Value>, new: &Value, reset: &Set, schema: &Schema) -> (Set, Set) {
+    match live {
+        Some(live) => changes(live, new, reset, schema),
+        None => {
+            let mut added = super::typed::added(new, schema);
+            added.remove_recursive(reset);
+            (added, Set::new())
+        }
+    }
 }
 
 /// The manager of a write: `fieldManager` when given, else the User-Agent up to its first `/`
@@ -201,19 +275,20 @@ pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write
     if live.is_some() && managed.is_empty() {
         return managed;
     }
-    let (changed, removed) = match live {
-        Some(live) => changes(live, new, write.reset, schema),
-        None => {
-            let mut added = super::typed::added(new, schema);
-            added.remove_recursive(write.reset);
-            (added, Set::new())
-        }
-    };
+    let mut by_version = ChangesByVersion::new(live, new, write, schema);
     let mut managed = managed;
-    for (_, (set, _)) in managed.entries.iter_mut() {
-        set.remove(&changed);
-        set.remove(&removed);
+    let mut unserved = Vec::new();
+    for (manager, (set, _)) in managed.entries.iter_mut() {
+        match by_version.at(&manager.api_version) {
+            Some((changed, removed)) => {
+                set.remove(changed);
+                set.remove(removed);
+            }
+            None => unserved.push(manager.clone()),
+        }
     }
+    managed.entries.retain(|manager, _| !unserved.contains(manager));
+    let Some((changed, removed)) = by_version.at(write.api_version).cloned() else { return managed };
     let mut mine = changed;
     mine.remove(&removed);
     mine.remove(stripped());
@@ -249,6 +324,14 @@ pub struct Conflict {
 }
 
 impl Manager {
+    /// Whether `self` and `other` are the same applier, whatever versions they applied at.
+    fn same_applier(&self, other: &Manager) -> bool {
+        self.operation == "Apply"
+            && other.operation == "Apply"
+            && self.name == other.name
+            && self.subresource == other.subresource
+    }
+
     /// `printManager` of the manager's identifier: the name, its subresource, and for an Update
     /// its API version. The identifier never holds the entry's time (`BuildManagerIdentifier`),
     /// so the kube-apiserver never prints one, though `printManager` could.
@@ -344,15 +427,21 @@ fn apply_once(
         subresource: write.subresource.to_string(),
     };
     let merged = super::merge::merge(live_value, config, schema);
-    let last = managed.entries.get(&key).map(|(set, _)| set.clone());
+    // The applier's entry is one whatever version it applied at last (an Apply's identifier
+    // has no apiVersion); what it owned is named at that version.
+    let previous = managed.entries.iter().find(|(m, _)| m.same_applier(&key)).map(|(m, _)| m.clone());
+    let previous = previous.and_then(|m| managed.entries.remove(&m).map(|(set, time)| (m.api_version, set, time)));
     let mine = super::typed::to_field_set(config, schema).recursive_difference(write.reset);
-    let previous_time = managed.entries.get(&key).and_then(|(_, t)| t.clone());
+    let previous_time = previous.as_ref().and_then(|(_, _, t)| t.clone());
     managed.entries.insert(key.clone(), (mine, previous_time));
-    let object = match &last {
-        Some(last) if !last.is_empty() => prune(&merged, &managed, last, schema),
+    let object = match &previous {
+        Some((version, last, _)) if !last.is_empty() => {
+            let last = LastApplied { version, set: last };
+            prune(&merged, &managed, &last, write, schema)
+        }
         _ => merged,
     };
-    take_over(live_value, &object, &mut managed, &key, write.reset, force, schema)?;
+    take_over(live_value, &object, &mut managed, &key, write, force, schema)?;
     if let Some((set, _)) = managed.entries.get_mut(&key) {
         *set = set.difference(stripped());
     }
@@ -368,18 +457,68 @@ fn apply_once(
     Ok(Applied { object: changed.then_some(object), managed })
 }
 
-/// Removes from `merged` what the applier owned last time and no longer sends, unless another
-/// manager owns it (`prune`, `addBackOwnedItems`, `addBackDanglingItems`, for one API version).
-fn prune(merged: &Value, managed: &Managed, last: &Set, schema: &Schema) -> Value {
+/// A schema: the write's own, or another version's.
+enum Shaped<'s> {
+    Same(&'s Schema),
+    Other(std::sync::Arc<Schema>),
+}
+
+impl std::ops::Deref for Shaped<'_> {
+    type Target = Schema;
+
+    fn deref(&self) -> &Schema {
+        match self {
+            Self::Same(schema) => schema,
+            Self::Other(schema) => schema,
+        }
+    }
+}
+
+/// What an applier owned after its previous apply, named at that apply's version.
+struct LastApplied<'a> {
+    version: &'a str,
+    set: &'a Set,
+}
+
+/// Removes from `merged` (at the write's version) what the applier owned last time and no
+/// longer sends, unless another manager owns it (structured-merge-diff's `prune`,
+/// `addBackOwnedItems`, `addBackDanglingItems`): at the version of the last apply, the owned
+/// items of each version's managers added back at their version, that version first.
+fn prune(merged: &Value, managed: &Managed, last: &LastApplied, write: &Write, schema: &Schema) -> Value {
     use super::merge::{ensure_named_fields_are_members as ensure, remove_items};
     use super::typed::to_field_set;
-    let pruned = remove_items(merged, &ensure(last, schema), schema);
-    let owned = managed.entries.values().fold(Set::new(), |all, (set, _)| all.union(set));
-    let merged_set = ensure(&to_field_set(merged, schema), schema);
-    let keep = ensure(&to_field_set(&pruned, schema), schema).union(&ensure(&owned, schema));
-    let pruned = remove_items(merged, &merged_set.difference(&keep), schema);
-    let pruned_set = ensure(&to_field_set(&pruned, schema), schema);
-    remove_items(merged, &merged_set.difference(&pruned_set).intersection(&ensure(last, schema)), schema)
+    let to = |object: &Value, from: &str, to: &str| -> Option<(Value, Shaped)> {
+        if from == to {
+            return Some((object.clone(), Shaped::Same(schema)));
+        }
+        write.versions.convert(object, from, to).map(|(object, schema)| (object, Shaped::Other(schema)))
+    };
+    let Some((merged_at, at_schema)) = to(merged, write.api_version, last.version) else { return merged.clone() };
+    let mut pruned = remove_items(&merged_at, &ensure(last.set, &at_schema), &at_schema);
+    let mut owned: BTreeMap<&str, Set> = BTreeMap::new();
+    for (manager, (set, _)) in &managed.entries {
+        let all = owned.entry(manager.api_version.as_str()).or_default();
+        *all = all.union(set);
+    }
+    let mut order: Vec<&str> = owned.keys().copied().filter(|v| *v != last.version).collect();
+    order.insert(0, last.version);
+    let (mut merged_now, mut version) = (merged_at, last.version);
+    for next in order {
+        let (Some((m, sc)), Some((p, _))) = (to(&merged_now, version, next), to(&pruned, version, next)) else {
+            continue;
+        };
+        let owned_here = owned.get(next).cloned().unwrap_or_default();
+        let keep = ensure(&to_field_set(&p, &sc), &sc).union(&ensure(&owned_here, &sc));
+        pruned = remove_items(&m, &ensure(&to_field_set(&m, &sc), &sc).difference(&keep), &sc);
+        (merged_now, version) = (m, next);
+    }
+    let (Some((m, sc)), Some((p, _))) = (to(&merged_now, version, last.version), to(&pruned, version, last.version))
+    else {
+        return merged.clone();
+    };
+    let dangling = ensure(&to_field_set(&m, &sc), &sc).difference(&ensure(&to_field_set(&p, &sc), &sc));
+    let pruned = remove_items(&m, &dangling.intersection(&ensure(last.set, &sc)), &sc);
+    to(&pruned, last.version, write.api_version).map_or_else(|| merged.clone(), |(p, _)| p)
 }
 
 /// The other managers' side of an apply (structured-merge-diff's `update` with the applier as
@@ -390,14 +529,15 @@ fn take_over(
     object: &Value,
     managed: &mut Managed,
     applier: &Manager,
-    reset: &Set,
+    write: &Write,
     force: bool,
     schema: &Schema,
 ) -> Result<(), Vec<Conflict>> {
-    let (changed, removed) = changes(live, object, reset, schema);
+    let mut by_version = ChangesByVersion::new(Some(live), object, write, schema);
     let mut conflicts = Vec::new();
     for (manager, (set, _)) in managed.entries.iter().filter(|(m, _)| *m != applier) {
-        for path in set.intersection(&changed).paths() {
+        let Some((changed, _)) = by_version.at(&manager.api_version) else { continue };
+        for path in set.intersection(changed).paths() {
             let field = super::fieldpath::path_string(&path);
             conflicts.push(Conflict { manager: manager.printed(), field, path });
         }
@@ -406,11 +546,17 @@ fn take_over(
         conflicts.sort_by(|a, b| (&a.manager, &a.field).cmp(&(&b.manager, &b.field)));
         return Err(conflicts);
     }
-    for (_, (set, _)) in managed.entries.iter_mut().filter(|(m, _)| *m != applier) {
-        set.remove(&changed);
-        set.remove(&removed);
+    let mut unserved = Vec::new();
+    for (manager, (set, _)) in managed.entries.iter_mut().filter(|(m, _)| *m != applier) {
+        match by_version.at(&manager.api_version) {
+            Some((changed, removed)) => {
+                set.remove(changed);
+                set.remove(removed);
+            }
+            None => unserved.push(manager.clone()),
+        }
     }
-    managed.entries.retain(|_, (set, _)| !set.is_empty());
+    managed.entries.retain(|manager, (set, _)| !set.is_empty() && !unserved.contains(manager));
     Ok(())
 }
 
@@ -528,7 +674,14 @@ mod tests {
     }
 
     fn write<'a>(manager: &'a str, subresource: &'a str, reset: &'a Set, second: i64) -> Write<'a> {
-        Write { manager, subresource, api_version: "farm.example.com/v1alpha", reset, now: at(second) }
+        Write {
+            manager,
+            subresource,
+            api_version: "farm.example.com/v1alpha",
+            reset,
+            now: at(second),
+            versions: &OneVersion,
+        }
     }
 
     fn fields(managed: &Managed) -> Vec<(String, Value)> {

@@ -11,10 +11,6 @@ use std::sync::{Arc, LazyLock};
 
 /// The API group every resource of this server belongs to.
 pub const GROUP: &str = "farm.example.com";
-/// The one version of [`GROUP`].
-pub const VERSION: &str = "v1alpha";
-/// `GROUP/VERSION`, as written in `apiVersion`.
-pub const API_VERSION: &str = "farm.example.com/v1alpha";
 
 /// Static facts about a resource, as advertised by discovery and OpenAPI.
 #[derive(Clone, Copy, Debug)]
@@ -114,6 +110,14 @@ pub trait ApiResource:
     /// (e.g. `spec`), fully inlined, plus the names of the required ones. Used by OpenAPI and by
     /// the structural check of request bodies.
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>);
+
+    /// An object as a store holds it. An earlier release may have stored it at an older
+    /// version: a resource whose storage version changed reads those here, converting them, as
+    /// the kube-apiserver's storage decodes every version it ever stored (the object moves to
+    /// the storage version at its next write).
+    fn decode_stored(json: &[u8]) -> serde_json::Result<Self> {
+        serde_json::from_slice(json)
+    }
 }
 
 /// A resource's description without its Rust type, for discovery and OpenAPI.
@@ -125,15 +129,49 @@ pub struct ResourceDescriptor {
     pub properties: serde_json::Map<String, serde_json::Value>,
     /// Which of those are required.
     pub required: Vec<&'static str>,
+    /// The version its objects are stored at, whose `group/version/kind` discovery's
+    /// `storageVersionHash` digests at every version.
+    pub storage_version: String,
+    /// When this version of the resource is deprecated, the `Warning` every answer at it carries
+    /// (and its OpenAPI operations are marked deprecated).
+    pub deprecation: Option<String>,
 }
 
 impl ResourceDescriptor {
-    /// The descriptor of `K`.
+    /// The descriptor of `K`, stored at its own version.
     pub fn of<K: ApiResource>() -> Self {
-        let schema = body_schema::<K>();
-        Self { info: K::INFO, properties: schema.properties.clone(), required: schema.required.clone() }
+        Self::stored_as::<K, K>()
+    }
+
+    /// The descriptor of `V`, whose objects are stored as `Hub`.
+    pub fn stored_as<Hub: ApiResource, V: ApiResource>() -> Self {
+        let schema = body_schema::<V>();
+        Self {
+            info: V::INFO,
+            properties: schema.properties.clone(),
+            required: schema.required.clone(),
+            storage_version: Hub::version(&()).into_owned(),
+            deprecation: None,
+        }
+    }
+
+    /// The same, deprecated in favour of `Hub`'s version, with the warning a
+    /// CustomResourceDefinition gives for a deprecated version without a `deprecationWarning`.
+    pub fn deprecated_for<Hub: ApiResource, V: ApiResource>() -> Self {
+        let warning = deprecation_warning(&V::api_version(&()), &Hub::api_version(&()), V::INFO.kind);
+        Self { deprecation: Some(warning), ..Self::stored_as::<Hub, V>() }
     }
 }
+
+/// The kube-apiserver's default warning for a deprecated version of a custom resource
+/// (apiextensions-apiserver's `defaultDeprecationWarning`): `group/v1alpha Kind is deprecated;
+/// use group/v1 Kind`, naming the newest served version that is not deprecated.
+pub fn deprecation_warning(deprecated: &str, replacement: &str, kind: &str) -> String {
+    format!("{deprecated} {kind} is deprecated; use {replacement} {kind}")
+}
+
+/// The versions of the group, the preferred first, each with the resources served at it.
+pub type GroupVersions = [(&'static str, Vec<ResourceDescriptor>)];
 
 /// The schema of a resource's top-level fields besides `apiVersion`, `kind` and `metadata`.
 #[derive(Debug)]
@@ -144,7 +182,7 @@ pub struct BodySchema {
     pub required: Vec<&'static str>,
     /// The whole object's schema (apiVersion, kind, metadata's shapes and the properties),
     /// compiled for managed fields ([`super::typed`]) and server-side apply.
-    pub object: super::shape::Schema,
+    pub object: Arc<super::shape::Schema>,
 }
 
 /// `K`'s body schema ([`ApiResource::body_properties`]), built on the first call and kept, so
@@ -160,7 +198,7 @@ pub fn body_schema<K: ApiResource>() -> Arc<BodySchema> {
     all.insert("apiVersion".into(), serde_json::json!({"type": "string"}));
     all.insert("kind".into(), serde_json::json!({"type": "string"}));
     all.insert("metadata".into(), super::schema::object_meta_shapes());
-    let object = super::shape::Schema::compile(&serde_json::json!({"type": "object", "properties": all}));
+    let object = Arc::new(super::shape::Schema::compile(&serde_json::json!({"type": "object", "properties": all})));
     let built = Arc::new(BodySchema { properties, required, object });
     SCHEMAS.write().entry(TypeId::of::<K>()).or_insert(built).clone()
 }

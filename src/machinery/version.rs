@@ -7,6 +7,7 @@
 //! `K`, converting nothing); another version implements [`Served`] with its conversion.
 
 use super::error::{Error, Result};
+use super::resource::{BodySchema, body_schema};
 use super::stored::Stored;
 use super::strategy::Strategy;
 use serde_json::Value;
@@ -61,6 +62,47 @@ fn to_value<T: serde::Serialize>(object: &T) -> Result<Value> {
 
 fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(|e| Error::Internal(format!("decoding a converted object: {e}")))
+}
+
+/// One version a resource is served at, as conversions of its objects' JSON from and to the
+/// stored version: what admission (a webhook registered for another version) and server-side
+/// apply (a manager of another version) convert objects with.
+#[derive(Clone, Debug)]
+pub struct Conversion {
+    /// The version (`v1alpha`).
+    pub version: String,
+    /// `group/version`.
+    pub api_version: String,
+    /// A stored object's JSON at this version.
+    pub from_hub: fn(Value) -> Result<Value>,
+    /// The JSON of an object of this version at the stored version.
+    pub to_hub: fn(Value) -> Result<Value>,
+    /// The schema of its objects.
+    pub schema: fn() -> Arc<BodySchema>,
+}
+
+impl Conversion {
+    /// Version `V` of objects stored as `Hub`.
+    pub fn of<Hub: Strategy, V: Served<Hub>>() -> Self {
+        Self {
+            version: V::version(&()).into_owned(),
+            api_version: V::api_version(&()).into_owned(),
+            from_hub: V::value_from_hub,
+            to_hub: V::value_to_hub,
+            schema: body_schema::<V>,
+        }
+    }
+}
+
+/// The versions of a resource as server-side apply converts between them: through the stored
+/// version, from one `group/version` to another.
+impl super::managed::Versions for Vec<Conversion> {
+    fn convert(&self, object: &Value, from: &str, to: &str) -> Option<(Value, Arc<super::shape::Schema>)> {
+        let from = self.iter().find(|c| c.api_version == from)?;
+        let to = self.iter().find(|c| c.api_version == to)?;
+        let hub = (from.to_hub)(object.clone()).ok()?;
+        Some(((to.from_hub)(hub).ok()?, (to.schema)().object.clone()))
+    }
 }
 
 /// The field a field selector names at version `V`, at the hub version: selectable fields are

@@ -4,17 +4,20 @@
 //! and an optional `color`. The status (`observedGeneration`, `conditions`) is written through the
 //! `/status` subresource only, by a controller; users own the spec.
 //!
-//! This file is `farm.example.com/v1alpha`; [`v1`] is the next version, where the colour moved
-//! into a coat that also has a pattern, and [`conversion`] converts between the two.
+//! This file is `farm.example.com/v1alpha`, deprecated and served from objects stored at [`v1`],
+//! the next version, where the colour moved into a coat that also has a pattern; [`conversion`]
+//! converts between the two.
 
 pub mod conversion;
 pub mod v1;
 
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
+use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
+use crate::machinery::version::Served;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -186,6 +189,24 @@ impl Strategy for Llama {
             // An unset colour is a null cell (kubectl prints `<none>`), as a CRD's printer column.
             self.spec.color.as_deref().map_or(serde_json::Value::Null, |c| serde_json::json!(c)),
         ]
+    }
+}
+
+/// v1alpha, served from the stored v1: converted on the way in and out.
+impl Served<v1::Llama> for Llama {
+    fn value_from_hub(object: serde_json::Value) -> Result<serde_json::Value> {
+        Ok(conversion::to_v1alpha(object))
+    }
+
+    /// Fails only on a coat annotation that is not a JSON object (422).
+    fn value_to_hub(object: serde_json::Value) -> Result<serde_json::Value> {
+        let name = object.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        conversion::to_v1(object).map_err(|cause| Error::Invalid {
+            kind: "Llama",
+            group: crate::machinery::resource::GROUP,
+            name,
+            causes: vec![cause],
+        })
     }
 }
 

@@ -5,7 +5,7 @@ use crate::limits::Limits;
 use crate::machinery::resource::ApiResource;
 use crate::metrics::{Metrics, Source};
 use crate::pods::CacheStatus;
-use crate::resources::farmpod::FarmPod;
+use crate::resources::farmpod::v1::FarmPod;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
 use crate::tls::ReloadingCertificate;

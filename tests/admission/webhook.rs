@@ -70,6 +70,11 @@ async fn review(State(reviews): State<Received>, Path(path): Path<String>, Json(
             let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
             answer(request, true, json!({"patch": patch, "patchType": "JSONPatch"}))
         }
+        "paint" => {
+            let patch = json!([{"op": "add", "path": "/spec/color", "value": "grey"}]);
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            answer(request, true, json!({"patch": patch, "patchType": "JSONPatch"}))
+        }
         "protect" => {
             if request["oldObject"]["metadata"]["labels"]["protected"] == "true" {
                 let status = json!({"code": 403, "message": "protected llamas cannot be deleted"});

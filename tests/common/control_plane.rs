@@ -44,11 +44,14 @@ impl ControlPlane {
     /// Registers `farm` and waits until the aggregator serves its group.
     pub async fn register(&self, farm: &Farm) {
         self.must(&["apply", "-f", "-"], Some(&farm.registration()));
-        self.must(&["wait", "--for=condition=Available", "apiservice/v1alpha.farm.example.com", "--timeout=60s"], None);
-        eventually("the aggregator to serve farm.example.com/v1alpha", async || {
-            self.run(&["get", "--raw", "/apis/farm.example.com/v1alpha"], None).0
-        })
-        .await;
+        for version in ["v1", "v1alpha"] {
+            let apiservice = format!("apiservice/{version}.farm.example.com");
+            self.must(&["wait", "--for=condition=Available", &apiservice, "--timeout=60s"], None);
+            eventually(&format!("the aggregator to serve farm.example.com/{version}"), async || {
+                self.run(&["get", "--raw", &format!("/apis/farm.example.com/{version}")], None).0
+            })
+            .await;
+        }
     }
 
     /// A client of `farm`'s own port (not through the aggregator) presenting `user`'s client
@@ -104,37 +107,59 @@ impl ControlPlane {
 }
 
 impl ControlPlane {
-    /// Creates the reference Llama CRD in `group` and waits until it is served.
-    pub fn install_reference_crd(&self, group: &str) {
-        self.must(&["apply", "-f", "-"], Some(&reference_crd(group).to_string()));
+    /// Creates the reference Llama CRD in `group`, converted by `farm`'s webhook, and waits
+    /// until it is served.
+    pub fn install_reference_crd(&self, group: &str, farm: &Farm) {
+        self.must(&["apply", "-f", "-"], Some(&reference_crd(group, farm).to_string()));
         let crd = format!("crd/llamas.{group}");
         self.must(&["wait", "--for=condition=Established", &crd, "--timeout=60s"], None);
     }
 }
 
-/// The reference CustomResourceDefinition: farm-apiserver's Llama schema (spec and status, from
-/// the checked-in OpenAPI v3 document the server serves) and its Table's columns.
-pub fn reference_crd(group: &str) -> Value {
-    let document: Value =
-        serde_json::from_str(include_str!("../../openapi/v3-apis-farm.example.com-v1alpha.json")).unwrap();
-    let llama = &document["components"]["schemas"]["com.example.farm.v1alpha.Llama"];
-    let properties = json!({"spec": llama["properties"]["spec"], "status": llama["properties"]["status"]});
-    let column = |name: &str, kind: &str, path: &str, description: &str, priority: u8| json!({"name": name, "type": kind, "jsonPath": path, "description": description, "priority": priority});
-    let age = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-    let ready = "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.";
+/// The reference CustomResourceDefinition: farm-apiserver's Llama at both versions (spec and
+/// status, from the checked-in OpenAPI v3 documents the server serves), stored at v1, v1alpha
+/// deprecated, each version's Table columns, converted by `farm`'s `/convert`.
+pub fn reference_crd(group: &str, farm: &Farm) -> Value {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(&farm.ca_pem);
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("llamas.{group}")},
         "spec": {"group": group, "scope": "Namespaced",
             "names": {"plural": "llamas", "singular": "llama", "kind": "Llama", "listKind": "LlamaList",
                 "shortNames": ["lm"], "categories": ["farm"]},
-            "versions": [{"name": "v1alpha", "served": true, "storage": true, "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": properties}},
-                "additionalPrinterColumns": [
-                    column("Weight", "number", ".spec.weight", "Weight of the llama in kilograms.", 0),
-                    column("Height", "number", ".spec.height", "Height of the llama at the shoulder, in centimetres.", 0),
-                    column("Ready", "string", ".status.conditions[?(@.type==\"Ready\")].status", ready, 0),
-                    column("Age", "date", ".metadata.creationTimestamp", age, 0),
-                    column("Color", "string", ".spec.color", "Colour of the llama's coat.", 1)]}]}})
+            "versions": [reference_version("v1alpha"), reference_version("v1")],
+            "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                "clientConfig": {"url": format!("https://localhost:{}/convert", farm.port), "caBundle": ca}}}}})
+}
+
+/// One version of the reference CRD.
+fn reference_version(version: &str) -> Value {
+    let document: Value = serde_json::from_str(match version {
+        "v1alpha" => include_str!("../../openapi/v3-apis-farm.example.com-v1alpha.json"),
+        _ => include_str!("../../openapi/v3-apis-farm.example.com-v1.json"),
+    })
+    .unwrap();
+    let llama = &document["components"]["schemas"][format!("com.example.farm.{version}.Llama")];
+    let properties = json!({"spec": llama["properties"]["spec"], "status": llama["properties"]["status"]});
+    let column = |name: &str, kind: &str, path: &str, description: &str, priority: u8| json!({"name": name, "type": kind, "jsonPath": path, "description": description, "priority": priority});
+    let age = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+    let ready = "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.";
+    let mut columns = vec![
+        column("Weight", "number", ".spec.weight", "Weight of the llama in kilograms.", 0),
+        column("Height", "number", ".spec.height", "Height of the llama at the shoulder, in centimetres.", 0),
+        column("Ready", "string", ".status.conditions[?(@.type==\"Ready\")].status", ready, 0),
+        column("Age", "date", ".metadata.creationTimestamp", age, 0),
+    ];
+    if version == "v1alpha" {
+        columns.push(column("Color", "string", ".spec.color", "Colour of the llama's coat.", 1));
+    } else {
+        columns.push(column("Color", "string", ".spec.coat.color", "Colour of the llama's coat.", 1));
+        columns.push(column("Pattern", "string", ".spec.coat.pattern", "Pattern of the llama's coat.", 1));
+    }
+    json!({"name": version, "served": true, "storage": version == "v1", "deprecated": version == "v1alpha",
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": properties}},
+        "additionalPrinterColumns": columns})
 }
 
 impl Cluster for ControlPlane {
@@ -226,17 +251,27 @@ impl Farm {
         }
     }
 
-    /// The Namespace, ExternalName Service and APIService routing the group to this server.
+    /// The Namespace, ExternalName Service and APIServices (one per version) routing the group to
+    /// this server.
     pub fn registration(&self) -> String {
         use base64::Engine;
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let apiservice = |version: &str, priority: u8| {
+            format!(
+                "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: {version}.farm.example.com}}\n\
+                 spec: {{group: farm.example.com, version: {version}, groupPriorityMinimum: 1000, \
+                 versionPriority: {priority}, service: {{name: farm-apiserver, namespace: farm-system, port: {port}}}, \
+                 caBundle: {ca}}}\n",
+                port = self.port
+            )
+        };
         format!(
             "apiVersion: v1\nkind: Namespace\nmetadata: {{name: farm-system}}\n---\n\
              apiVersion: v1\nkind: Service\nmetadata: {{name: farm-apiserver, namespace: farm-system}}\n\
              spec: {{type: ExternalName, externalName: localhost, ports: [{{port: {port}, protocol: TCP}}]}}\n---\n\
-             apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1alpha.farm.example.com}}\n\
-             spec: {{group: farm.example.com, version: v1alpha, groupPriorityMinimum: 1000, versionPriority: 15, \
-             service: {{name: farm-apiserver, namespace: farm-system, port: {port}}}, caBundle: {ca}}}\n",
+             {}---\n{}",
+            apiservice("v1", 20),
+            apiservice("v1alpha", 15),
             port = self.port
         )
     }

@@ -23,6 +23,7 @@ use crate::machinery::admission::{self, Admission, Call, Mutated, Operation};
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::Subresource;
 use crate::machinery::strategy::Strategy;
+use crate::machinery::version::Conversion;
 use crate::store::{Committed, Current, Mutation, ObjectKey};
 use serde_json::Value;
 
@@ -37,6 +38,10 @@ pub(super) struct Admitting<'a> {
     namespace: &'a str,
     ctx: &'a WriteContext,
     options: Value,
+    /// The version the write was asked at (`v1alpha`).
+    version: String,
+    /// Every version the resource is served at, the stored one first.
+    versions: &'a [Conversion],
 }
 
 impl Admitting<'_> {
@@ -50,6 +55,8 @@ impl Admitting<'_> {
             user: &self.ctx.user,
             dry_run: self.ctx.dry_run,
             options: &self.options,
+            version: &self.version,
+            versions: self.versions,
         }
     }
 
@@ -90,7 +97,9 @@ impl<K: Strategy> Registry<K> {
     ) -> Option<Admitting<'a>> {
         let admission = self.admission.as_deref()?;
         let options = admission::options(operation, ctx.dry_run, ctx.field_manager.as_deref());
-        let admitting = Admitting { admission, operation, subresource, namespace, ctx, options };
+        let version = ctx.at.version::<K>();
+        let versions = &self.versions;
+        let admitting = Admitting { admission, operation, subresource, namespace, ctx, options, version, versions };
         admission.may_call(&admitting.call(name, &K::INFO)).then_some(admitting)
     }
 

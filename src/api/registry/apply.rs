@@ -114,7 +114,7 @@ impl<K: Strategy> Registry<K> {
         self.admit_create(namespace, name).await?;
         let reset = managed::top_level(V::reset_fields(subresource));
         let api_version = <V as kube::Resource>::api_version(&());
-        let write = write_of(&ctx.manager, subresource, &reset, &api_version);
+        let write = write_of((&ctx.manager, subresource), &reset, &api_version, &self.versions);
         let schema = body_schema::<V>();
         let (sent, force) = (configuration.sent, configuration.force);
         let applied = managed::apply(None, config, sent, Managed::default(), &write, force, &schema.object)
@@ -145,7 +145,7 @@ impl<K: Strategy> Registry<K> {
         let mut warnings = Vec::new();
         let (committed, admitted) = self
             .commit_update(key, subresource, ctx, &mut |current| {
-                let write = write_of(&ctx.manager, subresource, &reset, &api_version);
+                let write = write_of((&ctx.manager, subresource), &reset, &api_version, &self.versions);
                 // The apply works at the request's version, on the object converted to it.
                 let live = V::value_from_hub(object_value(current.object())?)?;
                 let stored = current.meta().managed_fields.as_deref().unwrap_or_default();

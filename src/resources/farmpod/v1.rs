@@ -1,5 +1,5 @@
-//! FarmPod at `farm.example.com/v1`: the same view of a Pod as at v1alpha, field for field; only
-//! the `apiVersion` converts.
+//! FarmPod at `farm.example.com/v1`, the preferred version the Pod cache projects Pods to: the
+//! same view of a Pod as at v1alpha, field for field; only the `apiVersion` converts.
 
 use super::{FarmPodSpec as Summary, FarmPodStatus};
 use crate::machinery::columns::Column;
@@ -34,6 +34,16 @@ pub struct FarmPodSpec {
 }
 
 impl FarmPod {
+    /// The FarmPod that shows `pod`, if it has a name (see [`super::FarmPod::project`]).
+    pub fn project(pod: &k8s_openapi::api::core::v1::Pod) -> Option<Self> {
+        let at_v1alpha = super::FarmPod::project(pod)?;
+        Some(Self {
+            metadata: at_v1alpha.metadata,
+            spec: FarmPodSpec { summary: at_v1alpha.spec },
+            status: at_v1alpha.status,
+        })
+    }
+
     /// The same FarmPod at v1alpha.
     fn at_v1alpha(&self) -> super::FarmPod {
         super::FarmPod { metadata: self.metadata.clone(), spec: self.spec.summary.clone(), status: self.status.clone() }
@@ -74,14 +84,14 @@ fn at(mut object: Value, api_version: &str) -> Value {
     object
 }
 
-/// v1, served beside the stored v1alpha.
-impl Served<super::FarmPod> for FarmPod {
+/// v1alpha, served from the v1 FarmPods the Pod cache holds.
+impl Served<FarmPod> for super::FarmPod {
     fn value_from_hub(object: Value) -> Result<Value> {
-        Ok(at(object, "farm.example.com/v1"))
+        Ok(at(object, "farm.example.com/v1alpha"))
     }
 
     fn value_to_hub(object: Value) -> Result<Value> {
-        Ok(at(object, "farm.example.com/v1alpha"))
+        Ok(at(object, "farm.example.com/v1"))
     }
 }
 
@@ -91,13 +101,13 @@ mod tests {
 
     #[test]
     fn a_farmpod_is_the_same_at_both_versions_but_for_its_api_version() {
-        let old = super::super::FarmPod::new("web-1", Summary { containers: 2, ..Default::default() });
-        let stored = std::sync::Arc::new(crate::machinery::stored::Stored::new(old.clone()).unwrap());
-        let new = FarmPod::stored_from_hub(&stored).unwrap().decode().unwrap();
+        let new = FarmPod::new("web-1", FarmPodSpec { summary: Summary { containers: 2, ..Default::default() } });
+        let stored = std::sync::Arc::new(crate::machinery::stored::Stored::new(new.clone()).unwrap());
+        let old = <super::super::FarmPod as Served<FarmPod>>::stored_from_hub(&stored).unwrap().decode().unwrap();
         assert_eq!(new.spec.summary, old.spec);
         let mut value: Value = serde_json::from_slice(&stored.json()).unwrap();
-        let converted: Value = serde_json::to_value(&new).unwrap();
-        value["apiVersion"] = "farm.example.com/v1".into();
+        let converted: Value = serde_json::to_value(&old).unwrap();
+        value["apiVersion"] = "farm.example.com/v1alpha".into();
         assert_eq!(converted, value);
         assert_eq!(
             <FarmPod as ApiResource>::body_properties(),

@@ -1,13 +1,13 @@
-//! Llama at `farm.example.com/v1`, the preferred and storage version: v1alpha's spec with the
+//! Llama at `farm.example.com/v1`, the preferred and storage version (the hub every other
+//! version converts to and from): v1alpha's spec with the
 //! colour moved into a `coat` that also has a `pattern` (see [`super::conversion`]).
 
 use super::LlamaStatus;
 use super::conversion::{self, COAT_ANNOTATION};
 use crate::machinery::columns::{Column, ColumnType};
-use crate::machinery::error::{Error, FieldError, Result};
+use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::strategy::{Strategy, Subresource};
-use crate::machinery::version::Served;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -65,18 +65,6 @@ impl Llama {
     }
 }
 
-impl ApiResource for Llama {
-    const INFO: ResourceInfo =
-        ResourceInfo { selectable_fields: &["spec.coat.color"], ..<super::Llama as ApiResource>::INFO };
-
-    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-        let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
-        properties.insert("status".into(), crate::machinery::schema::inline_schema::<LlamaStatus>());
-        (properties, vec!["spec"])
-    }
-}
-
 const COLUMNS: &[Column] = &[
     super::WEIGHT,
     super::HEIGHT,
@@ -105,8 +93,18 @@ impl Strategy for Llama {
         }
     }
 
+    /// The spec's errors; the annotation that carries the coat at v1alpha is reserved to it.
     fn validate(&self) -> Vec<FieldError> {
-        validate_spec(&self.spec)
+        let mut errors = validate_spec(&self.spec);
+        if let Some(text) = self.metadata.annotations.as_ref().and_then(|a| a.get(COAT_ANNOTATION)) {
+            let field = format!("metadata.annotations[{COAT_ANNOTATION}]");
+            errors.push(FieldError::invalid(
+                field,
+                &serde_json::json!(text),
+                "reserved for the v1alpha form of spec.coat",
+            ));
+        }
+        errors
     }
 
     fn spec_changed(&self, old: &Self) -> bool {
@@ -130,26 +128,34 @@ impl Strategy for Llama {
     }
 }
 
-/// v1, served beside the stored v1alpha: converted on the way in and out.
-impl Served<super::Llama> for Llama {
-    fn value_from_hub(object: serde_json::Value) -> Result<serde_json::Value> {
-        // A stored v1alpha object's annotation was checked when it was written.
-        conversion::to_v1(object).map_err(|e| Error::Internal(format!("converting a stored Llama to v1: {e}")))
+impl ApiResource for Llama {
+    const INFO: ResourceInfo =
+        ResourceInfo { selectable_fields: &["spec.coat.color"], ..<super::Llama as ApiResource>::INFO };
+
+    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+        let mut properties = serde_json::Map::new();
+        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
+        properties.insert("status".into(), crate::machinery::schema::inline_schema::<LlamaStatus>());
+        (properties, vec!["spec"])
     }
 
-    fn value_to_hub(object: serde_json::Value) -> Result<serde_json::Value> {
-        if let Some(text) = object.pointer("/metadata/annotations").and_then(|a| a.get(COAT_ANNOTATION)) {
-            let name = object.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default();
-            let field = format!("metadata.annotations[{COAT_ANNOTATION}]");
-            let cause = FieldError::invalid(field, text, "reserved for the v1alpha form of spec.coat");
-            return Err(Error::Invalid {
-                kind: "Llama",
-                group: crate::machinery::resource::GROUP,
-                name: name.into(),
-                causes: vec![cause],
-            });
+    /// Releases before v1 stored Llamas at v1alpha, under the same keys: those are converted.
+    fn decode_stored(json: &[u8]) -> serde_json::Result<Self> {
+        // What this release writes starts so (kube's derive puts apiVersion first).
+        if json.starts_with(br#"{"apiVersion":"farm.example.com/v1","#) {
+            return serde_json::from_slice(json);
         }
-        Ok(conversion::to_v1alpha(object))
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(rename = "apiVersion", borrow)]
+            api_version: Option<std::borrow::Cow<'a, str>>,
+        }
+        let head: Head = serde_json::from_slice(json)?;
+        if head.api_version.as_deref() != Some(conversion::V1ALPHA) {
+            return serde_json::from_slice(json);
+        }
+        let object = conversion::to_v1(serde_json::from_slice(json)?).map_err(serde::de::Error::custom)?;
+        serde_json::from_value(object)
     }
 }
 

@@ -176,7 +176,7 @@ fn etcd_revision(revision: u64) -> Result<i64> {
 }
 
 fn decode<K: ApiResource>(kv: &KeyValue) -> Result<K> {
-    let mut object: K = serde_json::from_slice(&kv.value).map_err(|e| {
+    let mut object = K::decode_stored(&kv.value).map_err(|e| {
         Error::Internal(format!("the object stored at {} cannot be decoded: {e}", String::from_utf8_lossy(&kv.key)))
     })?;
     object.meta_mut().resource_version = Some(kv.mod_revision.to_string());
