@@ -9,6 +9,8 @@ use reqwest::StatusCode;
 use rstest_reuse::apply;
 use serde_json::{Value, json};
 
+/// The Warning of every v1alpha answer.
+const DEPRECATED: &str = "299 - \"farm.example.com/v1alpha Llama is deprecated; use farm.example.com/v1 Llama\"";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
 struct Reply {
@@ -94,7 +96,7 @@ async fn discovery_documents_describe_llamas(#[case] backend: Backend) {
     let groups = s.get_json("/apis").await;
     assert_eq!(groups.body["kind"], "APIGroupList");
     assert_eq!(groups.body["groups"][0]["name"], "farm.example.com");
-    assert_eq!(groups.body["groups"][0]["preferredVersion"]["groupVersion"], "farm.example.com/v1alpha");
+    assert_eq!(groups.body["groups"][0]["preferredVersion"]["groupVersion"], "farm.example.com/v1");
 
     for version in ["v2", "v2beta1"] {
         let accept =
@@ -107,7 +109,9 @@ async fn discovery_documents_describe_llamas(#[case] backend: Backend) {
         );
         assert_eq!(r.body["kind"], "APIGroupDiscoveryList");
         assert_eq!(r.body["apiVersion"], format!("apidiscovery.k8s.io/{version}"));
-        let resource = &r.body["items"][0]["versions"][0]["resources"][0];
+        let versions = &r.body["items"][0]["versions"];
+        assert_eq!((versions[0]["version"].as_str(), versions[1]["version"].as_str()), (Some("v1"), Some("v1alpha")));
+        let resource = &versions[0]["resources"][0];
         assert_eq!(resource["resource"], "llamas");
         assert_eq!(resource["scope"], "Namespaced");
         assert_eq!(resource["responseKind"]["kind"], "Llama");
@@ -116,7 +120,8 @@ async fn discovery_documents_describe_llamas(#[case] backend: Backend) {
 
     let group = s.get_json("/apis/farm.example.com").await;
     assert_eq!(group.body["kind"], "APIGroup");
-    assert_eq!(group.body["versions"][0]["version"], "v1alpha");
+    assert_eq!(group.body["versions"][0]["version"], "v1");
+    assert_eq!(group.body["versions"][1]["version"], "v1alpha");
 
     let list = s.get_json("/apis/farm.example.com/v1alpha").await;
     assert_eq!(list.body["kind"], "APIResourceList");
@@ -128,6 +133,9 @@ async fn discovery_documents_describe_llamas(#[case] backend: Backend) {
     assert_eq!(llamas["namespaced"], true);
     assert_eq!(llamas["shortNames"], json!(["lm"]));
     assert_eq!(llamas["categories"], json!(["farm"]));
+    // base64 of the first 8 bytes of sha256("farm.example.com/v1/Llama"): the storage version's,
+    // at every version.
+    assert_eq!(llamas["storageVersionHash"], "x7awabpd3l0=");
     for verb in ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] {
         assert!(llamas["verbs"].as_array().unwrap().contains(&json!(verb)), "{verb}");
     }
@@ -464,7 +472,8 @@ async fn field_validation_controls_unknown_fields(#[case] backend: Backend) {
     body["metadata"]["name"] = json!("quiet");
     let ignore = send(s.client.post(s.url(&format!("{}?fieldValidation=Ignore", llamas("default")))).json(&body)).await;
     assert_eq!(ignore.code, 201);
-    assert!(ignore.headers.get("warning").is_none());
+    let warnings: Vec<&str> = ignore.headers.get_all("warning").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(warnings, [DEPRECATED], "only v1alpha's deprecation");
 
     let bad =
         send(s.client.post(s.url(&format!("{}?fieldValidation=Loose&dryRun=Maybe", llamas("default")))).json(&body))

@@ -30,7 +30,7 @@ async fn api_resources_lists_llamas_with_the_short_name(#[case] backend: Backend
     let out = ok(s.kubectl(&["api-resources", "--api-group=farm.example.com"]));
     let line = out.lines().find(|l| l.starts_with("llamas")).unwrap_or_else(|| panic!("{out}"));
     let columns: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(columns, ["llamas", "lm", "farm.example.com/v1alpha", "true", "Llama"]);
+    assert_eq!(columns, ["llamas", "lm", "farm.example.com/v1", "true", "Llama"], "the preferred version");
 }
 
 #[apply(backends)]
@@ -56,7 +56,8 @@ async fn apply_creates_then_configures_and_get_shows_weight_and_height(#[case] b
             "HEIGHT",
             "READY",
             "AGE",
-            "COLOR"
+            "COLOR",
+            "PATTERN"
         ]),
         "{wide}"
     );
@@ -75,7 +76,8 @@ async fn get_output_round_trips_through_replace(#[case] backend: Backend) {
     assert_eq!(out.trim(), "llama.farm.example.com/dolly replaced");
     let json: serde_json::Value =
         serde_json::from_str(&ok(s.kubectl(&["get", "llama", "dolly", "-o", "json"]))).unwrap();
-    assert_eq!(json["spec"]["color"], "brown");
+    assert_eq!(json["apiVersion"], "farm.example.com/v1", "kubectl reads the preferred version");
+    assert_eq!(json["spec"]["coat"]["color"], "brown");
     assert_eq!(json["spec"]["weight"], 120);
     // Replacing the stale document again is a conflict, as on the kube-apiserver.
     let (success, _, stderr) = s.kubectl_with_stdin(&["replace", "-f", "-"], Some(&yaml));
@@ -127,7 +129,7 @@ async fn delete_removes_the_llama(#[case] backend: Backend) {
 async fn patch_with_merge_and_json_types(#[case] backend: Backend) {
     let s = Server::start_on(backend).await;
     ok(s.kubectl_with_stdin(&["create", "-f", "-"], Some(DOLLY)));
-    ok(s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"color":"brown"}}"#]));
+    ok(s.kubectl(&["patch", "llama", "dolly", "--type=merge", "-p", r#"{"spec":{"coat":{"color":"brown"}}}"#]));
     ok(s.kubectl(&[
         "patch",
         "llama",
@@ -136,7 +138,7 @@ async fn patch_with_merge_and_json_types(#[case] backend: Backend) {
         "-p",
         r#"[{"op":"replace","path":"/spec/weight","value":130}]"#,
     ]));
-    let spec = ok(s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.color} {.spec.weight}"]));
+    let spec = ok(s.kubectl(&["get", "llama", "dolly", "-o", "jsonpath={.spec.coat.color} {.spec.weight}"]));
     assert_eq!(spec, "brown 130");
     let (success, _, stderr) = s.kubectl(&["patch", "llama", "dolly", "-p", r#"{"spec":{"color":"grey"}}"#]);
     assert!(!success, "strategic merge patch is refused as for custom resources");

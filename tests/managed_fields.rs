@@ -28,7 +28,6 @@ fn entries(object: &Value) -> Vec<(String, String, String, Value)> {
         .into_iter()
         .flatten()
         .map(|e| {
-            assert_eq!(e["apiVersion"], "farm.example.com/v1alpha");
             assert_eq!(e["fieldsType"], "FieldsV1");
             assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
             (text(e, "manager"), text(e, "operation"), text(e, "subresource"), e["fieldsV1"].clone())
@@ -145,6 +144,9 @@ async fn kubectl_shows_the_managers_of_a_client_side_apply_then_a_patch() {
     let object: Value = serde_json::from_str(&out).unwrap();
     let managers: Vec<String> = entries(&object).into_iter().map(|e| e.0).collect();
     assert_eq!(managers, ["kubectl-client-side-apply", "kubectl-patch"]);
+    // Each at the version of its request: the manifest's, and the preferred one kubectl patches at.
+    let versions = object["metadata"]["managedFields"].as_array().unwrap().iter().map(|e| e["apiVersion"].clone());
+    assert!(versions.eq([json!("farm.example.com/v1alpha"), json!("farm.example.com/v1")]), "{object}");
     let (_, hidden, _) = s.kubectl(&["get", "llama", "dolly", "-o", "yaml"]);
     assert!(!hidden.contains("managedFields"), "kubectl hides them by default");
 }

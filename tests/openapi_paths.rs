@@ -55,19 +55,21 @@ fn operations(document: &Value) -> Vec<Documented> {
     out
 }
 
-/// A valid body in `media_type` for `method` on the llama `dolly` (or its collection), a dry run
-/// where the body says so.
-fn body(method: &str, media_type: &str, current: &Value) -> String {
+/// A valid body in `media_type` for `method` on the llama `dolly` (or its collection) at
+/// `api_version`, a dry run where the body says so (its llamas have no colour, so they differ
+/// between versions by their `apiVersion` only).
+fn body(method: &str, media_type: &str, current: &Value, api_version: &str) -> String {
+    let at_version = |mut object: Value| {
+        object["apiVersion"] = json!(api_version);
+        object.to_string()
+    };
     match (method, media_type) {
-        ("post", _) => llama("created", 1.0, 2.0).to_string(),
-        ("put", _) => current.to_string(),
+        ("post", _) => at_version(llama("created", 1.0, 2.0)),
+        ("put", _) => at_version(current.clone()),
         // A DeleteOptions body is read instead of the query's options, dryRun included.
         ("delete", _) => json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}).to_string(),
         (_, "application/json-patch+json") => "[]".into(),
-        (_, "application/apply-patch+yaml") => {
-            json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "dolly"}})
-                .to_string()
-        }
+        (_, "application/apply-patch+yaml") => at_version(json!({"kind": "Llama", "metadata": {"name": "dolly"}})),
         _ => "{}".into(),
     }
 }
@@ -92,7 +94,9 @@ fn request(
         if media_type.contains("apply-patch") {
             builder = builder.query(&[("fieldManager", "openapi-paths")]);
         }
-        builder = builder.header("content-type", media_type).body(body(&op.method, media_type, current));
+        let version = path.split('/').nth(3).unwrap_or_default();
+        let api_version = format!("farm.example.com/{version}");
+        builder = builder.header("content-type", media_type).body(body(&op.method, media_type, current, &api_version));
     }
     builder
 }
@@ -106,7 +110,9 @@ async fn every_documented_path_method_and_media_type_answers_as_documented() {
         s.client.get(s.url(&llama_path("default", "dolly"))).send().await.unwrap().json().await.unwrap();
 
     let mut checked = 0;
-    for document_path in ["/openapi/v2", "/openapi/v3/apis/farm.example.com/v1alpha"] {
+    for document_path in
+        ["/openapi/v2", "/openapi/v3/apis/farm.example.com/v1", "/openapi/v3/apis/farm.example.com/v1alpha"]
+    {
         let document: Value = s.client.get(s.url(document_path)).send().await.unwrap().json().await.unwrap();
         let operations = operations(&document);
         assert!(operations.len() >= 10, "{document_path} lists only {} operations", operations.len());

@@ -177,7 +177,7 @@ async fn status_serves_get_update_and_patch_only_and_discovery_says_so(#[case] b
     let llamas = resources.as_array().unwrap().iter().find(|r| r["resource"] == "llamas").unwrap();
     let status = &llamas["subresources"][0];
     assert_eq!(status["subresource"], "status");
-    assert_eq!(status["responseKind"], json!({"group": "farm.example.com", "version": "v1alpha", "kind": "Llama"}));
+    assert_eq!(status["responseKind"], json!({"group": "farm.example.com", "version": "v1", "kind": "Llama"}));
     assert_eq!(status["verbs"], json!(["get", "patch", "update"]));
 }
 

@@ -69,7 +69,9 @@ pub fn kubectl_server_side_apply(c: &impl Cluster) {
     let (ok, diff, _) = c.run(&["diff", "--server-side", "--force-conflicts", "-f", "-"], Some(&changed));
     assert!(!ok && diff.contains("-  weight: 130") && diff.contains("+  weight: 140"), "{diff}");
     let (ok, _, err) = c.run(&["apply", "--server-side", "-f", "-"], Some(&changed));
-    let conflict = r#"Apply failed with 1 conflict: conflict with "kubectl-patch" using farm.example.com/v1alpha"#;
+    // kubectl patches at the preferred version, v1; the apply is at v1alpha: the conflict is found
+    // on the objects converted to the patch's version, and names it.
+    let conflict = r#"Apply failed with 1 conflict: conflict with "kubectl-patch" using farm.example.com/v1"#;
     assert!(!ok && err.contains(conflict) && err.contains(": .spec.weight\n"), "{err}");
     c.must(&["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(&changed));
     assert_eq!(jsonpath(c, "ssa", "{.spec.weight}"), "140");

@@ -20,6 +20,7 @@ pub const NAMESPACES: &[&str] = &[
     "patches",
     "applies",
     "migrations",
+    "versions",
     "status",
     "deletes",
     "watches",
@@ -105,6 +106,7 @@ pub fn requests() -> Vec<Request> {
         ("patches", patches()),
         ("applies", applies()),
         ("migrations", migrations()),
+        ("versions", versions()),
         ("status", status()),
         ("deletes", deletes()),
         ("watches", watches()),
@@ -125,6 +127,113 @@ pub fn requests() -> Vec<Request> {
         }
     }
     requests
+}
+
+/// The path of `rest` under the corpus's namespace at v1.
+fn at_v1(rest: &str) -> String {
+    format!("{{gv1}}/namespaces/{NS}/{rest}")
+}
+
+/// A Llama at v1 with `coat`.
+fn coated(name: &str, coat: Value) -> Value {
+    json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "metadata": {"name": name},
+        "spec": {"weight": 6, "height": 150, "coat": coat}})
+}
+
+/// v1 beside v1alpha: every verb at v1 on objects stored once and read at both versions (the
+/// reference converts through farm-apiserver's `/convert`), v1's pattern through a v1alpha
+/// client, the enum, v1alpha's deprecation warning, and server-side apply across versions.
+fn versions() -> Vec<Request> {
+    let v1 = |label: &str, method: Method, rest: &str| Request::new(format!("versions: {label}"), method, at_v1(rest));
+    let create_v1 = |label: &str, body: &Value| v1(label, Method::POST, "llamas").content_type(JSON).json(body);
+    let mut requests = vec![
+        create_v1("create at v1 with a coat", &coated("coated", json!({"color": "white", "pattern": "Spotted"}))),
+        v1("read at v1", Method::GET, "llamas/coated"),
+        get("versions: read at v1alpha, the pattern in its annotation", &at("llamas/coated")),
+        v1("list at v1", Method::GET, "llamas"),
+        get("versions: list at v1alpha", &at("llamas")),
+        v1("Table at v1", Method::GET, "llamas").accept(TABLE),
+        get("versions: Table at v1alpha", &at("llamas")).accept(TABLE),
+        v1("metadata at v1", Method::GET, "llamas/coated").accept(METADATA),
+        v1("YAML at v1", Method::GET, "llamas/coated").accept(YAML),
+        create_v1("a pattern outside the enum", &coated("striped", json!({"pattern": "Striped"}))),
+        create_v1("a colour that is no string", &coated("odd", json!({"color": 5}))),
+        create_v1("a v1alpha body at v1", &llama("misplaced", 5.0)),
+        get("versions: the object read at v1alpha to write back", &at("llamas/coated")),
+        Request::new("versions: replaced at v1alpha with its annotation", Method::PUT, at("llamas/coated"))
+            .content_type(JSON)
+            .json(&json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+                "metadata": {"name": "coated", "resourceVersion": "$RV",
+                    "annotations": {"farm.example.com/v1-coat": "{\"pattern\":\"Spotted\"}"}},
+                "spec": {"weight": 7, "height": 150, "color": "white"}})),
+        v1("the pattern kept", Method::GET, "llamas/coated"),
+        v1("merge patch at v1", Method::PATCH, "llamas/coated")
+            .content_type(MERGE)
+            .body(json!({"spec": {"coat": {"pattern": "Patched"}}}).to_string()),
+        v1("JSON patch at v1", Method::PATCH, "llamas/coated")
+            .content_type(JSON_PATCH)
+            .body(json!([{"op": "replace", "path": "/spec/coat/color", "value": "black"}]).to_string()),
+        patch(
+            "versions: a v1alpha client removes the annotation",
+            "coated",
+            MERGE,
+            &json!({"metadata": {"annotations": {"farm.example.com/v1-coat": null}}}).to_string(),
+        ),
+        v1("the pattern removed", Method::GET, "llamas/coated"),
+        v1("status at v1", Method::PATCH, "llamas/coated/status")
+            .content_type(MERGE)
+            .body(json!({"status": {"observedGeneration": 1}}).to_string()),
+        create_v1("a second, to delete", &coated("doomed", json!({"color": "grey"}))),
+        v1("deletecollection at v1", Method::DELETE, "llamas").query("fieldSelector=metadata.name%3Ddoomed"),
+        v1("delete at v1", Method::DELETE, "llamas/coated"),
+    ];
+    requests.extend(applies_across_versions());
+    requests
+}
+
+/// Server-side apply across versions: each manager's fields are named at its request's version,
+/// and conflicts, forcing, ownership and removal work across them.
+fn applies_across_versions() -> Vec<Request> {
+    let apply = |label: &str, gv: &str, query: &str, spec: Value| {
+        let version = if gv == "{gv1}" { "v1" } else { "v1alpha" };
+        let body = json!({"apiVersion": format!("farm.example.com/{version}"), "kind": "Llama",
+            "metadata": {"name": "across"}, "spec": spec});
+        Request::new(format!("versions: apply {label}"), Method::PATCH, format!("{gv}/namespaces/{NS}/llamas/across"))
+            .content_type(APPLY_YAML)
+            .body(body.to_string())
+            .query(query.to_string())
+    };
+    let (v1, v1alpha) = ("{gv1}", "{gv}");
+    let sizes = |extra: Value| {
+        let mut spec = json!({"weight": 5, "height": 3});
+        spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        spec
+    };
+    vec![
+        apply("at v1alpha by old", v1alpha, "fieldManager=old", sizes(json!({"color": "white"}))),
+        apply("at v1 by new: the colour conflicts", v1, "fieldManager=new", sizes(json!({"coat": {"color": "brown"}}))),
+        apply("at v1 by new, forced", v1, "fieldManager=new&force=true", sizes(json!({"coat": {"color": "brown"}}))),
+        apply("at v1 by old, same fields", v1, "fieldManager=old", sizes(json!({}))),
+        get("versions: applied across versions, at v1alpha", &at("llamas/across")),
+        apply("at v1 by new without the coat", v1, "fieldManager=new", sizes(json!({}))),
+        Request::new("versions: read at v1 after the coat went", Method::GET, at_v1("llamas/across")),
+        patch(
+            "versions: a v1alpha update sets a colour",
+            "across",
+            MERGE,
+            &json!({"spec": {"color": "grey"}}).to_string(),
+        )
+        .query("fieldManager=patcher"),
+        apply(
+            "at v1 conflicts with the v1alpha updater",
+            v1,
+            "fieldManager=new",
+            sizes(json!({"coat": {"color": "red"}})),
+        ),
+        apply("at v1 with the updater's value", v1, "fieldManager=new", sizes(json!({"coat": {"color": "grey"}}))),
+        apply("at v1alpha by new, moving back", v1alpha, "fieldManager=new", sizes(json!({"color": "grey"}))),
+        Request::new("versions: managers at the end", Method::GET, at_v1("llamas/across")),
+    ]
 }
 
 /// Discovery and unusual paths: trailing slashes, percent-encoding, unknown resources and versions.

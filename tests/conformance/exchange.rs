@@ -14,7 +14,7 @@ pub const GROUP: &str = "farm.example.com";
 pub const REFERENCE_GROUP: &str = "ref.example.com";
 
 /// A request, written for farm-apiserver's group. In `path`, `{gv}` stands for
-/// `/apis/<group>/v1alpha`; in the query and the body, `$RV`, `$LISTRV` and `$CONTINUE` stand for
+/// `/apis/<group>/v1alpha` and `{gv1}` for `/apis/<group>/v1`; in the query and the body, `$RV`, `$LISTRV` and `$CONTINUE` stand for
 /// the last resourceVersion of an object, of a list, and the last continue token the side sent.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -120,6 +120,7 @@ impl Side {
     /// Sends `request` and returns the normalised answer, or why no answer came.
     pub async fn send(&mut self, request: &Request) -> Result<Answer, String> {
         let path = request.path.replace("{gv}", &format!("/apis/{}/v1alpha", self.group));
+        let path = path.replace("{gv1}", &format!("/apis/{}/v1", self.group));
         let mut url = format!("{}{}", self.base, path.replace(GROUP, self.group));
         if !request.query.is_empty() {
             url = format!("{url}?{}", self.fill_in(&request.query));
