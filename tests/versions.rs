@@ -167,3 +167,99 @@ async fn apply_tables_and_the_status_at_v1() {
     assert_eq!(written["status"]["observedGeneration"], 1);
     assert_eq!(written["spec"]["coat"]["pattern"], "Patched", "a status write keeps the spec");
 }
+
+/// A llama as the previous release stored it, at v1alpha: what `Stored` writes for the v1alpha
+/// type, with a client-side apply's manager at v1alpha.
+fn stored_at_v1alpha(name: &str, color: &str) -> Vec<u8> {
+    use farm_apiserver::resources::llama::{Llama, LlamaSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+    let mut llama = Llama::new(name, LlamaSpec { weight: 5.0, height: 170.5, color: Some(color.into()) });
+    let meta = &mut llama.metadata;
+    meta.namespace = Some("default".into());
+    meta.uid = Some(format!("0000-{name}"));
+    meta.generation = Some(1);
+    let created = Time("2026-01-02T03:04:05Z".parse().unwrap());
+    meta.creation_timestamp = Some(created.clone());
+    meta.managed_fields = Some(vec![ManagedFieldsEntry {
+        api_version: Some("farm.example.com/v1alpha".into()),
+        fields_type: Some("FieldsV1".into()),
+        fields_v1: Some(FieldsV1(json!({"f:spec": {".": {}, "f:color": {}, "f:height": {}, "f:weight": {}}}))),
+        manager: Some("kubectl-client-side-apply".into()),
+        operation: Some("Update".into()),
+        time: Some(created),
+        ..Default::default()
+    }]);
+    farm_apiserver::store::Stored::new(llama).unwrap().json().to_vec()
+}
+
+/// etcd's JSON gateway: `op` (`put` or `range`) of `key`, with `value` for a put.
+async fn etcd_kv(endpoint: &str, op: &str, key: &str, value: Option<&[u8]>) -> Value {
+    use base64::Engine;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let mut body = json!({"key": b64(key.as_bytes())});
+    if let Some(value) = value {
+        body["value"] = json!(b64(value));
+    }
+    let response = reqwest::Client::new().post(format!("{endpoint}/v3/kv/{op}")).json(&body).send().await.unwrap();
+    assert!(response.status().is_success(), "{op} {key}");
+    response.json().await.unwrap()
+}
+
+/// The `apiVersion` etcd holds for `key`.
+async fn stored_api_version(endpoint: &str, key: &str) -> String {
+    use base64::Engine;
+    let range = etcd_kv(endpoint, "range", key, None).await;
+    let value = base64::engine::general_purpose::STANDARD.decode(range["kvs"][0]["value"].as_str().unwrap()).unwrap();
+    serde_json::from_slice::<Value>(&value).unwrap()["apiVersion"].as_str().unwrap().to_string()
+}
+
+/// The upgrade: llamas the previous release stored at v1alpha (under the same keys) are read at
+/// both versions, a write moves one to v1, its managers keep their version (an apply at v1
+/// conflicts with the v1alpha manager's colour), and the documented one-liner
+/// (`kubectl get llamas -A -o json | kubectl replace -f -`) moves the rest.
+#[tokio::test]
+async fn llamas_stored_at_v1alpha_by_the_previous_release_are_served_and_migrated() {
+    let etcd = common::etcd::Etcd::shared();
+    let prefix = common::etcd::unique_prefix();
+    let key = |name: &str| format!("{prefix}/llamas/default/{name}");
+    for (name, color) in [("old-1", "white"), ("old-2", "brown"), ("old-3", "black")] {
+        etcd_kv(&etcd.endpoint, "put", &key(name), Some(&stored_at_v1alpha(name, color))).await;
+    }
+    let s = Server::start_on_etcd(etcd, &prefix, &[]).await;
+    let new = get(&s, &format!("{V1}/old-1")).await;
+    assert_eq!(new["spec"], json!({"weight": 5, "height": 170.5, "coat": {"color": "white"}}));
+    assert_eq!(new["metadata"]["managedFields"][0]["apiVersion"], "farm.example.com/v1alpha");
+    let old = get(&s, &format!("{V1ALPHA}/old-1")).await;
+    assert_eq!(old["spec"], json!({"weight": 5, "height": 170.5, "color": "white"}));
+    assert_eq!(get(&s, V1).await["items"].as_array().unwrap().len(), 3);
+
+    // A write moves the object to v1; the colour is still the v1alpha manager's.
+    let apply = json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "metadata": {"name": "old-1"},
+        "spec": {"weight": 5, "height": 170.5, "coat": {"color": "grey"}}});
+    let request = s.client.patch(s.url(&format!("{V1}/old-1?fieldManager=painter")));
+    let (code, conflict) =
+        send(request.header("content-type", "application/apply-patch+yaml").body(apply.to_string())).await;
+    assert_eq!(code, 409, "{conflict}");
+    assert_eq!(
+        conflict["message"],
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using farm.example.com/v1alpha: .spec.color"
+    );
+    let patch = s.client.patch(s.url(&format!("{V1}/old-1"))).header("content-type", "application/merge-patch+json");
+    assert_eq!(send(patch.body(json!({"spec": {"weight": 6}}).to_string())).await.0, 200);
+    assert_eq!(stored_api_version(&etcd.endpoint, &key("old-1")).await, "farm.example.com/v1");
+    assert_eq!(stored_api_version(&etcd.endpoint, &key("old-2")).await, "farm.example.com/v1alpha");
+
+    // The README's one-liner, its standalone form: a standalone server serves no core group, so
+    // kubectl cannot map a `v1` List; the items go one document each.
+    let all = s.kubectl(&["get", "llamas", "-A", "-o", "json"]);
+    assert!(all.0, "{}", all.2);
+    let list: Value = serde_json::from_str(&all.1).unwrap();
+    let items: Vec<String> = list["items"].as_array().unwrap().iter().map(Value::to_string).collect();
+    let replaced = s.kubectl_with_stdin(&["replace", "-f", "-"], Some(&items.join("\n---\n")));
+    assert!(replaced.0, "{}", replaced.2);
+    for name in ["old-1", "old-2", "old-3"] {
+        assert_eq!(stored_api_version(&etcd.endpoint, &key(name)).await, "farm.example.com/v1", "{name}");
+    }
+    let old = get(&s, &format!("{V1ALPHA}/old-2")).await;
+    assert_eq!(old["spec"], json!({"weight": 5, "height": 170.5, "color": "brown"}), "nothing lost");
+}

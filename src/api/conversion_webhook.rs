@@ -8,6 +8,10 @@
 //! when one object cannot be converted. A body that is not a `ConversionReview` with a request is
 //! a 400 `Status`. The kube-apiserver calls webhooks without credentials, so the route is served
 //! without authentication: it reads nothing stored and converts only what it is sent.
+//!
+//! A label or annotation whose value is `null` comes back as an empty string, as from a webhook
+//! written in Go, which reads the metadata into `ObjectMeta` (the kube-apiserver refuses a
+//! converted object whose labels are not strings).
 
 use crate::machinery::error::{Error, Result};
 use axum::Router;
@@ -57,7 +61,8 @@ fn answer(converter: Converter, request: ConversionRequest) -> ConversionRespons
     let objects = request.objects.clone();
     let response = ConversionResponse::for_request(request);
     let mut converted = Vec::with_capacity(objects.len());
-    for (i, object) in objects.into_iter().enumerate() {
+    for (i, mut object) in objects.into_iter().enumerate() {
+        empty_null_strings(&mut object);
         match converter(object, &desired) {
             Ok(object) => converted.push(object),
             Err(message) => {
@@ -67,6 +72,18 @@ fn answer(converter: Converter, request: ConversionRequest) -> ConversionRespons
         }
     }
     response.success(converted)
+}
+
+/// `object`'s `null` label and annotation values as empty strings.
+fn empty_null_strings(object: &mut Value) {
+    for map in ["labels", "annotations"] {
+        let Some(values) = object.pointer_mut(&format!("/metadata/{map}")).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for value in values.values_mut().filter(|v| v.is_null()) {
+            *value = Value::String(String::new());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -103,6 +120,17 @@ mod tests {
             review["response"]["convertedObjects"].as_array().unwrap().iter().map(|o| &o["metadata"]["name"]).collect();
         assert_eq!(names, [&json!("a"), &json!("b")]);
         assert_eq!(review["response"]["convertedObjects"][1]["apiVersion"], "farm.example.com/v1");
+    }
+
+    #[test]
+    fn null_label_and_annotation_values_come_back_empty_as_from_go() {
+        let object = json!({"apiVersion": "a/v1", "kind": "Llama",
+            "metadata": {"labels": {"a": null, "b": "x"}, "annotations": {"c": null}}});
+        let response = answer(uppercase, request(vec![object]));
+        assert_eq!(
+            response.converted_objects[0]["metadata"],
+            json!({"labels": {"a": "", "b": "x"}, "annotations": {"c": ""}})
+        );
     }
 
     #[test]

@@ -141,8 +141,7 @@ impl ApiResource for Llama {
 
     /// Releases before v1 stored Llamas at v1alpha, under the same keys: those are converted.
     fn decode_stored(json: &[u8]) -> serde_json::Result<Self> {
-        // What this release writes starts so (kube's derive puts apiVersion first).
-        if json.starts_with(br#"{"apiVersion":"farm.example.com/v1","#) {
+        if Self::stored_current(json) {
             return serde_json::from_slice(json);
         }
         #[derive(serde::Deserialize)]
@@ -156,6 +155,11 @@ impl ApiResource for Llama {
         }
         let object = conversion::to_v1(serde_json::from_slice(json)?).map_err(serde::de::Error::custom)?;
         serde_json::from_value(object)
+    }
+
+    /// What this release writes starts so (kube's derive puts apiVersion first).
+    fn stored_current(json: &[u8]) -> bool {
+        json.starts_with(br#"{"apiVersion":"farm.example.com/v1","#)
     }
 }
 

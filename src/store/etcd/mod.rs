@@ -372,7 +372,7 @@ impl<K: ApiResource> EtcdStore<K> {
         let not_found = || Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() };
         let cached = cached.filter(|_| !dry_run).and_then(|object| {
             let revision = i64::try_from(object.resource_version()).ok().filter(|r| *r > 0)?;
-            Some(Candidate { object, revision, cached: true })
+            Some(Candidate { object, revision, cached: true, outdated: false })
         });
         let mut current = match cached {
             Some(cached) => cached,
@@ -385,6 +385,7 @@ impl<K: ApiResource> EtcdStore<K> {
                 continue;
             }
             let (mut object, deleted) = match decision? {
+                Mutation::Unchanged if current.outdated && !dry_run => (current.object.decode()?, false),
                 Mutation::Unchanged => return Ok(Committed { object: current.object, deleted: false }),
                 Mutation::Put(object) => (object, false),
                 Mutation::Delete(object) => (object, true),
@@ -436,11 +437,15 @@ struct Candidate<K> {
     revision: i64,
     /// A copy from the watch cache, which may be stale: only a commit proves it was not.
     cached: bool,
+    /// etcd holds it at an older version than the storage version: an update that changes
+    /// nothing still writes it, so it moves to the storage version (the kube-apiserver compares
+    /// the bytes it would write with the bytes stored).
+    outdated: bool,
 }
 
 impl<K: ApiResource> Candidate<K> {
     fn read(kv: &KeyValue) -> Result<Self> {
-        Ok(Self { object: stored(kv)?, revision: kv.mod_revision, cached: false })
+        Ok(Self { object: stored(kv)?, revision: kv.mod_revision, cached: false, outdated: !K::stored_current(&kv.value) })
     }
 }
 
