@@ -462,7 +462,22 @@ async fn request_phases(target: &Target, phase: Duration) -> Vec<(String, Stats)
 
 /// 1,000 watchers; returns per-write delivery latency to the last watcher, in microseconds.
 async fn fan_out(target: &Target, watchers: usize, writes: usize) -> Histogram<u64> {
-    let url = target.url(&format!("{LLAMAS}/fan/llamas"));
+    fan_out_at(target, "fan", &["v1alpha"], watchers, writes).await
+}
+
+/// [`fan_out`] of llamas of `namespace`, watcher `w` watching at `versions[w % versions.len()]`
+/// (the writes are made at v1alpha).
+async fn fan_out_at(
+    target: &Target,
+    namespace: &str,
+    versions: &[&str],
+    watchers: usize,
+    writes: usize,
+) -> Histogram<u64> {
+    let url = target.url(&format!("{LLAMAS}/{namespace}/llamas"));
+    let watch_url = |w: usize| {
+        target.url(&format!("/apis/farm.example.com/{}/namespaces/{namespace}/llamas", versions[w % versions.len()]))
+    };
     let connections = 10;
     let clients: Vec<reqwest::Client> = (0..connections).map(|_| target.client(true)).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
@@ -470,7 +485,7 @@ async fn fan_out(target: &Target, watchers: usize, writes: usize) -> Histogram<u
     let ready = Arc::new(tokio::sync::Barrier::new(watchers + 1));
     for w in 0..watchers {
         let c = clients[w % connections].clone();
-        let (url, tx, ready) = (url.clone(), tx.clone(), ready.clone());
+        let (url, tx, ready) = (watch_url(w), tx.clone(), ready.clone());
         handles.push(tokio::spawn(async move {
             let mut r = c.get(format!("{url}?watch=true")).send().await.expect("watch");
             ready.wait().await;

@@ -174,7 +174,7 @@ mod tests {
         assert!(app.contains(&format!("caBundle: {first}")));
         assert!(!app.contains("CA_BUNDLE"));
         assert!(app.contains("kind: Secret") && app.contains(SECRET_NAME));
-        assert_eq!(app.matches("\n---\n").count(), 11, "twelve documents");
+        assert_eq!(app.matches("\n---\n").count(), 12, "thirteen documents (an APIService per version)");
         assert_eq!(std::fs::read_to_string(dir.path().join("ha/app.yaml")).unwrap(), app, "the overlay's base");
         #[cfg(unix)]
         {

@@ -162,6 +162,22 @@ impl At {
         }
     }
 
+    /// Whether an update from `old` to `new` changes the spec, which moves `generation`: at the
+    /// stored version, as its strategy says; at another, as a custom resource's strategy decides
+    /// it, on the objects at the request's version: anything but `metadata` and `status`.
+    fn spec_changed<K: Strategy>(&self, new: &K, old: &K) -> Result<bool> {
+        let Some(version) = &self.version else { return Ok(new.spec_changed(old)) };
+        let content = |object: &K| -> Result<serde_json::Value> {
+            let mut value = (version.from_hub)(to_value(object)?)?;
+            if let Some(map) = value.as_object_mut() {
+                map.remove("metadata");
+                map.remove("status");
+            }
+            Ok(value)
+        };
+        Ok(content(new)? != content(old)?)
+    }
+
     /// A stored object's JSON at this version.
     fn value(&self, hub: serde_json::Value) -> Result<serde_json::Value> {
         match &self.version {
@@ -537,7 +553,7 @@ impl<K: Strategy> Registry<K> {
                 warnings.extend(object.warnings());
                 object.meta_mut().namespace = Some(namespace.to_string());
                 object.meta_mut().name = Some(name.to_string());
-                prepare_update(current, object, true, subresource, self.tracking(ctx))
+                prepare_update(current, object, (true, &ctx.at), subresource, self.tracking(ctx))
             })
             .await?;
         warnings.extend(admitted);
@@ -588,7 +604,7 @@ impl<K: Strategy> Registry<K> {
                     }
                     other => other,
                 };
-                prepare_update(current, object, true, subresource, tracking)
+                prepare_update(current, object, (true, &ctx.at), subresource, tracking)
             })
             .await?;
         warnings.extend(admitted);
@@ -830,14 +846,14 @@ fn check_resource_version<K: ApiResource>(new: Option<&str>, old: &ObjectMeta, r
     }
 }
 
-/// Decides an update of `current` to `new`: preconditions, system fields, generation, validation,
-/// and whether the object can now go (last finalizer removed while deleting). A write of
-/// [`Subresource::Status`] keeps all of the stored metadata, as the custom resource status
-/// strategy does (`*new = *old.DeepCopy()`, then the new status).
+/// Decides an update of `current` to `new`, asked at version `at`: preconditions, system fields,
+/// generation, validation, and whether the object can now go (last finalizer removed while
+/// deleting). A write of [`Subresource::Status`] keeps all of the stored metadata, as the custom
+/// resource status strategy does (`*new = *old.DeepCopy()`, then the new status).
 fn prepare_update<K: Strategy>(
     current: &Current<K>,
     mut new: K,
-    require_resource_version: bool,
+    (require_resource_version, at): (bool, &At),
     subresource: Subresource,
     tracking: Tracking,
 ) -> Result<Mutation<K>> {
@@ -877,7 +893,7 @@ fn prepare_update<K: Strategy>(
     meta.self_link = None;
     new.prepare_for_update(current, subresource);
     let generation = old.generation.unwrap_or(1);
-    let generation = if new.spec_changed(current) { generation + 1 } else { generation };
+    let generation = if at.spec_changed(&new, current)? { generation + 1 } else { generation };
     new.meta_mut().generation = Some(generation);
     errors.extend(new.validate_update(current));
     reject_invalid(&new, errors)?;

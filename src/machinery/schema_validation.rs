@@ -40,9 +40,12 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
                 &Value::String(actual.to_string()),
                 format!("{path} in body must be of type {expected}: \"{actual}\""),
             ));
+            // The enum is checked on its own, as kube-openapi's validators each report.
+            enumerated(path, value, schema, errors);
             return;
         }
     }
+    enumerated(path, value, schema, errors);
     match value {
         Value::Number(_) => bounds(path, value, schema, errors),
         Value::String(text) => string(path, text, schema, errors),
@@ -105,16 +108,19 @@ fn bounds(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError
     }
 }
 
-/// Checks a string against the schema's `enum`, `minLength`, `maxLength` (in characters) and
-/// `pattern`.
-fn string(path: &str, text: &str, schema: &Value, errors: &mut Vec<FieldError>) {
-    let value = Value::String(text.to_string());
+/// Checks a value of any type against the schema's `enum`.
+fn enumerated(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
-        && !allowed.contains(&value)
+        && !allowed.contains(value)
     {
         let names: Vec<&str> = allowed.iter().filter_map(Value::as_str).collect();
-        errors.push(FieldError::not_supported(path, &value, &names));
+        errors.push(FieldError::not_supported(path, value, &names));
     }
+}
+
+/// Checks a string against the schema's `minLength`, `maxLength` (in characters) and `pattern`.
+fn string(path: &str, text: &str, schema: &Value, errors: &mut Vec<FieldError>) {
+    let value = Value::String(text.to_string());
     let length = text.chars().count() as u64;
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
         && length < min
@@ -191,6 +197,21 @@ mod tests {
         let mut errors = Vec::new();
         check("f", &value, &schema, &mut errors);
         errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_also_checked_against_the_enum() {
+        let schema = json!({"type": "string", "enum": ["Solid", "Spotted"]});
+        let mut errors = Vec::new();
+        check("spec.coat.pattern", &json!(3), &schema, &mut errors);
+        let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts,
+            [
+                "spec.coat.pattern: Invalid value: \"integer\": spec.coat.pattern in body must be of type string: \"integer\"",
+                "spec.coat.pattern: Unsupported value: 3: supported values: \"Solid\", \"Spotted\"",
+            ]
+        );
     }
 
     #[test]

@@ -25,6 +25,15 @@ use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+/// A change of an encoding: the bytes of `range` replaced by `with`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    /// The bytes replaced.
+    pub range: std::ops::Range<usize>,
+    /// What replaces them.
+    pub with: Vec<u8>,
+}
+
 /// The interned managed-fields text of an object and the offset in its `body` where it goes.
 struct Managed {
     at: u32,
@@ -199,6 +208,35 @@ impl<K> Stored<K> {
         let mut out = Vec::with_capacity(self.json_len());
         self.write_json(&mut out);
         Bytes::from(out)
+    }
+
+    /// The encoding without the managed fields: what [`Self::edited`] edits.
+    pub fn unmanaged_json(&self) -> Vec<u8> {
+        [&self.head[..], &self.body[..]].concat()
+    }
+
+    /// This object at another version `V` whose encoding is this one's with `edits` made to
+    /// [`Self::unmanaged_json`] (`json`): sorted, not overlapping, none across the place of the
+    /// managed fields, whose text is shared rather than copied. For conversions that move bytes
+    /// and decode nothing.
+    pub fn edited<V: ApiResource>(&self, json: &[u8], edits: &[Edit]) -> Stored<V> {
+        let at = self.managed.as_ref().map(|m| m.at as usize + self.head.len());
+        let mut out = Vec::with_capacity(json.len() + edits.iter().map(|e| e.with.len()).sum::<usize>());
+        let (mut from, mut shift) = (0, 0isize);
+        for edit in edits {
+            out.extend_from_slice(&json[from.min(edit.range.start)..edit.range.start]);
+            out.extend_from_slice(&edit.with);
+            if at.is_some_and(|at| edit.range.end <= at) {
+                shift += edit.with.len() as isize - edit.range.len() as isize;
+            }
+            from = edit.range.end;
+        }
+        out.extend_from_slice(json.get(from..).unwrap_or_default());
+        let managed = self.managed.as_ref().zip(at).and_then(|(m, at)| {
+            let at = u32::try_from(at.checked_add_signed(shift)?).ok()?;
+            Some(Managed { at, text: m.text.clone() })
+        });
+        Stored::index(out, managed)
     }
 
     /// Appends the object's compact JSON to `out`.

@@ -22,13 +22,10 @@ pub trait Served<Hub: Strategy>: Strategy {
     /// converted is the client's error (422).
     fn value_to_hub(object: Value) -> Result<Value>;
 
-    /// A stored hub object at this version.
+    /// A stored hub object at this version ([`through_values`] unless a version knows a
+    /// quicker way).
     fn stored_from_hub(stored: &Arc<Stored<Hub>>) -> Result<Arc<Stored<Self>>> {
-        let value = serde_json::from_slice(&stored.json())
-            .map_err(|e| Error::Internal(format!("decoding a stored object to convert it: {e}")))?;
-        let value = Self::value_from_hub(value)?;
-        let object: Self = from_value(value)?;
-        Ok(Arc::new(Stored::new(object)?))
+        through_values(stored)
     }
 
     /// An object of this version at the hub version.
@@ -54,6 +51,14 @@ impl<K: Strategy> Served<K> for K {
     fn object_to_hub(object: K) -> Result<K> {
         Ok(object)
     }
+}
+
+/// A stored hub object at version `V`, converted as JSON values: decoded, converted, encoded.
+pub fn through_values<Hub: Strategy, V: Served<Hub>>(stored: &Arc<Stored<Hub>>) -> Result<Arc<Stored<V>>> {
+    let value = serde_json::from_slice(&stored.json())
+        .map_err(|e| Error::Internal(format!("decoding a stored object to convert it: {e}")))?;
+    let object: V = from_value(V::value_from_hub(value)?)?;
+    Ok(Arc::new(Stored::new(object)?))
 }
 
 fn to_value<T: serde::Serialize>(object: &T) -> Result<Value> {

@@ -15,6 +15,7 @@ use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::stored::Stored;
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
 use crate::machinery::version::Served;
@@ -171,10 +172,8 @@ impl Strategy for Llama {
         errors
     }
 
-    /// The spec, and the part of the v1 coat that v1alpha keeps in an annotation.
     fn spec_changed(&self, old: &Self) -> bool {
-        let coat = |l: &Self| l.metadata.annotations.as_ref().and_then(|a| a.get(conversion::COAT_ANNOTATION)).cloned();
-        self.spec != old.spec || coat(self) != coat(old)
+        self.spec != old.spec
     }
 
     fn columns() -> &'static [Column] {
@@ -196,6 +195,16 @@ impl Strategy for Llama {
 impl Served<v1::Llama> for Llama {
     fn value_from_hub(object: serde_json::Value) -> Result<serde_json::Value> {
         Ok(conversion::to_v1alpha(object))
+    }
+
+    /// Most llamas convert by moving bytes ([`conversion::v1alpha_edits`]); one whose coat
+    /// needs the annotation, through JSON values.
+    fn stored_from_hub(stored: &std::sync::Arc<Stored<v1::Llama>>) -> Result<std::sync::Arc<Stored<Self>>> {
+        let json = stored.unmanaged_json();
+        match conversion::v1alpha_edits(&json) {
+            Some(edits) => Ok(std::sync::Arc::new(stored.edited(&json, &edits))),
+            None => crate::machinery::version::through_values(stored),
+        }
     }
 
     /// Fails only on a coat annotation that is not a JSON object (422).

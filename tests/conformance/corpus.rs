@@ -209,14 +209,25 @@ fn applies_across_versions() -> Vec<Request> {
         spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         spec
     };
+    let coat = |coat: Value| sizes(json!({"coat": coat}));
     vec![
         apply("at v1alpha by old", v1alpha, "fieldManager=old", sizes(json!({"color": "white"}))),
-        apply("at v1 by new: the colour conflicts", v1, "fieldManager=new", sizes(json!({"coat": {"color": "brown"}}))),
-        apply("at v1 by new, forced", v1, "fieldManager=new&force=true", sizes(json!({"coat": {"color": "brown"}}))),
+        apply(
+            "at v1 by new: the colour conflicts",
+            v1,
+            "fieldManager=new",
+            coat(json!({"color": "brown", "pattern": "Spotted"})),
+        ),
+        apply(
+            "at v1 by new, forced",
+            v1,
+            "fieldManager=new&force=true",
+            coat(json!({"color": "brown", "pattern": "Spotted"})),
+        ),
         apply("at v1 by old, same fields", v1, "fieldManager=old", sizes(json!({}))),
         get("versions: applied across versions, at v1alpha", &at("llamas/across")),
-        apply("at v1 by new without the coat", v1, "fieldManager=new", sizes(json!({}))),
-        Request::new("versions: read at v1 after the coat went", Method::GET, at_v1("llamas/across")),
+        apply("at v1 by new without the pattern", v1, "fieldManager=new", coat(json!({"color": "brown"}))),
+        Request::new("versions: read at v1 after the pattern went", Method::GET, at_v1("llamas/across")),
         patch(
             "versions: a v1alpha update sets a colour",
             "across",
@@ -224,15 +235,11 @@ fn applies_across_versions() -> Vec<Request> {
             &json!({"spec": {"color": "grey"}}).to_string(),
         )
         .query("fieldManager=patcher"),
-        apply(
-            "at v1 conflicts with the v1alpha updater",
-            v1,
-            "fieldManager=new",
-            sizes(json!({"coat": {"color": "red"}})),
-        ),
-        apply("at v1 with the updater's value", v1, "fieldManager=new", sizes(json!({"coat": {"color": "grey"}}))),
-        apply("at v1alpha by new, moving back", v1alpha, "fieldManager=new", sizes(json!({"color": "grey"}))),
+        apply("at v1 conflicts with the v1alpha updater", v1, "fieldManager=new", coat(json!({"color": "red"}))),
+        apply("at v1 with the updater's value", v1, "fieldManager=new", coat(json!({"color": "grey"}))),
         Request::new("versions: managers at the end", Method::GET, at_v1("llamas/across")),
+        // 1.20 fails this one (see the entry of ON_PURPOSE on pruning at another version).
+        apply("at v1alpha by new, moving back", v1alpha, "fieldManager=new", sizes(json!({"color": "grey"}))),
     ]
 }
 

@@ -110,11 +110,16 @@ impl Side {
         Self { group, base: base.into(), client, remembered: Remembered::default() }
     }
 
+    /// `text` with its placeholders filled in and the group renamed, but for the annotation that
+    /// carries v1's coat at v1alpha: the conversion names it the same for every group.
     fn fill_in(&self, text: &str) -> String {
+        const COAT: &str = "farm.example.com/v1-coat";
         text.replace("$LISTRV", &self.remembered.list_rv)
             .replace("$RV", &self.remembered.rv)
             .replace("$CONTINUE", &self.remembered.continue_token)
+            .replace(COAT, "\u{0}coat")
             .replace(GROUP, self.group)
+            .replace("\u{0}coat", COAT)
     }
 
     /// Sends `request` and returns the normalised answer, or why no answer came.

@@ -52,8 +52,10 @@ pub fn requests(seed: u64, count: usize) -> Vec<Request> {
             // Lists and watches see this case's llamas only (the first labelSelector wins).
             query = format!("labelSelector=case%3D{i}&{query}");
         }
+        // The llama after it, read at the request's version, to compare with what it answered.
+        let after = if request.path.starts_with("{gv1}") { item.replacen("{gv}", "{gv1}", 1) } else { item };
         requests.push(Request { label, path: own(&request.path), query, body, ..request });
-        requests.push(Request::new(format!("generated #{i}: the llama after it"), Method::GET, item));
+        requests.push(Request::new(format!("generated #{i}: the llama after it"), Method::GET, after));
     }
     requests
 }

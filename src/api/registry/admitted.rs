@@ -163,7 +163,13 @@ impl<K: Strategy> Registry<K> {
                 let object = decode_mutated(value, candidate, &key_namespace(current))?;
                 let managed_fields = object.meta().managed_fields.clone();
                 warnings.extend(object.warnings());
-                prepare_update(current, object, false, subresource, Tracking::Given(managed_fields))?
+                prepare_update(
+                    current,
+                    object,
+                    (false, &admitting.ctx.at),
+                    subresource,
+                    Tracking::Given(managed_fields),
+                )?
             }
             None => decision,
         };

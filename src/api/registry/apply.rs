@@ -170,7 +170,7 @@ impl<K: Strategy> Registry<K> {
                     None => (**current).clone(),
                 };
                 warnings.extend(object.warnings());
-                prepare_update(current, object, true, subresource, Tracking::Given(applied.managed.encode()))
+                prepare_update(current, object, (true, &ctx.at), subresource, Tracking::Given(applied.managed.encode()))
             })
             .await?;
         warnings.extend(admitted);

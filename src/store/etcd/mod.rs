@@ -445,7 +445,12 @@ struct Candidate<K> {
 
 impl<K: ApiResource> Candidate<K> {
     fn read(kv: &KeyValue) -> Result<Self> {
-        Ok(Self { object: stored(kv)?, revision: kv.mod_revision, cached: false, outdated: !K::stored_current(&kv.value) })
+        Ok(Self {
+            object: stored(kv)?,
+            revision: kv.mod_revision,
+            cached: false,
+            outdated: !K::stored_current(&kv.value),
+        })
     }
 }
 
