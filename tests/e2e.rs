@@ -31,20 +31,14 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
 
     let resources = cp.must(&["api-resources", "--api-group=farm.example.com"], None);
     assert!(
-        resources.lines().any(|l| l.split_whitespace().eq([
-            "llamas",
-            "lm",
-            "farm.example.com/v1alpha",
-            "true",
-            "Llama"
-        ])),
+        resources.lines().any(|l| l.split_whitespace().eq(["llamas", "lm", "farm.example.com/v1", "true", "Llama"])),
         "{resources}"
     );
     assert!(
         resources.lines().any(|l| l.split_whitespace().eq([
             "farmpods",
             "fp",
-            "farm.example.com/v1alpha",
+            "farm.example.com/v1",
             "true",
             "FarmPod"
         ])),
@@ -70,6 +64,11 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
     cp.must(&["apply", "-f", "-"], Some(&DOLLY.replace("dolly", "cria")));
     assert_eq!(watch.next_line(Duration::from_secs(20)), "llama.farm.example.com/cria");
     drop(watch);
+
+    // The README's storage migration, through the aggregator (kubectl maps the `v1` List there).
+    let all = cp.must(&["get", "llamas", "-A", "-o", "json"], None);
+    let replaced = cp.must(&["replace", "-f", "-"], Some(&all));
+    assert!(replaced.contains("dolly replaced") && replaced.contains("cria replaced"), "{replaced}");
 
     // Pods become FarmPods; status changes show up; deletions remove them.
     let client = cp.client().await;

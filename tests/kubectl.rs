@@ -96,6 +96,12 @@ async fn explain_prints_the_field_description(#[case] backend: Backend) {
     assert!(out.contains("spec") && out.contains("-required-"), "{out}");
     let out = ok(s.kubectl(&["explain", "llama.metadata.labels"]));
     assert!(out.contains("labels <map[string]string>"), "{out}");
+    // v1, the preferred version, has the coat; v1alpha, asked for by name, the colour.
+    let out = ok(s.kubectl(&["explain", "llama.spec.coat"]));
+    assert!(out.contains("VERSION:    v1\n") && out.contains("FIELD: coat <Object>"), "{out}");
+    assert!(out.contains("enum: Solid, Spotted, Patched"), "{out}");
+    let out = ok(s.kubectl(&["explain", "llama.spec.color", "--api-version=farm.example.com/v1alpha"]));
+    assert!(out.contains("VERSION:    v1alpha\n") && out.contains("FIELD: color <string>"), "{out}");
 }
 
 #[apply(backends)]

@@ -144,8 +144,8 @@ impl Webhooks {
         Ok(should_call(hook.matching, &attr, |_| Ok(labels))?.then_some(at))
     }
 
-    /// Calls `hook` about `call` with the objects at version `at`; its checked answer, `None`
-    /// when the call failed under `failurePolicy: Ignore`.
+    /// Calls `hook` about `call` with `object` and `old` (stored objects) converted to version
+    /// `at`; its checked answer, `None` when the call failed under `failurePolicy: Ignore`.
     async fn review(
         &self,
         hook: &Hook<'_>,
@@ -158,6 +158,9 @@ impl Webhooks {
         if call.dry_run && !matches!(hook.side_effects, "None" | "NoneOnDryRun") {
             return Err(Error::BadRequest(format!("admission webhook {:?} does not support dry run", hook.name)));
         }
+        let object = object.map(|o| (at.from_hub)(o.clone())).transpose()?;
+        let old = old.map(|o| (at.from_hub)(o.clone())).transpose()?;
+        let (object, old) = (object.as_ref(), old.as_ref());
         let uid = uuid::Uuid::new_v4().to_string();
         let user = user_info(call);
         let request = Request {
@@ -201,7 +204,7 @@ impl Webhooks {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<bool> {
-        let Some(answer) = self.versioned_review(hook, true, call, at, object.as_ref(), old).await? else {
+        let Some(answer) = self.review(hook, true, call, at, object.as_ref(), old).await? else {
             return Ok(false);
         };
         warnings.extend(answer.warnings);
@@ -229,23 +232,6 @@ impl Webhooks {
         let changed = patched != *current;
         *current = patched;
         Ok(changed)
-    }
-}
-
-impl Webhooks {
-    /// [`Self::review`] with `object` and `old`, stored objects, converted to version `at`.
-    async fn versioned_review(
-        &self,
-        hook: &Hook<'_>,
-        mutating: bool,
-        call: &Call<'_>,
-        at: &Conversion,
-        object: Option<&Value>,
-        old: Option<&Value>,
-    ) -> Result<Option<review::Answer>> {
-        let object = object.map(|o| (at.from_hub)(o.clone())).transpose()?;
-        let old = old.map(|o| (at.from_hub)(o.clone())).transpose()?;
-        self.review(hook, mutating, call, at, object.as_ref(), old.as_ref()).await
     }
 }
 
@@ -314,7 +300,7 @@ impl Admission for Webhooks {
                 called.push((hook, at));
             }
         }
-        let reviews = called.iter().map(|(h, at)| self.versioned_review(h, false, call, at, object, old));
+        let reviews = called.iter().map(|(h, at)| self.review(h, false, call, at, object, old));
         let answers = futures::future::join_all(reviews).await;
         let mut warnings = Vec::new();
         for answer in answers {

@@ -183,11 +183,12 @@ struct ListHead<'a> {
     metadata: &'a ListMeta,
 }
 
-/// A compact JSON list whose items are the stored objects' own encodings, copied once into
-/// the body and not encoded again: `{"apiVersion":…,"kind":…,"metadata":{…},"items":[…]}`.
-fn list_json<K: Strategy>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Result<Vec<u8>> {
-    let api_version = K::api_version(&());
-    let head = ListHead { api_version: &api_version, kind: K::INFO.list_kind, metadata };
+/// A compact JSON list at version `V` whose items are the stored objects' own encodings, copied
+/// once into the body (converted there, for another version) and not encoded again:
+/// `{"apiVersion":…,"kind":…,"metadata":{…},"items":[…]}`.
+fn list_json<K: Strategy, V: Served<K>>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Result<Vec<u8>> {
+    let api_version = V::api_version(&());
+    let head = ListHead { api_version: &api_version, kind: V::INFO.list_kind, metadata };
     let mut out = encode(&head, false)?;
     out.reserve(items.iter().map(|o| o.json_len() + 1).sum::<usize>() + 12);
     out.pop(); // the head's closing brace
@@ -196,7 +197,7 @@ fn list_json<K: Strategy>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Resu
         if i > 0 {
             out.push(b',');
         }
-        object.write_json(&mut out);
+        V::write_from_hub(object, &mut out)?;
     }
     out.extend_from_slice(b"]}");
     Ok(out)
@@ -207,26 +208,31 @@ fn decode_all<K: Strategy>(items: &[Arc<Stored<K>>]) -> Result<Vec<K>> {
     items.iter().map(|o| o.decode()).collect()
 }
 
-/// Renders a list of objects in the representation the client negotiated.
-fn render_list<K: Strategy>(
-    items: &[Arc<Stored<K>>],
+/// Renders a list of hub objects at version `V` in the representation the client negotiated.
+#[allow(clippy::ptr_arg)]
+fn render_list<K: Strategy, V: Served<K>>(
+    hub_items: &Vec<Arc<Stored<K>>>,
     metadata: ListMeta,
     representation: Representation,
     query: &Query,
 ) -> Result<Response> {
     let pretty = query.pretty();
+    if representation == Representation::Object && !pretty {
+        let body = list_json::<K, V>(hub_items, &metadata)?;
+        return Ok(respond(StatusCode::OK, &representation.content_type(Target::List), body, &[]));
+    }
+    let items = &*served::<K, V>(hub_items)?;
     let body = match representation {
-        Representation::Object if !pretty => list_json(items, &metadata)?,
         Representation::Object => {
             let list = ObjectList {
-                types: TypeMeta { api_version: K::api_version(&()).into(), kind: K::INFO.list_kind.into() },
+                types: TypeMeta { api_version: V::api_version(&()).into(), kind: V::INFO.list_kind.into() },
                 metadata,
                 items: decode_all(items)?,
             };
             encode(&list, pretty)?
         }
         Representation::Metadata(version) => {
-            let metadata_of = |o: &Arc<Stored<K>>| Ok(partial_metadata_in(&o.metadata()?, version));
+            let metadata_of = |o: &Arc<Stored<V>>| Ok(partial_metadata_in(&o.metadata()?, version));
             let list = ObjectList {
                 types: TypeMeta { api_version: version.api_version().into(), kind: "PartialObjectMetadataList".into() },
                 metadata,
@@ -308,7 +314,7 @@ async fn list<K: Strategy, V: Served<K>>(
         remaining_item_count: page.remaining.map(|r| r as i64),
         ..Default::default()
     };
-    render_list(&served::<K, V>(&page.items)?, metadata, representation, &query)
+    render_list::<K, V>(&page.items, metadata, representation, &query)
 }
 
 /// What every create, update and patch reads first: query, write options, response representation.
@@ -552,7 +558,7 @@ async fn delete_collection<K: Strategy, V: Served<K>>(
         })
         .await?;
     let metadata = ListMeta { resource_version: Some(registry.revision().await?.to_string()), ..Default::default() };
-    render_list(&served::<K, V>(&deleted)?, metadata, representation, &query)
+    render_list::<K, V>(&deleted, metadata, representation, &query)
 }
 
 #[cfg(test)]
@@ -582,8 +588,26 @@ mod tests {
                 items: items.iter().map(|o| o.decode().unwrap()).collect(),
             })
             .unwrap();
-            let written = list_json(&items, &metadata).unwrap();
+            let written = list_json::<Llama, Llama>(&items, &metadata).unwrap();
             assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
         }
+    }
+
+    #[test]
+    fn a_list_at_another_version_is_the_list_of_the_converted_objects() {
+        use crate::resources::llama::v1;
+        let hub = |name: &str, coat: Option<v1::Coat>| {
+            let mut l = v1::Llama::new(name, v1::LlamaSpec { weight: 1.5, height: 2.0, coat });
+            l.metadata.namespace = Some("farm".into());
+            Arc::new(Stored::new(l).unwrap())
+        };
+        let coat = |pattern: Option<&str>| Some(v1::Coat { color: Some("w".into()), pattern: pattern.map(Into::into) });
+        // Spliced (a colour alone, no coat) and converted through values (a pattern).
+        let items = vec![hub("a", coat(None)), hub("b", None), hub("c", coat(Some("Solid")))];
+        let metadata = ListMeta { resource_version: Some("7".into()), ..Default::default() };
+        let written = list_json::<v1::Llama, Llama>(&items, &metadata).unwrap();
+        let converted: Vec<Arc<Stored<Llama>>> = items.iter().map(|o| Llama::stored_from_hub(o).unwrap()).collect();
+        let expected = list_json::<Llama, Llama>(&converted, &metadata).unwrap();
+        assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
     }
 }

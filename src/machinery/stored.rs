@@ -34,6 +34,15 @@ pub struct Edit {
     pub with: Vec<u8>,
 }
 
+/// Makes `edits` (sorted, not overlapping, ranges relative to `at`) to the encoding that starts
+/// at `at` in `out`, in place.
+pub fn apply_edits(out: &mut Vec<u8>, at: usize, edits: &[Edit]) {
+    for edit in edits.iter().rev() {
+        let range = at + edit.range.start..(at + edit.range.end).min(out.len());
+        out.splice(range, edit.with.iter().copied());
+    }
+}
+
 /// The interned managed-fields text of an object and the offset in its `body` where it goes.
 struct Managed {
     at: u32,

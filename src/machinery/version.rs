@@ -28,6 +28,12 @@ pub trait Served<Hub: Strategy>: Strategy {
         through_values(stored)
     }
 
+    /// Appends a stored hub object's encoding at this version to `out` (a list's item).
+    fn write_from_hub(stored: &Arc<Stored<Hub>>, out: &mut Vec<u8>) -> Result<()> {
+        Self::stored_from_hub(stored)?.write_json(out);
+        Ok(())
+    }
+
     /// An object of this version at the hub version.
     fn object_to_hub(object: Self) -> Result<Hub> {
         from_value(Self::value_to_hub(to_value(&object)?)?)

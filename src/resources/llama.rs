@@ -197,6 +197,20 @@ impl Served<v1::Llama> for Llama {
         Ok(conversion::to_v1alpha(object))
     }
 
+    /// Written straight into a list's body, edited there when the bytes allow it.
+    fn write_from_hub(stored: &std::sync::Arc<Stored<v1::Llama>>, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        stored.write_json(out);
+        match conversion::v1alpha_edits(&out[start..]) {
+            Some(edits) => crate::machinery::stored::apply_edits(out, start, &edits),
+            None => {
+                out.truncate(start);
+                crate::machinery::version::through_values::<_, Self>(stored)?.write_json(out);
+            }
+        }
+        Ok(())
+    }
+
     /// Most llamas convert by moving bytes ([`conversion::v1alpha_edits`]); one whose coat
     /// needs the annotation, through JSON values.
     fn stored_from_hub(stored: &std::sync::Arc<Stored<v1::Llama>>) -> Result<std::sync::Arc<Stored<Self>>> {

@@ -100,6 +100,12 @@ fn farm_warns_of_unknown_fields_only(farm: &Answer, reference: &Answer) -> bool 
         && Answer { warnings: reference.warnings.clone(), ..farm.clone() } == *reference
 }
 
+/// Whether `request` is an apply the reference answered with a 500 whose message starts with
+/// `words`.
+fn apply_failed_on_reference(request: &Request, reference: &Answer, words: &str) -> bool {
+    request.has_header("content-type", "apply-patch") && reference.code == 500 && message(reference).starts_with(words)
+}
+
 fn text(answer: &Answer) -> String {
     answer.body.to_string()
 }
@@ -673,9 +679,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         per_thousand: 2,
         reason: "kube-apiserver 1.20 answers an apply carrying a field its schema does not declare, or a status that is not an object, with a 500 (`failed to create typed patch object`). farm-apiserver applies it as its other writes take such a body: an unknown field is dropped with a Warning (fieldValidation=Warn, Kubernetes 1.27) and the status, which a write of the object resets (Kubernetes 1.22), is not applied.",
         applies: |request, farm, reference| {
-            request.has_header("content-type", "apply-patch")
-                && reference.code == 500
-                && message(reference).contains("failed to create typed patch object")
+            apply_failed_on_reference(request, reference, "failed to create typed patch object")
                 && (farm.code == 200 || farm.code == 201)
                 && farm.body["kind"] == "Llama"
                 && warnings_of(farm).iter().all(|w| w.contains("unknown field"))
@@ -826,10 +830,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         per_thousand: 10,
         reason: "structured-merge-diff prunes what an applier stopped sending at the version of its last apply, converting the merged object there; 1.20's field manager converts it without the webhook's conversion and fails on the fields of the other version (kubernetes/kubernetes#117260 and #117356 report the same step failing with webhooks in 1.27). farm-apiserver converts as the resource does and prunes.",
         applies: |request, farm, reference| {
-            request.has_header("content-type", "apply-patch")
-                && reference.code == 500
-                && message(reference).starts_with("failed to prune fields")
-                && (200..300).contains(&farm.code)
+            apply_failed_on_reference(request, reference, "failed to prune fields") && (200..300).contains(&farm.code)
         },
     },
     Allowed {
@@ -839,10 +840,8 @@ pub const ON_PURPOSE: &[Allowed] = &[
         reason: "1.20 converts an applied configuration through the CRD's conversion webhook and validates the converted object's metadata there, so an invalid label key fails as the webhook's 500 `returned invalid metadata` (the same CRD with `strategy: None` answers 422, as farm-apiserver does, from validation).",
         applies: |request, farm, reference| {
             let cause = farm.body["details"]["causes"][0]["message"].as_str().unwrap_or("<none>");
-            request.has_header("content-type", "apply-patch")
+            apply_failed_on_reference(request, reference, "conversion webhook for ")
                 && farm.code == 422
-                && reference.code == 500
-                && message(reference).starts_with("conversion webhook for ")
                 && message(reference).contains("returned invalid metadata: metadata.labels")
                 && message(reference).ends_with(cause)
         },

@@ -120,7 +120,9 @@ pub fn to_v1alpha(mut object: Value) -> Value {
 /// less than a colour, or an encoding not as this server writes it: convert through values.
 pub fn v1alpha_edits(json: &[u8]) -> Option<Vec<Edit>> {
     const API_VERSION: std::ops::Range<usize> = 14..35;
-    let at_v1 = json.get(..API_VERSION.end)? == br#"{"apiVersion":"farm.example.com/v1""#;
+    // The start of a v1 encoding up to the end of its apiVersion (the brace escaped).
+    const V1_HEAD: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1\"";
+    let at_v1 = json.get(..API_VERSION.end)? == V1_HEAD;
     if !at_v1 || json.get(API_VERSION.end) != Some(&b',') {
         return None;
     }
@@ -131,7 +133,7 @@ pub fn v1alpha_edits(json: &[u8]) -> Option<Vec<Edit>> {
     };
     let mut members = json_scan::members(json, coat);
     let (Some((color_key, color)), None) = (members.next(), members.next()) else { return None };
-    if color_key.bytes(json).as_ref() != b"color" || json.get(color) != Some(&b'"') {
+    if color_key.bytes(json).as_ref() != b"color" || json.get(color) != Some(&b'\x22') {
         return None;
     }
     let (color_end, coat_end) = (json_scan::value_end(json, color)?, json_scan::value_end(json, coat)?);
