@@ -34,15 +34,6 @@ pub struct Edit {
     pub with: Vec<u8>,
 }
 
-/// Makes `edits` (sorted, not overlapping, ranges relative to `at`) to the encoding that starts
-/// at `at` in `out`, in place.
-pub fn apply_edits(out: &mut Vec<u8>, at: usize, edits: &[Edit]) {
-    for edit in edits.iter().rev() {
-        let range = at + edit.range.start..(at + edit.range.end).min(out.len());
-        out.splice(range, edit.with.iter().copied());
-    }
-}
-
 /// The interned managed-fields text of an object and the offset in its `body` where it goes.
 struct Managed {
     at: u32,
@@ -246,6 +237,40 @@ impl<K> Stored<K> {
             Some(Managed { at, text: m.text.clone() })
         });
         Stored::index(out, managed)
+    }
+
+    /// The start of the encoding, up to `metadata`'s `{` (empty when it could not be cut).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// The rest of the encoding, without the managed fields.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// Appends the object's compact JSON to `out`, with `head` in place of its head and `edit`
+    /// (relative to [`Self::body`]) made to its body: for conversions that move bytes, with no
+    /// copy but the one into `out`. Writes nothing and returns false when `edit` is not after
+    /// the managed fields' place or not inside the body.
+    pub fn write_json_with(&self, out: &mut Vec<u8>, head: &[u8], edit: Option<&Edit>) -> bool {
+        let at = self.managed.as_ref().map_or(0, |m| (m.at as usize).min(self.body.len()));
+        let (from, to, with) = match edit {
+            None => (self.body.len(), self.body.len(), &[][..]),
+            Some(e) if e.range.start >= at && e.range.start <= e.range.end && e.range.end <= self.body.len() => {
+                (e.range.start, e.range.end, &e.with[..])
+            }
+            Some(_) => return false,
+        };
+        out.extend_from_slice(head);
+        out.extend_from_slice(&self.body[..at]);
+        if let Some(managed) = &self.managed {
+            out.extend_from_slice(&managed.text);
+        }
+        out.extend_from_slice(&self.body[at..from]);
+        out.extend_from_slice(with);
+        out.extend_from_slice(&self.body[to..]);
+        true
     }
 
     /// Appends the object's compact JSON to `out`.

@@ -199,14 +199,15 @@ impl Served<v1::Llama> for Llama {
 
     /// Written straight into a list's body, edited there when the bytes allow it.
     fn write_from_hub(stored: &std::sync::Arc<Stored<v1::Llama>>, out: &mut Vec<u8>) -> Result<()> {
-        let start = out.len();
-        stored.write_json(out);
-        match conversion::v1alpha_edits(&out[start..]) {
-            Some(edits) => crate::machinery::stored::apply_edits(out, start, &edits),
-            None => {
-                out.truncate(start);
-                crate::machinery::version::through_values::<_, Self>(stored)?.write_json(out);
-            }
+        // The heads of both versions, up to metadata's brace (escaped).
+        const V1: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1\",\"kind\":\"Llama\",\"metadata\":\x7b";
+        const V1ALPHA: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1alpha\",\"kind\":\"Llama\",\"metadata\":\x7b";
+        let spliced = match conversion::coat_edit(stored.body()).filter(|_| stored.head() == V1) {
+            Some(edit) => stored.write_json_with(out, V1ALPHA, edit.as_ref()),
+            None => false,
+        };
+        if !spliced {
+            crate::machinery::version::through_values::<_, Self>(stored)?.write_json(out);
         }
         Ok(())
     }
