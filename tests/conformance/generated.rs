@@ -30,15 +30,19 @@ pub fn requests(seed: u64, count: usize) -> Vec<Request> {
         let own_name = format!("g-{i}-{}", name.trim_start_matches("g-"));
         // A body renamed to "other" names this case's "other" too.
         let own = |text: &str| text.replace(name, &own_name).replace("\"other\"", &format!("\"other-{i}\""));
+        // The setup, the request and the read after it are at the request's version, so each
+        // side's read can be compared with what it answered.
+        let gv = if request.path.starts_with("{gv1}") { "{gv1}" } else { "{gv}" };
+        let version = if gv == "{gv1}" { "v1" } else { "v1alpha" };
         let setup = format!(
-            r#"{{"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {{"name": "{own_name}", "labels": {{"gen": "yes", "case": "{i}"}}}}, "spec": {{"weight": 10, "height": 20.5}}}}"#
+            r#"{{"apiVersion": "farm.example.com/{version}", "kind": "Llama", "metadata": {{"name": "{own_name}", "labels": {{"gen": "yes", "case": "{i}"}}}}, "spec": {{"weight": 10, "height": 20.5}}}}"#
         );
         if i % 4 != 0 {
             let create =
-                Request::new(format!("generated #{i}: setup"), Method::POST, "{gv}/namespaces/generated/llamas");
+                Request::new(format!("generated #{i}: setup"), Method::POST, format!("{gv}/namespaces/generated/llamas"));
             requests.push(create.content_type("application/json").body(setup));
         }
-        let item = format!("{{gv}}/namespaces/generated/llamas/{own_name}");
+        let item = format!("{gv}/namespaces/generated/llamas/{own_name}");
         if i % 4 != 0 && request.query.contains("resourceVersion=0") {
             // A read at resourceVersion=0 is served from the kube-apiserver's watch cache, which
             // may not have seen the setup yet: a read at the setup's resourceVersion waits for it.
@@ -52,10 +56,8 @@ pub fn requests(seed: u64, count: usize) -> Vec<Request> {
             // Lists and watches see this case's llamas only (the first labelSelector wins).
             query = format!("labelSelector=case%3D{i}&{query}");
         }
-        // The llama after it, read at the request's version, to compare with what it answered.
-        let after = if request.path.starts_with("{gv1}") { item.replacen("{gv}", "{gv1}", 1) } else { item };
         requests.push(Request { label, path: own(&request.path), query, body, ..request });
-        requests.push(Request::new(format!("generated #{i}: the llama after it"), Method::GET, after));
+        requests.push(Request::new(format!("generated #{i}: the llama after it"), Method::GET, item));
     }
     requests
 }
