@@ -137,12 +137,24 @@ fn unrename_references(value: &mut Value) {
     }
 }
 
-/// The paths of `group` in a v2-shaped `document` (farmpods aside, which no CRD mirrors).
+/// The v1alpha paths of `group` in a v2-shaped `document` (farmpods aside, which no CRD
+/// mirrors), without the `deprecated` mark of their operations: the reference CRD here serves
+/// v1alpha alone, not deprecated. (v1 and the mark are compared with the CRD of two versions by
+/// neither test yet: see the note of issue 35.)
 fn group_paths(document: &Value, group: &str) -> Map<String, Value> {
     let prefix = format!("/apis/{group}/");
+    let at_v1alpha = |path: &str| path == prefix || path.starts_with(&format!("{prefix}v1alpha/"));
     (document["paths"].as_object().into_iter().flatten())
-        .filter(|(path, _)| path.starts_with(&prefix) && !path.contains("/farmpods"))
-        .map(|(path, item)| (path.clone(), item.clone()))
+        .filter(|(path, _)| path.starts_with(&prefix) && at_v1alpha(path) && !path.contains("/farmpods"))
+        .map(|(path, item)| {
+            let mut item = item.clone();
+            for operation in item.as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
+                if let Some(operation) = operation.as_object_mut() {
+                    operation.remove("deprecated");
+                }
+            }
+            (path.clone(), item)
+        })
         .collect()
 }
 
