@@ -38,8 +38,11 @@ pub fn requests(seed: u64, count: usize) -> Vec<Request> {
             r#"{{"apiVersion": "farm.example.com/{version}", "kind": "Llama", "metadata": {{"name": "{own_name}", "labels": {{"gen": "yes", "case": "{i}"}}}}, "spec": {{"weight": 10, "height": 20.5}}}}"#
         );
         if i % 4 != 0 {
-            let create =
-                Request::new(format!("generated #{i}: setup"), Method::POST, format!("{gv}/namespaces/generated/llamas"));
+            let create = Request::new(
+                format!("generated #{i}: setup"),
+                Method::POST,
+                format!("{gv}/namespaces/generated/llamas"),
+            );
             requests.push(create.content_type("application/json").body(setup));
         }
         let item = format!("{gv}/namespaces/generated/llamas/{own_name}");
