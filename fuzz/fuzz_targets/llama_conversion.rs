@@ -13,6 +13,12 @@ fuzz_target!(|data: &[u8]| {
         assert!(edits.windows(2).all(|w| w[0].range.end <= w[1].range.start), "sorted, not overlapping");
         assert!(edits.iter().all(|e| e.range.start <= e.range.end && e.range.end <= data.len()), "inside the bytes");
     }
+    // serde_json's `Value` reads an object whose first key is one of its private markers
+    // (`$serde_json::private::RawValue`) as something else; a nested one cannot round-trip
+    // through any `Value`, whatever the conversion does.
+    if data.windows(20).any(|w| w == b"$serde_json::private") {
+        return;
+    }
     let Ok(mut object) = serde_json::from_slice::<Value>(data) else { return };
     let _ = conversion::convert(object.clone(), V1);
     let _ = conversion::convert(object.clone(), V1ALPHA);
