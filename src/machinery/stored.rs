@@ -210,35 +210,6 @@ impl<K> Stored<K> {
         Bytes::from(out)
     }
 
-    /// The encoding without the managed fields: what [`Self::edited`] edits.
-    pub fn unmanaged_json(&self) -> Vec<u8> {
-        [&self.head[..], &self.body[..]].concat()
-    }
-
-    /// This object at another version `V` whose encoding is this one's with `edits` made to
-    /// [`Self::unmanaged_json`] (`json`): sorted, not overlapping, none across the place of the
-    /// managed fields, whose text is shared rather than copied. For conversions that move bytes
-    /// and decode nothing.
-    pub fn edited<V: ApiResource>(&self, json: &[u8], edits: &[Edit]) -> Stored<V> {
-        let at = self.managed.as_ref().map(|m| m.at as usize + self.head.len());
-        let mut out = Vec::with_capacity(json.len() + edits.iter().map(|e| e.with.len()).sum::<usize>());
-        let (mut from, mut shift) = (0, 0isize);
-        for edit in edits {
-            out.extend_from_slice(&json[from.min(edit.range.start)..edit.range.start]);
-            out.extend_from_slice(&edit.with);
-            if at.is_some_and(|at| edit.range.end <= at) {
-                shift += edit.with.len() as isize - edit.range.len() as isize;
-            }
-            from = edit.range.end;
-        }
-        out.extend_from_slice(json.get(from..).unwrap_or_default());
-        let managed = self.managed.as_ref().zip(at).and_then(|(m, at)| {
-            let at = u32::try_from(at.checked_add_signed(shift)?).ok()?;
-            Some(Managed { at, text: m.text.clone() })
-        });
-        Stored::index(out, managed)
-    }
-
     /// The start of the encoding, up to `metadata`'s `{` (empty when it could not be cut).
     pub fn head(&self) -> &[u8] {
         &self.head
@@ -249,19 +220,26 @@ impl<K> Stored<K> {
         &self.body
     }
 
+    /// Where `edit` (relative to [`Self::body`]) may be made: after the managed fields' place
+    /// and inside the body; its bounds, or `None`.
+    fn edit_bounds<'e>(&self, edit: Option<&'e Edit>) -> Option<(usize, usize, &'e [u8])> {
+        let at = self.managed.as_ref().map_or(0, |m| (m.at as usize).min(self.body.len()));
+        match edit {
+            None => Some((self.body.len(), self.body.len(), &[][..])),
+            Some(e) if e.range.start >= at && e.range.start <= e.range.end && e.range.end <= self.body.len() => {
+                Some((e.range.start, e.range.end, &e.with[..]))
+            }
+            Some(_) => None,
+        }
+    }
+
     /// Appends the object's compact JSON to `out`, with `head` in place of its head and `edit`
     /// (relative to [`Self::body`]) made to its body: for conversions that move bytes, with no
     /// copy but the one into `out`. Writes nothing and returns false when `edit` is not after
     /// the managed fields' place or not inside the body.
     pub fn write_json_with(&self, out: &mut Vec<u8>, head: &[u8], edit: Option<&Edit>) -> bool {
+        let Some((from, to, with)) = self.edit_bounds(edit) else { return false };
         let at = self.managed.as_ref().map_or(0, |m| (m.at as usize).min(self.body.len()));
-        let (from, to, with) = match edit {
-            None => (self.body.len(), self.body.len(), &[][..]),
-            Some(e) if e.range.start >= at && e.range.start <= e.range.end && e.range.end <= self.body.len() => {
-                (e.range.start, e.range.end, &e.with[..])
-            }
-            Some(_) => return false,
-        };
         out.extend_from_slice(head);
         out.extend_from_slice(&self.body[..at]);
         if let Some(managed) = &self.managed {
@@ -271,6 +249,18 @@ impl<K> Stored<K> {
         out.extend_from_slice(with);
         out.extend_from_slice(&self.body[to..]);
         true
+    }
+
+    /// This object at another version `V` whose encoding is this one's with `head` and `edit`,
+    /// as [`Self::write_json_with`] writes it; the managed-fields text is shared, not copied.
+    pub fn edited<V: ApiResource>(&self, head: &[u8], edit: Option<&Edit>) -> Option<Stored<V>> {
+        let (from, to, with) = self.edit_bounds(edit)?;
+        let json = [head, &self.body[..from], with, &self.body[to..]].concat();
+        let managed = match &self.managed {
+            None => None,
+            Some(m) => Some(Managed { at: m.at.checked_add(u32::try_from(head.len()).ok()?)?, text: m.text.clone() }),
+        };
+        Some(Stored::index(json, managed))
     }
 
     /// Appends the object's compact JSON to `out`.

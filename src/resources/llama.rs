@@ -12,8 +12,7 @@ pub mod conversion;
 pub mod v1;
 
 use crate::machinery::columns::{Column, ColumnType};
-use crate::machinery::error::FieldError;
-use crate::machinery::error::{Error, Result};
+use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::stored::Stored;
 use crate::machinery::strategy::{Strategy, Subresource};
@@ -191,6 +190,16 @@ impl Strategy for Llama {
     }
 }
 
+/// The heads of both versions' encodings, up to metadata's brace (escaped).
+const V1_HEAD: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1\",\"kind\":\"Llama\",\"metadata\":\x7b";
+const V1ALPHA_HEAD: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1alpha\",\"kind\":\"Llama\",\"metadata\":\x7b";
+
+/// The edit of a stored v1 llama's body that makes it v1alpha's under [`V1ALPHA_HEAD`] (`None`
+/// inside for no coat), when its bytes allow it: the head is v1's, the coat a colour alone.
+fn spliced_coat(stored: &Stored<v1::Llama>) -> Option<Option<crate::machinery::stored::Edit>> {
+    conversion::coat_edit(stored.body()).filter(|_| stored.head() == V1_HEAD)
+}
+
 /// v1alpha, served from the stored v1: converted on the way in and out.
 impl Served<v1::Llama> for Llama {
     fn value_from_hub(object: serde_json::Value) -> Result<serde_json::Value> {
@@ -199,11 +208,8 @@ impl Served<v1::Llama> for Llama {
 
     /// Written straight into a list's body, edited there when the bytes allow it.
     fn write_from_hub(stored: &std::sync::Arc<Stored<v1::Llama>>, out: &mut Vec<u8>) -> Result<()> {
-        // The heads of both versions, up to metadata's brace (escaped).
-        const V1: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1\",\"kind\":\"Llama\",\"metadata\":\x7b";
-        const V1ALPHA: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1alpha\",\"kind\":\"Llama\",\"metadata\":\x7b";
-        let spliced = match conversion::coat_edit(stored.body()).filter(|_| stored.head() == V1) {
-            Some(edit) => stored.write_json_with(out, V1ALPHA, edit.as_ref()),
+        let spliced = match spliced_coat(stored) {
+            Some(edit) => stored.write_json_with(out, V1ALPHA_HEAD, edit.as_ref()),
             None => false,
         };
         if !spliced {
@@ -212,12 +218,11 @@ impl Served<v1::Llama> for Llama {
         Ok(())
     }
 
-    /// Most llamas convert by moving bytes ([`conversion::v1alpha_edits`]); one whose coat
-    /// needs the annotation, through JSON values.
+    /// Most llamas convert by moving bytes ([`conversion::coat_edit`]); one whose coat needs
+    /// the annotation, through JSON values.
     fn stored_from_hub(stored: &std::sync::Arc<Stored<v1::Llama>>) -> Result<std::sync::Arc<Stored<Self>>> {
-        let json = stored.unmanaged_json();
-        match conversion::v1alpha_edits(&json) {
-            Some(edits) => Ok(std::sync::Arc::new(stored.edited(&json, &edits))),
+        match spliced_coat(stored).and_then(|edit| stored.edited(V1ALPHA_HEAD, edit.as_ref())) {
+            Some(converted) => Ok(std::sync::Arc::new(converted)),
             None => crate::machinery::version::through_values(stored),
         }
     }

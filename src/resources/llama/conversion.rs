@@ -113,24 +113,6 @@ pub fn to_v1alpha(mut object: Value) -> Value {
     object
 }
 
-/// The edits that make a stored v1 Llama's encoding (compact, members in serde's order, without
-/// its managed fields) its v1alpha encoding, when the coat needs no annotation: the
-/// `apiVersion`, and a coat of a colour only becoming that colour (in the same place: the coat
-/// is the spec's last member at v1 as the colour is at v1alpha). `None` for a coat with more or
-/// less than a colour, or an encoding not as this server writes it: convert through values.
-pub fn v1alpha_edits(json: &[u8]) -> Option<Vec<Edit>> {
-    const API_VERSION: std::ops::Range<usize> = 14..35;
-    // The start of a v1 encoding up to the end of its apiVersion (the brace escaped).
-    const V1_HEAD: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1\"";
-    let at_v1 = json.get(..API_VERSION.end)? == V1_HEAD;
-    if !at_v1 || json.get(API_VERSION.end) != Some(&b',') {
-        return None;
-    }
-    let mut edits = vec![Edit { range: API_VERSION, with: br#""farm.example.com/v1alpha""#.to_vec() }];
-    edits.extend(coat_edit(json)?);
-    Some(edits)
-}
-
 /// The edit of the part of a stored v1 llama's encoding that holds its spec (the whole encoding,
 /// or what follows its head) that makes the coat v1alpha's colour: `Some(None)` when there is
 /// no coat, `None` when the coat holds more or less than a colour.
@@ -403,10 +385,14 @@ mod tests {
                 r#"{{"apiVersion":"farm.example.com/v1","kind":"Llama","metadata":{{"name":"a"}},"spec":{{"weight":1.0,"height":2.0{coat}}}}}"#
             )
         };
-        assert!(v1alpha_edits(json("").as_bytes()).is_some());
-        assert_eq!(v1alpha_edits(json(r#","coat":{"color":"w\"x"}"#).as_bytes()).unwrap().len(), 2);
-        assert!(v1alpha_edits(json(r#","coat":{}"#).as_bytes()).is_none());
-        assert!(v1alpha_edits(json(r#","coat":{"color":"w","pattern":"Solid"}"#).as_bytes()).is_none());
-        assert!(v1alpha_edits(br#"{"apiVersion":"farm.example.com/v1alpha","kind":"Llama"}"#).is_none());
+        assert_eq!(coat_edit(json("").as_bytes()), Some(None));
+        let colour = json(r#","coat":{"color":"w\"x"}"#);
+        let edit = coat_edit(colour.as_bytes()).unwrap().unwrap();
+        assert_eq!(
+            (&colour[edit.range.clone()], &edit.with[..]),
+            (r#""coat":{"color":"w\"x"}"#, &br#""color":"w\"x""#[..])
+        );
+        assert!(coat_edit(json(r#","coat":{}"#).as_bytes()).is_none());
+        assert!(coat_edit(json(r#","coat":{"color":"w","pattern":"Solid"}"#).as_bytes()).is_none());
     }
 }
