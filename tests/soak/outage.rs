@@ -198,12 +198,34 @@ async fn etcd_history(endpoints: &str, prefix: &str, from: u64) -> Result<Vec<(K
     Ok(out)
 }
 
-/// A llama as etcd holds it (its JSON without a resourceVersion), at `revision`.
+/// A llama as etcd holds it (at the storage version, v1, without a resourceVersion), at `revision`,
+/// read as the model's v1alpha llama.
 fn parse_stored(kv: &KeyValue, revision: i64) -> Result<(Key, Obj), String> {
     let mut value: Value =
         serde_json::from_slice(&kv.value).map_err(|e| format!("a stored llama that is not JSON: {e}"))?;
     value["metadata"]["resourceVersion"] = json!(revision.to_string());
-    parse_object(&value)
+    as_v1alpha(value).and_then(|v| parse_object(&v))
+}
+
+/// The soak's writers set no coat pattern, so a stored v1 llama is the model's v1alpha llama with
+/// `spec.coat.color` in `spec.color`; anything else in the coat is not the soak's.
+fn as_v1alpha(mut value: Value) -> Result<Value, String> {
+    if value["apiVersion"] != "farm.example.com/v1" {
+        return Err(format!("a stored llama not at the storage version v1: {}", snippet(value.to_string().as_bytes())));
+    }
+    value["apiVersion"] = json!("farm.example.com/v1alpha");
+    let spec = value["spec"].as_object_mut().ok_or("a stored llama without a spec")?;
+    if let Some(coat) = spec.remove("coat") {
+        match coat.as_object() {
+            Some(members) if members.keys().all(|k| k == "color") => {
+                if let Some(color) = members.get("color") {
+                    spec.insert("color".into(), color.clone());
+                }
+            }
+            _ => return Err(format!("a stored coat the soak never wrote: {coat}")),
+        }
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -239,5 +261,18 @@ mod tests {
         writes.push(Write { op: Op::Create, key: 2, obj: obj(10, 8.0) });
         check_model(&mut writes, 4, &mut problems);
         assert!(problems[0].contains("rv 8..9 belong to no acknowledged write"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_stored_v1_llama_reads_as_the_models_v1alpha_llama() {
+        let stored = |spec: Value| json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "spec": spec});
+        let read = as_v1alpha(stored(json!({"weight": 1, "coat": {"color": "brown"}}))).unwrap();
+        assert_eq!(read["apiVersion"], "farm.example.com/v1alpha");
+        assert_eq!(read["spec"], json!({"weight": 1, "color": "brown"}));
+        assert_eq!(as_v1alpha(stored(json!({"weight": 1}))).unwrap()["spec"], json!({"weight": 1}));
+        assert!(as_v1alpha(stored(json!({"coat": {"pattern": "Solid"}}))).is_err());
+        let mut old = stored(json!({"color": "brown"}));
+        old["apiVersion"] = json!("farm.example.com/v1alpha");
+        assert!(as_v1alpha(old).is_err());
     }
 }
