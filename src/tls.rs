@@ -345,6 +345,13 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
 
     fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
         let inner = self.inner.clone();
+        // Each response leaves in as few writes as TLS makes of it; with Nagle's algorithm on, the
+        // last, short segment of an answer waits for the client's delayed ACK (tens of ms on
+        // loopback). The kube-apiserver (Go's net package) and nginx set it too. A socket that
+        // refuses it still serves.
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY not set on an accepted connection");
+        }
         let address = stream.peer_addr().ok().map(|a| PeerAddress { ip: a.ip(), text: a.ip().to_string().into() });
         Box::pin(async move {
             let (stream, service) = inner.accept(stream, service).await?;
