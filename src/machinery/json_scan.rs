@@ -38,6 +38,11 @@ impl Span {
         self.start as usize
     }
 
+    /// Where it ends (exclusive): a string's closing quote, or after another scalar's literal.
+    pub fn end(&self) -> usize {
+        self.start as usize + (self.len & !ESCAPED) as usize
+    }
+
     /// The same text `by` bytes earlier (for a document cut at its start); `None` if it would
     /// begin before the cut.
     pub fn shifted_back(&self, by: usize) -> Option<Self> {

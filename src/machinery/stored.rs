@@ -25,13 +25,14 @@ use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// A change of an encoding: the bytes of `range` replaced by `with`.
+/// A change of an encoding: the bytes of `range` replaced by `with` (borrowed, often from the
+/// encoding itself, so that an edit costs no allocation).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Edit {
+pub struct Edit<'a> {
     /// The bytes replaced.
     pub range: std::ops::Range<usize>,
     /// What replaces them.
-    pub with: Vec<u8>,
+    pub with: &'a [u8],
 }
 
 /// The interned managed-fields text of an object and the offset in its `body` where it goes.
@@ -151,6 +152,14 @@ impl<K: ApiResource> Stored<K> {
         Some(pair[1].text(&self.body))
     }
 
+    /// Where the value of the selectable field `path` (one of `K::INFO.selectable_fields`) sits
+    /// in [`Stored::body`], as it is encoded (a string's contents, escaped, between its quotes);
+    /// `None` when it is unset or not one.
+    pub fn field_span(&self, path: &str) -> Option<Span> {
+        let i = K::INFO.selectable_fields.iter().position(|f| *f == path)?;
+        self.spans.get(FIELDS + i).copied().filter(|s| *s != Span::EMPTY)
+    }
+
     /// The object's selectable field `path` (`metadata.name`, `metadata.namespace` or one of
     /// `K::INFO.selectable_fields`): its value, empty when unset; `None` for another path.
     pub fn field(&self, path: &str) -> Option<Cow<'_, str>> {
@@ -222,12 +231,12 @@ impl<K> Stored<K> {
 
     /// Where `edit` (relative to [`Self::body`]) may be made: after the managed fields' place
     /// and inside the body; its bounds, or `None`.
-    fn edit_bounds<'e>(&self, edit: Option<&'e Edit>) -> Option<(usize, usize, &'e [u8])> {
+    fn edit_bounds<'e>(&self, edit: Option<&Edit<'e>>) -> Option<(usize, usize, &'e [u8])> {
         let at = self.managed.as_ref().map_or(0, |m| (m.at as usize).min(self.body.len()));
         match edit {
             None => Some((self.body.len(), self.body.len(), &[][..])),
             Some(e) if e.range.start >= at && e.range.start <= e.range.end && e.range.end <= self.body.len() => {
-                Some((e.range.start, e.range.end, &e.with[..]))
+                Some((e.range.start, e.range.end, e.with))
             }
             Some(_) => None,
         }
@@ -237,7 +246,7 @@ impl<K> Stored<K> {
     /// (relative to [`Self::body`]) made to its body: for conversions that move bytes, with no
     /// copy but the one into `out`. Writes nothing and returns false when `edit` is not after
     /// the managed fields' place or not inside the body.
-    pub fn write_json_with(&self, out: &mut Vec<u8>, head: &[u8], edit: Option<&Edit>) -> bool {
+    pub fn write_json_with(&self, out: &mut Vec<u8>, head: &[u8], edit: Option<&Edit<'_>>) -> bool {
         let Some((from, to, with)) = self.edit_bounds(edit) else { return false };
         let at = self.managed.as_ref().map_or(0, |m| (m.at as usize).min(self.body.len()));
         out.extend_from_slice(head);
@@ -253,7 +262,7 @@ impl<K> Stored<K> {
 
     /// This object at another version `V` whose encoding is this one's with `head` and `edit`,
     /// as [`Self::write_json_with`] writes it; the managed-fields text is shared, not copied.
-    pub fn edited<V: ApiResource>(&self, head: &[u8], edit: Option<&Edit>) -> Option<Stored<V>> {
+    pub fn edited<V: ApiResource>(&self, head: &[u8], edit: Option<&Edit<'_>>) -> Option<Stored<V>> {
         let (from, to, with) = self.edit_bounds(edit)?;
         let json = [head, &self.body[..from], with, &self.body[to..]].concat();
         let managed = match &self.managed {

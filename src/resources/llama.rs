@@ -196,8 +196,16 @@ const V1ALPHA_HEAD: &[u8] = b"\x7b\"apiVersion\":\"farm.example.com/v1alpha\",\"
 
 /// The edit of a stored v1 llama's body that makes it v1alpha's under [`V1ALPHA_HEAD`] (`None`
 /// inside for no coat), when its bytes allow it: the head is v1's, the coat a colour alone.
-fn spliced_coat(stored: &Stored<v1::Llama>) -> Option<Option<crate::machinery::stored::Edit>> {
-    conversion::coat_edit(stored.body()).filter(|_| stored.head() == V1_HEAD)
+/// Read from the index where the colour sits, else found by a scan of the body.
+fn spliced_coat(stored: &Stored<v1::Llama>) -> Option<Option<crate::machinery::stored::Edit<'_>>> {
+    if stored.head() != V1_HEAD {
+        return None;
+    }
+    let colour = stored.field_span("spec.coat.color");
+    match colour.and_then(|colour| conversion::colour_alone_edit(stored.body(), colour)) {
+        Some(edit) => Some(Some(edit)),
+        None => conversion::coat_edit(stored.body()),
+    }
 }
 
 /// v1alpha, served from the stored v1: converted on the way in and out.

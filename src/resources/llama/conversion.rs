@@ -116,7 +116,7 @@ pub fn to_v1alpha(mut object: Value) -> Value {
 /// The edit of the part of a stored v1 llama's encoding that holds its spec (the whole encoding,
 /// or what follows its head) that makes the coat v1alpha's colour: `Some(None)` when there is
 /// no coat, `None` when the coat holds more or less than a colour.
-pub fn coat_edit(json: &[u8]) -> Option<Option<Edit>> {
+pub fn coat_edit(json: &[u8]) -> Option<Option<Edit<'_>>> {
     let Some((key, coat)) = coat_member(json)? else { return Some(None) };
     let mut members = json_scan::members(json, coat);
     let (Some((color_key, color)), None) = (members.next(), members.next()) else { return None };
@@ -124,9 +124,23 @@ pub fn coat_edit(json: &[u8]) -> Option<Option<Edit>> {
         return None;
     }
     let (color_end, coat_end) = (json_scan::value_end(json, color)?, json_scan::value_end(json, coat)?);
-    let mut with = br#""color":"#.to_vec();
-    with.extend_from_slice(&json[color..color_end]);
+    // `"color":"…"` as the coat holds it: the coat's member becomes the spec's.
+    let with = json.get(color_key.start().checked_sub(1)?..color_end)?;
     Some(Some(Edit { range: key.start().checked_sub(1)?..coat_end, with }))
+}
+
+/// [`coat_edit`] without a scan, for a stored v1 llama whose index holds where `spec.coat.color`
+/// sits (`colour`, its contents between their quotes): the edit when the coat holds that colour
+/// alone (the colour is its first member and its brace closes right after), else `None`.
+pub fn colour_alone_edit(json: &[u8], colour: json_scan::Span) -> Option<Edit<'_>> {
+    const COAT_THEN_COLOUR: &[u8] = b"\x22coat\x22:\x7b\x22color\x22:";
+    let open = colour.start().checked_sub(1)?;
+    let coat = open.checked_sub(COAT_THEN_COLOUR.len())?;
+    let alone = json.get(coat..open) == Some(COAT_THEN_COLOUR)
+        && json.get(open) == Some(&b'\x22')
+        && json.get(colour.end()..colour.end() + 2) == Some(&b"\x22}"[..]);
+    let with = json.get(coat + b"\x22coat\x22:\x7b".len()..colour.end() + 1)?;
+    alone.then_some(Edit { range: coat..colour.end() + 2, with })
 }
 
 /// The coat member of a stored v1 llama's spec (its key's span and where its value starts), or
@@ -388,10 +402,17 @@ mod tests {
         assert_eq!(coat_edit(json("").as_bytes()), Some(None));
         let colour = json(r#","coat":{"color":"w\"x"}"#);
         let edit = coat_edit(colour.as_bytes()).unwrap().unwrap();
-        assert_eq!(
-            (&colour[edit.range.clone()], &edit.with[..]),
-            (r#""coat":{"color":"w\"x"}"#, &br#""color":"w\"x""#[..])
-        );
+        assert_eq!((&colour[edit.range.clone()], edit.with), (r#""coat":{"color":"w\"x"}"#, &br#""color":"w\"x""#[..]));
+        let escaped = json_scan::find(colour.as_bytes(), &["spec", "coat", "color"])
+            .and_then(|at| json_scan::scalar(colour.as_bytes(), at))
+            .unwrap();
+        assert_eq!(colour_alone_edit(colour.as_bytes(), escaped), Some(edit));
+        for more in [r#","coat":{"color":"w","pattern":"Solid"}"#, r#","coat":{"pattern":"Solid","color":"w"}"#] {
+            let more = json(more);
+            let at = json_scan::find(more.as_bytes(), &["spec", "coat", "color"]).unwrap();
+            let colour = json_scan::scalar(more.as_bytes(), at).unwrap();
+            assert_eq!(colour_alone_edit(more.as_bytes(), colour), None, "{more}");
+        }
         assert!(coat_edit(json(r#","coat":{}"#).as_bytes()).is_none());
         assert!(coat_edit(json(r#","coat":{"color":"w","pattern":"Solid"}"#).as_bytes()).is_none());
     }
