@@ -23,6 +23,18 @@ const ESCAPED: u32 = 1 << 31;
 impl Span {
     /// The empty text.
     pub const EMPTY: Span = Span { start: 0, len: 0 };
+    /// The top bit of [`Span::to_raw`]'s length: the contents hold an escape.
+    pub const ESCAPED: u32 = ESCAPED;
+
+    /// Its start, and its length with [`Span::ESCAPED`], for a compact copy of an index.
+    pub fn to_raw(&self) -> (u32, u32) {
+        (self.start, self.len)
+    }
+
+    /// The span [`Span::to_raw`] gave.
+    pub fn from_raw(start: u32, len: u32) -> Self {
+        Self { start, len }
+    }
 
     fn new(start: usize, len: usize, escaped: bool) -> Option<Self> {
         let len = u32::try_from(len).ok().filter(|l| l & ESCAPED == 0)?;

@@ -25,6 +25,9 @@ use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+mod packed;
+use packed::Packed;
+
 /// A change of an encoding: the bytes of `range` replaced by `with` (borrowed, often from the
 /// encoding itself, so that an edit costs no allocation).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,31 +38,92 @@ pub struct Edit<'a> {
     pub with: &'a [u8],
 }
 
-/// The interned managed-fields text of an object and the offset in its `body` where it goes.
-struct Managed {
-    at: u32,
-    text: Arc<[u8]>,
+/// The two members of `metadata` kept out of an object's body, and where they go back: the
+/// managed fields (interned text, commas included) and the resourceVersion (written from the
+/// number, so that the text of each object is as short as it can be).
+#[derive(Clone, Default)]
+struct Holes {
+    /// The managed-fields text, when kept apart.
+    managed: Option<Arc<[u8]>>,
+    /// Where the managed fields go in the body.
+    managed_at: u32,
+    /// Where `"resourceVersion":"…"` goes in the body, and which comma goes with it (see
+    /// [`Comma`]), when it is kept apart: the offset shifted left by two, the comma below.
+    version: u32,
 }
 
-/// An immutable stored object: its encoding and its index, in 96 bytes besides the text.
+/// Which comma goes with a member kept apart (0 in [`Holes::version`]: none is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Comma {
+    /// After it: it was not the last member.
+    After = 1,
+    /// Before it: it was the last of several.
+    Before = 2,
+    /// Neither: it was alone.
+    Alone = 3,
+}
+
+impl Holes {
+    fn version_at(&self) -> Option<(usize, Comma)> {
+        let comma = match self.version & 3 {
+            1 => Comma::After,
+            2 => Comma::Before,
+            3 => Comma::Alone,
+            _ => return None,
+        };
+        Some(((self.version >> 2) as usize, comma))
+    }
+
+    /// Both moved `by` bytes earlier (the head cut off); `None` if one would start before.
+    fn shifted_back(mut self, by: usize) -> Option<Self> {
+        let by = u32::try_from(by).ok()?;
+        if self.managed.is_some() {
+            self.managed_at = self.managed_at.checked_sub(by)?;
+        }
+        if let Some((at, comma)) = self.version_at() {
+            self.version = ((u32::try_from(at).ok()?.checked_sub(by)?) << 2) | comma as u32;
+        }
+        Some(self)
+    }
+
+    /// Both moved `by` bytes later (a head put before); `None` past what an offset holds.
+    fn shifted_on(mut self, by: usize) -> Option<Self> {
+        let by = u32::try_from(by).ok()?;
+        if self.managed.is_some() {
+            self.managed_at = self.managed_at.checked_add(by)?;
+        }
+        if let Some((at, comma)) = self.version_at() {
+            let at = u32::try_from(at).ok()?.checked_add(by).filter(|a| *a < 1 << 30)?;
+            self.version = (at << 2) | comma as u32;
+        }
+        Some(self)
+    }
+
+    /// The last place a hole goes (0 with none): an edit after it leaves both where they are.
+    fn last(&self) -> usize {
+        let managed = if self.managed.is_some() { self.managed_at as usize } else { 0 };
+        managed.max(self.version_at().map_or(0, |(at, _)| at))
+    }
+}
+
+/// An immutable stored object: its encoding and its index, in 64 bytes (80 with the `Arc`
+/// that shares it) besides one allocation for its text and index.
 pub struct Stored<K> {
     /// The start of the encoding, up to the `{` of `metadata`: the same for every object of a
     /// type (`{"apiVersion":…,"kind":…,"metadata":{`), so interned.
     head: Arc<[u8]>,
-    /// The rest of the encoding, without the managed-fields text when that is kept apart.
-    body: Box<[u8]>,
-    /// The managed-fields text, when kept apart.
-    managed: Option<Managed>,
+    /// The rest of the encoding without what [`Holes`] keeps apart (the body), and its spans:
+    /// `metadata.namespace`, `metadata.name`, the value of each of the resource's selectable
+    /// fields in `K::INFO`'s order ([`Span::EMPTY`] when unset), then the key and value of each
+    /// label, in key order.
+    packed: Packed,
+    holes: Holes,
     /// `metadata.resourceVersion` (0 when unset, as on a dry-run create).
     resource_version: u64,
-    /// Spans into `body`: `metadata.namespace`, `metadata.name`, the value of each of the
-    /// resource's selectable fields in `K::INFO`'s order ([`Span::EMPTY`] when unset), then the
-    /// key and value of each label, in key order.
-    spans: Box<[Span]>,
     kind: PhantomData<fn() -> K>,
 }
 
-/// Where the selectable fields start in [`Stored::spans`].
+/// Where the selectable fields start in the spans.
 const FIELDS: usize = 2;
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
@@ -69,50 +133,43 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
 impl<K: ApiResource> Stored<K> {
     /// The stored form of `object`.
     pub fn new(object: K) -> Result<Self> {
-        let (json, managed) = cut_managed_fields(encode(&object)?);
-        Ok(Self::index(json, managed))
+        let (json, holes, resource_version) = cut_holes(encode(&object)?);
+        Ok(Self::index(json, holes, resource_version))
     }
 
-    /// Indexes `json` (an object's encoding, without the managed fields when `managed` is set)
-    /// and cuts off its head.
-    fn index(json: Vec<u8>, mut managed: Option<Managed>) -> Self {
+    /// Indexes `json` (an object's encoding without what `holes` keeps apart, its offsets in
+    /// `json`) and cuts off its head.
+    fn index(json: Vec<u8>, holes: Holes, resource_version: u64) -> Self {
         let metadata = json_scan::find(&json, &["metadata"]);
         // One pass over metadata's members.
-        let (mut namespace, mut name, mut version, mut labels) = (None, None, None, None);
+        let (mut namespace, mut name, mut labels) = (None, None, None);
         for (key, value) in metadata.into_iter().flat_map(|m| json_scan::members(&json, m)) {
             match &*key.text(&json) {
                 "namespace" => namespace = json_scan::scalar(&json, value),
                 "name" => name = json_scan::scalar(&json, value),
-                "resourceVersion" => version = json_scan::scalar(&json, value),
                 "labels" => labels = Some(value),
                 _ => {}
             }
         }
-        let resource_version = version.and_then(|s| s.text(&json).parse().ok()).unwrap_or(0);
         let mut spans = vec![namespace.unwrap_or_default(), name.unwrap_or_default()];
         spans.extend(K::INFO.selectable_fields.iter().map(|path| {
             let path: Vec<&str> = path.split('.').collect();
             json_scan::find(&json, &path).and_then(|at| json_scan::scalar(&json, at)).unwrap_or_default()
         }));
         spans.extend(labels.into_iter().flat_map(|at| json_scan::string_members(&json, at)).flat_map(|(k, v)| [k, v]));
-        // The head ends at metadata's opening brace, before every indexed field and the managed
-        // fields.
+        // The head ends at metadata's opening brace, before every indexed field and the holes.
         let head_len = metadata.map_or(0, |m| m + 1);
-        let movable = managed.as_ref().is_none_or(|m| m.at as usize >= head_len)
-            && spans.iter().all(|s| *s == Span::EMPTY || s.start() >= head_len);
-        let head_len = if movable { head_len } else { 0 };
-        let spans = spans.iter().map(|s| s.shifted_back(head_len).unwrap_or_default()).collect();
-        if let Some(managed) = &mut managed {
-            managed.at -= head_len as u32;
-        }
-        Self {
-            head: intern(&json[..head_len]),
-            body: json[head_len..].into(),
-            managed,
-            resource_version,
-            spans,
-            kind: PhantomData,
-        }
+        let cut = holes
+            .clone()
+            .shifted_back(head_len)
+            .filter(|_| spans.iter().all(|s| *s == Span::EMPTY || s.start() >= head_len));
+        let (head_len, holes) = match cut {
+            Some(cut) => (head_len, cut),
+            None => (0, holes),
+        };
+        let spans: Vec<Span> = spans.iter().map(|s| s.shifted_back(head_len).unwrap_or_default()).collect();
+        let packed = Packed::new(&spans, &json[head_len..]);
+        Self { head: intern(&json[..head_len]), packed, holes, resource_version, kind: PhantomData }
     }
 
     /// The object, decoded from its encoding.
@@ -124,9 +181,9 @@ impl<K: ApiResource> Stored<K> {
     /// The object decoded without `metadata.managedFields`, for what never reads them (a
     /// Table's cells): decoding the managed fields is most of decoding a small object.
     pub fn decode_without_managed_fields(&self) -> Result<K> {
-        let mut json = Vec::with_capacity(self.head.len() + self.body.len());
+        let mut json = Vec::with_capacity(self.json_len());
         json.extend_from_slice(&self.head);
-        json.extend_from_slice(&self.body);
+        self.write_body(&mut json, false, None);
         serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))
     }
 
@@ -147,9 +204,14 @@ impl<K: ApiResource> Stored<K> {
 
     /// The value of the label `key`.
     pub fn label(&self, key: &str) -> Option<Cow<'_, str>> {
-        let labels = self.spans.get(FIELDS + K::INFO.selectable_fields.len()..).unwrap_or_default();
-        let pair = labels.chunks_exact(2).find(|pair| pair[0].text(&self.body) == key)?;
-        Some(pair[1].text(&self.body))
+        let body = self.packed.body();
+        let mut labels = self.packed.spans_from(FIELDS + K::INFO.selectable_fields.len());
+        while let (Some(k), Some(v)) = (labels.next(), labels.next()) {
+            if k.text(body) == key {
+                return Some(v.text(body));
+            }
+        }
+        None
     }
 
     /// Where the value of the selectable field `path` (one of `K::INFO.selectable_fields`) sits
@@ -157,7 +219,7 @@ impl<K: ApiResource> Stored<K> {
     /// `None` when it is unset or not one.
     pub fn field_span(&self, path: &str) -> Option<Span> {
         let i = K::INFO.selectable_fields.iter().position(|f| *f == path)?;
-        self.spans.get(FIELDS + i).copied().filter(|s| *s != Span::EMPTY)
+        self.packed.span(FIELDS + i).filter(|s| *s != Span::EMPTY)
     }
 
     /// The object's selectable field `path` (`metadata.name`, `metadata.namespace` or one of
@@ -177,7 +239,7 @@ impl<K: ApiResource> Stored<K> {
 impl<K> Stored<K> {
     /// The text of `spans[i]`, empty when there is none.
     fn text(&self, i: usize) -> Cow<'_, str> {
-        self.spans.get(i).map_or(Cow::Borrowed(""), |s| s.text(&self.body))
+        self.packed.span(i).map_or(Cow::Borrowed(""), |s| s.text(self.packed.body()))
     }
 
     /// `metadata.resourceVersion`, 0 when unset.
@@ -198,7 +260,8 @@ impl<K> Stored<K> {
     /// The bytes of `metadata.namespace` and `metadata.name`, for ordering by key without
     /// making one ([`super::key::order`]).
     pub fn key_bytes(&self) -> (Cow<'_, [u8]>, Cow<'_, [u8]>) {
-        let bytes = |i: usize| self.spans.get(i).map_or(Cow::Borrowed(&b""[..]), |s| s.bytes(&self.body));
+        let body = self.packed.body();
+        let bytes = |i: usize| self.packed.span(i).map_or(Cow::Borrowed(&b""[..]), |s| s.bytes(body));
         (bytes(0), bytes(1))
     }
 
@@ -209,7 +272,13 @@ impl<K> Stored<K> {
 
     /// The length of the object's compact JSON.
     pub fn json_len(&self) -> usize {
-        self.head.len() + self.body.len() + self.managed.as_ref().map_or(0, |m| m.text.len())
+        let managed = self.holes.managed.as_ref().map_or(0, |m| m.len());
+        let version = match self.holes.version_at() {
+            // `"resourceVersion":"…"` and a comma.
+            Some((_, comma)) => 21 + decimal_len(self.resource_version) - usize::from(comma == Comma::Alone),
+            None => 0,
+        };
+        self.head.len() + self.packed.body().len() + managed + version
     }
 
     /// The object's compact JSON.
@@ -224,39 +293,64 @@ impl<K> Stored<K> {
         &self.head
     }
 
-    /// The rest of the encoding, without the managed fields.
+    /// The rest of the encoding, without the managed fields and the resourceVersion when they
+    /// are kept apart: what an [`Edit`] after them applies to.
     pub fn body(&self) -> &[u8] {
-        &self.body
+        self.packed.body()
     }
 
-    /// Where `edit` (relative to [`Self::body`]) may be made: after the managed fields' place
-    /// and inside the body; its bounds, or `None`.
+    /// Where `edit` (relative to [`Self::body`]) may be made: after the places of what is kept
+    /// apart, and inside the body; its bounds, or `None`.
     fn edit_bounds<'e>(&self, edit: Option<&Edit<'e>>) -> Option<(usize, usize, &'e [u8])> {
-        let at = self.managed.as_ref().map_or(0, |m| (m.at as usize).min(self.body.len()));
+        let len = self.packed.body().len();
         match edit {
-            None => Some((self.body.len(), self.body.len(), &[][..])),
-            Some(e) if e.range.start >= at && e.range.start <= e.range.end && e.range.end <= self.body.len() => {
+            None => Some((len, len, &[][..])),
+            Some(e) if e.range.start >= self.holes.last() && e.range.start <= e.range.end && e.range.end <= len => {
                 Some((e.range.start, e.range.end, e.with))
             }
             Some(_) => None,
         }
     }
 
+    /// Appends the body with what is kept apart put back (the managed fields only when
+    /// `managed`), and `edit` (bounds from [`Self::edit_bounds`]) made.
+    fn write_body(&self, out: &mut Vec<u8>, managed: bool, edit: Option<(usize, usize, &[u8])>) {
+        let body = self.packed.body();
+        let (len, holes) = (body.len(), &self.holes);
+        let managed_at = holes.managed.as_ref().filter(|_| managed).map(|text| (holes.managed_at as usize, text));
+        let version_at = holes.version_at();
+        // The managed fields go first, even where both go at one place: `cut_holes` cuts the
+        // resourceVersion only after them.
+        let mut at = 0;
+        if let Some((to, text)) = managed_at {
+            at = to.min(len);
+            out.extend_from_slice(&body[..at]);
+            out.extend_from_slice(text);
+        }
+        if let Some((to, comma)) = version_at {
+            let to = to.clamp(at, len);
+            out.extend_from_slice(&body[at..to]);
+            write_version(out, self.resource_version, comma);
+            at = to;
+        }
+        match edit {
+            Some((from, to, with)) => {
+                out.extend_from_slice(body.get(at..from).unwrap_or_default());
+                out.extend_from_slice(with);
+                out.extend_from_slice(body.get(to..).unwrap_or_default());
+            }
+            None => out.extend_from_slice(body.get(at..).unwrap_or_default()),
+        }
+    }
+
     /// Appends the object's compact JSON to `out`, with `head` in place of its head and `edit`
     /// (relative to [`Self::body`]) made to its body: for conversions that move bytes, with no
     /// copy but the one into `out`. Writes nothing and returns false when `edit` is not after
-    /// the managed fields' place or not inside the body.
+    /// what is kept apart or not inside the body.
     pub fn write_json_with(&self, out: &mut Vec<u8>, head: &[u8], edit: Option<&Edit<'_>>) -> bool {
-        let Some((from, to, with)) = self.edit_bounds(edit) else { return false };
-        let at = self.managed.as_ref().map_or(0, |m| (m.at as usize).min(self.body.len()));
+        let Some(bounds) = self.edit_bounds(edit) else { return false };
         out.extend_from_slice(head);
-        out.extend_from_slice(&self.body[..at]);
-        if let Some(managed) = &self.managed {
-            out.extend_from_slice(&managed.text);
-        }
-        out.extend_from_slice(&self.body[at..from]);
-        out.extend_from_slice(with);
-        out.extend_from_slice(&self.body[to..]);
+        self.write_body(out, true, Some(bounds));
         true
     }
 
@@ -264,48 +358,92 @@ impl<K> Stored<K> {
     /// as [`Self::write_json_with`] writes it; the managed-fields text is shared, not copied.
     pub fn edited<V: ApiResource>(&self, head: &[u8], edit: Option<&Edit<'_>>) -> Option<Stored<V>> {
         let (from, to, with) = self.edit_bounds(edit)?;
-        let json = [head, &self.body[..from], with, &self.body[to..]].concat();
-        let managed = match &self.managed {
-            None => None,
-            Some(m) => Some(Managed { at: m.at.checked_add(u32::try_from(head.len()).ok()?)?, text: m.text.clone() }),
-        };
-        Some(Stored::index(json, managed))
+        let body = self.packed.body();
+        let json = [head, body.get(..from)?, with, body.get(to..)?].concat();
+        let holes = self.holes.clone().shifted_on(head.len())?;
+        Some(Stored::index(json, holes, self.resource_version))
     }
 
     /// Appends the object's compact JSON to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.head);
-        match &self.managed {
-            None => out.extend_from_slice(&self.body),
-            Some(managed) => {
-                let (before, after) = self.body.split_at((managed.at as usize).min(self.body.len()));
-                out.extend_from_slice(before);
-                out.extend_from_slice(&managed.text);
-                out.extend_from_slice(after);
-            }
-        }
+        self.write_body(out, true, None);
     }
 }
 
-/// Cuts `metadata.managedFields` (the member, with one of the commas beside it) out of `json`,
-/// an object's encoding: the rest, and the interned text cut with the offset it goes back at.
-fn cut_managed_fields(json: Vec<u8>) -> (Vec<u8>, Option<Managed>) {
-    let member = json_scan::find(&json, &["metadata"]).and_then(|metadata| {
-        let (key, value) = json_scan::members(&json, metadata).find(|(key, _)| key.text(&json) == "managedFields")?;
-        Some((key.start().checked_sub(1)?, json_scan::value_end(&json, value)?))
-    });
-    let Some((start, end)) = member else { return (json, None) };
-    let (from, to) = match (json.get(start.wrapping_sub(1)), json.get(end)) {
-        (_, Some(b',')) => (start, end + 1),
-        (Some(b','), _) => (start - 1, end),
-        _ => (start, end),
-    };
-    let Ok(at) = u32::try_from(from) else { return (json, None) };
-    let text = intern(&json[from..to]);
-    let mut rest = Vec::with_capacity(json.len() - (to - from));
-    rest.extend_from_slice(&json[..from]);
-    rest.extend_from_slice(&json[to..]);
-    (rest, Some(Managed { at, text }))
+/// How many digits `n` has.
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// Appends the member `"resourceVersion":"<version>"` with its comma.
+fn write_version(out: &mut Vec<u8>, version: u64, comma: Comma) {
+    if comma == Comma::Before {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\x22resourceVersion\x22:\x22");
+    out.extend_from_slice(itoa::Buffer::new().format(version).as_bytes());
+    out.push(b'\x22');
+    if comma == Comma::After {
+        out.push(b',');
+    }
+}
+
+/// The range `(from, to)` of the member whose key is `name` and value starts at `value`, with
+/// one of the commas beside it, and which.
+fn with_comma(json: &[u8], (name, value): (Span, usize)) -> Option<(usize, usize, Comma)> {
+    let (start, end) = (name.start().checked_sub(1)?, json_scan::value_end(json, value)?);
+    Some(match (json.get(start.wrapping_sub(1)), json.get(end)) {
+        (_, Some(b',')) => (start, end + 1, Comma::After),
+        (Some(b','), _) => (start - 1, end, Comma::Before),
+        _ => (start, end, Comma::Alone),
+    })
+}
+
+/// Cuts out of `json` (an object's encoding) `metadata.managedFields` (interned) and
+/// `metadata.resourceVersion` (kept as a number), each with one of the commas beside it: the
+/// rest, where they go back, and the resourceVersion (0 when unset).
+///
+/// The resourceVersion is cut when it is the decimal it is read as, and after the managed
+/// fields (as `ObjectMeta` writes them), so that both go back in the order they were cut.
+fn cut_holes(json: Vec<u8>) -> (Vec<u8>, Holes, u64) {
+    let Some(metadata) = json_scan::find(&json, &["metadata"]) else { return (json, Holes::default(), 0) };
+    let (mut managed, mut version) = (None, None);
+    for (key, value) in json_scan::members(&json, metadata) {
+        match &*key.bytes(&json) {
+            b"managedFields" => managed = Some((key, value)),
+            b"resourceVersion" => version = Some((key, value)),
+            _ => {}
+        }
+    }
+    let version_text = version.and_then(|(_, at)| json_scan::scalar(&json, at)).map(|v| v.text(&json).into_owned());
+    let resource_version = version_text.as_deref().and_then(|t| t.parse().ok()).unwrap_or(0);
+    let managed = managed.and_then(|member| with_comma(&json, member));
+    let version = version
+        .and_then(|member| with_comma(&json, member))
+        .filter(|_| version_text.as_deref() == Some(itoa::Buffer::new().format(resource_version)))
+        .filter(|(from, _, _)| managed.is_none_or(|(_, to, _)| *from >= to));
+    let mut holes = Holes::default();
+    let mut rest = Vec::with_capacity(json.len());
+    let mut at = 0;
+    if let Some((from, to, _)) = managed
+        && let Ok(offset) = u32::try_from(from)
+    {
+        rest.extend_from_slice(&json[..from]);
+        holes.managed = Some(intern(&json[from..to]));
+        holes.managed_at = offset;
+        at = to;
+    }
+    // The offset shares a word with the comma (see `Holes::version`).
+    if let Some((from, to, comma)) = version
+        && let Some(offset) = u32::try_from(rest.len() + (from - at)).ok().filter(|o| *o < 1 << 30)
+    {
+        rest.extend_from_slice(&json[at..from]);
+        holes.version = (offset << 2) | comma as u32;
+        at = to;
+    }
+    rest.extend_from_slice(&json[at..]);
+    (rest, holes, resource_version)
 }
 
 /// The distinct managed-fields texts of every stored object. An entry only the set still holds
@@ -491,8 +629,81 @@ mod tests {
     fn equal_managed_fields_are_kept_once() {
         let a = Stored::new(llama("a", "white")).unwrap();
         let b = Stored::new(llama("b-longer-name", "brown")).unwrap();
-        let (Some(ma), Some(mb)) = (&a.managed, &b.managed) else { panic!("managed fields kept apart") };
-        assert!(Arc::ptr_eq(&ma.text, &mb.text));
-        assert!(!a.body.windows(13).any(|w| w == b"managedFields"));
+        let (Some(ma), Some(mb)) = (&a.holes.managed, &b.holes.managed) else { panic!("managed fields kept apart") };
+        assert!(Arc::ptr_eq(ma, mb));
+        assert!(!a.body().windows(13).any(|w| w == b"managedFields"));
+    }
+
+    #[test]
+    fn the_resource_version_is_kept_as_a_number_wherever_it_sits() {
+        assert_eq!(std::mem::size_of::<Stored<Llama>>(), 64, "80 with its Arc: an allocator size class");
+        let mut alone = llama("x", "white");
+        alone.metadata = ObjectMeta { resource_version: Some("7".into()), ..Default::default() };
+        let mut last = llama("x", "white");
+        last.metadata.uid = None;
+        let mut first = llama("x", "white");
+        first.metadata =
+            ObjectMeta { resource_version: Some("1234567890".into()), uid: Some("u".into()), ..Default::default() };
+        for object in [alone, last, first, llama("x", "white")] {
+            let stored = Stored::new(object.clone()).unwrap();
+            assert!(stored.holes.version_at().is_some(), "{stored:?}");
+            assert!(!stored.body().windows(15).any(|w| w == b"resourceVersion"));
+            assert_eq!(stored.json(), serde_json::to_vec(&object).unwrap());
+            assert_eq!(stored.json_len(), stored.json().len());
+            assert_eq!(stored.decode().unwrap(), object);
+            let mut plain = object.clone();
+            plain.metadata.managed_fields = None;
+            assert_eq!(stored.decode_without_managed_fields().unwrap(), plain);
+        }
+        for kept in ["007", "x", "-1", "18446744073709551616"] {
+            let mut object = llama("x", "white");
+            object.metadata.resource_version = Some(kept.into());
+            let stored = Stored::new(object.clone()).unwrap();
+            assert!(stored.holes.version_at().is_none(), "{kept} is not the number it reads as");
+            assert_eq!(stored.json(), serde_json::to_vec(&object).unwrap());
+            assert_eq!(stored.resource_version(), kept.parse().unwrap_or(0));
+        }
+    }
+
+    #[test]
+    fn an_edited_copy_keeps_what_is_kept_apart() {
+        let stored = Stored::new(llama("dolly", "white")).unwrap();
+        let colour = stored.field_span("spec.color").unwrap();
+        let edit = Edit { range: colour.start()..colour.end(), with: b"brown" };
+        let head = br#"{"apiVersion":"farm.example.com/v1alpha","kind":"Llama","metadata":{"#;
+        let edited: Stored<Llama> = stored.edited(head, Some(&edit)).unwrap();
+        let mut expected = llama("dolly", "brown");
+        assert_eq!(edited.json(), serde_json::to_vec(&expected).unwrap());
+        assert_eq!((edited.resource_version(), edited.field("spec.color").as_deref()), (42, Some("brown")));
+        let mut written = Vec::new();
+        assert!(stored.write_json_with(&mut written, head, Some(&edit)));
+        assert_eq!(written, edited.json());
+        let before_holes = Edit { range: 1..2, with: b"" };
+        assert!(!stored.write_json_with(&mut written, head, Some(&before_holes)));
+        expected.metadata.managed_fields = None;
+        assert_eq!(edited.decode_without_managed_fields().unwrap(), expected);
+    }
+
+    proptest::proptest! {
+        /// Whatever the metadata, the stored bytes are the object's compact JSON, their length
+        /// is known without writing them, and the index reads the object's own values.
+        #[test]
+        fn any_object_is_stored_as_its_json(name in "[a-z\\\"é]{0,6}", version in proptest::option::of(0u64..u64::MAX), labels in proptest::collection::btree_map("[a-z\\\"]{1,4}", "[a-z\\\"]{0,4}", 0..4), managed in proptest::bool::ANY, uid in proptest::option::of("[a-z]{1,3}")) {
+            let mut object = llama(&name, "white");
+            object.metadata.resource_version = version.map(|v| v.to_string());
+            object.metadata.labels = Some(labels.clone());
+            object.metadata.uid = uid;
+            if !managed {
+                object.metadata.managed_fields = None;
+            }
+            let stored = Stored::new(object.clone()).unwrap();
+            proptest::prop_assert_eq!(stored.json(), serde_json::to_vec(&object).unwrap());
+            proptest::prop_assert_eq!(stored.json_len(), stored.json().len());
+            proptest::prop_assert_eq!(stored.resource_version(), version.unwrap_or(0));
+            proptest::prop_assert_eq!(stored.name(), name.as_str());
+            for (k, v) in &labels {
+                proptest::prop_assert_eq!(stored.label(k).map(|l| l.into_owned()), Some(v.clone()));
+            }
+        }
     }
 }
