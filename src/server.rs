@@ -365,7 +365,11 @@ fn router(
         .route("/metrics", get_only(metrics_text))
         .with_state(shared);
     let resource_routes = resource_routes.layer(axum::middleware::from_fn(crate::api::yaml_answers::answer));
-    let protected = non_resource.merge(resource_routes).fallback(|| async { ApiError::PathNotFound });
+    let protected = non_resource
+        .merge(resource_routes)
+        .fallback(|| async { ApiError::PathNotFound })
+        // Outside the YAML answers: what is compressed is the body the client reads.
+        .layer(axum::middleware::from_fn(crate::api::compression::answer));
     let protected = match auditor {
         // Without an audit log, authentication and authorization are one step.
         None => protected.layer(axum::middleware::from_fn(move |req, next| {

@@ -427,3 +427,75 @@ async fn deletecollection_honours_label_and_field_selectors(#[case] backend: Bac
     let r = s.client.delete(s.url(&format!("{}?labelSelector=herd%20in", llamas("default")))).send().await.unwrap();
     assert_eq!(r.status(), 400);
 }
+
+/// `body`, gunzipped.
+fn gunzip(body: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(body).read_to_end(&mut out).expect("a gzip body");
+    out
+}
+
+#[tokio::test]
+async fn answers_over_128_kib_are_gzipped_for_a_client_that_accepts_it_and_nothing_else_is() {
+    let s = Server::start().await;
+    for i in 0..300 {
+        create(&s, "big", &format!("llama-{i:03}"), json!({"herd": "a"})).await;
+    }
+    let list = s.url(&llamas("big"));
+    let plain = s.client.get(&list).send().await.unwrap();
+    assert_eq!(plain.headers().get("content-encoding"), None);
+    let plain = plain.bytes().await.unwrap();
+    assert!(plain.len() > 128 * 1024, "the list is {} bytes", plain.len());
+    let resource_version = serde_json::from_slice::<Value>(&plain).unwrap()["metadata"]["resourceVersion"].clone();
+    let at_that_version =
+        format!("{list}?resourceVersion={}&resourceVersionMatch=Exact", resource_version.as_str().unwrap());
+    let plain = s.client.get(&at_that_version).send().await.unwrap().bytes().await.unwrap();
+    for accept in ["gzip", "deflate, gzip", "br,gzip"] {
+        let r = s.client.get(&at_that_version).header("accept-encoding", accept).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-encoding"], "gzip", "{accept}");
+        assert_eq!(r.headers()["vary"], "Accept-Encoding");
+        let body = r.bytes().await.unwrap();
+        assert!(body.len() * 5 < plain.len(), "{} bytes compressed from {}", body.len(), plain.len());
+        assert_eq!(gunzip(&body), plain, "the same answer, compressed");
+    }
+    // The kube-apiserver reads only the bare token; small answers and streams go as they are.
+    let r = s.client.get(&list).header("accept-encoding", "gzip;q=1").send().await.unwrap();
+    assert_eq!(r.headers().get("content-encoding"), None);
+    let r =
+        s.client.get(s.url(&llama_path("big", "llama-000"))).header("accept-encoding", "gzip").send().await.unwrap();
+    assert_eq!((r.status().as_u16(), r.headers().get("content-encoding")), (200, None));
+    let r = s
+        .client
+        .get(format!("{list}?watch=true&timeoutSeconds=1"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.status().as_u16(), r.headers().get("content-encoding")), (200, None));
+    assert_eq!(
+        r.bytes().await.unwrap().iter().filter(|b| **b == b'\n').count(),
+        300,
+        "every ADDED event, uncompressed"
+    );
+    // A YAML answer is compressed as the client reads it.
+    let r = s
+        .client
+        .get(&list)
+        .header("accept", "application/yaml")
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.headers()["content-type"].to_str().unwrap(), r.headers()["content-encoding"].to_str().unwrap()),
+        ("application/yaml", "gzip")
+    );
+    let yaml = String::from_utf8(gunzip(&r.bytes().await.unwrap())).unwrap();
+    assert!(
+        yaml.starts_with("apiVersion: farm.example.com/v1alpha\n") && yaml.contains("name: llama-299"),
+        "{}",
+        &yaml[..200]
+    );
+}

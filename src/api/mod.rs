@@ -1,10 +1,11 @@
 //! The HTTP layer: resource-agnostic Kubernetes REST over axum. Content negotiation (and YAML
-//! answers), query options, extractors whose rejections are `Status` bodies, body decoding and
+//! answers, compressed answers), query options, extractors whose rejections are `Status` bodies, body decoding and
 //! patching, the generic registry (the metadata rules every object shares, calling each resource's
 //! [`crate::machinery::strategy::Strategy`] at fixed points), handlers, watch streams, Table
 //! rendering, discovery and OpenAPI, and the CRD conversion webhook. It imports `crate::machinery`, `crate::store` and
 //! `crate::metrics`, and holds no rule particular to one resource.
 
+pub mod compression;
 pub mod conversion_webhook;
 pub mod decode;
 pub mod deletion;
