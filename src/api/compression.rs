@@ -31,12 +31,30 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
         .any(|token| token.trim() == "gzip")
 }
 
+/// The level answers are gzipped at.
+pub fn level() -> flate2::Compression {
+    flate2::Compression::new(LEVEL)
+}
+
 /// `body` gzipped at [`LEVEL`].
 pub fn gzip(body: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut encoder =
-        flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 8), flate2::Compression::new(LEVEL));
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 8), level());
     encoder.write_all(body)?;
     encoder.finish()
+}
+
+/// `body`, gunzipped (for what reads an answer this server gzipped).
+pub fn gunzip(body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut plain = Vec::with_capacity(body.len() * 4);
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(body), &mut plain)?;
+    Ok(plain)
+}
+
+/// Marks an answer's headers as those of a gzipped body, as the kube-apiserver does.
+pub fn mark_gzipped(headers: &mut HeaderMap) {
+    headers.remove(header::CONTENT_LENGTH);
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
 }
 
 /// The middleware: compresses a large answer for a client that accepts gzip.
@@ -55,9 +73,7 @@ pub async fn answer(request: Request, next: Next) -> Response {
     };
     match compressed {
         Ok(compressed) => {
-            parts.headers.remove(header::CONTENT_LENGTH);
-            parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            parts.headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+            mark_gzipped(&mut parts.headers);
             Response::from_parts(parts, Body::from(compressed))
         }
         Err(message) => crate::machinery::error::Error::Internal(message).into_response(),
@@ -67,7 +83,6 @@ pub async fn answer(request: Request, next: Next) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
 
     fn accepts(values: &[&str]) -> bool {
         let mut headers = HeaderMap::new();
@@ -89,8 +104,7 @@ mod tests {
         let body: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
         let compressed = gzip(&body).unwrap();
         assert!(compressed.len() < body.len());
-        let mut back = Vec::new();
-        flate2::read::GzDecoder::new(&compressed[..]).read_to_end(&mut back).unwrap();
-        assert_eq!(back, body);
+        assert_eq!(gunzip(&compressed).unwrap(), body);
+        assert!(gunzip(&body).is_err());
     }
 }

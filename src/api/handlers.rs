@@ -174,54 +174,32 @@ fn render_object<K: Strategy, V: Served<K>>(
     Ok(respond(code, &representation.content_type(Target::Object), body, warnings))
 }
 
-/// The head of a list: everything but its items, which follow it (see [`list_json`]).
-#[derive(Serialize)]
-struct ListHead<'a> {
-    #[serde(rename = "apiVersion")]
-    api_version: &'a str,
-    kind: &'a str,
-    metadata: &'a ListMeta,
-}
-
-/// A compact JSON list at version `V` whose items are the stored objects' own encodings, copied
-/// once into the body (converted there, for another version) and not encoded again:
-/// `{"apiVersion":…,"kind":…,"metadata":{…},"items":[…]}`.
-fn list_json<K: Strategy, V: Served<K>>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Result<Vec<u8>> {
-    let api_version = V::api_version(&());
-    let head = ListHead { api_version: &api_version, kind: V::INFO.list_kind, metadata };
-    let mut out = encode(&head, false)?;
-    out.reserve(items.iter().map(|o| o.json_len() + 1).sum::<usize>() + 12);
-    out.pop(); // the head's closing brace
-    out.extend_from_slice(br#","items":["#);
-    for (i, object) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        V::write_from_hub(object, &mut out)?;
-    }
-    out.extend_from_slice(b"]}");
-    Ok(out)
-}
-
 /// The items decoded, for the representations built from objects (pretty JSON, Table).
 fn decode_all<K: Strategy>(items: &[Arc<Stored<K>>]) -> Result<Vec<K>> {
     items.iter().map(|o| o.decode()).collect()
 }
 
 /// Renders a list of hub objects at version `V` in the representation the client negotiated.
-#[allow(clippy::ptr_arg)]
+/// The compact JSON list (the common answer) is written from the stored encodings, streamed when
+/// large and then gzipped for a client that accepts it (see [`super::list_body`]).
 fn render_list<K: Strategy, V: Served<K>>(
-    hub_items: &Vec<Arc<Stored<K>>>,
+    hub_items: Vec<Arc<Stored<K>>>,
     metadata: ListMeta,
     representation: Representation,
     query: &Query,
+    headers: &HeaderMap,
 ) -> Result<Response> {
     let pretty = query.pretty();
     if representation == Representation::Object && !pretty {
-        let body = list_json::<K, V>(hub_items, &metadata)?;
-        return Ok(respond(StatusCode::OK, &representation.content_type(Target::List), body, &[]));
+        let gzip = super::compression::accepts_gzip(headers);
+        let listed = super::list_body::list_body::<K, V>(&metadata, hub_items, gzip)?;
+        let mut response = respond(StatusCode::OK, &representation.content_type(Target::List), listed.body, &[]);
+        if listed.gzipped {
+            super::compression::mark_gzipped(response.headers_mut());
+        }
+        return Ok(response);
     }
-    let items = &*served::<K, V>(hub_items)?;
+    let items = &*served::<K, V>(&hub_items)?;
     let body = match representation {
         Representation::Object => {
             let list = ObjectList {
@@ -314,7 +292,7 @@ async fn list<K: Strategy, V: Served<K>>(
         remaining_item_count: page.remaining.map(|r| r as i64),
         ..Default::default()
     };
-    render_list::<K, V>(&page.items, metadata, representation, &query)
+    render_list::<K, V>(page.items, metadata, representation, &query, &headers)
 }
 
 /// What every create, update and patch reads first: query, write options, response representation.
@@ -558,7 +536,7 @@ async fn delete_collection<K: Strategy, V: Served<K>>(
         })
         .await?;
     let metadata = ListMeta { resource_version: Some(registry.revision().await?.to_string()), ..Default::default() };
-    render_list::<K, V>(&deleted, metadata, representation, &query)
+    render_list::<K, V>(deleted, metadata, representation, &query, &headers)
 }
 
 #[cfg(test)]
@@ -573,8 +551,14 @@ mod tests {
         Arc::new(Stored::new(l).unwrap())
     }
 
-    #[test]
-    fn a_list_of_stored_encodings_is_byte_for_byte_the_list_serde_writes() {
+    /// The compact JSON list of `items` at version `V`, as an answer's body holds it.
+    async fn list_json<K: Strategy, V: Served<K>>(items: &[Arc<Stored<K>>], metadata: &ListMeta) -> Result<Vec<u8>> {
+        let listed = super::super::list_body::list_body::<K, V>(metadata, items.to_vec(), false)?;
+        Ok(axum::body::to_bytes(listed.body, usize::MAX).await.unwrap().to_vec())
+    }
+
+    #[tokio::test]
+    async fn a_list_of_stored_encodings_is_byte_for_byte_the_list_serde_writes() {
         let metadata = ListMeta {
             resource_version: Some("42".into()),
             continue_: Some("token".into()),
@@ -588,13 +572,13 @@ mod tests {
                 items: items.iter().map(|o| o.decode().unwrap()).collect(),
             })
             .unwrap();
-            let written = list_json::<Llama, Llama>(&items, &metadata).unwrap();
+            let written = list_json::<Llama, Llama>(&items, &metadata).await.unwrap();
             assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
         }
     }
 
-    #[test]
-    fn a_list_at_another_version_is_the_list_of_the_converted_objects() {
+    #[tokio::test]
+    async fn a_list_at_another_version_is_the_list_of_the_converted_objects() {
         use crate::resources::llama::v1;
         let hub = |name: &str, coat: Option<v1::Coat>| {
             let mut l = v1::Llama::new(name, v1::LlamaSpec { weight: 1.5, height: 2.0, coat });
@@ -605,9 +589,9 @@ mod tests {
         // Spliced (a colour alone, no coat) and converted through values (a pattern).
         let items = vec![hub("a", coat(None)), hub("b", None), hub("c", coat(Some("Solid")))];
         let metadata = ListMeta { resource_version: Some("7".into()), ..Default::default() };
-        let written = list_json::<v1::Llama, Llama>(&items, &metadata).unwrap();
+        let written = list_json::<v1::Llama, Llama>(&items, &metadata).await.unwrap();
         let converted: Vec<Arc<Stored<Llama>>> = items.iter().map(|o| Llama::stored_from_hub(o).unwrap()).collect();
-        let expected = list_json::<Llama, Llama>(&converted, &metadata).unwrap();
+        let expected = list_json::<Llama, Llama>(&converted, &metadata).await.unwrap();
         assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
     }
 }

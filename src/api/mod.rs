@@ -12,6 +12,7 @@ pub mod deletion;
 pub mod discovery;
 pub mod extract;
 pub mod handlers;
+pub mod list_body;
 pub mod negotiate;
 pub mod openapi;
 pub mod patch;

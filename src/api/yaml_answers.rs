@@ -38,6 +38,8 @@ pub async fn answer(mut request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     request.headers_mut().insert(header::ACCEPT, json);
+    // The JSON is read here: it is asked for plain (the YAML is compressed outside, if large).
+    request.headers_mut().remove(header::ACCEPT_ENCODING);
     let response = next.run(request).await;
     let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let Some(yaml_type) = content_type.strip_prefix("application/json").map(|rest| format!("application/yaml{rest}"))

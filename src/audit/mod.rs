@@ -332,7 +332,12 @@ async fn read_response(record: &mut Record, response: Response) -> Response {
     }
     let (parts, body) = response.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let parsed = parse(&parts.headers, &bytes);
+    // A large answer is gzipped for a client that accepts it; its object is read unzipped.
+    let gzipped = parts.headers.get(http::header::CONTENT_ENCODING).is_some_and(|e| e == "gzip");
+    let parsed = match gzipped {
+        true => crate::api::compression::gunzip(&bytes).ok().and_then(|plain| parse(&parts.headers, &plain)),
+        false => parse(&parts.headers, &bytes),
+    };
     record.response_status = Some(match (code >= 400, parsed.as_ref()) {
         (true, Some(status)) => {
             ResponseStatus::failure(code, serde_json::from_value(status.clone()).unwrap_or_default())

@@ -1,0 +1,243 @@
+//! The body of a compact JSON list: the stored objects' own encodings copied into it (converted
+//! there for another version), never decoded and encoded again. A small list is written whole,
+//! with its length. A large one (over [`compression::THRESHOLD_BYTES`]) is written to the
+//! socket as it is encoded, a chunk at a time, and gzipped as it goes for a client that accepts
+//! it: the server holds the list's snapshot (a pointer per object) and one chunk, whatever the
+//! list's size; a client that reads slowly is written to as fast as it reads, and one that goes
+//! away stops the encoding.
+
+use super::compression;
+use crate::machinery::error::{Error, Result};
+use crate::machinery::stored::Stored;
+use crate::machinery::strategy::Strategy;
+use crate::machinery::version::Served;
+use axum::body::Body;
+use bytes::Bytes;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use serde::Serialize;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// How much of a streamed list is encoded at a time.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// A list's body and whether it is gzipped.
+pub struct ListBody {
+    /// The body.
+    pub body: Body,
+    /// Whether it is gzipped (the answer's `Content-Encoding`).
+    pub gzipped: bool,
+}
+
+/// The head of a list: everything but its items, which follow it.
+#[derive(Serialize)]
+struct ListHead<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: &'a ListMeta,
+}
+
+/// `{"apiVersion":…,"kind":…,"metadata":{…},"items":[`: a list at version `V` up to its items.
+fn list_head<V: Served<K>, K: Strategy>(metadata: &ListMeta) -> Result<Vec<u8>> {
+    let api_version = V::api_version(&());
+    let head = ListHead { api_version: &api_version, kind: V::INFO.list_kind, metadata };
+    let mut out = serde_json::to_vec(&head).map_err(|e| Error::Internal(format!("encoding a list: {e}")))?;
+    out.pop(); // the head's closing brace
+    out.extend_from_slice(br#","items":["#);
+    Ok(out)
+}
+
+/// The body of the list with `metadata` of `items` (hub objects, written at version `V`): whole
+/// when small, else streamed, and then gzipped when `gzip`.
+pub fn list_body<K: Strategy, V: Served<K>>(
+    metadata: &ListMeta,
+    items: Vec<Arc<Stored<K>>>,
+    gzip: bool,
+) -> Result<ListBody> {
+    let head = list_head::<V, K>(metadata)?;
+    let estimate = head.len() + items.iter().map(|o| o.json_len() + 1).sum::<usize>() + 2;
+    if estimate as u64 <= compression::THRESHOLD_BYTES {
+        let mut out = head;
+        out.reserve(estimate);
+        let mut chunks = Chunks::<K, V> { items, next: 0, closed: false, version: PhantomData };
+        while let Some(written) = chunks.write_next(&mut out, usize::MAX) {
+            written?;
+        }
+        return Ok(ListBody { body: Body::from(out), gzipped: false });
+    }
+    let chunks = Chunks::<K, V> { items, next: 0, closed: false, version: PhantomData };
+    let body = match gzip {
+        false => Body::from_stream(futures::stream::iter(Plain { head: Some(head), chunks })),
+        true => {
+            let encoder = flate2::write::GzEncoder::new(Vec::new(), compression::level());
+            Body::from_stream(futures::stream::iter(Gzipped { head: Some(head), chunks, encoder: Some(encoder) }))
+        }
+    };
+    Ok(ListBody { body, gzipped: gzip })
+}
+
+/// The items of a list, written a chunk at a time, then the list's end.
+struct Chunks<K, V> {
+    items: Vec<Arc<Stored<K>>>,
+    next: usize,
+    closed: bool,
+    version: PhantomData<fn() -> V>,
+}
+
+impl<K: Strategy, V: Served<K>> Chunks<K, V> {
+    /// Appends items to `out` until it holds `limit` bytes, and the list's end after the last;
+    /// `None` once that end is written.
+    fn write_next(&mut self, out: &mut Vec<u8>, limit: usize) -> Option<Result<()>> {
+        if self.closed {
+            return None;
+        }
+        while out.len() < limit
+            && let Some(object) = self.items.get(self.next)
+        {
+            if self.next > 0 {
+                out.push(b',');
+            }
+            if let Err(e) = V::write_from_hub(object, out) {
+                self.closed = true;
+                return Some(Err(e));
+            }
+            self.next += 1;
+        }
+        if self.next == self.items.len() {
+            out.extend_from_slice(b"]}");
+            self.closed = true;
+        }
+        Some(Ok(()))
+    }
+}
+
+/// What a streamed body yields: a chunk, or the error that cuts it short (the status line is
+/// sent: the client sees a body that ends before the list does).
+type Chunk = std::result::Result<Bytes, std::io::Error>;
+
+fn cut_short(error: Error) -> std::io::Error {
+    tracing::error!(%error, "a streamed list was cut short");
+    std::io::Error::other(error.to_string())
+}
+
+/// A streamed list, as it is.
+struct Plain<K, V> {
+    head: Option<Vec<u8>>,
+    chunks: Chunks<K, V>,
+}
+
+impl<K: Strategy, V: Served<K>> Iterator for Plain<K, V> {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        let mut out = self.head.take().unwrap_or_default();
+        out.reserve(CHUNK_BYTES + 4096);
+        match self.chunks.write_next(&mut out, CHUNK_BYTES)? {
+            Ok(()) => Some(Ok(Bytes::from(out))),
+            Err(e) => Some(Err(cut_short(e))),
+        }
+    }
+}
+
+/// A streamed list, gzipped as it goes.
+struct Gzipped<K, V> {
+    head: Option<Vec<u8>>,
+    chunks: Chunks<K, V>,
+    /// Taken when the stream ends.
+    encoder: Option<flate2::write::GzEncoder<Vec<u8>>>,
+}
+
+impl<K: Strategy, V: Served<K>> Iterator for Gzipped<K, V> {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        // Encoded chunks go into the encoder until it gives out compressed bytes (it keeps a
+        // window's worth before it does), or the list ends.
+        loop {
+            let encoder = self.encoder.as_mut()?;
+            let mut plain = self.head.take().unwrap_or_default();
+            plain.reserve(CHUNK_BYTES + 4096);
+            let written = match self.chunks.write_next(&mut plain, CHUNK_BYTES) {
+                Some(Err(e)) => return Some(Err(cut_short(e))),
+                Some(Ok(())) => Some(encoder.write_all(&plain)),
+                None => None,
+            };
+            match written {
+                Some(Err(e)) => return Some(Err(e)),
+                Some(Ok(())) if encoder.get_ref().is_empty() => continue,
+                Some(Ok(())) => return Some(Ok(Bytes::from(std::mem::take(encoder.get_mut())))),
+                None => return self.encoder.take().map(|e| e.finish().map(Bytes::from)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::llama::{Llama, LlamaSpec};
+    use futures::StreamExt;
+
+    fn llamas(count: usize) -> Vec<Arc<Stored<Llama>>> {
+        (0..count)
+            .map(|i| {
+                let mut l = Llama::new(&format!("llama-{i:05}"), LlamaSpec { weight: 1.5, height: 2.0, color: None });
+                l.metadata.namespace = Some("farm".into());
+                Arc::new(Stored::new(l).unwrap())
+            })
+            .collect()
+    }
+
+    /// The chunks of `body`, as a client reads them.
+    async fn chunks(body: Body) -> Vec<Bytes> {
+        body.into_data_stream().map(|c| c.unwrap()).collect().await
+    }
+
+    fn gunzip(body: &[u8]) -> Vec<u8> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(body).read_to_end(&mut out).unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_large_list_is_streamed_in_chunks_and_gzipped_as_it_goes_into_the_same_list() {
+        let metadata = ListMeta { resource_version: Some("9".into()), ..Default::default() };
+        let items = llamas(3_000);
+        let whole = {
+            let mut out = list_head::<Llama, Llama>(&metadata).unwrap();
+            let mut chunks =
+                Chunks::<Llama, Llama> { items: items.clone(), next: 0, closed: false, version: PhantomData };
+            chunks.write_next(&mut out, usize::MAX).unwrap().unwrap();
+            out
+        };
+        assert!(whole.len() > 4 * CHUNK_BYTES);
+        let decoded: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(decoded["items"].as_array().unwrap().len(), 3_000);
+        let streamed = list_body::<Llama, Llama>(&metadata, items.clone(), false).unwrap();
+        assert!(!streamed.gzipped);
+        let parts = chunks(streamed.body).await;
+        assert!(parts.len() > 4 && parts.iter().all(|c| c.len() < CHUNK_BYTES + 4096), "chunks of at most ~64 KiB");
+        assert_eq!(parts.concat(), whole);
+        let gzipped = list_body::<Llama, Llama>(&metadata, items, true).unwrap();
+        assert!(gzipped.gzipped);
+        let parts = chunks(gzipped.body).await;
+        assert!(parts.len() > 1, "compressed bytes leave before the list is encoded");
+        assert_eq!(gunzip(&parts.concat()), whole);
+    }
+
+    #[tokio::test]
+    async fn a_small_list_is_written_whole_with_its_length_and_never_gzipped() {
+        let listed = list_body::<Llama, Llama>(&ListMeta::default(), llamas(3), true).unwrap();
+        assert!(!listed.gzipped);
+        assert_eq!(axum::body::HttpBody::size_hint(&listed.body).exact().map(|n| n > 0), Some(true));
+        let empty = list_body::<Llama, Llama>(&ListMeta::default(), Vec::new(), false).unwrap();
+        let text = axum::body::to_bytes(empty.body, usize::MAX).await.unwrap();
+        assert_eq!(
+            &text[..],
+            br#"{"apiVersion":"farm.example.com/v1alpha","kind":"LlamaList","metadata":{},"items":[]}"#
+        );
+    }
+}
