@@ -414,7 +414,14 @@ impl<K: Strategy> Registry<K> {
             self.wait_for_revision(rv).await?;
         }
         let selects = |o: &Stored<K>| Self::selects(options, o);
-        let request = PageRequest { namespace, at, after: after.as_ref(), limit: options.limit, selects: &selects };
+        let request = PageRequest {
+            namespace,
+            at,
+            after: after.as_ref(),
+            limit: options.limit,
+            selects: &selects,
+            count_remaining: !options.has_selectors(),
+        };
         let page = match (self.store.list_page(request).await, &after) {
             (Err(Error::Expired(_)), Some(after)) => {
                 return Err(Error::ExpiredContinue { token: Continue::encode(None, after) });

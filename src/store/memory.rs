@@ -14,8 +14,8 @@
 
 use super::objects::Objects;
 use super::{
-    CloseReason, Closing, Committed, Current, Event, EventType, Listing, Mutation, ObjectKey, Progress, ReadAt,
-    Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom, stamp,
+    CloseReason, Closing, Committed, Current, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest,
+    Progress, ReadAt, Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom, pages, stamp,
 };
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
@@ -72,10 +72,6 @@ impl<K: ApiResource> MemoryStore<K> {
             published: Progress::default(),
         }
     }
-}
-
-fn in_namespace(key: &ObjectKey, namespace: Option<&str>) -> bool {
-    namespace.is_none_or(|ns| key.namespace == ns)
 }
 
 fn too_old(revision: u64, compacted: u64) -> Error {
@@ -241,37 +237,24 @@ impl<K: ApiResource> MemoryStore<K> {
 
     /// See [`Store::list_at`].
     pub fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
+        let every = |_: &Stored<K>| true;
+        let request = PageRequest { namespace, at, after: None, limit: None, selects: &every, count_remaining: false };
+        let page = self.list_page(request)?;
+        Ok(Listing { items: page.items, revision: page.revision })
+    }
+
+    /// See [`Store::list_page`]: the page alone is read (see [`super::pages`]), at the latest
+    /// state or, for an exact revision, with the keys changed since undone from the history.
+    pub fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
         let state = self.state.read();
-        let current = self.revision.current();
-        let ReadAt::Exact(revision) = at else {
+        let (revision, past) = match request.at {
             // Latest and Any: a memory store has nothing older at hand.
-            let items = state.objects.in_namespace(namespace);
-            return Ok(Listing { items, revision: current });
+            ReadAt::Latest | ReadAt::Any => (self.revision.current(), Vec::new()),
+            ReadAt::Exact(revision) if revision < state.compacted => return Err(too_old(revision, state.compacted)),
+            ReadAt::Exact(revision) => (revision, pages::past_of(&state.history, revision)),
         };
-        if revision < state.compacted {
-            return Err(too_old(revision, state.compacted));
-        }
-        // Undo, newest first, every event after `revision`: the earliest such event of a key
-        // holds the key's state at `revision`.
-        let mut past: BTreeMap<ObjectKey, Option<Arc<Stored<K>>>> = BTreeMap::new();
-        for event in state.history.iter().rev().take_while(|e| e.revision > revision) {
-            past.insert(event.object.key(), event.previous.clone());
-        }
-        let mut items: BTreeMap<ObjectKey, Arc<Stored<K>>> = state
-            .objects
-            .in_namespace(namespace)
-            .into_iter()
-            .map(|o| (o.key(), o))
-            .filter(|(k, _)| !past.contains_key(k))
-            .collect();
-        for (key, object) in past {
-            if let Some(object) = object
-                && in_namespace(&key, namespace)
-            {
-                items.insert(key, object);
-            }
-        }
-        Ok(Listing { items: items.into_values().collect(), revision })
+        let cut = pages::page(&state.objects, &past, &request);
+        Ok(Page { items: cut.items, revision, more_after: cut.more_after, remaining: cut.remaining })
     }
 
     /// See [`Store::subscribe`].
@@ -400,6 +383,10 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
 
     async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
         MemoryStore::list_at(self, namespace, at)
+    }
+
+    async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
+        MemoryStore::list_page(self, request)
     }
 
     async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
@@ -634,5 +621,64 @@ mod tests {
             s.mutate(&ObjectKey::new("a", "x"), false, &mut |cur| Ok(Mutation::Delete((**cur).clone()))).unwrap();
         assert!(deleted.deleted);
         assert_eq!(deleted.object.resource_version(), 2);
+    }
+
+    proptest::proptest! {
+        /// Every page, at the latest state or at any revision still in the history, is the cut
+        /// of the whole list at that revision that a model of the writes gives: the same items,
+        /// the same next key and the same count of what follows.
+        #[test]
+        fn a_page_read_in_place_is_the_page_of_the_whole_list_at_its_revision(
+            writes in proptest::collection::vec((0u8..2, 0u8..6, proptest::option::of(0u8..4)), 1..40),
+            history in 1usize..30,
+            at in 0usize..40,
+            namespace in proptest::option::of(0u8..2),
+            after in proptest::option::of(0u8..6),
+            limit in proptest::option::of(1usize..4),
+            odd_only in proptest::bool::ANY,
+        ) {
+            let s = store(history);
+            let mut model: BTreeMap<ObjectKey, u8> = BTreeMap::new();
+            let mut states = vec![(0u64, model.clone())];
+            for (ns, name, weight) in writes {
+                let (ns, name) = (format!("ns{ns}"), format!("l{name}"));
+                let key = ObjectKey::new(&ns, &name);
+                match weight {
+                    Some(w) => { put(&s, &ns, &name, f64::from(w)); model.insert(key, w); }
+                    None if model.remove(&key).is_some() => delete(&s, &ns, &name),
+                    None => continue,
+                }
+                states.push((s.revision(), model.clone()));
+            }
+            let (revision, state) = &states[at % states.len()];
+            let namespace = namespace.map(|n| format!("ns{n}"));
+            let after = after.map(|n| ObjectKey::new(namespace.as_deref().unwrap_or("ns0"), format!("l{n}")));
+            let selects = |o: &Stored<Llama>| !odd_only || o.decode().unwrap().spec.weight as u8 % 2 == 1;
+            let request = |at| PageRequest {
+                namespace: namespace.as_deref(), at, after: after.as_ref(), limit, selects: &selects, count_remaining: !odd_only,
+            };
+            let at = if *revision == s.revision() { ReadAt::Latest } else { ReadAt::Exact(*revision) };
+            let page = match s.list_page(request(at)) {
+                Err(Error::Expired(_)) => return Ok(()),
+                other => other.unwrap(),
+            };
+            let whole: Vec<(ObjectKey, u8)> = state.iter()
+                .filter(|(k, _)| namespace.as_deref().is_none_or(|ns| k.namespace == ns))
+                .filter(|(k, _)| after.as_ref().is_none_or(|a| *k > a))
+                .map(|(k, w)| (k.clone(), *w))
+                .collect();
+            let selected: Vec<&(ObjectKey, u8)> = whole.iter().filter(|(_, w)| !odd_only || w % 2 == 1).collect();
+            let wanted = limit.unwrap_or(usize::MAX).min(selected.len());
+            let got: Vec<(ObjectKey, u8)> = page.items.iter().map(|o| (o.key(), o.decode().unwrap().spec.weight as u8)).collect();
+            let expected: Vec<(ObjectKey, u8)> = selected[..wanted].iter().map(|p| (*p).clone()).collect();
+            proptest::prop_assert_eq!(&got, &expected);
+            let more = wanted < selected.len();
+            proptest::prop_assert_eq!(page.more_after.clone(), more.then(|| expected.last().unwrap().0.clone()));
+            if more && !odd_only {
+                let last = &expected.last().unwrap().0;
+                proptest::prop_assert_eq!(page.remaining, whole.iter().filter(|(k, _)| k > last).count());
+            }
+            proptest::prop_assert_eq!(page.revision, *revision);
+        }
     }
 }

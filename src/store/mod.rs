@@ -14,6 +14,7 @@
 pub mod etcd;
 pub mod memory;
 pub mod objects;
+mod pages;
 
 use crate::machinery::error::Result;
 pub use crate::machinery::key::ObjectKey;
@@ -61,6 +62,8 @@ pub struct PageRequest<'a, K> {
     pub limit: Option<usize>,
     /// Only objects this selects (label and field selectors).
     pub selects: &'a (dyn Fn(&Stored<K>) -> bool + Sync),
+    /// Whether the page's `remaining` is wanted (a list without selectors reports it).
+    pub count_remaining: bool,
 }
 
 /// One page of a collection.

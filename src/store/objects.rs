@@ -117,6 +117,24 @@ impl<K> Objects<K> {
         self.0.iter().map(|e| &e.0)
     }
 
+    /// The objects of `namespace` (or all) after `after` (or from the first), in key order:
+    /// found in the tree, then walked, with no copy of the rest.
+    pub fn after<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        after: Option<&ObjectKey>,
+    ) -> impl Iterator<Item = &'a Arc<Stored<K>>> + 'a {
+        let first = ObjectKey::new(namespace.unwrap_or_default(), "");
+        let from: Bound<&dyn Keyed> = match after {
+            Some(after) => Bound::Excluded(after),
+            None => Bound::Included(&first),
+        };
+        self.0
+            .range::<dyn Keyed, _>((from, Bound::Unbounded))
+            .take_while(move |e| namespace.is_none_or(|ns| e.0.key_bytes().0 == ns.as_bytes()))
+            .map(|e| &e.0)
+    }
+
     /// The objects of `namespace` (or all), in key order.
     pub fn in_namespace(&self, namespace: Option<&str>) -> Vec<Arc<Stored<K>>> {
         let Some(namespace) = namespace else { return self.iter().cloned().collect() };
@@ -165,5 +183,15 @@ mod tests {
         assert!(objects.remove(&ObjectKey::new("a", "z")).is_some());
         assert!(objects.remove(&ObjectKey::new("a", "z")).is_none());
         assert_eq!(keys(&objects, Some("a")), ["a/b"]);
+        objects.insert(stored("a", "c"));
+        let after = |ns: Option<&str>, key: Option<ObjectKey>| -> Vec<String> {
+            objects.after(ns, key.as_ref()).map(|o| format!("{}/{}", o.namespace(), o.name())).collect()
+        };
+        assert_eq!(after(None, None), ["a-b/x", "a.b/c", "a/b", "a/c", "ab/a"]);
+        assert_eq!(after(None, Some(ObjectKey::new("a", "b"))), ["a/c", "ab/a"]);
+        assert_eq!(after(Some("a"), None), ["a/b", "a/c"]);
+        assert_eq!(after(Some("a"), Some(ObjectKey::new("a", "b"))), ["a/c"]);
+        assert_eq!(after(Some("a"), Some(ObjectKey::new("a", "bb"))), ["a/c"], "after a key that is not there");
+        assert_eq!(after(Some("a"), Some(ObjectKey::new("a", "c"))), Vec::<String>::new());
     }
 }

@@ -135,7 +135,7 @@ impl<K: ApiResource> Store<K> for WatchCache<K> {
 
     async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
         let every = |_: &Stored<K>| true;
-        let request = PageRequest { namespace, at, after: None, limit: None, selects: &every };
+        let request = PageRequest { namespace, at, after: None, limit: None, selects: &every, count_remaining: false };
         let page = self.list_page(request).await?;
         Ok(Listing { items: page.items, revision: page.revision })
     }
