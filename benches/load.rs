@@ -31,6 +31,7 @@
 //! audit log's, `BENCH_ONLY=etcd` only the etcd storage's request phases and fan-out,
 //! `BENCH_ONLY=storage` only etcd storage against memory storage side by side ([`storage`]),
 //! `BENCH_ONLY=versions` only reads at the stored version against the converted one ([`versions`]),
+//! `BENCH_ONLY=compression` only LISTs plain against gzipped ([`compression`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
 //! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
@@ -41,6 +42,8 @@ mod ab;
 mod audit;
 #[path = "load/baseline.rs"]
 mod baseline;
+#[path = "load/compression.rs"]
+mod compression;
 #[path = "load/leak.rs"]
 mod leak;
 #[path = "load/managed_fields.rs"]
@@ -297,10 +300,15 @@ fn pod(name: &str) -> serde_json::Value {
 }
 
 fn rss_mb(pid: u32) -> f64 {
+    status_mb(pid, "VmRSS:")
+}
+
+/// A size `field` of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`), in MB.
+fn status_mb(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let kb: f64 = status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
@@ -583,14 +591,24 @@ async fn rss(binary: &Path) {
         fill(&farm.target, &path, 100_000, llama, "l").await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let filled = rss_mb(pid);
+        // The peak from here on is the LIST's (Linux resets VmHWM to VmRSS on "5").
+        let reset = std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok();
         let listed = farm.target.client(false).get(farm.target.url(&path)).send().await.expect("list");
         assert_eq!(listed.status(), 200);
-        drop(listed.bytes().await.expect("list body"));
+        let body = listed.bytes().await.expect("list body");
+        let peak = status_mb(pid, "VmHWM:");
         tokio::time::sleep(Duration::from_millis(500)).await;
         println!(
             "RSS ({name}): {before:.1} MB empty, {filled:.1} MB with 100,000 llamas, {:.1} MB after listing them",
             rss_mb(pid)
         );
+        if reset {
+            println!(
+                "  peak RSS while answering the unpaged LIST of all of them ({:.1} MB of JSON): {peak:.1} MB, {:+.1} MB",
+                body.len() as f64 / 1e6,
+                peak - filled
+            );
+        }
     }
 }
 
@@ -618,6 +636,7 @@ async fn main() {
         Ok("baseline") => return baseline::compare(&binary, phase).await,
         Ok("leak") => return leak::check(&binary).await,
         Ok("versions") => return versions::compare(&binary, phase).await,
+        Ok("compression") => return compression::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
