@@ -129,10 +129,20 @@ impl<K> Objects<K> {
             Some(after) => Bound::Excluded(after),
             None => Bound::Included(&first),
         };
-        self.0
-            .range::<dyn Keyed, _>((from, Bound::Unbounded))
-            .take_while(move |e| namespace.is_none_or(|ns| e.0.key_bytes().0 == ns.as_bytes()))
-            .map(|e| &e.0)
+        // Keys order as `<namespace>/<name>`: every key of `ns` is before `ns0/` ('0' follows '/'),
+        // and none other is between. Bounded at both ends, the walk compares no key.
+        let end = namespace.map(|ns| ObjectKey::new(format!("{ns}0"), ""));
+        let to: Bound<&dyn Keyed> = match &end {
+            Some(end) => Bound::Excluded(end),
+            None => Bound::Unbounded,
+        };
+        let ordered = match (&from, &to) {
+            (Bound::Excluded(a) | Bound::Included(a), Bound::Excluded(b)) => (*a).cmp(*b).is_lt(),
+            _ => true,
+        };
+        // An `after` past the namespace's end (a token of another namespace) reads nothing.
+        let range = ordered.then(|| self.0.range::<dyn Keyed, _>((from, to)));
+        range.into_iter().flatten().map(|e| &e.0)
     }
 
     /// The objects of `namespace` (or all), in key order.
