@@ -158,11 +158,16 @@ fn render_object<K: Strategy, V: Served<K>>(
     code: StatusCode,
     warnings: &[String],
 ) -> Result<Response> {
+    let pretty = query.pretty();
+    if representation == Representation::Object && !pretty {
+        // The common answer: written from the stored bytes, converted as they are copied.
+        let mut body = Vec::with_capacity(object.json_len() + 64);
+        V::write_from_hub(object, &mut body)?;
+        return Ok(respond(code, &representation.content_type(Target::Object), body, warnings));
+    }
     let object = V::stored_from_hub(object)?;
     let object = object.as_ref();
-    let pretty = query.pretty();
-    let body = match representation {
-        Representation::Object if !pretty => object.json(),
+    let body: bytes::Bytes = match representation {
         Representation::Object => encode(&object.decode()?, pretty)?.into(),
         Representation::Metadata(version) => encode(&partial_metadata_in(&object.metadata()?, version), pretty)?.into(),
         Representation::Table(version) => {
