@@ -36,7 +36,7 @@ pub fn level() -> flate2::Compression {
     flate2::Compression::new(LEVEL)
 }
 
-/// `body` gzipped at [`LEVEL`].
+/// `body` gzipped at [`level`].
 pub fn gzip(body: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 8), level());
     encoder.write_all(body)?;

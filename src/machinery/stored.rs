@@ -11,8 +11,10 @@
 //! of each distinct text, held by the objects that have it): the head up to `metadata`'s `{`,
 //! the same for every object of a type, and `metadata.managedFields`, most of a small object's
 //! encoding and the same for objects written alike within a second (same manager, operation,
-//! fields and `time`). They are spliced back in when the bytes are written out. With 100,000
-//! llamas this takes the memory store from 428 MB to the figure in the README's storage section.
+//! fields and `time`). The resourceVersion is kept as its number. All three are spliced back in
+//! when the bytes are written out. The index shares one allocation with the text (`stored/packed.rs`).
+//! With 100,000 llamas this takes the memory store from 428 MB to the figure in the README's
+//! storage section.
 
 use super::error::{Error, Result};
 use super::json_scan::{self, Span};

@@ -243,7 +243,7 @@ impl<K: ApiResource> MemoryStore<K> {
         Ok(Listing { items: page.items, revision: page.revision })
     }
 
-    /// See [`Store::list_page`]: the page alone is read (see [`super::pages`]), at the latest
+    /// See [`Store::list_page`]: the page alone is read (see `store/pages.rs`), at the latest
     /// state or, for an exact revision, with the keys changed since undone from the history.
     pub fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
         let state = self.state.read();
