@@ -67,12 +67,13 @@ pub fn list_body<K: Strategy, V: Served<K>>(
         }
         return Ok(ListBody { body: Body::from(out), gzipped: false });
     }
-    let chunks = Chunks::<K, V> { items, next: 0, closed: false, version: PhantomData };
+    let plain =
+        Plain { head: Some(head), chunks: Chunks::<K, V> { items, next: 0, closed: false, version: PhantomData } };
     let body = match gzip {
-        false => Body::from_stream(futures::stream::iter(Plain { head: Some(head), chunks })),
+        false => Body::from_stream(futures::stream::iter(plain)),
         true => {
             let encoder = flate2::write::GzEncoder::new(Vec::new(), compression::level());
-            Body::from_stream(futures::stream::iter(Gzipped { head: Some(head), chunks, encoder: Some(encoder) }))
+            Body::from_stream(futures::stream::iter(Gzipped { plain, encoder: Some(encoder) }))
         }
     };
     Ok(ListBody { body, gzipped: gzip })
@@ -141,10 +142,9 @@ impl<K: Strategy, V: Served<K>> Iterator for Plain<K, V> {
     }
 }
 
-/// A streamed list, gzipped as it goes.
+/// A streamed list, gzipped as it goes: [`Plain`]'s chunks through the encoder.
 struct Gzipped<K, V> {
-    head: Option<Vec<u8>>,
-    chunks: Chunks<K, V>,
+    plain: Plain<K, V>,
     /// Taken when the stream ends.
     encoder: Option<flate2::write::GzEncoder<Vec<u8>>>,
 }
@@ -153,21 +153,20 @@ impl<K: Strategy, V: Served<K>> Iterator for Gzipped<K, V> {
     type Item = Chunk;
 
     fn next(&mut self) -> Option<Chunk> {
-        // Encoded chunks go into the encoder until it gives out compressed bytes (it keeps a
-        // window's worth before it does), or the list ends.
+        // Chunks go into the encoder until it gives out compressed bytes (it keeps a window's
+        // worth before it does), or the list ends.
         loop {
             let encoder = self.encoder.as_mut()?;
-            let mut plain = self.head.take().unwrap_or_default();
-            plain.reserve(CHUNK_BYTES + 4096);
-            let written = match self.chunks.write_next(&mut plain, CHUNK_BYTES) {
-                Some(Err(e)) => return Some(Err(cut_short(e))),
-                Some(Ok(())) => Some(encoder.write_all(&plain)),
-                None => None,
-            };
-            match written {
+            match self.plain.next() {
+                Some(Ok(chunk)) => {
+                    if let Err(e) = encoder.write_all(&chunk) {
+                        return Some(Err(e));
+                    }
+                    if !encoder.get_ref().is_empty() {
+                        return Some(Ok(Bytes::from(std::mem::take(encoder.get_mut()))));
+                    }
+                }
                 Some(Err(e)) => return Some(Err(e)),
-                Some(Ok(())) if encoder.get_ref().is_empty() => continue,
-                Some(Ok(())) => return Some(Ok(Bytes::from(std::mem::take(encoder.get_mut())))),
                 None => return self.encoder.take().map(|e| e.finish().map(Bytes::from)),
             }
         }
@@ -195,13 +194,6 @@ mod tests {
         body.into_data_stream().map(|c| c.unwrap()).collect().await
     }
 
-    fn gunzip(body: &[u8]) -> Vec<u8> {
-        use std::io::Read;
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(body).read_to_end(&mut out).unwrap();
-        out
-    }
-
     #[tokio::test]
     async fn a_large_list_is_streamed_in_chunks_and_gzipped_as_it_goes_into_the_same_list() {
         let metadata = ListMeta { resource_version: Some("9".into()), ..Default::default() };
@@ -225,7 +217,7 @@ mod tests {
         assert!(gzipped.gzipped);
         let parts = chunks(gzipped.body).await;
         assert!(parts.len() > 1, "compressed bytes leave before the list is encoded");
-        assert_eq!(gunzip(&parts.concat()), whole);
+        assert_eq!(compression::gunzip(&parts.concat()).unwrap(), whole);
     }
 
     #[tokio::test]

@@ -1,4 +1,5 @@
-//! Chunked lists: the `continue` token and the page cut.
+//! Chunked lists: the `continue` token (pages are cut by each store: `store/pages.rs` in memory,
+//! etcd's key ranges).
 //!
 //! The token is the kube-apiserver's: base64url (no padding) of
 //! `{"v":"meta.k8s.io/v1","rv":R,"start":"<namespace>/<name>\u0000"}`. Every page of a paged list
@@ -74,38 +75,6 @@ impl Continue {
 /// The message of an expired continue token.
 pub const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-/// One page of a sorted, filtered list.
-pub struct Page<T> {
-    /// The items of this page.
-    pub items: Vec<T>,
-    /// The key of the last item, when more items follow.
-    pub more_after: Option<ObjectKey>,
-    /// How many items follow.
-    pub remaining: usize,
-}
-
-/// Cuts the page of at most `limit` items following `after` from `sorted` (sorted by key).
-pub fn cut<T>(
-    sorted: Vec<T>,
-    key: impl Fn(&T) -> ObjectKey,
-    after: Option<&ObjectKey>,
-    limit: Option<usize>,
-) -> Page<T> {
-    let mut rest: Vec<T> = match after {
-        Some(after) => sorted.into_iter().filter(|item| &key(item) > after).collect(),
-        None => sorted,
-    };
-    match limit {
-        Some(limit) if rest.len() > limit => {
-            let remaining = rest.len() - limit;
-            rest.truncate(limit);
-            let more_after = rest.last().map(&key);
-            Page { items: rest, more_after, remaining }
-        }
-        _ => Page { items: rest, more_after: None, remaining: 0 },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,18 +107,5 @@ mod tests {
         ] {
             assert_eq!(Continue::decode(&raw, None).unwrap_err().code(), 400, "{raw}");
         }
-    }
-
-    #[test]
-    fn pages_cut_after_the_key_and_count_the_rest() {
-        let keys: Vec<ObjectKey> = ["a", "b", "c", "d", "e"].iter().map(|n| ObjectKey::new("ns", *n)).collect();
-        let page = cut(keys.clone(), Clone::clone, None, Some(2));
-        assert_eq!(page.items.len(), 2);
-        assert_eq!(page.remaining, 3);
-        let next = cut(keys.clone(), Clone::clone, page.more_after.as_ref(), Some(2));
-        assert_eq!(next.items, keys[2..4]);
-        let last = cut(keys.clone(), Clone::clone, next.more_after.as_ref(), Some(2));
-        assert_eq!(last.items, keys[4..]);
-        assert!(last.more_after.is_none());
     }
 }

@@ -76,29 +76,33 @@ impl Holes {
         Some(((self.version >> 2) as usize, comma))
     }
 
-    /// Both moved `by` bytes earlier (the head cut off); `None` if one would start before.
-    fn shifted_back(mut self, by: usize) -> Option<Self> {
-        let by = u32::try_from(by).ok()?;
+    /// The word of [`Holes::version`] for `at` and `comma`; `None` past what it holds.
+    fn version_word(at: usize, comma: Comma) -> Option<u32> {
+        let at = u32::try_from(at).ok().filter(|a| *a < 1 << 30)?;
+        Some((at << 2) | comma as u32)
+    }
+
+    /// Both places moved by `shift`; `None` if one leaves what an offset holds.
+    fn moved(mut self, shift: impl Fn(u32) -> Option<u32>) -> Option<Self> {
         if self.managed.is_some() {
-            self.managed_at = self.managed_at.checked_sub(by)?;
+            self.managed_at = shift(self.managed_at)?;
         }
         if let Some((at, comma)) = self.version_at() {
-            self.version = ((u32::try_from(at).ok()?.checked_sub(by)?) << 2) | comma as u32;
+            self.version = Self::version_word(shift(u32::try_from(at).ok()?)? as usize, comma)?;
         }
         Some(self)
     }
 
-    /// Both moved `by` bytes later (a head put before); `None` past what an offset holds.
-    fn shifted_on(mut self, by: usize) -> Option<Self> {
+    /// Both moved `by` bytes earlier (the head cut off); `None` if one would start before.
+    fn shifted_back(self, by: usize) -> Option<Self> {
         let by = u32::try_from(by).ok()?;
-        if self.managed.is_some() {
-            self.managed_at = self.managed_at.checked_add(by)?;
-        }
-        if let Some((at, comma)) = self.version_at() {
-            let at = u32::try_from(at).ok()?.checked_add(by).filter(|a| *a < 1 << 30)?;
-            self.version = (at << 2) | comma as u32;
-        }
-        Some(self)
+        self.moved(|at| at.checked_sub(by))
+    }
+
+    /// Both moved `by` bytes later (a head put before).
+    fn shifted_on(self, by: usize) -> Option<Self> {
+        let by = u32::try_from(by).ok()?;
+        self.moved(|at| at.checked_add(by))
     }
 
     /// The last place a hole goes (0 with none): an edit after it leaves both where they are.
@@ -436,12 +440,11 @@ fn cut_holes(json: Vec<u8>) -> (Vec<u8>, Holes, u64) {
         holes.managed_at = offset;
         at = to;
     }
-    // The offset shares a word with the comma (see `Holes::version`).
     if let Some((from, to, comma)) = version
-        && let Some(offset) = u32::try_from(rest.len() + (from - at)).ok().filter(|o| *o < 1 << 30)
+        && let Some(word) = Holes::version_word(rest.len() + (from - at), comma)
     {
         rest.extend_from_slice(&json[at..from]);
-        holes.version = (offset << 2) | comma as u32;
+        holes.version = word;
         at = to;
     }
     rest.extend_from_slice(&json[at..]);

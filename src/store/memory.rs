@@ -237,9 +237,7 @@ impl<K: ApiResource> MemoryStore<K> {
 
     /// See [`Store::list_at`].
     pub fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
-        let every = |_: &Stored<K>| true;
-        let request = PageRequest { namespace, at, after: None, limit: None, selects: &every, count_remaining: false };
-        let page = self.list_page(request)?;
+        let page = self.list_page(PageRequest::whole(namespace, at))?;
         Ok(Listing { items: page.items, revision: page.revision })
     }
 
@@ -379,10 +377,6 @@ impl<K: ApiResource> MemoryStore<K> {
 impl<K: ApiResource> Store<K> for MemoryStore<K> {
     async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
         MemoryStore::get(self, key)
-    }
-
-    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
-        MemoryStore::list_at(self, namespace, at)
     }
 
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {

@@ -66,6 +66,18 @@ pub struct PageRequest<'a, K> {
     pub count_remaining: bool,
 }
 
+/// Selects every object.
+fn every<K>(_: &Stored<K>) -> bool {
+    true
+}
+
+impl<'a, K> PageRequest<'a, K> {
+    /// Every object of `namespace` (or all) at `at`, in one page.
+    pub fn whole(namespace: Option<&'a str>, at: ReadAt) -> Self {
+        Self { namespace, at, after: None, limit: None, selects: &every::<K>, count_remaining: false }
+    }
+}
+
 /// One page of a collection.
 #[derive(Debug)]
 pub struct Page<K> {
@@ -221,23 +233,15 @@ pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'stat
         self.list_at(namespace, ReadAt::Latest).await
     }
 
-    /// Like [`Store::list`], at the latest or an exact past revision.
-    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>>;
-
-    /// The objects `request` selects after its key, at most its limit, read at one revision.
-    /// By default a filtered cut of [`Store::list_at`]; a store that can read a key range does
-    /// less work.
-    async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
-        let listing = self.list_at(request.namespace, request.at).await?;
-        let selected: Vec<Arc<Stored<K>>> = listing.items.into_iter().filter(|o| (request.selects)(o)).collect();
-        let page = crate::machinery::paging::cut(selected, |o| o.key(), request.after, request.limit);
-        Ok(Page {
-            items: page.items,
-            revision: listing.revision,
-            more_after: page.more_after,
-            remaining: page.remaining,
-        })
+    /// Like [`Store::list`], at the latest or an exact past revision: the one page of it all.
+    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
+        let page = self.list_page(PageRequest::whole(namespace, at)).await?;
+        Ok(Listing { items: page.items, revision: page.revision })
     }
+
+    /// The objects `request` selects after its key, at most its limit, read at one revision
+    /// (each store reads the key range, not the whole list).
+    async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>>;
 
     /// Subscribes to the events of one namespace (or all) from `from`; the subscriber's buffer
     /// holds `capacity` events.

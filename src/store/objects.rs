@@ -147,14 +147,7 @@ impl<K> Objects<K> {
 
     /// The objects of `namespace` (or all), in key order.
     pub fn in_namespace(&self, namespace: Option<&str>) -> Vec<Arc<Stored<K>>> {
-        let Some(namespace) = namespace else { return self.iter().cloned().collect() };
-        let start = ObjectKey::new(namespace, "");
-        let from: Bound<&dyn Keyed> = Bound::Included(&start);
-        self.0
-            .range::<dyn Keyed, _>((from, Bound::Unbounded))
-            .take_while(|e| e.0.key_bytes().0 == namespace.as_bytes())
-            .map(|e| e.0.clone())
-            .collect()
+        self.after(namespace, None).cloned().collect()
     }
 }
 

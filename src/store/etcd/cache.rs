@@ -39,8 +39,8 @@ use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
 use crate::store::memory::MemoryStore;
 use crate::store::{
-    Committed, Listing, ObjectKey, Page, PageRequest, ReadAt, Revision, Store, StoreStats, Stored, Subscription,
-    UpdateFn, WatchFrom,
+    Committed, ObjectKey, Page, PageRequest, ReadAt, Revision, Store, StoreStats, Stored, Subscription, UpdateFn,
+    WatchFrom,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,13 +131,6 @@ impl<K: ApiResource> Store<K> for WatchCache<K> {
 
     async fn get_any(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
         if self.has_listed() { self.cache.get(key) } else { self.etcd.get(key).await }
-    }
-
-    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
-        let every = |_: &Stored<K>| true;
-        let request = PageRequest { namespace, at, after: None, limit: None, selects: &every, count_remaining: false };
-        let page = self.list_page(request).await?;
-        Ok(Listing { items: page.items, revision: page.revision })
     }
 
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {

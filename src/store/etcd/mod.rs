@@ -24,8 +24,8 @@ pub mod connection;
 pub mod grpc;
 
 use super::{
-    CloseReason, Closing, Committed, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest, Progress,
-    ReadAt, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom, stamp,
+    CloseReason, Closing, Committed, Event, EventType, Mutation, ObjectKey, Page, PageRequest, Progress, ReadAt, Store,
+    StoreStats, Stored, Subscription, UpdateFn, WatchFrom, stamp,
 };
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
@@ -225,13 +225,6 @@ impl<K: ApiResource> EtcdStore<K> {
 impl<K: ApiResource> Store<K> for EtcdStore<K> {
     async fn get(&self, key: &ObjectKey) -> Result<Option<Arc<Stored<K>>>> {
         Ok(self.read(&self.key(key)).await?.map(|current| current.object))
-    }
-
-    async fn list_at(&self, namespace: Option<&str>, at: ReadAt) -> Result<Listing<K>> {
-        let every = |_: &Stored<K>| true;
-        let request = PageRequest { namespace, at, after: None, limit: None, selects: &every, count_remaining: false };
-        let page = self.list_page(request).await?;
-        Ok(Listing { items: page.items, revision: page.revision })
     }
 
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
