@@ -32,6 +32,7 @@
 //! `BENCH_ONLY=storage` only etcd storage against memory storage side by side ([`storage`]),
 //! `BENCH_ONLY=versions` only reads at the stored version against the converted one ([`versions`]),
 //! `BENCH_ONLY=compression` only LISTs plain against gzipped ([`compression`]),
+//! `BENCH_ONLY=scale` only how costs grow from 1,000 to 1,000,000 llamas ([`scale`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
 //! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
@@ -48,6 +49,8 @@ mod compression;
 mod leak;
 #[path = "load/managed_fields.rs"]
 mod managed_fields;
+#[path = "load/scale.rs"]
+mod scale;
 #[path = "load/storage.rs"]
 mod storage;
 #[path = "load/versions.rs"]
@@ -634,6 +637,7 @@ async fn main() {
         Ok("leak") => return leak::check(&binary).await,
         Ok("versions") => return versions::compare(&binary, phase).await,
         Ok("compression") => return compression::compare(&binary, phase).await,
+        Ok("scale") => return scale::grow(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

@@ -136,6 +136,53 @@ async fn paging_returns_every_object_once_with_remaining_counts(#[case] backend:
     assert_eq!(code, 400, "a token of another namespace is refused");
 }
 
+/// The objects the server read and tested for its lists so far (its own count of a list's cost).
+async fn evaluated(s: &Server) -> f64 {
+    let metrics = s.scrape().await;
+    metrics.get("apiserver_cache_list_evaluated_objects_total{resource=\"llamas\"}").copied().unwrap_or_default()
+}
+
+#[apply(backends)]
+async fn a_page_reads_its_own_objects_whatever_the_collection_holds(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
+    let created: Vec<String> = (0..400).map(|i| format!("l{i:03}")).collect();
+    for chunk in created.chunks(50) {
+        futures::future::join_all(chunk.iter().map(|name| create(&s, "big", name, json!({})))).await;
+    }
+    for i in 0..3 {
+        create(&s, "small", &format!("s{i}"), json!({})).await;
+    }
+    // How many objects a read tested, and its answer. The etcd mode's watch cache may leave a
+    // read to etcd (then it tests none); what it tests from memory is the page alone.
+    async fn cost(s: &Server, path: &str) -> (f64, Value) {
+        let before = evaluated(s).await;
+        let (code, page) = get_json(s, path).await;
+        assert_eq!(code, 200, "{page}");
+        (evaluated(s).await - before, page)
+    }
+    let most = |count: f64, pages: f64| {
+        (if backend == Backend::Memory { pages..=pages } else { 0.0..=pages }).contains(&count)
+    };
+
+    let (count, first) = cost(&s, &format!("{}?limit=10", llamas("big"))).await;
+    assert!(most(count, 11.0), "a first page of 10 tests 11 objects (the 11th says more follow), not {count}");
+    assert_eq!(first["metadata"]["remainingItemCount"], 390);
+    // A write after the first page: later pages are read at its revision, and counted at it.
+    create(&s, "big", "l100a", json!({})).await;
+    delete(&s, "big", "l399").await;
+    let token = first["metadata"]["continue"].as_str().unwrap();
+    let (count, second) = cost(&s, &format!("{}?limit=10&continue={token}", llamas("big"))).await;
+    assert!(most(count, 11.0), "a continued page tests its own objects, not {count}");
+    assert_eq!(names(&second), created[10..20]);
+    assert_eq!(second["metadata"]["remainingItemCount"], 380, "counted at the first page's revision");
+    let (count, small) = cost(&s, &format!("{}?limit=10", llamas("small"))).await;
+    assert!(most(count, 3.0), "a namespace's list tests the namespace's objects, not {count}");
+    assert_eq!(names(&small), ["s0", "s1", "s2"]);
+    let (count, latest) = cost(&s, &format!("{ALL}?limit=10")).await;
+    assert!(most(count, 11.0), "{count}");
+    assert_eq!(latest["metadata"]["remainingItemCount"], 393, "400 + 1 - 1 in big, 3 in small, less the page");
+}
+
 #[apply(backends)]
 async fn an_expired_continue_token_is_410_with_an_inconsistent_continuation(#[case] backend: Backend) {
     let s = Server::start_isolated(backend, &["--watch-history-size", "3"]).await;

@@ -89,6 +89,8 @@ pub struct Metrics {
     pub watch_history: Family<ResourceLabel, Gauge>,
     /// Watches held open on etcd, by resource.
     pub storage_watches: Family<ResourceLabel, Gauge>,
+    /// Objects read and tested by lists served from memory, by resource.
+    pub list_evaluated: Family<ResourceLabel, Counter>,
     /// 1 when the Pod cache has synced with the cluster.
     pub pod_cache_synced: Gauge,
     /// FarmPods in the cache.
@@ -162,6 +164,7 @@ impl Metrics {
             storage_objects: Family::default(),
             watch_history: Family::default(),
             storage_watches: Family::default(),
+            list_evaluated: Family::default(),
             pod_cache_synced: Gauge::default(),
             pod_cache_objects: Gauge::default(),
             pod_cache_last_event_age: FloatGauge::default(),
@@ -220,6 +223,11 @@ impl Metrics {
             "farm_apiserver_storage_watches",
             "Watches held open on etcd, by resource: one per resource (the watch cache's), whatever the number of watchers",
             self.storage_watches.clone(),
+        );
+        registry.register(
+            "apiserver_cache_list_evaluated_objects",
+            "Objects read and tested in the course of serving LISTs from memory (the store or the watch cache), by resource: a page's cost",
+            self.list_evaluated.clone(),
         );
     }
 

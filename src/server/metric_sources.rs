@@ -37,6 +37,11 @@ impl<K: ApiResource> Source for StoreSize<K> {
                 if let Some(watches) = stats.storage_watches {
                     metrics.storage_watches.get_or_create(&label).set(i64::try_from(watches).unwrap_or(i64::MAX));
                 }
+                if let Some(evaluated) = stats.list_evaluated {
+                    // This source alone moves the counter: it moves by what the store counted since.
+                    let counter = metrics.list_evaluated.get_or_create(&label);
+                    counter.inc_by(evaluated.saturating_sub(counter.get()));
+                }
             }
             // Storage unreachable: the last value stays; readiness and request errors say why.
             Err(error) => tracing::debug!(%error, resource = K::INFO.plural, "no store sizes for this scrape"),

@@ -22,6 +22,7 @@ use crate::machinery::resource::ApiResource;
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{self, AtomicU64};
 use tokio::sync::mpsc;
 
 /// A subscriber's end of the fan-out.
@@ -55,6 +56,8 @@ pub struct MemoryStore<K> {
     /// The revision of the newest published event (or bookmark): every subscriber has every
     /// event up to it in its buffer.
     published: Progress,
+    /// Objects read and tested by lists so far (their cost, whatever they returned).
+    list_evaluated: AtomicU64,
 }
 
 impl<K: ApiResource> MemoryStore<K> {
@@ -70,6 +73,7 @@ impl<K: ApiResource> MemoryStore<K> {
             revision,
             history_capacity: history_capacity.max(1),
             published: Progress::default(),
+            list_evaluated: AtomicU64::new(0),
         }
     }
 }
@@ -135,11 +139,10 @@ impl<K: ApiResource> MemoryStore<K> {
     }
 
     fn apply_replicated(&self, state: &mut State<K>, key: ObjectKey, object: Option<K>, revision: u64) -> Result<()> {
-        let previous = state.objects.get(&key).cloned();
-        let event = match (object, previous) {
-            (Some(object), previous) => {
+        let event = match object {
+            Some(object) => {
                 let stored = stamp(object, revision)?;
-                state.objects.insert(stored.clone());
+                let previous = state.objects.insert(stored.clone());
                 let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
                 Event {
                     revision,
@@ -150,8 +153,8 @@ impl<K: ApiResource> MemoryStore<K> {
                     served_frame: Default::default(),
                 }
             }
-            (None, Some(previous)) => {
-                state.objects.remove(&key);
+            None => {
+                let Some(previous) = state.objects.remove(&key) else { return Ok(()) };
                 let last = stamp(previous.decode()?, revision)?;
                 Event {
                     revision,
@@ -162,7 +165,6 @@ impl<K: ApiResource> MemoryStore<K> {
                     served_frame: Default::default(),
                 }
             }
-            (None, None) => return Ok(()),
         };
         self.publish(state, event);
         Ok(())
@@ -252,6 +254,7 @@ impl<K: ApiResource> MemoryStore<K> {
             ReadAt::Exact(revision) => (revision, pages::past_of(&state.history, revision)),
         };
         let cut = pages::page(&state.objects, &past, &request);
+        self.list_evaluated.fetch_add(cut.evaluated as u64, atomic::Ordering::Relaxed);
         Ok(Page { items: cut.items, revision, more_after: cut.more_after, remaining: cut.remaining })
     }
 
@@ -302,7 +305,7 @@ impl<K: ApiResource> MemoryStore<K> {
         }
         let revision = self.revision.next();
         let stored = stamp(object, revision)?;
-        state.objects.insert(stored.clone());
+        state.objects.add(stored.clone());
         let event = Event {
             revision,
             kind: EventType::Added,
@@ -337,16 +340,28 @@ impl<K: ApiResource> MemoryStore<K> {
                 Mutation::Delete(object) => (EventType::Deleted, object),
             };
             let mut state = self.state.write();
-            if !state.objects.get(key).is_some_and(|stored| Arc::ptr_eq(stored, &current)) {
-                // Another writer won, or deleted the object: decide again on what is there now.
-                continue;
+            // Taken out and put back unless it is still the object decided on: one lookup to
+            // check, one to store.
+            match state.objects.remove(key) {
+                Some(stored) if Arc::ptr_eq(&stored, &current) => {}
+                other => {
+                    // Another writer won, or deleted the object: decide again on what is there now.
+                    if let Some(newer) = other {
+                        state.objects.add(newer);
+                    }
+                    continue;
+                }
             }
             let revision = self.revision.next();
-            let stored = stamp(object, revision)?;
-            if kind == EventType::Deleted {
-                state.objects.remove(key);
-            } else {
-                state.objects.insert(stored.clone());
+            let stored = match stamp(object, revision) {
+                Ok(stored) => stored,
+                Err(error) => {
+                    state.objects.add(current);
+                    return Err(error);
+                }
+            };
+            if kind != EventType::Deleted {
+                state.objects.add(stored.clone());
             }
             let event = Event {
                 revision,
@@ -364,7 +379,12 @@ impl<K: ApiResource> MemoryStore<K> {
     /// See [`Store::stats`].
     pub fn stats(&self) -> StoreStats {
         let state = self.state.read();
-        StoreStats { objects: state.objects.len(), history: Some(state.history.len()), storage_watches: None }
+        StoreStats {
+            objects: state.objects.len(),
+            history: Some(state.history.len()),
+            storage_watches: None,
+            list_evaluated: Some(self.list_evaluated.load(atomic::Ordering::Relaxed)),
+        }
     }
 
     /// See [`Store::revision`]: every event up to it has been published.

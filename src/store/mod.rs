@@ -272,6 +272,9 @@ pub struct StoreStats {
     pub history: Option<usize>,
     /// Watches the store holds open on its storage (etcd), for a store that has any.
     pub storage_watches: Option<usize>,
+    /// Objects read and tested by the lists served from memory so far, for a store that serves
+    /// them (the kube-apiserver's `apiserver_cache_list_evaluated_objects_total`).
+    pub list_evaluated: Option<u64>,
 }
 
 /// The global revision counter shared by every store of a server.

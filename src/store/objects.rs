@@ -1,12 +1,16 @@
 //! The objects of a memory store: a sorted set of stored objects ordered by their own key
 //! (namespace, then name, as etcd orders its keys), so the set holds one pointer per object and
 //! no copy of its key. Looked up by an [`ObjectKey`] through a borrowed view both share.
+//!
+//! The set is an order-statistic B-tree (the `indexset` crate: sorted runs of up to 1,024
+//! pointers and a Fenwick tree of their lengths), so how many objects lie between two keys is
+//! two rank lookups, not a walk: a page's `remainingItemCount` costs the same at a million
+//! objects as at a thousand.
 
 use super::{ObjectKey, Stored};
 use crate::machinery::key::order;
 use std::borrow::{Borrow, Cow};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -78,11 +82,11 @@ impl<K> PartialEq for Entry<K> {
 impl<K> Eq for Entry<K> {}
 
 /// Stored objects in key order.
-pub struct Objects<K>(BTreeSet<Entry<K>>);
+pub struct Objects<K>(indexset::BTreeSet<Entry<K>>);
 
 impl<K> Default for Objects<K> {
     fn default() -> Self {
-        Self(BTreeSet::new())
+        Self(indexset::BTreeSet::new())
     }
 }
 
@@ -92,9 +96,14 @@ impl<K> Objects<K> {
         self.0.get(key as &dyn Keyed).map(|e| &e.0)
     }
 
-    /// Stores `object` at its key, in place of the object there.
-    pub fn insert(&mut self, object: Arc<Stored<K>>) {
-        self.0.replace(Entry(object));
+    /// Stores `object` at its key, in place of the object there, which it returns.
+    pub fn insert(&mut self, object: Arc<Stored<K>>) -> Option<Arc<Stored<K>>> {
+        self.0.replace(Entry(object)).map(|e| e.0)
+    }
+
+    /// Stores `object` at its key when no object is there (one lookup); whether it did.
+    pub fn add(&mut self, object: Arc<Stored<K>>) -> bool {
+        self.0.insert(Entry(object))
     }
 
     /// Removes the object at `key`.
@@ -124,31 +133,62 @@ impl<K> Objects<K> {
         namespace: Option<&'a str>,
         after: Option<&ObjectKey>,
     ) -> impl Iterator<Item = &'a Arc<Stored<K>>> + 'a {
-        let first = ObjectKey::new(namespace.unwrap_or_default(), "");
-        let from: Bound<&dyn Keyed> = match after {
-            Some(after) => Bound::Excluded(after),
-            None => Bound::Included(&first),
-        };
-        // Keys order as `<namespace>/<name>`: every key of `ns` is before `ns0/` ('0' follows '/'),
-        // and none other is between. Bounded at both ends, the walk compares no key.
-        let end = namespace.map(|ns| ObjectKey::new(format!("{ns}0"), ""));
-        let to: Bound<&dyn Keyed> = match &end {
-            Some(end) => Bound::Excluded(end),
-            None => Bound::Unbounded,
-        };
-        let ordered = match (&from, &to) {
-            (Bound::Excluded(a) | Bound::Included(a), Bound::Excluded(b)) => (*a).cmp(*b).is_lt(),
-            _ => true,
-        };
-        // An `after` past the namespace's end (a token of another namespace) reads nothing.
-        let range = ordered.then(|| self.0.range::<dyn Keyed, _>((from, to)));
+        let (first, end) = namespace_bounds(namespace);
+        let range = bounds(&first, end.as_ref(), after).map(|range| self.0.range::<_, dyn Keyed>(range));
         range.into_iter().flatten().map(|e| &e.0)
+    }
+
+    /// How many objects of `namespace` (or all) come after `after` (or from the first): two rank
+    /// lookups, whatever the number.
+    pub fn count_after(&self, namespace: Option<&str>, after: Option<&ObjectKey>) -> usize {
+        let (first, end) = namespace_bounds(namespace);
+        let Some((from, to)) = bounds(&first, end.as_ref(), after) else { return 0 };
+        let start = match from {
+            Bound::Included(key) => self.0.rank(key),
+            Bound::Excluded(key) => self.0.rank(key) + usize::from(self.0.contains(key)),
+            Bound::Unbounded => 0,
+        };
+        let end = match to {
+            Bound::Excluded(key) => self.0.rank(key),
+            Bound::Included(key) => self.0.rank(key) + usize::from(self.0.contains(key)),
+            Bound::Unbounded => self.0.len(),
+        };
+        end.saturating_sub(start)
     }
 
     /// The objects of `namespace` (or all), in key order.
     pub fn in_namespace(&self, namespace: Option<&str>) -> Vec<Arc<Stored<K>>> {
         self.after(namespace, None).cloned().collect()
     }
+}
+
+/// The first key of `namespace` (or of all), and the key every key of it is before (none for all).
+fn namespace_bounds(namespace: Option<&str>) -> (ObjectKey, Option<ObjectKey>) {
+    // Keys order as `<namespace>/<name>`: every key of `ns` is before `ns0/` ('0' follows '/'),
+    // and none other is between. Bounded at both ends, a walk compares no key.
+    let first = ObjectKey::new(namespace.unwrap_or_default(), "");
+    (first, namespace.map(|ns| ObjectKey::new(format!("{ns}0"), "")))
+}
+
+/// A range of keys, each end borrowed.
+type KeyRange<'a> = (Bound<&'a dyn Keyed>, Bound<&'a dyn Keyed>);
+
+/// The range from `first` (or after `after`) to `end` (or the last key); none when `after` is
+/// past `end` (a continue token of another namespace reads nothing).
+fn bounds<'a>(first: &'a ObjectKey, end: Option<&'a ObjectKey>, after: Option<&'a ObjectKey>) -> Option<KeyRange<'a>> {
+    let from: Bound<&dyn Keyed> = match after {
+        Some(after) => Bound::Excluded(after),
+        None => Bound::Included(first),
+    };
+    let to: Bound<&dyn Keyed> = match end {
+        Some(end) => Bound::Excluded(end),
+        None => Bound::Unbounded,
+    };
+    let ordered = match (&from, &to) {
+        (Bound::Excluded(a) | Bound::Included(a), Bound::Excluded(b)) => (*a).cmp(*b).is_lt(),
+        _ => true,
+    };
+    ordered.then_some((from, to))
 }
 
 impl<K> FromIterator<Arc<Stored<K>>> for Objects<K> {
@@ -161,6 +201,7 @@ impl<K> FromIterator<Arc<Stored<K>>> for Objects<K> {
 mod tests {
     use super::*;
     use crate::resources::llama::{Llama, LlamaSpec};
+    use proptest::arbitrary::Arbitrary;
 
     fn stored(namespace: &str, name: &str) -> Arc<Stored<Llama>> {
         let mut llama = Llama::new(name, LlamaSpec { weight: 1.0, height: 1.0, color: None });
@@ -196,5 +237,45 @@ mod tests {
         assert_eq!(after(Some("a"), Some(ObjectKey::new("a", "b"))), ["a/c"]);
         assert_eq!(after(Some("a"), Some(ObjectKey::new("a", "bb"))), ["a/c"], "after a key that is not there");
         assert_eq!(after(Some("a"), Some(ObjectKey::new("a", "c"))), Vec::<String>::new());
+        assert_eq!(
+            after(Some("a"), Some(ObjectKey::new("b", ""))),
+            Vec::<String>::new(),
+            "a token of another namespace"
+        );
+        assert_eq!(objects.count_after(Some("a"), Some(&ObjectKey::new("b", ""))), 0);
+        assert_eq!(objects.count_after(None, None), 5);
+        assert_eq!(objects.count_after(Some("a"), Some(&ObjectKey::new("a", "b"))), 1);
+    }
+
+    proptest::proptest! {
+        /// Counting by rank gives what walking counts, for any set, namespace and start key,
+        /// through inserts and removals (that split and empty the tree's runs).
+        #[test]
+        fn counting_by_rank_is_counting_the_walk(
+            keys in proptest::collection::vec((0..4usize, "[a-c.-]{0,3}"), 0..3000),
+            removed in proptest::collection::vec(proptest::sample::Index::arbitrary(), 0..2000),
+            asked in proptest::collection::vec((proptest::option::of(0..4usize), proptest::option::of((0..4usize, "[a-c.-]{0,3}"))), 1..20),
+        ) {
+            const NAMESPACES: [&str; 4] = ["ns", "ns-", "ns0", "nt"];
+            let mut objects: Objects<Llama> = Objects::default();
+            for (ns, name) in &keys {
+                objects.insert(stored(NAMESPACES[*ns], &format!("n{name}")));
+            }
+            for index in &removed {
+                if !keys.is_empty() {
+                    let (ns, name) = index.get(&keys);
+                    objects.remove(&ObjectKey::new(NAMESPACES[*ns], format!("n{name}")));
+                }
+            }
+            for (namespace, after) in &asked {
+                let namespace = namespace.map(|ns| NAMESPACES[ns]);
+                let after = after.as_ref().map(|(ns, name)| ObjectKey::new(NAMESPACES[*ns], format!("n{name}")));
+                proptest::prop_assert_eq!(
+                    objects.count_after(namespace, after.as_ref()),
+                    objects.after(namespace, after.as_ref()).count()
+                );
+            }
+            proptest::prop_assert_eq!(objects.count_after(None, None), objects.len());
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! the current objects walked from the page's start key, and for the keys changed since the
 //! page's revision, the state the event history says they had then. A page costs its own
 //! objects, those its selectors pass over and the changes since its revision, whatever the size
-//! of the collection; only `remaining` walks the rest, pointers without reading an object, and
-//! only when it is asked for.
+//! of the collection; `remaining` is counted by rank in the set (two lookups), corrected by the
+//! changes since the page's revision.
 
 use super::objects::Objects;
 use super::{Event, ObjectKey, PageRequest, Stored};
@@ -74,12 +74,31 @@ impl<'a, K, I: Iterator<Item = &'a Arc<Stored<K>>>> Iterator for MergedWithPast<
     }
 }
 
-/// A page: its objects, the key after which more selected objects follow (if they do), and how
-/// many objects follow it (counted when `request.count_remaining`, else 0).
+/// A page: its objects, the key after which more selected objects follow (if they do), how
+/// many objects follow it (counted when `request.count_remaining`, else 0), and how many objects
+/// the page read and tested to find its own (its cost).
 pub(super) struct Cut<K> {
     pub items: Vec<Arc<Stored<K>>>,
     pub more_after: Option<ObjectKey>,
     pub remaining: usize,
+    pub evaluated: usize,
+}
+
+/// How many objects of `namespace` (or all) after `after` there were at the revision `past`
+/// goes back to: the current count, less the keys created since, plus those deleted since.
+fn count_at_revision<K>(
+    objects: &Objects<K>,
+    past: &Past<K>,
+    namespace: Option<&str>,
+    after: Option<&ObjectKey>,
+) -> usize {
+    let current = objects.count_after(namespace, after);
+    let changed = past.iter().filter(|(key, _)| in_range(key, namespace, after));
+    changed.fold(current, |count, (key, then)| match (objects.get(key).is_some(), then.is_some()) {
+        (true, false) => count.saturating_sub(1),
+        (false, true) => count + 1,
+        _ => count,
+    })
 }
 
 /// The page `request` asks for, from `objects` at the revision `past` goes back to.
@@ -87,7 +106,9 @@ pub(super) fn page<K>(objects: &Objects<K>, past: &Past<K>, request: &PageReques
     let limit = request.limit.unwrap_or(usize::MAX);
     let mut walk = at_revision(objects, past, request.namespace, request.after);
     let mut items = Vec::new();
+    let mut evaluated = 0;
     for object in walk.by_ref() {
+        evaluated += 1;
         if (request.selects)(object) {
             items.push(object.clone());
             if items.len() >= limit {
@@ -95,20 +116,16 @@ pub(super) fn page<K>(objects: &Objects<K>, past: &Past<K>, request: &PageReques
             }
         }
     }
-    // More follow when one more is selected; the count of what follows goes on from there.
-    let mut remaining = 0;
-    let mut more = false;
-    for object in walk.by_ref() {
-        remaining += 1;
-        if (request.selects)(object) {
-            more = true;
-            break;
-        }
-    }
-    remaining = match (more, request.count_remaining) {
-        (true, true) => remaining + walk.count(),
+    // More follow when one more is selected.
+    let more = items.len() >= limit
+        && walk.any(|object| {
+            evaluated += 1;
+            (request.selects)(object)
+        });
+    let more_after = if more { items.last().map(|o| o.key()) } else { None };
+    let remaining = match (&more_after, request.count_remaining) {
+        (Some(last), true) => count_at_revision(objects, past, request.namespace, Some(last)),
         _ => 0,
     };
-    let more_after = if more { items.last().map(|o| o.key()) } else { None };
-    Cut { items, more_after, remaining }
+    Cut { items, more_after, remaining, evaluated }
 }

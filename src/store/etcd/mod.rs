@@ -339,6 +339,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             objects: usize::try_from(response.count).unwrap_or_default(),
             history: None,
             storage_watches: Some(self.watches()),
+            list_evaluated: None,
         })
     }
 

@@ -1,0 +1,183 @@
+//! How each cost grows with the collection (issue 36): one server, memory storage, filled in
+//! steps to 1,000, 10,000, 100,000 and 1,000,000 llamas (`SCALE_MAX` stops earlier). At each size:
+//! the create rate of the step's last creates, RSS per llama, GET of one llama, a LIST whose label
+//! selector matches none (it tests every object), the first `limit=500` page, and the whole list
+//! paged 500 at a time with continue tokens (each page's latency and the total). At the largest
+//! size, the peak RSS while one unpaged LIST of everything is answered and read.
+//!
+//! Prints one table of the figures and writes them to `target/scale.csv` for the README's chart.
+
+use super::{LLAMAS, Stats, Target, llama, load, rss_mb, start, status_mb};
+use hdrhistogram::Histogram;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const PATH: &str = "/scale/llamas";
+const SIZES: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
+/// The creates of each step whose rate is reported: the last ones, at the step's size.
+const MEASURED_CREATES: usize = 2_000;
+
+/// One size's figures.
+struct Row {
+    size: usize,
+    create_rate: f64,
+    bytes_per_llama: f64,
+    get: Stats,
+    selector_list: Stats,
+    first_page: Stats,
+    pages: Histogram<u64>,
+    paged_list: Duration,
+}
+
+/// Creates llamas `from..to` (32 at a time), returning the rate of the whole batch.
+async fn create(target: &Target, from: usize, to: usize) -> f64 {
+    let concurrency = 32;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for worker in 0..concurrency {
+        let client = target.client(false);
+        let url = target.url(&format!("{LLAMAS}{PATH}"));
+        tasks.push(tokio::spawn(async move {
+            for i in (from + worker..to).step_by(concurrency) {
+                let r = client.post(&url).json(&llama(&format!("l{i:07}"))).send().await.expect("create");
+                assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("create task");
+    }
+    (to - from) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Every page of the list, 500 at a time: each page's latency (µs) and the total time.
+async fn paged_list(target: &Target, expected: usize) -> (Histogram<u64>, Duration) {
+    let client = target.client(false);
+    let mut latencies = Histogram::<u64>::new(3).expect("histogram");
+    let (mut seen, mut token) = (0, None::<String>);
+    let started = Instant::now();
+    loop {
+        let mut url = target.url(&format!("{LLAMAS}{PATH}?limit=500"));
+        if let Some(token) = &token {
+            url.push_str(&format!("&continue={token}"));
+        }
+        let t = Instant::now();
+        let page: serde_json::Value = client.get(url).send().await.expect("page").json().await.expect("page JSON");
+        latencies.record(t.elapsed().as_micros() as u64).expect("record");
+        seen += page["items"].as_array().map_or(0, Vec::len);
+        match page["metadata"]["continue"].as_str() {
+            Some(next) => token = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, expected, "the paged list holds every llama once");
+    (latencies, started.elapsed())
+}
+
+/// Measures one size, the store holding `size` llamas.
+async fn measure(target: &Target, size: usize, create_rate: f64, bytes_per_llama: f64, phase: Duration) -> Row {
+    let get_target = target.clone();
+    let get = load(target, 4, phase, move |c, i| {
+        c.get(get_target.url(&format!("{LLAMAS}/scale/llamas/l{:07}", i as usize % size)))
+    })
+    .await;
+    let t = target.clone();
+    let selector_list =
+        load(target, 2, phase, move |c, _| c.get(t.url(&format!("{LLAMAS}{PATH}?labelSelector=app%3Dnone")))).await;
+    let t = target.clone();
+    let first_page = load(target, 1, phase, move |c, _| c.get(t.url(&format!("{LLAMAS}{PATH}?limit=500")))).await;
+    let (pages, paged_list) = paged_list(target, size).await;
+    Row { size, create_rate, bytes_per_llama, get, selector_list, first_page, pages, paged_list }
+}
+
+/// The peak RSS growth while one unpaged LIST of everything is answered and read (streamed, never
+/// held by the client), and the answer's size.
+async fn unpaged_list_peak(target: &Target, pid: u32) -> Option<(f64, f64)> {
+    let before = rss_mb(pid);
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").ok()?;
+    let mut answer = target.client(false).get(target.url(&format!("{LLAMAS}{PATH}"))).send().await.expect("list");
+    let mut bytes = 0usize;
+    while let Some(chunk) = answer.chunk().await.expect("list body") {
+        bytes += chunk.len();
+    }
+    Some((status_mb(pid, "VmHWM:") - before, bytes as f64 / 1e6))
+}
+
+/// Runs the steps and prints the table.
+pub async fn grow(binary: &Path, phase: Duration) {
+    let max: usize = std::env::var("SCALE_MAX").ok().and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let (farm, _) = start(binary, &[]).await;
+    let pid = farm.child.id();
+    let empty = rss_mb(pid);
+    let mut rows = Vec::new();
+    let mut stored = 0;
+    for size in SIZES.into_iter().filter(|s| *s <= max) {
+        let measured_from = size.saturating_sub(MEASURED_CREATES).max(stored);
+        create(&farm.target, stored, measured_from).await;
+        let create_rate = create(&farm.target, measured_from, size).await;
+        stored = size;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let bytes_per_llama = (rss_mb(pid) - empty) * 1024.0 * 1024.0 / size as f64;
+        rows.push(measure(&farm.target, size, create_rate, bytes_per_llama, phase).await);
+    }
+    print_table(&rows, empty);
+    if let Some((peak, answer)) = unpaged_list_peak(&farm.target, pid).await {
+        println!(
+            "unpaged LIST of all {stored} llamas ({answer:.0} MB of JSON): peak RSS {peak:+.1} MB while answering"
+        );
+    }
+    write_csv(&rows);
+}
+
+fn print_table(rows: &[Row], empty: f64) {
+    println!(
+        "scale: one server, memory storage, {empty:.1} MB RSS empty; rates over 4 (GET), 2 (selector LIST), 1 (pages) connections"
+    );
+    println!(
+        "| llamas | create/s | RSS B/llama | GET/s | GET p99 ms | LIST selector/s | first page p50 ms | page p50 ms | page p99 ms | page max ms | paged list s |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            r.size,
+            r.create_rate,
+            r.bytes_per_llama,
+            r.get.rate(),
+            r.get.ms(0.99),
+            r.selector_list.rate(),
+            r.first_page.ms(0.5),
+            r.pages.value_at_quantile(0.5) as f64 / 1000.0,
+            r.pages.value_at_quantile(0.99) as f64 / 1000.0,
+            r.pages.max() as f64 / 1000.0,
+            r.paged_list.as_secs_f64()
+        );
+    }
+}
+
+/// The figures as CSV beside the build, for the chart.
+fn write_csv(rows: &[Row]) {
+    let mut csv = String::from(
+        "llamas,create_per_s,rss_bytes_per_llama,get_per_s,selector_list_per_s,first_page_ms,page_p50_ms,paged_list_s\n",
+    );
+    for r in rows {
+        csv.push_str(&format!(
+            "{},{:.0},{:.0},{:.0},{:.2},{:.3},{:.3},{:.3}\n",
+            r.size,
+            r.create_rate,
+            r.bytes_per_llama,
+            r.get.rate(),
+            r.selector_list.rate(),
+            r.first_page.ms(0.5),
+            r.pages.value_at_quantile(0.5) as f64 / 1000.0,
+            r.paged_list.as_secs_f64()
+        ));
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"), Into::into);
+    let path = target.join("scale.csv");
+    match std::fs::write(&path, csv) {
+        Ok(()) => println!("figures written to {}", path.display()),
+        Err(error) => println!("figures not written to {}: {error}", path.display()),
+    }
+}
