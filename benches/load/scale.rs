@@ -1,13 +1,15 @@
-//! How each cost grows with the collection (issue 36): one server, memory storage, filled in
+//! How each cost grows with the collection (issue 36): one server, memory storage (etcd with
+//! `SCALE_STORAGE=etcd`, on the control plane's etcd, reads from the watch cache), filled in
 //! steps to 1,000, 10,000, 100,000 and 1,000,000 llamas (`SCALE_MAX` stops earlier). At each size:
 //! the create rate of the step's last creates, RSS per llama, GET of one llama, a LIST whose label
 //! selector matches none (it tests every object), the first `limit=500` page, and the whole list
-//! paged 500 at a time with continue tokens (each page's latency and the total). At the largest
-//! size, the peak RSS while one unpaged LIST of everything is answered and read.
+//! paged 500 at a time with continue tokens (each page's latency and the total). The peak RSS
+//! while one unpaged LIST is answered and read: as a Table (kubectl's) at 100,000, as JSON at the
+//! largest size.
 //!
-//! Prints one table of the figures and writes them to `target/scale.csv` for the README's chart.
+//! Prints one table of the figures and writes them to `target/scale-<storage>.csv`.
 
-use super::{LLAMAS, Stats, Target, llama, load, rss_mb, start, status_mb};
+use super::{ControlPlane, LLAMAS, Stats, TABLE, Target, llama, load, rss_mb, start, status_mb};
 use hdrhistogram::Histogram;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -50,6 +52,19 @@ async fn create(target: &Target, from: usize, to: usize) -> f64 {
     (to - from) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// What the pager reads of a page.
+#[derive(serde::Deserialize)]
+struct Page {
+    metadata: PageMeta,
+    items: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct PageMeta {
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
+}
+
 /// Every page of the list, 500 at a time: each page's latency (µs) and the total time.
 async fn paged_list(target: &Target, expected: usize) -> (Histogram<u64>, Duration) {
     let client = target.client(false);
@@ -62,11 +77,14 @@ async fn paged_list(target: &Target, expected: usize) -> (Histogram<u64>, Durati
             url.push_str(&format!("&continue={token}"));
         }
         let t = Instant::now();
-        let page: serde_json::Value = client.get(url).send().await.expect("page").json().await.expect("page JSON");
+        let body = client.get(url).send().await.expect("page").bytes().await.expect("page body");
         latencies.record(t.elapsed().as_micros() as u64).expect("record");
-        seen += page["items"].as_array().map_or(0, Vec::len);
-        match page["metadata"]["continue"].as_str() {
-            Some(next) => token = Some(next.to_string()),
+        // Only what paging needs is read (the items are skipped, not built): the client's own
+        // parsing is not the server's cost.
+        let page: Page = serde_json::from_slice(&body).expect("page JSON");
+        seen += page.items.len();
+        match page.metadata.continue_ {
+            Some(next) => token = Some(next),
             None => break,
         }
     }
@@ -92,10 +110,12 @@ async fn measure(target: &Target, size: usize, create_rate: f64, bytes_per_llama
 
 /// The peak RSS growth while one unpaged LIST of everything is answered and read (streamed, never
 /// held by the client), and the answer's size.
-async fn unpaged_list_peak(target: &Target, pid: u32) -> Option<(f64, f64)> {
+async fn unpaged_list_peak(target: &Target, pid: u32, accept: &str) -> Option<(f64, f64)> {
     let before = rss_mb(pid);
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").ok()?;
-    let mut answer = target.client(false).get(target.url(&format!("{LLAMAS}{PATH}"))).send().await.expect("list");
+    let request = target.client(false).get(target.url(&format!("{LLAMAS}{PATH}"))).header("accept", accept);
+    let mut answer = request.send().await.expect("list");
+    assert_eq!(answer.status(), 200);
     let mut bytes = 0usize;
     while let Some(chunk) = answer.chunk().await.expect("list body") {
         bytes += chunk.len();
@@ -106,11 +126,24 @@ async fn unpaged_list_peak(target: &Target, pid: u32) -> Option<(f64, f64)> {
 /// Runs the steps and prints the table.
 pub async fn grow(binary: &Path, phase: Duration) {
     let max: usize = std::env::var("SCALE_MAX").ok().and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
-    let (farm, _) = start(binary, &[]).await;
+    // SCALE_STORAGE=etcd: the same steps with etcd storage (the control plane's etcd) behind the
+    // watch cache.
+    let control_plane = match std::env::var("SCALE_STORAGE").as_deref() {
+        Ok("etcd") => match ControlPlane::up() {
+            Some(cp) => Some(cp),
+            None => return println!("BENCH_ONLY=scale SCALE_STORAGE=etcd: skipped, the control plane cannot run here"),
+        },
+        _ => None,
+    };
+    let flags = match &control_plane {
+        Some(cp) => vec!["--storage", "etcd", "--etcd-endpoints", &cp.etcd, "--etcd-prefix", "/farm-scale"],
+        None => Vec::new(),
+    };
+    let (farm, _) = start(binary, &flags).await;
     let pid = farm.child.id();
     let empty = rss_mb(pid);
     let mut rows = Vec::new();
-    let mut stored = 0;
+    let (mut stored, mut tables) = (0, None);
     for size in SIZES.into_iter().filter(|s| *s <= max) {
         let measured_from = size.saturating_sub(MEASURED_CREATES).max(stored);
         create(&farm.target, stored, measured_from).await;
@@ -119,9 +152,15 @@ pub async fn grow(binary: &Path, phase: Duration) {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let bytes_per_llama = (rss_mb(pid) - empty) * 1024.0 * 1024.0 / size as f64;
         rows.push(measure(&farm.target, size, create_rate, bytes_per_llama, phase).await);
+        if size == 100_000 {
+            tables = unpaged_list_peak(&farm.target, pid, TABLE).await;
+        }
     }
     print_table(&rows, empty);
-    if let Some((peak, answer)) = unpaged_list_peak(&farm.target, pid).await {
+    if let Some((peak, answer)) = tables {
+        println!("unpaged Table LIST of 100000 llamas ({answer:.0} MB): peak RSS {peak:+.1} MB while answering");
+    }
+    if let Some((peak, answer)) = unpaged_list_peak(&farm.target, pid, "application/json").await {
         println!(
             "unpaged LIST of all {stored} llamas ({answer:.0} MB of JSON): peak RSS {peak:+.1} MB while answering"
         );
@@ -175,7 +214,8 @@ fn write_csv(rows: &[Row]) {
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"), Into::into);
-    let path = target.join("scale.csv");
+    let storage = std::env::var("SCALE_STORAGE").unwrap_or_else(|_| "memory".into());
+    let path = target.join(format!("scale-{storage}.csv"));
     match std::fs::write(&path, csv) {
         Ok(()) => println!("figures written to {}", path.display()),
         Err(error) => println!("figures not written to {}: {error}", path.display()),

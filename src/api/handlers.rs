@@ -185,8 +185,9 @@ fn decode_all<K: Strategy>(items: &[Arc<Stored<K>>]) -> Result<Vec<K>> {
 }
 
 /// Renders a list of hub objects at version `V` in the representation the client negotiated.
-/// The compact JSON list (the common answer) is written from the stored encodings, streamed when
-/// large and then gzipped for a client that accepts it (see [`super::list_body`]).
+/// Compact lists (every answer but `pretty=true`) are written item by item, streamed when large
+/// and then gzipped for a client that accepts it ([`compact_list`]); pretty ones are encoded
+/// whole, indented.
 fn render_list<K: Strategy, V: Served<K>>(
     hub_items: Vec<Arc<Stored<K>>>,
     metadata: ListMeta,
@@ -194,10 +195,9 @@ fn render_list<K: Strategy, V: Served<K>>(
     query: &Query,
     headers: &HeaderMap,
 ) -> Result<Response> {
-    let pretty = query.pretty();
-    if representation == Representation::Object && !pretty {
+    if !query.pretty() {
         let gzip = super::compression::accepts_gzip(headers);
-        let listed = super::list_body::list_body::<K, V>(&metadata, hub_items, gzip)?;
+        let listed = compact_list::<K, V>(hub_items, metadata, representation, query, gzip)?;
         let mut response = respond(StatusCode::OK, &representation.content_type(Target::List), listed.body, &[]);
         if listed.gzipped {
             super::compression::mark_gzipped(response.headers_mut());
@@ -212,7 +212,7 @@ fn render_list<K: Strategy, V: Served<K>>(
                 metadata,
                 items: decode_all(items)?,
             };
-            encode(&list, pretty)?
+            encode(&list, true)?
         }
         Representation::Metadata(version) => {
             let metadata_of = |o: &Arc<Stored<V>>| Ok(partial_metadata_in(&o.metadata()?, version));
@@ -221,11 +221,41 @@ fn render_list<K: Strategy, V: Served<K>>(
                 metadata,
                 items: items.iter().map(metadata_of).collect::<Result<_>>()?,
             };
-            encode(&list, pretty)?
+            encode(&list, true)?
         }
         Representation::Table(version) => encode_table(items.iter().map(|o| &**o), metadata, version, query)?,
     };
     Ok(respond(StatusCode::OK, &representation.content_type(Target::List), body, &[]))
+}
+
+/// The compact body of a list of hub objects at version `V` in `representation`, streamed when
+/// large (see [`super::list_body`]): the objects, their metadata, or their Table rows.
+fn compact_list<K: Strategy, V: Served<K>>(
+    hub_items: Vec<Arc<Stored<K>>>,
+    metadata: ListMeta,
+    representation: Representation,
+    query: &Query,
+    gzip: bool,
+) -> Result<super::list_body::ListBody> {
+    use super::list_body::{list_head, streamed};
+    match representation {
+        Representation::Object => super::list_body::list_body::<K, V>(&metadata, hub_items, gzip),
+        Representation::Metadata(version) => {
+            let head = list_head(version.api_version(), "PartialObjectMetadataList", &metadata)?;
+            let write = move |hub: &Arc<Stored<K>>, out: &mut Vec<u8>| {
+                let partial = partial_metadata_in(&V::stored_from_hub(hub)?.metadata()?, version);
+                serde_json::to_writer(out, &partial).map_err(|e| Error::Internal(format!("encoding metadata: {e}")))
+            };
+            streamed(head, hub_items, write, gzip)
+        }
+        Representation::Table(version) => {
+            let (include, now) = (query.include_object()?, k8s_openapi::jiff::Timestamp::now());
+            let write = move |hub: &Arc<Stored<K>>, out: &mut Vec<u8>| {
+                table::write_row(&*V::stored_from_hub(hub)?, include, version, now, out)
+            };
+            streamed(table::head::<V>(&metadata, version)?, hub_items, write, gzip)
+        }
+    }
 }
 
 async fn get<K: Strategy, V: Served<K>>(
@@ -598,5 +628,37 @@ mod tests {
         let converted: Vec<Arc<Stored<Llama>>> = items.iter().map(|o| Llama::stored_from_hub(o).unwrap()).collect();
         let expected = list_json::<Llama, Llama>(&converted, &metadata).await.unwrap();
         assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
+    }
+
+    /// A compact list in `representation`, streamed or whole as [`compact_list`] writes it.
+    async fn compact(items: &[Arc<Stored<Llama>>], metadata: &ListMeta, representation: Representation) -> Vec<u8> {
+        let query = Query::parse(None);
+        let listed = compact_list::<Llama, Llama>(items.to_vec(), metadata.clone(), representation, &query, false);
+        axum::body::to_bytes(listed.unwrap().body, usize::MAX).await.unwrap().to_vec()
+    }
+
+    #[tokio::test]
+    async fn tables_and_metadata_lists_written_row_by_row_are_those_encoded_whole() {
+        let metadata = ListMeta { resource_version: Some("42".into()), ..Default::default() };
+        let version = MetaVersion::V1;
+        // Small enough to be written whole, and large enough to be streamed in chunks.
+        for count in [0, 1, 3, 2_000] {
+            let items: Vec<_> = (0..count).map(|i| llama(&format!("l{i:04}"), f64::from(i))).collect();
+            let table = compact(&items, &metadata, Representation::Table(version)).await;
+            let now = k8s_openapi::jiff::Timestamp::now();
+            let whole = table::render(items.iter().map(|o| &**o), metadata.clone(), Default::default(), version, now);
+            assert_eq!(
+                serde_json::from_slice::<serde_json::Value>(&table).unwrap(),
+                serde_json::to_value(whole.unwrap()).unwrap(),
+                "{count} rows"
+            );
+            let partial = compact(&items, &metadata, Representation::Metadata(version)).await;
+            let whole = ObjectList {
+                types: TypeMeta { api_version: "meta.k8s.io/v1".into(), kind: "PartialObjectMetadataList".into() },
+                metadata: metadata.clone(),
+                items: items.iter().map(|o| partial_metadata_in(&o.metadata().unwrap(), version)).collect(),
+            };
+            assert_eq!(String::from_utf8(partial).unwrap(), serde_json::to_string(&whole).unwrap(), "{count} items");
+        }
     }
 }

@@ -1,10 +1,11 @@
-//! The body of a compact JSON list: the stored objects' own encodings copied into it (converted
-//! there for another version), never decoded and encoded again. A small list is written whole,
-//! with its length. A large one (over [`compression::THRESHOLD_BYTES`]) is written to the
-//! socket as it is encoded, a chunk at a time, and gzipped as it goes for a client that accepts
-//! it: the server holds the list's snapshot (a pointer per object) and one chunk, whatever the
-//! list's size; a client that reads slowly is written to as fast as it reads, and one that goes
-//! away stops the encoding.
+//! The body of a list in any compact representation (objects, `PartialObjectMetadata`, Table
+//! rows), written item by item after the list's head: objects are the stored encodings copied
+//! into it (converted there for another version), never decoded and encoded again. Written whole
+//! with its length while it stays under [`compression::THRESHOLD_BYTES`]; past that, the part
+//! written is the first chunk and the rest is written to the socket as it is encoded, a chunk at
+//! a time, gzipped as it goes for a client that accepts it. The server holds the list's snapshot
+//! (a pointer per object) and one chunk, whatever the list's size; a client that reads slowly is
+//! written to as fast as it reads, and one that goes away stops the encoding.
 
 use super::compression;
 use crate::machinery::error::{Error, Result};
@@ -16,7 +17,6 @@ use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use serde::Serialize;
 use std::io::Write;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// How much of a streamed list is encoded at a time.
@@ -39,36 +39,51 @@ struct ListHead<'a> {
     metadata: &'a ListMeta,
 }
 
-/// `{"apiVersion":…,"kind":…,"metadata":{…},"items":[`: a list at version `V` up to its items.
-fn list_head<V: Served<K>, K: Strategy>(metadata: &ListMeta) -> Result<Vec<u8>> {
-    let api_version = V::api_version(&());
-    let head = ListHead { api_version: &api_version, kind: V::INFO.list_kind, metadata };
-    let mut out = serde_json::to_vec(&head).map_err(|e| Error::Internal(format!("encoding a list: {e}")))?;
+/// `{"apiVersion":…,"kind":…,"metadata":{…},"items":[`: a list up to its items.
+pub fn list_head(api_version: &str, kind: &str, metadata: &ListMeta) -> Result<Vec<u8>> {
+    open_array(&ListHead { api_version, kind, metadata }, "items")
+}
+
+/// `head` (an object with at least one field) encoded, up to the `[` of its last field `array`.
+pub fn open_array<T: Serialize>(head: &T, array: &str) -> Result<Vec<u8>> {
+    let mut out = serde_json::to_vec(head).map_err(|e| Error::Internal(format!("encoding a list: {e}")))?;
     out.pop(); // the head's closing brace
-    out.extend_from_slice(br#","items":["#);
+    out.push(b',');
+    serde_json::to_writer(&mut out, array).map_err(|e| Error::Internal(format!("encoding a list: {e}")))?;
+    out.extend_from_slice(b":[");
     Ok(out)
 }
 
-/// The body of the list with `metadata` of `items` (hub objects, written at version `V`): whole
-/// when small, else streamed, and then gzipped when `gzip`.
+/// The body of the list with `metadata` of `items` (hub objects, written at version `V`).
 pub fn list_body<K: Strategy, V: Served<K>>(
     metadata: &ListMeta,
     items: Vec<Arc<Stored<K>>>,
     gzip: bool,
 ) -> Result<ListBody> {
-    let head = list_head::<V, K>(metadata)?;
-    let estimate = head.len() + items.iter().map(|o| o.json_len() + 1).sum::<usize>() + 2;
-    if estimate as u64 <= compression::THRESHOLD_BYTES {
-        let mut out = head;
-        out.reserve(estimate);
-        let mut chunks = Chunks::<K, V> { items, next: 0, closed: false, version: PhantomData };
-        while let Some(written) = chunks.write_next(&mut out, usize::MAX) {
-            written?;
-        }
+    let head = list_head(&V::api_version(&()), V::INFO.list_kind, metadata)?;
+    streamed(head, items, V::write_from_hub, gzip)
+}
+
+/// The body of a list: `head` (up to its items' `[`), each of `items` as `write` appends it,
+/// then `]}`. Whole while under the compression threshold, else streamed and then gzipped when
+/// `gzip`.
+pub fn streamed<K: Send + Sync + 'static, W: WriteItem<K>>(
+    head: Vec<u8>,
+    items: Vec<Arc<Stored<K>>>,
+    write: W,
+    gzip: bool,
+) -> Result<ListBody> {
+    let threshold = usize::try_from(compression::THRESHOLD_BYTES).unwrap_or(usize::MAX);
+    let mut chunks = Chunks { items, next: 0, closed: false, write };
+    let mut out = head;
+    out.reserve(chunks.estimate(threshold));
+    if let Some(written) = chunks.write_next(&mut out, threshold + 1) {
+        written?;
+    }
+    if chunks.closed {
         return Ok(ListBody { body: Body::from(out), gzipped: false });
     }
-    let plain =
-        Plain { head: Some(head), chunks: Chunks::<K, V> { items, next: 0, closed: false, version: PhantomData } };
+    let plain = Plain { first: Some(out), chunks };
     let body = match gzip {
         false => Body::from_stream(futures::stream::iter(plain)),
         true => {
@@ -79,15 +94,32 @@ pub fn list_body<K: Strategy, V: Served<K>>(
     Ok(ListBody { body, gzipped: gzip })
 }
 
+/// Appends one item of a list to the buffer.
+pub trait WriteItem<K>: FnMut(&Arc<Stored<K>>, &mut Vec<u8>) -> Result<()> + Send + 'static {}
+
+impl<K, F: FnMut(&Arc<Stored<K>>, &mut Vec<u8>) -> Result<()> + Send + 'static> WriteItem<K> for F {}
+
 /// The items of a list, written a chunk at a time, then the list's end.
-struct Chunks<K, V> {
+struct Chunks<K, W> {
     items: Vec<Arc<Stored<K>>>,
     next: usize,
     closed: bool,
-    version: PhantomData<fn() -> V>,
+    write: W,
 }
 
-impl<K: Strategy, V: Served<K>> Chunks<K, V> {
+impl<K, W: WriteItem<K>> Chunks<K, W> {
+    /// About how many bytes the items take (their stored lengths), counted up to `most`.
+    fn estimate(&self, most: usize) -> usize {
+        let mut total = 2;
+        for object in &self.items {
+            total += object.json_len() + 1;
+            if total > most {
+                return most;
+            }
+        }
+        total
+    }
+
     /// Appends items to `out` until it holds `limit` bytes, and the list's end after the last;
     /// `None` once that end is written.
     fn write_next(&mut self, out: &mut Vec<u8>, limit: usize) -> Option<Result<()>> {
@@ -100,7 +132,7 @@ impl<K: Strategy, V: Served<K>> Chunks<K, V> {
             if self.next > 0 {
                 out.push(b',');
             }
-            if let Err(e) = V::write_from_hub(object, out) {
+            if let Err(e) = (self.write)(object, out) {
                 self.closed = true;
                 return Some(Err(e));
             }
@@ -123,18 +155,20 @@ fn cut_short(error: Error) -> std::io::Error {
     std::io::Error::other(error.to_string())
 }
 
-/// A streamed list, as it is.
-struct Plain<K, V> {
-    head: Option<Vec<u8>>,
-    chunks: Chunks<K, V>,
+/// A streamed list, as it is: the part written before it was known to be large, then chunks.
+struct Plain<K, W> {
+    first: Option<Vec<u8>>,
+    chunks: Chunks<K, W>,
 }
 
-impl<K: Strategy, V: Served<K>> Iterator for Plain<K, V> {
+impl<K, W: WriteItem<K>> Iterator for Plain<K, W> {
     type Item = Chunk;
 
     fn next(&mut self) -> Option<Chunk> {
-        let mut out = self.head.take().unwrap_or_default();
-        out.reserve(CHUNK_BYTES + 4096);
+        if let Some(first) = self.first.take() {
+            return Some(Ok(Bytes::from(first)));
+        }
+        let mut out = Vec::with_capacity(CHUNK_BYTES + 4096);
         match self.chunks.write_next(&mut out, CHUNK_BYTES)? {
             Ok(()) => Some(Ok(Bytes::from(out))),
             Err(e) => Some(Err(cut_short(e))),
@@ -143,13 +177,13 @@ impl<K: Strategy, V: Served<K>> Iterator for Plain<K, V> {
 }
 
 /// A streamed list, gzipped as it goes: [`Plain`]'s chunks through the encoder.
-struct Gzipped<K, V> {
-    plain: Plain<K, V>,
+struct Gzipped<K, W> {
+    plain: Plain<K, W>,
     /// Taken when the stream ends.
     encoder: Option<flate2::write::GzEncoder<Vec<u8>>>,
 }
 
-impl<K: Strategy, V: Served<K>> Iterator for Gzipped<K, V> {
+impl<K, W: WriteItem<K>> Iterator for Gzipped<K, W> {
     type Item = Chunk;
 
     fn next(&mut self) -> Option<Chunk> {
@@ -199,9 +233,9 @@ mod tests {
         let metadata = ListMeta { resource_version: Some("9".into()), ..Default::default() };
         let items = llamas(3_000);
         let whole = {
-            let mut out = list_head::<Llama, Llama>(&metadata).unwrap();
-            let mut chunks =
-                Chunks::<Llama, Llama> { items: items.clone(), next: 0, closed: false, version: PhantomData };
+            let mut out = list_head("farm.example.com/v1alpha", "LlamaList", &metadata).unwrap();
+            let write = <Llama as Served<Llama>>::write_from_hub;
+            let mut chunks = Chunks { items: items.clone(), next: 0, closed: false, write };
             chunks.write_next(&mut out, usize::MAX).unwrap().unwrap();
             out
         };
@@ -211,7 +245,10 @@ mod tests {
         let streamed = list_body::<Llama, Llama>(&metadata, items.clone(), false).unwrap();
         assert!(!streamed.gzipped);
         let parts = chunks(streamed.body).await;
-        assert!(parts.len() > 4 && parts.iter().all(|c| c.len() < CHUNK_BYTES + 4096), "chunks of at most ~64 KiB");
+        let threshold = compression::THRESHOLD_BYTES as usize;
+        assert!(parts.len() > 4, "streamed in chunks");
+        assert!((threshold..threshold + 4096).contains(&parts[0].len()), "the part written before it was known large");
+        assert!(parts[1..].iter().all(|c| c.len() < CHUNK_BYTES + 4096), "then chunks of at most ~64 KiB");
         assert_eq!(parts.concat(), whole);
         let gzipped = list_body::<Llama, Llama>(&metadata, items, true).unwrap();
         assert!(gzipped.gzipped);

@@ -141,6 +141,35 @@ pub fn render<'a, K: Strategy>(
     Ok(Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows })
 }
 
+/// The head of a Table (`kind`, `apiVersion`, `metadata`, `columnDefinitions`), before its rows.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TableHead<'a> {
+    kind: &'static str,
+    api_version: &'static str,
+    metadata: &'a ListMeta,
+    column_definitions: Vec<ColumnDefinition>,
+}
+
+/// A Table of `K` encoded up to its rows' `[`: the rows follow, each as [`write_row`] writes it.
+pub fn head<K: Strategy>(metadata: &ListMeta, version: super::negotiate::MetaVersion) -> Result<Vec<u8>> {
+    let column_definitions = ordered_columns::<K>().map(|(_, c)| c.into()).collect();
+    let head = TableHead { kind: "Table", api_version: version.api_version(), metadata, column_definitions };
+    super::list_body::open_array(&head, "rows")
+}
+
+/// Appends the row of `stored` to `out`, as a Table's `rows` hold it.
+pub fn write_row<K: Strategy>(
+    stored: &Stored<K>,
+    include: IncludeObject,
+    version: super::negotiate::MetaVersion,
+    now: k8s_openapi::jiff::Timestamp,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let row = row(stored, include, version, now)?;
+    serde_json::to_writer(out, &row).map_err(|e| Error::Internal(format!("encoding a table row: {e}")))
+}
+
 /// The row of `stored`.
 fn row<K: Strategy>(
     stored: &Stored<K>,
