@@ -1,7 +1,7 @@
 //! How each cost grows with the collection (issue 36): one server, memory storage (etcd with
 //! `SCALE_STORAGE=etcd`, on the control plane's etcd, reads from the watch cache), filled in
 //! steps to 1,000, 10,000, 100,000 and 1,000,000 llamas (`SCALE_MAX` stops earlier). At each size:
-//! the create rate of the step's last creates, RSS per llama, GET of one llama, a LIST whose label
+//! RSS per llama, the create rate (a phase of creates into another namespace of the same store), GET of one llama, a LIST whose label
 //! selector matches none (it tests every object), the first `limit=500` page, and the whole list
 //! paged 500 at a time with continue tokens (each page's latency and the total). The peak RSS
 //! while one unpaged LIST is answered and read: as a Table (kubectl's) at 100,000, as JSON at the
@@ -16,13 +16,16 @@ use std::time::{Duration, Instant};
 
 const PATH: &str = "/scale/llamas";
 const SIZES: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
-/// The creates of each step whose rate is reported: the last ones, at the step's size.
-const MEASURED_CREATES: usize = 2_000;
+/// Where the create phase at each size writes (the same set of objects, another namespace, so
+/// the llamas of `PATH` stay the size measured).
+const CREATED: &str = "/scale-create/llamas";
 
 /// One size's figures.
 struct Row {
     size: usize,
     create_rate: f64,
+    /// How many the create phase created.
+    created: u64,
     bytes_per_llama: f64,
     get: Stats,
     selector_list: Stats,
@@ -31,10 +34,9 @@ struct Row {
     paged_list: Duration,
 }
 
-/// Creates llamas `from..to` (32 at a time), returning the rate of the whole batch.
-async fn create(target: &Target, from: usize, to: usize) -> f64 {
+/// Creates llamas `from..to` (32 at a time).
+async fn create(target: &Target, from: usize, to: usize) {
     let concurrency = 32;
-    let started = Instant::now();
     let mut tasks = Vec::new();
     for worker in 0..concurrency {
         let client = target.client(false);
@@ -49,7 +51,6 @@ async fn create(target: &Target, from: usize, to: usize) -> f64 {
     for t in tasks {
         t.await.expect("create task");
     }
-    (to - from) as f64 / started.elapsed().as_secs_f64()
 }
 
 /// What the pager reads of a page.
@@ -93,7 +94,15 @@ async fn paged_list(target: &Target, expected: usize) -> (Histogram<u64>, Durati
 }
 
 /// Measures one size, the store holding `size` llamas.
-async fn measure(target: &Target, size: usize, create_rate: f64, bytes_per_llama: f64, phase: Duration) -> Row {
+async fn measure(target: &Target, size: usize, bytes_per_llama: f64, phase: Duration) -> Row {
+    // Creates for a phase into the same store (it grows by the phase's creates, from `size`).
+    let t = target.clone();
+    let creates = load(target, 32, phase, move |c, i| {
+        let name = format!("s{size}-{i}");
+        c.post(t.url(&format!("{LLAMAS}{CREATED}"))).json(&llama(&name))
+    })
+    .await;
+    let (create_rate, created) = (creates.rate(), creates.requests - creates.errors);
     let get_target = target.clone();
     let get = load(target, 4, phase, move |c, i| {
         c.get(get_target.url(&format!("{LLAMAS}/scale/llamas/l{:07}", i as usize % size)))
@@ -105,7 +114,7 @@ async fn measure(target: &Target, size: usize, create_rate: f64, bytes_per_llama
     let t = target.clone();
     let first_page = load(target, 1, phase, move |c, _| c.get(t.url(&format!("{LLAMAS}{PATH}?limit=500")))).await;
     let (pages, paged_list) = paged_list(target, size).await;
-    Row { size, create_rate, bytes_per_llama, get, selector_list, first_page, pages, paged_list }
+    Row { size, create_rate, created, bytes_per_llama, get, selector_list, first_page, pages, paged_list }
 }
 
 /// The peak RSS growth while one unpaged LIST of everything is answered and read (streamed, never
@@ -145,13 +154,13 @@ pub async fn grow(binary: &Path, phase: Duration) {
     let mut rows = Vec::new();
     let (mut stored, mut tables) = (0, None);
     for size in SIZES.into_iter().filter(|s| *s <= max) {
-        let measured_from = size.saturating_sub(MEASURED_CREATES).max(stored);
-        create(&farm.target, stored, measured_from).await;
-        let create_rate = create(&farm.target, measured_from, size).await;
+        create(&farm.target, stored, size).await;
         stored = size;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let bytes_per_llama = (rss_mb(pid) - empty) * 1024.0 * 1024.0 / size as f64;
-        rows.push(measure(&farm.target, size, create_rate, bytes_per_llama, phase).await);
+        // The store holds the earlier create phases' llamas too.
+        let held = size as u64 + rows.iter().map(|r: &Row| r.created).sum::<u64>();
+        let bytes_per_llama = (rss_mb(pid) - empty) * 1024.0 * 1024.0 / held as f64;
+        rows.push(measure(&farm.target, size, bytes_per_llama, phase).await);
         if size == 100_000 {
             tables = unpaged_list_peak(&farm.target, pid, TABLE).await;
         }
