@@ -44,7 +44,7 @@ conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
-	$(CARGO) bench --locked --bench load
+	FARM_NGINX="$$(bash scripts/install-nginx.sh || true)" $(CARGO) bench --locked --bench load
 
 soak: ## The soak test alone, for SOAK_SECONDS (default 60): writers, listers, pagers, watchers vs a model (`make test` runs it for 20 s).
 	bash scripts/control-plane.sh etcd

@@ -14,7 +14,7 @@
 //! - what the audit log costs: GET and create with every request audited at `Metadata`, and
 //!   without ([`audit`]);
 //! - how close reads come to a plain HTTPS server returning the same bytes from memory
-//!   ([`baseline`]);
+//!   ([`baseline`]), and how close large LISTs come to nginx serving the same bytes ([`nginx`]);
 //! - with the control plane, etcd storage against memory storage side by side ([`storage`]);
 //! - last, the leak check: the soak's kind of load until a leak of 200 bytes per write would
 //!   show in the server's RSS; it fails the run when it sees one ([`leak`]).
@@ -33,6 +33,7 @@
 //! `BENCH_ONLY=versions` only reads at the stored version against the converted one ([`versions`]),
 //! `BENCH_ONLY=compression` only LISTs plain against gzipped ([`compression`]),
 //! `BENCH_ONLY=scale` only how costs grow from 1,000 to 1,000,000 llamas ([`scale`]),
+//! `BENCH_ONLY=nginx` only large LISTs against nginx serving the same bytes ([`nginx`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
 //! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
@@ -49,6 +50,8 @@ mod compression;
 mod leak;
 #[path = "load/managed_fields.rs"]
 mod managed_fields;
+#[path = "load/nginx.rs"]
+mod nginx;
 #[path = "load/scale.rs"]
 mod scale;
 #[path = "load/storage.rs"]
@@ -638,6 +641,7 @@ async fn main() {
         Ok("versions") => return versions::compare(&binary, phase).await,
         Ok("compression") => return compression::compare(&binary, phase).await,
         Ok("scale") => return scale::grow(&binary, phase).await,
+        Ok("nginx") => return nginx::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -712,6 +716,7 @@ async fn main() {
     managed_fields::compare(&binary, phase).await;
     audit::compare(&binary, phase).await;
     baseline::compare(&binary, phase).await;
+    nginx::compare(&binary, phase).await;
     rss(&binary).await;
     leak::check(&binary).await;
 }

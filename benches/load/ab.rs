@@ -84,9 +84,12 @@ impl Side {
     }
 }
 
-/// The CPU time `farm` has used so far, in seconds.
+/// The CPU time `farm` (and its child processes, nginx's workers) has used so far, in seconds.
 fn cpu_seconds(farm: &Farm) -> f64 {
-    cpu_seconds_of(farm.child.id())
+    let pid = farm.child.id();
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let children: f64 = children.split_whitespace().filter_map(|c| c.parse().ok()).map(cpu_seconds_of).sum();
+    cpu_seconds_of(pid) + children
 }
 
 /// The CPU time process `pid` has used so far, in seconds (0 when it cannot be read).
