@@ -38,6 +38,10 @@ fn config(dir: &Path, port: u16) -> String {
            keepalive_requests 1000000000;\n\
            keepalive_timeout 300s;\n\
            client_body_temp_path {dir}/tmp;\n\
+           proxy_temp_path {dir}/tmp;\n\
+           fastcgi_temp_path {dir}/tmp;\n\
+           uwsgi_temp_path {dir}/tmp;\n\
+           scgi_temp_path {dir}/tmp;\n\
            server {{\n\
              listen 127.0.0.1:{port} ssl;\n\
              ssl_certificate {dir}/cert.pem;\n\
@@ -68,7 +72,7 @@ async fn spawn(nginx: &Path, farm: &Farm) -> Farm {
     std::fs::create_dir(dir.path().join("tmp")).expect("temp dir");
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("address").port();
     std::fs::write(dir.path().join("nginx.conf"), config(dir.path(), port)).expect("write");
-    let child = Command::new(nginx)
+    let mut child = Command::new(nginx)
         .args(["-e", "stderr", "-g", "daemon off;", "-p"])
         .arg(dir.path())
         .arg("-c")
@@ -85,6 +89,7 @@ async fn spawn(nginx: &Path, farm: &Farm) -> Farm {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !probe.get(target.url(&format!("{LLAMAS}/small/llamas"))).send().await.is_ok_and(|r| r.status() == 200) {
         assert!(Instant::now() < deadline, "nginx did not answer within 10 s");
+        assert!(child.try_wait().is_ok_and(|exited| exited.is_none()), "nginx exited (its error is above)");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Farm { child, target, _dir: dir }
