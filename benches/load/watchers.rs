@@ -1,0 +1,118 @@
+//! Ten thousand watchers (issue 36): 10,000 watches of one namespace on one server, over HTTP/2
+//! (100 connections of 100 streams, as the aggregator multiplexes them) and then over HTTP/1.1
+//! (a connection each). For each: the RSS an idle watcher costs (the server's RSS with every
+//! watch open, less its RSS before, over 10,000; the server's own gauge of open watches says
+//! when they are), then the fan-out of 100 creates, 20 ms apart: from a create's acknowledgement
+//! to the moment the last watcher has its event (p50, p99), every event counted at every watcher.
+//! `WATCHERS` sets another number.
+
+use super::{LLAMAS, Target, llama, rss_mb, start};
+use hdrhistogram::Histogram;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WRITES: usize = 100;
+const STREAMS_PER_CONNECTION: usize = 100;
+
+/// The number in a frame's `"name":"f000123"` (the bench's creates), read without parsing the frame.
+fn written(frame: &[u8]) -> Option<usize> {
+    const NAME: &[u8] = br#""name":"f"#;
+    let at = frame.windows(NAME.len()).position(|w| w == NAME)? + NAME.len();
+    let digits = frame[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&frame[at..at + digits]).ok()?.parse().ok()
+}
+
+/// How many watches the server has open (its `apiserver_longrunning_requests` gauge).
+async fn open_watches(target: &Target, client: &reqwest::Client) -> f64 {
+    let text = client.get(target.url("/metrics")).send().await.expect("scrape").text().await.expect("metrics");
+    text.lines()
+        .find(|l| l.starts_with("apiserver_longrunning_requests{resource=\"llamas\"}"))
+        .and_then(|l| l.rsplit_once(' '))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// One run: `watchers` watches over connections of `streams` each; returns the RSS per idle
+/// watcher (bytes) and the fan-out latencies (µs).
+async fn run(binary: &Path, watchers: usize, streams: usize) -> (f64, Histogram<u64>) {
+    let (farm, _) = start(binary, &[]).await;
+    let target = farm.target.clone();
+    let pid = farm.child.id();
+    let probe = target.client(false);
+    let before = rss_mb(pid);
+    let http2 = streams > 1;
+    let clients: Vec<reqwest::Client> = (0..watchers.div_ceil(streams)).map(|_| target.client(http2)).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
+    let url = target.url(&format!("{LLAMAS}/watchers/llamas?watch=true"));
+    let opened = Arc::new(tokio::sync::Semaphore::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..watchers {
+        let (client, url, tx, opened) = (clients[w / streams].clone(), url.clone(), tx.clone(), opened.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut response = client.get(url).send().await.expect("watch");
+            assert_eq!(response.status(), 200);
+            opened.add_permits(1);
+            let (mut buffer, mut seen) = (Vec::new(), 0);
+            while seen < WRITES {
+                let Ok(Some(chunk)) = response.chunk().await else { break };
+                buffer.extend_from_slice(&chunk);
+                while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                    if let Some(i) = written(&buffer[..end]) {
+                        let _ = tx.send((i, Instant::now()));
+                        seen += 1;
+                    }
+                    buffer.drain(..=end);
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let _ = opened.acquire_many(u32::try_from(watchers).expect("watchers")).await.expect("open");
+    while open_watches(&target, &probe).await < watchers as f64 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let per_watcher = (rss_mb(pid) - before) * 1024.0 * 1024.0 / watchers as f64;
+    let writer = target.client(false);
+    let mut acked = Vec::new();
+    for i in 0..WRITES {
+        let r = writer.post(target.url(&format!("{LLAMAS}/watchers/llamas"))).json(&llama(&format!("f{i:06}")));
+        assert_eq!(r.send().await.expect("create").status(), 201);
+        acked.push(Instant::now());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (mut last, mut counts) = (vec![None::<Instant>; WRITES], vec![0usize; WRITES]);
+    while let Some((i, at)) = rx.recv().await {
+        counts[i] += 1;
+        last[i] = Some(last[i].map_or(at, |l: Instant| l.max(at)));
+    }
+    for task in tasks {
+        task.await.expect("watcher");
+    }
+    let mut latencies = Histogram::<u64>::new(3).expect("histogram");
+    for i in 0..WRITES {
+        assert_eq!(counts[i], watchers, "every watcher saw write {i}");
+        let delay = last[i].map_or(Duration::ZERO, |l| l.saturating_duration_since(acked[i]));
+        latencies.record(delay.as_micros() as u64).expect("record");
+    }
+    (per_watcher, latencies)
+}
+
+/// Runs both transports and prints their rows.
+pub async fn fan_out(binary: &Path) {
+    let watchers: usize = std::env::var("WATCHERS").ok().and_then(|w| w.parse().ok()).unwrap_or(10_000);
+    println!("{watchers} watchers of one namespace, {WRITES} creates 20 ms apart");
+    println!("| transport | RSS per idle watcher | fan-out p50 ms | fan-out p99 ms | max ms |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, streams) in [("HTTP/2, 100 streams a connection", STREAMS_PER_CONNECTION), ("HTTP/1.1", 1)] {
+        let (per_watcher, latencies) = run(binary, watchers, streams).await;
+        println!(
+            "| {name} | {:.0} B | {:.1} | {:.1} | {:.1} |",
+            per_watcher,
+            latencies.value_at_quantile(0.5) as f64 / 1000.0,
+            latencies.value_at_quantile(0.99) as f64 / 1000.0,
+            latencies.max() as f64 / 1000.0
+        );
+    }
+}
