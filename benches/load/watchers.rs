@@ -2,8 +2,9 @@
 //! (100 connections of 100 streams, as the aggregator multiplexes them) and then over HTTP/1.1
 //! (a connection each). For each: the RSS an idle watcher costs (the server's RSS with every
 //! watch open, less its RSS before, over 10,000; the server's own gauge of open watches says
-//! when they are), then the fan-out of 100 creates, 20 ms apart: from a create's acknowledgement
+//! when they are), then the fan-out of 100 creates, 200 ms apart: from a create's acknowledgement
 //! to the moment the last watcher has its event (p50, p99), every event counted at every watcher.
+//! The idle RSS is read once the allocator has returned the pages the opening used.
 //! `WATCHERS` sets another number.
 
 use super::{LLAMAS, Target, llama, rss_mb, start};
@@ -13,6 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const WRITES: usize = 100;
+/// Between creates: long enough for one create's fan-out to end before the next (on two cores
+/// shared with the 10,000 watchers' client), so the latency is one fan-out's, not a queue's.
+const WRITE_GAP: Duration = Duration::from_millis(200);
 const STREAMS_PER_CONNECTION: usize = 100;
 
 /// The number in a frame's `"name":"f000123"` (the bench's creates), read without parsing the frame.
@@ -21,6 +25,23 @@ fn written(frame: &[u8]) -> Option<usize> {
     let at = frame.windows(NAME.len()).position(|w| w == NAME)? + NAME.len();
     let digits = frame[at..].iter().take_while(|b| b.is_ascii_digit()).count();
     std::str::from_utf8(&frame[at..at + digits]).ok()?.parse().ok()
+}
+
+/// The server's RSS once the allocator has returned the pages that opening the watches used and
+/// freed: jemalloc keeps freed pages for 10 s (`dirty_decay_ms`) and lets them go gradually, so
+/// the RSS is read after that, and then each second until it no longer falls.
+async fn settled_rss_mb(pid: u32) -> f64 {
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let mut last = rss_mb(pid);
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = rss_mb(pid);
+        if now > last - 0.05 {
+            return now.min(last);
+        }
+        last = now;
+    }
+    last
 }
 
 /// How many watches the server has open (its `apiserver_longrunning_requests` gauge).
@@ -72,15 +93,14 @@ async fn run(binary: &Path, watchers: usize, streams: usize) -> (f64, Histogram<
     while open_watches(&target, &probe).await < watchers as f64 {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let per_watcher = (rss_mb(pid) - before) * 1024.0 * 1024.0 / watchers as f64;
+    let per_watcher = (settled_rss_mb(pid).await - before) * 1024.0 * 1024.0 / watchers as f64;
     let writer = target.client(false);
     let mut acked = Vec::new();
     for i in 0..WRITES {
         let r = writer.post(target.url(&format!("{LLAMAS}/watchers/llamas"))).json(&llama(&format!("f{i:06}")));
         assert_eq!(r.send().await.expect("create").status(), 201);
         acked.push(Instant::now());
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(WRITE_GAP).await;
     }
     let (mut last, mut counts) = (vec![None::<Instant>; WRITES], vec![0usize; WRITES]);
     while let Some((i, at)) = rx.recv().await {
@@ -102,7 +122,7 @@ async fn run(binary: &Path, watchers: usize, streams: usize) -> (f64, Histogram<
 /// Runs both transports and prints their rows.
 pub async fn fan_out(binary: &Path) {
     let watchers: usize = std::env::var("WATCHERS").ok().and_then(|w| w.parse().ok()).unwrap_or(10_000);
-    println!("{watchers} watchers of one namespace, {WRITES} creates 20 ms apart");
+    println!("{watchers} watchers of one namespace, {WRITES} creates {} ms apart", WRITE_GAP.as_millis());
     println!("| transport | RSS per idle watcher | fan-out p50 ms | fan-out p99 ms | max ms |");
     println!("|---|---:|---:|---:|---:|");
     for (name, streams) in [("HTTP/2, 100 streams a connection", STREAMS_PER_CONNECTION), ("HTTP/1.1", 1)] {

@@ -47,9 +47,6 @@ use tokio::time::Instant;
 /// The annotation of the bookmark that ends the initial events of a streaming list.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
-/// How many encoded frames may wait for the client before the stream stops pulling events.
-const BODY_BUFFER: usize = 16;
-
 #[derive(Serialize)]
 struct Frame<'a, T: Serialize> {
     #[serde(rename = "type")]
@@ -201,10 +198,8 @@ fn deadline(options: &ListOptions, min_request_timeout: std::time::Duration) -> 
     Instant::now() + timeout
 }
 
-/// Sends one frame, giving up at the deadline or when the client is gone.
-async fn send(tx: &mpsc::Sender<Result<Bytes, std::convert::Infallible>>, frame: Bytes, deadline: Instant) -> bool {
-    matches!(tokio::time::timeout_at(deadline, tx.send(Ok(frame))).await, Ok(Ok(())))
-}
+/// A watch's body: its frames, produced as the client reads them.
+type Frames = std::pin::Pin<Box<dyn futures::Stream<Item = std::result::Result<Bytes, std::convert::Infallible>> + Send>>;
 
 /// Serves a watch of `namespace` (or all namespaces).
 pub async fn serve<K: Strategy, V: Served<K>>(
@@ -220,13 +215,12 @@ pub async fn serve<K: Strategy, V: Served<K>>(
     let send_initial = options.send_initial_events.unwrap_or(rv.is_none());
     tracing::debug!(resource = K::INFO.plural, ?namespace, ?rv, send_initial, "watch starts");
     let deadline = deadline(&options, settings.min_request_timeout);
-    let (tx, rx) = mpsc::channel(BODY_BUFFER);
     if let Some(rv) = rv {
         // A watch that ends before the store reaches its resourceVersion ends without events,
         // as the kube-apiserver's does; one that would outlast the wait gets its 504.
         match tokio::time::timeout_at(deadline, registry.wait_for_revision(rv)).await {
             Ok(reached) => reached?,
-            Err(_) => return Ok(watch_response(rx, representation)),
+            Err(_) => return Ok(watch_response(Box::pin(futures::stream::empty()), representation)),
         }
     }
     let from = match rv {
@@ -234,11 +228,9 @@ pub async fn serve<K: Strategy, V: Served<K>>(
         _ => WatchFrom::Now,
     };
     let encoder = Encoder::<K, V> { representation, include, columns_sent: false, _kind: std::marker::PhantomData };
-    match registry.subscribe(namespace.as_deref(), from).await {
-        Err(err @ Error::Expired(_)) => {
-            // An expired watch is a 200 with one ERROR event, so clients re-list.
-            let _ = tx.try_send(Ok(error_frame(&err)));
-        }
+    let frames: Frames = match registry.subscribe(namespace.as_deref(), from).await {
+        // An expired watch is a 200 with one ERROR event, so clients re-list.
+        Err(err @ Error::Expired(_)) => Box::pin(futures::stream::once(std::future::ready(Ok(error_frame(&err))))),
         Err(err) => return Err(err),
         Ok(subscription) => {
             let plan = Plan {
@@ -248,20 +240,16 @@ pub async fn serve<K: Strategy, V: Served<K>>(
             };
             let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::INFO.plural)).clone();
             let selects = move |o: &Stored<K>| Registry::<K>::selects(&options, o);
-            let outbox = Outbox { encoder, tx, selects, deadline, last_sent: subscription.revision, sent };
-            tokio::spawn(pump(outbox, subscription, settings, plan));
+            let outbox = Outbox { encoder, selects, deadline, last_sent: subscription.revision, sent };
+            Box::pin(frames(outbox, subscription, settings, plan))
         }
-    }
-    Ok(watch_response(rx, representation))
+    };
+    Ok(watch_response(frames, representation))
 }
 
 /// The streaming response carrying a watch's frames.
-fn watch_response(
-    rx: mpsc::Receiver<Result<Bytes, std::convert::Infallible>>,
-    representation: Representation,
-) -> Response {
-    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
-    let mut response = Response::new(body);
+fn watch_response(frames: Frames, representation: Representation) -> Response {
+    let mut response = Response::new(Body::from_stream(frames));
     *response.status_mut() = StatusCode::OK;
     if let Ok(v) = HeaderValue::from_str(&representation.content_type(Target::Watch)) {
         response.headers_mut().insert(header::CONTENT_TYPE, v);
@@ -281,11 +269,10 @@ struct Plan {
     bookmarks: bool,
 }
 
-/// The sending side of one watch: how frames are encoded, where they go, which objects the
-/// watcher sees, until when, and what it was sent.
+/// The encoding side of one watch: how frames are encoded, which objects the watcher sees, until
+/// when, and what it was sent.
 struct Outbox<K: Strategy, V: Served<K>, F> {
     encoder: Encoder<K, V>,
-    tx: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
     /// The label and field selectors.
     selects: F,
     deadline: Instant,
@@ -296,17 +283,9 @@ struct Outbox<K: Strategy, V: Served<K>, F> {
 }
 
 impl<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, V, F> {
-    /// Sends one encoded frame; false when the stream must end.
-    async fn frame(&self, frame: Result<Bytes>) -> bool {
-        match frame {
-            Ok(frame) => send(&self.tx, frame, self.deadline).await,
-            Err(_) => false,
-        }
-    }
-
-    /// Sends `event` if the watcher sees it; false when the stream must end.
-    async fn event(&mut self, event: &Event<K>) -> bool {
-        let Some(kind) = visible(event, &self.selects) else { return true };
+    /// The frame of `event`, if the watcher sees it (`None`); an error ends the stream.
+    fn event(&mut self, event: &Event<K>) -> Option<Result<Bytes>> {
+        let kind = visible(event, &self.selects)?;
         let encoded = if kind == type_name(event.kind) {
             self.encoder.event(event)
         } else if let ("DELETED", Some(Ok(left))) = (kind, event.previous.as_ref().map(|p| stamped_before(p, event))) {
@@ -317,111 +296,122 @@ impl<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, V, F
             self.encoder.object(kind, &event.object)
         };
         self.last_sent = self.last_sent.max(event.revision);
-        let delivered = self.frame(encoded).await;
-        if delivered {
-            self.sent.inc();
-        }
-        delivered
+        Some(encoded)
     }
 
-    /// ADDED for every selected object of `snapshot`; false when the stream must end (an
-    /// unfinished initial list at shutdown ends it too: the client lists again elsewhere).
-    async fn initial(&mut self, snapshot: &[Arc<Stored<K>>], stopping: &tokio_util::sync::CancellationToken) -> bool {
-        for object in snapshot.iter().filter(|o| (self.selects)(o)) {
-            if stopping.is_cancelled() {
-                return false;
-            }
-            let frame = self.encoder.object("ADDED", object);
-            if !self.frame(frame).await {
-                return false;
-            }
-            self.sent.inc();
-        }
-        true
-    }
-
-    /// Sends every event already buffered; false when the stream must end. A closed buffer
-    /// means the store dropped the watcher, so events after the buffered ones are missing.
-    async fn flush(&mut self, subscription: &mut Subscription<K>, metrics: &Metrics) -> bool {
-        loop {
-            match subscription.receiver.try_recv() {
-                Ok(event) => {
-                    if !self.event(&event).await {
-                        return false;
-                    }
-                }
-                Err(mpsc::error::TryRecvError::Empty) => return true,
-                Err(mpsc::error::TryRecvError::Disconnected) => {
-                    closed_by_store::<K>(&subscription.closing, metrics, self.last_sent);
-                    return false;
-                }
-            }
-        }
-    }
-
-    /// A periodic bookmark: every event up to the subscription's progress is already buffered,
-    /// so those go first, then the bookmark (never past a missing event).
-    async fn bookmark(&mut self, subscription: &mut Subscription<K>, metrics: &Metrics) -> bool {
-        let revision = subscription.progress.get();
-        if !self.flush(subscription, metrics).await {
-            return false;
-        }
-        let frame = self.encoder.bookmark(revision.max(self.last_sent), false);
-        self.frame(frame).await
+    /// Whether the watch's time is up.
+    fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
     }
 }
 
-/// Moves a subscription's events to the watcher until the deadline, the client leaves, the
-/// store drops the watcher, or the server shuts down (after sending what is buffered).
-async fn pump<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync>(
+/// What a waiting watch wakes up for.
+enum Wake<K> {
+    Event(Option<Arc<Event<K>>>),
+    Bookmark,
+    Timeout,
+    Stopping,
+}
+
+/// A watch's frames, produced as the client reads them, until the deadline, the client leaves
+/// (the body is dropped), the store drops the watcher, or the server shuts down (after the
+/// events already buffered). The frames are written straight to the connection: a watch holds
+/// no buffer of its own and no task, only its subscription.
+fn frames<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Send + Sync + 'static>(
     mut out: Outbox<K, V, F>,
     mut subscription: Subscription<K>,
     settings: WatchSettings,
     plan: Plan,
-) {
-    let _open = OpenWatch::start(&settings.metrics, K::INFO.plural);
-    let stopping = settings.stopping.clone();
-    if plan.send_initial && !out.initial(&subscription.snapshot, &stopping).await {
-        return;
-    }
-    if plan.announce_end && !out.frame(out.encoder.bookmark(subscription.revision, true)).await {
-        return;
-    }
-    for event in std::mem::take(&mut subscription.replay) {
-        if !out.event(&event).await {
-            return;
+) -> impl futures::Stream<Item = std::result::Result<Bytes, std::convert::Infallible>> + Send {
+    async_stream::stream! {
+        let _open = OpenWatch::start(&settings.metrics, K::INFO.plural);
+        let stopping = settings.stopping.clone();
+        if plan.send_initial {
+            // An unfinished initial list at shutdown ends the stream: the client lists again.
+            for object in std::mem::take(&mut subscription.snapshot) {
+                if !(out.selects)(&object) {
+                    continue;
+                }
+                let Ok(frame) = out.encoder.object("ADDED", &object) else { return };
+                if stopping.is_cancelled() || out.expired() {
+                    return;
+                }
+                out.sent.inc();
+                yield Ok(frame);
+            }
         }
-    }
-    let mut ticker = tokio::time::interval_at(Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        let going_on = tokio::select! {
-            event = subscription.receiver.recv() => match event {
-                Some(event) => out.event(&event).await,
-                None => {
+        if plan.announce_end {
+            let Ok(frame) = out.encoder.bookmark(subscription.revision, true) else { return };
+            yield Ok(frame);
+        }
+        for event in std::mem::take(&mut subscription.replay) {
+            match out.event(&event) {
+                Some(Ok(frame)) => {
+                    out.sent.inc();
+                    yield Ok(frame);
+                }
+                Some(Err(_)) => return,
+                None => {}
+            }
+        }
+        let mut ticker = tokio::time::interval_at(Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let wake = tokio::select! {
+                event = subscription.receiver.recv() => Wake::Event(event),
+                _ = ticker.tick(), if plan.bookmarks => Wake::Bookmark,
+                () = tokio::time::sleep_until(out.deadline) => Wake::Timeout,
+                () = stopping.cancelled() => Wake::Stopping,
+            };
+            let event = match wake {
+                Wake::Event(Some(event)) => event,
+                Wake::Event(None) => {
                     // The store dropped us; the client re-watches.
                     closed_by_store::<K>(&subscription.closing, &settings.metrics, out.last_sent);
-                    false
+                    return;
                 }
-            },
-            _ = ticker.tick(), if plan.bookmarks => out.bookmark(&mut subscription, &settings.metrics).await,
-            () = tokio::time::sleep_until(out.deadline) => {
-                tracing::debug!(out.last_sent, "watch ends: timeout");
-                false
-            },
-            () = out.tx.closed() => {
-                tracing::debug!(out.last_sent, "watch ends: the client went away");
-                false
-            },
-            () = stopping.cancelled() => {
-                if out.flush(&mut subscription, &settings.metrics).await {
-                    tracing::debug!(out.last_sent, "watch ends: the server is shutting down");
+                Wake::Timeout => {
+                    tracing::debug!(out.last_sent, "watch ends: timeout");
+                    return;
                 }
-                false
-            },
-        };
-        if !going_on {
-            return;
+                Wake::Bookmark | Wake::Stopping => {
+                    // Every event up to the subscription's progress is buffered: those go first,
+                    // then the bookmark (never past a missing event), or the end at shutdown.
+                    let revision = subscription.progress.get();
+                    loop {
+                        match subscription.receiver.try_recv() {
+                            Ok(event) => match out.event(&event) {
+                                Some(Ok(frame)) if !out.expired() => {
+                                    out.sent.inc();
+                                    yield Ok(frame);
+                                }
+                                Some(_) => return,
+                                None => {}
+                            },
+                            Err(mpsc::error::TryRecvError::Empty) => break,
+                            Err(mpsc::error::TryRecvError::Disconnected) => {
+                                closed_by_store::<K>(&subscription.closing, &settings.metrics, out.last_sent);
+                                return;
+                            }
+                        }
+                    }
+                    if matches!(wake, Wake::Stopping) {
+                        tracing::debug!(out.last_sent, "watch ends: the server is shutting down");
+                        return;
+                    }
+                    let Ok(frame) = out.encoder.bookmark(revision.max(out.last_sent), false) else { return };
+                    yield Ok(frame);
+                    continue;
+                }
+            };
+            match out.event(&event) {
+                Some(Ok(frame)) => {
+                    out.sent.inc();
+                    yield Ok(frame);
+                }
+                Some(Err(_)) => return,
+                None => {}
+            }
         }
     }
 }
