@@ -1,8 +1,9 @@
 //! Ten thousand watchers (issue 36): 10,000 watches of one namespace on one server, over HTTP/2
 //! (100 connections of 100 streams, as the aggregator multiplexes them) and then over HTTP/1.1
-//! (a connection each). For each: the RSS an idle watcher costs (the server's RSS with every
-//! watch open, less its RSS before, over 10,000; the server's own gauge of open watches says
-//! when they are), then the fan-out of 100 creates, 200 ms apart: from a create's acknowledgement
+//! (a connection each). For each: the memory an idle watcher costs, in use
+//! (`farm_apiserver_heap_allocated_bytes`, what the allocator has handed out) and in RSS (which
+//! also holds the pages the opening used and the allocator keeps), each with every watch open,
+//! less before, over 10,000 (the server's own gauge of open watches says when they are open), then the fan-out of 100 creates, 200 ms apart: from a create's acknowledgement
 //! to the moment the last watcher has its event (p50, p99), every event counted at every watcher.
 //! The idle RSS is read once the allocator has returned the pages the opening used.
 //! `WATCHERS` sets another number.
@@ -44,24 +45,34 @@ async fn settled_rss_mb(pid: u32) -> f64 {
     last
 }
 
-/// How many watches the server has open (its `apiserver_longrunning_requests` gauge).
-async fn open_watches(target: &Target, client: &reqwest::Client) -> f64 {
+/// A sample of the server's `/metrics` (0 when absent).
+async fn metric(target: &Target, client: &reqwest::Client, series: &str) -> f64 {
     let text = client.get(target.url("/metrics")).send().await.expect("scrape").text().await.expect("metrics");
     text.lines()
-        .find(|l| l.starts_with("apiserver_longrunning_requests{resource=\"llamas\"}"))
+        .find(|l| l.rsplit_once(' ').is_some_and(|(name, _)| name == series))
         .and_then(|l| l.rsplit_once(' '))
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0.0)
 }
 
-/// One run: `watchers` watches over connections of `streams` each; returns the RSS per idle
-/// watcher (bytes) and the fan-out latencies (µs).
-async fn run(binary: &Path, watchers: usize, streams: usize) -> (f64, Histogram<u64>) {
+const OPEN_WATCHES: &str = "apiserver_longrunning_requests{resource=\"llamas\"}";
+const HEAP: &str = "farm_apiserver_heap_allocated_bytes";
+
+/// What one run measured: per idle watcher, the server's RSS and its memory in use (bytes), and
+/// the fan-out latencies (µs).
+struct Measured {
+    rss_per_watcher: f64,
+    heap_per_watcher: f64,
+    latencies: Histogram<u64>,
+}
+
+/// One run: `watchers` watches over connections of `streams` each.
+async fn run(binary: &Path, watchers: usize, streams: usize) -> Measured {
     let (farm, _) = start(binary, &[]).await;
     let target = farm.target.clone();
     let pid = farm.child.id();
     let probe = target.client(false);
-    let before = rss_mb(pid);
+    let (before, heap_before) = (rss_mb(pid), metric(&target, &probe, HEAP).await);
     let http2 = streams > 1;
     let clients: Vec<reqwest::Client> = (0..watchers.div_ceil(streams)).map(|_| target.client(http2)).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
@@ -90,10 +101,11 @@ async fn run(binary: &Path, watchers: usize, streams: usize) -> (f64, Histogram<
     }
     drop(tx);
     let _ = opened.acquire_many(u32::try_from(watchers).expect("watchers")).await.expect("open");
-    while open_watches(&target, &probe).await < watchers as f64 {
+    while metric(&target, &probe, OPEN_WATCHES).await < watchers as f64 {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let per_watcher = (settled_rss_mb(pid).await - before) * 1024.0 * 1024.0 / watchers as f64;
+    let heap_per_watcher = (metric(&target, &probe, HEAP).await - heap_before) / watchers as f64;
+    let rss_per_watcher = (settled_rss_mb(pid).await - before) * 1024.0 * 1024.0 / watchers as f64;
     let writer = target.client(false);
     let mut acked = Vec::new();
     for i in 0..WRITES {
@@ -116,23 +128,26 @@ async fn run(binary: &Path, watchers: usize, streams: usize) -> (f64, Histogram<
         let delay = last[i].map_or(Duration::ZERO, |l| l.saturating_duration_since(acked[i]));
         latencies.record(delay.as_micros() as u64).expect("record");
     }
-    (per_watcher, latencies)
+    Measured { rss_per_watcher, heap_per_watcher, latencies }
 }
 
 /// Runs both transports and prints their rows.
 pub async fn fan_out(binary: &Path) {
     let watchers: usize = std::env::var("WATCHERS").ok().and_then(|w| w.parse().ok()).unwrap_or(10_000);
     println!("{watchers} watchers of one namespace, {WRITES} creates {} ms apart", WRITE_GAP.as_millis());
-    println!("| transport | RSS per idle watcher | fan-out p50 ms | fan-out p99 ms | max ms |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| transport | memory in use per idle watcher | RSS per idle watcher | fan-out p50 ms | fan-out p99 ms | max ms |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
     for (name, streams) in [("HTTP/2, 100 streams a connection", STREAMS_PER_CONNECTION), ("HTTP/1.1", 1)] {
-        let (per_watcher, latencies) = run(binary, watchers, streams).await;
+        let m = run(binary, watchers, streams).await;
         println!(
-            "| {name} | {:.0} B | {:.1} | {:.1} | {:.1} |",
-            per_watcher,
-            latencies.value_at_quantile(0.5) as f64 / 1000.0,
-            latencies.value_at_quantile(0.99) as f64 / 1000.0,
-            latencies.max() as f64 / 1000.0
+            "| {name} | {:.0} B | {:.0} B | {:.1} | {:.1} | {:.1} |",
+            m.heap_per_watcher,
+            m.rss_per_watcher,
+            m.latencies.value_at_quantile(0.5) as f64 / 1000.0,
+            m.latencies.value_at_quantile(0.99) as f64 / 1000.0,
+            m.latencies.max() as f64 / 1000.0
         );
     }
 }

@@ -199,7 +199,8 @@ fn deadline(options: &ListOptions, min_request_timeout: std::time::Duration) -> 
 }
 
 /// A watch's body: its frames, produced as the client reads them.
-type Frames = std::pin::Pin<Box<dyn futures::Stream<Item = std::result::Result<Bytes, std::convert::Infallible>> + Send>>;
+type Frames =
+    std::pin::Pin<Box<dyn futures::Stream<Item = std::result::Result<Bytes, std::convert::Infallible>> + Send>>;
 
 /// Serves a watch of `namespace` (or all namespaces).
 pub async fn serve<K: Strategy, V: Served<K>>(

@@ -115,6 +115,8 @@ pub struct Metrics {
     pub certificate_expiry: FloatGauge,
     /// Resident memory.
     pub resident_memory: Gauge,
+    /// Bytes the allocator has handed out and not taken back.
+    pub heap_allocated: Gauge,
     /// CPU time used.
     pub cpu_seconds: Counter<f64, AtomicU64>,
     /// Open file descriptors.
@@ -177,6 +179,7 @@ impl Metrics {
             audit_levels: Family::default(),
             certificate_expiry: FloatGauge::default(),
             resident_memory: Gauge::default(),
+            heap_allocated: Gauge::default(),
             cpu_seconds: Counter::default(),
             open_fds: Gauge::default(),
             max_fds: Gauge::default(),
@@ -302,6 +305,12 @@ impl Metrics {
             self.resident_memory.clone(),
         );
         registry.register_with_unit(
+            "farm_apiserver_heap_allocated",
+            "Memory in use: what the allocator (jemalloc) has handed out and not taken back, without the freed pages it keeps for reuse",
+            Unit::Bytes,
+            self.heap_allocated.clone(),
+        );
+        registry.register_with_unit(
             "process_cpu",
             "User and system CPU time spent",
             Unit::Seconds,
@@ -350,6 +359,12 @@ impl Metrics {
             if let Ok(boot) = procfs::boot_time_secs() {
                 self.start_time.set(boot as f64 + stat.starttime as f64 / ticks);
             }
+        }
+        // jemalloc's statistics are refreshed by advancing its epoch.
+        if tikv_jemalloc_ctl::epoch::advance().is_ok()
+            && let Ok(allocated) = tikv_jemalloc_ctl::stats::allocated::read()
+        {
+            self.heap_allocated.set(i64::try_from(allocated).unwrap_or(i64::MAX));
         }
         if let Ok(count) = me.fd_count() {
             self.open_fds.set(i64::try_from(count).unwrap_or(i64::MAX));
