@@ -242,7 +242,7 @@ pub async fn serve<K: Strategy, V: Served<K>>(
             let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::INFO.plural)).clone();
             let selects = move |o: &Stored<K>| Registry::<K>::selects(&options, o);
             let outbox = Outbox { encoder, selects, deadline, last_sent: subscription.revision, sent };
-            Box::pin(frames(outbox, subscription, settings, plan))
+            Box::pin(UntilClientLeaves { frames: Box::pin(frames(outbox, subscription, settings, plan)), ended: false })
         }
     };
     Ok(watch_response(frames, representation))
@@ -413,6 +413,36 @@ fn frames<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Send + Sync + '
                 Some(Err(_)) => return,
                 None => {}
             }
+        }
+    }
+}
+
+/// A watch's frames, telling when the client left first: the body dropped before the frames
+/// ended (each way they end on their own is logged where it happens).
+struct UntilClientLeaves {
+    frames: Frames,
+    ended: bool,
+}
+
+impl futures::Stream for UntilClientLeaves {
+    type Item = std::result::Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let next = self.frames.as_mut().poll_next(cx);
+        if let std::task::Poll::Ready(None) = next {
+            self.ended = true;
+        }
+        next
+    }
+}
+
+impl Drop for UntilClientLeaves {
+    fn drop(&mut self) {
+        if !self.ended {
+            tracing::debug!("watch ends: the client went away");
         }
     }
 }
