@@ -35,6 +35,7 @@
 //! `BENCH_ONLY=scale` only how costs grow from 1,000 to 1,000,000 llamas ([`scale`]),
 //! `BENCH_ONLY=nginx` only large LISTs against nginx serving the same bytes ([`nginx`]),
 //! `BENCH_ONLY=watchers` only 10,000 watchers over HTTP/2 and HTTP/1.1 ([`watchers`]),
+//! `BENCH_ONLY=watchlist` only 100 informers starting with streaming lists ([`watchers`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
 //! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
@@ -646,6 +647,7 @@ async fn main() {
         Ok("scale") => return scale::grow(&binary, phase).await,
         Ok("nginx") => return nginx::compare(&binary, phase).await,
         Ok("watchers") => return watchers::fan_out(&binary).await,
+        Ok("watchlist") => return watchers::watch_list(&binary).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

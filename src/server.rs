@@ -365,23 +365,24 @@ fn router(
         .route("/metrics", get_only(metrics_text))
         .with_state(shared);
     let resource_routes = resource_routes.layer(axum::middleware::from_fn(crate::api::yaml_answers::answer));
-    let protected = non_resource
-        .merge(resource_routes)
-        .fallback(|| async { ApiError::PathNotFound })
-        // Outside the YAML answers: what is compressed is the body the client reads.
-        .layer(axum::middleware::from_fn(crate::api::compression::answer));
-    let protected = match auditor {
-        // Without an audit log, authentication and authorization are one step.
-        None => protected.layer(axum::middleware::from_fn(move |req, next| {
+    // Without an audit log, authentication and authorization are one step.
+    let gate = match auditor {
+        None => tower::util::Either::Left(axum::middleware::from_fn(move |req, next| {
             auth::require(authenticator.clone(), metrics.clone(), req, next)
         })),
-        Some(auditor) => protected.layer(axum::middleware::from_fn(move |req, next| {
+        Some(auditor) => tower::util::Either::Right(axum::middleware::from_fn(move |req, next| {
             crate::audit::gate(auditor.clone(), authenticator.clone(), metrics.clone(), req, next)
         })),
     };
-    let protected = protected
+    // One `Router::layer` for the three: each boxes every request's future once more.
+    let protected_layers = tower::ServiceBuilder::new()
         // Outermost, so floods are refused before any authentication work.
-        .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
+        .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)))
+        .layer(gate)
+        // Outside the YAML answers: what is compressed is the body the client reads.
+        .layer(axum::middleware::from_fn(crate::api::compression::answer));
+    let protected =
+        non_resource.merge(resource_routes).fallback(|| async { ApiError::PathNotFound }).layer(protected_layers);
     // The kube-apiserver calls conversion webhooks without credentials; the webhook reads
     // nothing stored.
     let webhook = crate::api::conversion_webhook::routes(crate::resources::llama::conversion::review_object);

@@ -6,9 +6,10 @@
 //! less before, over 10,000 (the server's own gauge of open watches says when they are open), then the fan-out of 100 creates, 200 ms apart: from a create's acknowledgement
 //! to the moment the last watcher has its event (p50, p99), every event counted at every watcher.
 //! The idle RSS is read once the allocator has returned the pages the opening used.
-//! `WATCHERS` sets another number.
+//! `WATCHERS` sets another number. [`watch_list`] (`BENCH_ONLY=watchlist`): 100 informers
+//! starting at once with streaming lists over 100,000 llamas, and the peak RSS they add.
 
-use super::{LLAMAS, Target, llama, rss_mb, start};
+use super::{LLAMAS, Target, llama, rss_mb, start, status_mb};
 use hdrhistogram::Histogram;
 use std::path::Path;
 use std::sync::Arc;
@@ -148,6 +149,69 @@ pub async fn fan_out(binary: &Path) {
             m.latencies.value_at_quantile(0.5) as f64 / 1000.0,
             m.latencies.value_at_quantile(0.99) as f64 / 1000.0,
             m.latencies.max() as f64 / 1000.0
+        );
+    }
+}
+
+/// Informers starting at once with streaming lists (WatchList, `sendInitialEvents=true`) over
+/// `LLAMAS_LISTED` llamas: the peak growth of the server's RSS while `INFORMERS` streams send
+/// every llama and the initial-events-end bookmark, over the informers.
+pub async fn watch_list(binary: &Path) {
+    const INFORMERS: usize = 100;
+    const LLAMAS_LISTED: usize = 100_000;
+    let (farm, _) = start(binary, &[]).await;
+    let pid = farm.child.id();
+    super::fill(&farm.target, &format!("{LLAMAS}/informed/llamas"), LLAMAS_LISTED, llama, "l").await;
+    let probe = farm.target.client(false);
+    let filled = settled_rss_mb(pid).await;
+    let heap = metric(&farm.target, &probe, HEAP).await;
+    let reset = std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok();
+    let url = farm.target.url(&format!(
+        "{LLAMAS}/informed/llamas?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    ));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..INFORMERS {
+        let (client, url) = (farm.target.client(false), url.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut response = client.get(url).send().await.expect("watch");
+            assert_eq!(response.status(), 200);
+            let (mut frames, mut bytes, mut tail) = (0usize, 0usize, Vec::new());
+            while let Ok(Some(chunk)) = response.chunk().await {
+                bytes += chunk.len();
+                frames += chunk.iter().filter(|b| **b == b'\n').count();
+                // The bookmark follows every llama; it may straddle two chunks, so the end of the
+                // last chunk is kept and searched with this one.
+                if frames >= LLAMAS_LISTED {
+                    tail.extend_from_slice(&chunk);
+                    if tail.windows(18).any(|w| w == b"initial-events-end") {
+                        return (frames, bytes);
+                    }
+                }
+                tail = chunk[chunk.len().saturating_sub(32)..].to_vec();
+            }
+            panic!("the stream ended before its initial-events-end bookmark");
+        }));
+    }
+    let (mut frames, mut bytes) = (0, 0);
+    for task in tasks {
+        let (f, b) = task.await.expect("informer");
+        assert!(f > LLAMAS_LISTED, "every llama, then the bookmark");
+        frames += f;
+        bytes += b;
+    }
+    let took = started.elapsed();
+    let peak = status_mb(pid, "VmHWM:");
+    println!(
+        "WatchList: {INFORMERS} informers at once over {LLAMAS_LISTED} llamas, {frames} frames, {:.2} GB in {:.1} s; every one saw the initial-events-end bookmark",
+        bytes as f64 / 1e9,
+        took.as_secs_f64()
+    );
+    if reset {
+        println!(
+            "  RSS {filled:.1} MB before (memory in use {:.1} MB), peak {peak:.1} MB while streaming: {:+.2} MB per informer",
+            heap / 1e6,
+            (peak - filled) / INFORMERS as f64
         );
     }
 }
