@@ -283,10 +283,20 @@ struct Outbox<K: Strategy, V: Served<K>, F> {
     sent: Counter,
 }
 
+/// What to do with one object or event.
+enum Step {
+    /// Send this frame.
+    Send(Bytes),
+    /// The watcher does not see it.
+    Skip,
+    /// End the stream (an encoding error, or the watch's time is up).
+    End,
+}
+
 impl<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, V, F> {
-    /// The frame of `event`, if the watcher sees it (`None`); an error ends the stream.
-    fn event(&mut self, event: &Event<K>) -> Option<Result<Bytes>> {
-        let kind = visible(event, &self.selects)?;
+    /// The frame of `event`, if the watcher sees it, counted as sent.
+    fn event(&mut self, event: &Event<K>) -> Step {
+        let Some(kind) = visible(event, &self.selects) else { return Step::Skip };
         let encoded = if kind == type_name(event.kind) {
             self.encoder.event(event)
         } else if let ("DELETED", Some(Ok(left))) = (kind, event.previous.as_ref().map(|p| stamped_before(p, event))) {
@@ -297,12 +307,51 @@ impl<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, V, F
             self.encoder.object(kind, &event.object)
         };
         self.last_sent = self.last_sent.max(event.revision);
-        Some(encoded)
+        self.counted(encoded)
     }
 
-    /// Whether the watch's time is up.
-    fn expired(&self) -> bool {
-        Instant::now() >= self.deadline
+    /// The initial `ADDED` frame of `object`, if the watcher sees it; an unfinished initial
+    /// list at shutdown ends the stream (the client lists again elsewhere).
+    fn initial(&mut self, object: &Arc<Stored<K>>, stopping: &tokio_util::sync::CancellationToken) -> Step {
+        if !(self.selects)(object) {
+            return Step::Skip;
+        }
+        if stopping.is_cancelled() {
+            return Step::End;
+        }
+        let encoded = self.encoder.object("ADDED", object);
+        self.counted(encoded)
+    }
+
+    /// `encoded`, counted as sent, unless it failed or the watch's time is up.
+    fn counted(&self, encoded: Result<Bytes>) -> Step {
+        match encoded {
+            Ok(frame) if Instant::now() < self.deadline => {
+                self.sent.inc();
+                Step::Send(frame)
+            }
+            _ => Step::End,
+        }
+    }
+
+    /// The frames of every event already buffered, and whether the stream goes on after them:
+    /// a closed buffer means the store dropped the watcher, so events after these are missing.
+    fn buffered(&mut self, subscription: &mut Subscription<K>, metrics: &Metrics) -> (Vec<Bytes>, bool) {
+        let mut frames = Vec::new();
+        loop {
+            match subscription.receiver.try_recv() {
+                Ok(event) => match self.event(&event) {
+                    Step::Send(frame) => frames.push(frame),
+                    Step::Skip => {}
+                    Step::End => return (frames, false),
+                },
+                Err(mpsc::error::TryRecvError::Empty) => return (frames, true),
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    closed_by_store::<K>(&subscription.closing, metrics, self.last_sent);
+                    return (frames, false);
+                }
+            }
+        }
     }
 }
 
@@ -327,91 +376,61 @@ fn frames<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Send + Sync + '
     async_stream::stream! {
         let _open = OpenWatch::start(&settings.metrics, K::INFO.plural);
         let stopping = settings.stopping.clone();
-        if plan.send_initial {
-            // An unfinished initial list at shutdown ends the stream: the client lists again.
-            for object in std::mem::take(&mut subscription.snapshot) {
-                if !(out.selects)(&object) {
-                    continue;
-                }
-                let Ok(frame) = out.encoder.object("ADDED", &object) else { return };
-                if stopping.is_cancelled() || out.expired() {
-                    return;
-                }
-                out.sent.inc();
-                yield Ok(frame);
+        let initial = if plan.send_initial { std::mem::take(&mut subscription.snapshot) } else { Vec::new() };
+        for step in initial.iter().map(|object| out.initial(object, &stopping)) {
+            match step {
+                Step::Send(frame) => yield Ok(frame),
+                Step::Skip => {}
+                Step::End => return,
             }
         }
+        // The snapshot's pointers go now, not with the watch.
+        drop(initial);
         if plan.announce_end {
             let Ok(frame) = out.encoder.bookmark(subscription.revision, true) else { return };
             yield Ok(frame);
         }
-        for event in std::mem::take(&mut subscription.replay) {
-            match out.event(&event) {
-                Some(Ok(frame)) => {
-                    out.sent.inc();
-                    yield Ok(frame);
-                }
-                Some(Err(_)) => return,
-                None => {}
-            }
-        }
         let mut ticker = tokio::time::interval_at(Instant::now() + settings.bookmark_interval, settings.bookmark_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut replay = std::mem::take(&mut subscription.replay).into_iter();
         loop {
-            let wake = tokio::select! {
-                event = subscription.receiver.recv() => Wake::Event(event),
-                _ = ticker.tick(), if plan.bookmarks => Wake::Bookmark,
-                () = tokio::time::sleep_until(out.deadline) => Wake::Timeout,
-                () = stopping.cancelled() => Wake::Stopping,
+            let wake = match replay.next() {
+                Some(event) => Wake::Event(Some(event)),
+                None => tokio::select! {
+                    event = subscription.receiver.recv() => Wake::Event(event),
+                    _ = ticker.tick(), if plan.bookmarks => Wake::Bookmark,
+                    () = tokio::time::sleep_until(out.deadline) => Wake::Timeout,
+                    () = stopping.cancelled() => Wake::Stopping,
+                },
             };
-            let event = match wake {
-                Wake::Event(Some(event)) => event,
+            match wake {
+                Wake::Event(Some(event)) => match out.event(&event) {
+                    Step::Send(frame) => yield Ok(frame),
+                    Step::Skip => {}
+                    Step::End => return,
+                },
                 Wake::Event(None) => {
                     // The store dropped us; the client re-watches.
-                    closed_by_store::<K>(&subscription.closing, &settings.metrics, out.last_sent);
-                    return;
+                    return closed_by_store::<K>(&subscription.closing, &settings.metrics, out.last_sent);
                 }
-                Wake::Timeout => {
-                    tracing::debug!(out.last_sent, "watch ends: timeout");
-                    return;
-                }
+                Wake::Timeout => return tracing::debug!(out.last_sent, "watch ends: timeout"),
                 Wake::Bookmark | Wake::Stopping => {
                     // Every event up to the subscription's progress is buffered: those go first,
                     // then the bookmark (never past a missing event), or the end at shutdown.
                     let revision = subscription.progress.get();
-                    loop {
-                        match subscription.receiver.try_recv() {
-                            Ok(event) => match out.event(&event) {
-                                Some(Ok(frame)) if !out.expired() => {
-                                    out.sent.inc();
-                                    yield Ok(frame);
-                                }
-                                Some(_) => return,
-                                None => {}
-                            },
-                            Err(mpsc::error::TryRecvError::Empty) => break,
-                            Err(mpsc::error::TryRecvError::Disconnected) => {
-                                closed_by_store::<K>(&subscription.closing, &settings.metrics, out.last_sent);
-                                return;
-                            }
-                        }
+                    let (frames, going_on) = out.buffered(&mut subscription, &settings.metrics);
+                    for frame in frames {
+                        yield Ok(frame);
+                    }
+                    if !going_on {
+                        return;
                     }
                     if matches!(wake, Wake::Stopping) {
-                        tracing::debug!(out.last_sent, "watch ends: the server is shutting down");
-                        return;
+                        return tracing::debug!(out.last_sent, "watch ends: the server is shutting down");
                     }
                     let Ok(frame) = out.encoder.bookmark(revision.max(out.last_sent), false) else { return };
                     yield Ok(frame);
-                    continue;
                 }
-            };
-            match out.event(&event) {
-                Some(Ok(frame)) => {
-                    out.sent.inc();
-                    yield Ok(frame);
-                }
-                Some(Err(_)) => return,
-                None => {}
             }
         }
     }
