@@ -382,16 +382,27 @@ where
     stats
 }
 
-/// Creates `count` objects from `body(i)` at `path`, 32 at a time.
+/// Creates `count` objects from `body(i)` at `path`, 32 at a time, named `{prefix}{i:06}`.
 async fn fill(target: &Target, path: &str, count: usize, body: fn(&str) -> serde_json::Value, prefix: &'static str) {
+    fill_range(target, path, 0..count, body, move |i| format!("{prefix}{i:06}")).await;
+}
+
+/// Creates objects number `range` from `body(name(i))` at `path`, 32 at a time.
+async fn fill_range(
+    target: &Target,
+    path: &str,
+    range: std::ops::Range<usize>,
+    body: fn(&str) -> serde_json::Value,
+    name: impl Fn(usize) -> String + Clone + Send + 'static,
+) {
     let concurrency = 32;
     let mut tasks = Vec::new();
     for worker in 0..concurrency {
-        let client = target.client(false);
-        let url = target.url(path);
+        let (client, url, name) = (target.client(false), target.url(path), name.clone());
+        let numbers = (range.start + worker..range.end).step_by(concurrency);
         tasks.push(tokio::spawn(async move {
-            for i in (worker..count).step_by(concurrency) {
-                let r = client.post(&url).json(&body(&format!("{prefix}{i:06}"))).send().await.expect("create");
+            for i in numbers {
+                let r = client.post(&url).json(&body(&name(i))).send().await.expect("create");
                 assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
             }
         }));

@@ -9,7 +9,7 @@
 //!
 //! Prints one table of the figures and writes them to `target/scale-<storage>.csv`.
 
-use super::{ControlPlane, LLAMAS, Stats, TABLE, Target, llama, load, rss_mb, start, status_mb};
+use super::{ControlPlane, LLAMAS, Stats, TABLE, Target, fill_range, llama, load, rss_mb, start, status_mb};
 use hdrhistogram::Histogram;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,25 +32,6 @@ struct Row {
     first_page: Stats,
     pages: Histogram<u64>,
     paged_list: Duration,
-}
-
-/// Creates llamas `from..to` (32 at a time).
-async fn create(target: &Target, from: usize, to: usize) {
-    let concurrency = 32;
-    let mut tasks = Vec::new();
-    for worker in 0..concurrency {
-        let client = target.client(false);
-        let url = target.url(&format!("{LLAMAS}{PATH}"));
-        tasks.push(tokio::spawn(async move {
-            for i in (from + worker..to).step_by(concurrency) {
-                let r = client.post(&url).json(&llama(&format!("l{i:07}"))).send().await.expect("create");
-                assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("create task");
-    }
 }
 
 /// What the pager reads of a page.
@@ -154,7 +135,7 @@ pub async fn grow(binary: &Path, phase: Duration) {
     let mut rows = Vec::new();
     let (mut stored, mut tables) = (0, None);
     for size in SIZES.into_iter().filter(|s| *s <= max) {
-        create(&farm.target, stored, size).await;
+        fill_range(&farm.target, &format!("{LLAMAS}{PATH}"), stored..size, llama, |i| format!("l{i:07}")).await;
         stored = size;
         tokio::time::sleep(Duration::from_millis(500)).await;
         // The store holds the earlier create phases' llamas too.
