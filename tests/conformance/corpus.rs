@@ -1044,6 +1044,14 @@ fn applies() -> Vec<Request> {
         apply("apply JSON content type", "applied", "fieldManager=alice", "")
             .content_type("application/apply-patch+json"),
         get("applies: the result", &at("llamas/applied")),
+        apply("creates one to apply an empty map to", "applied-empty", "fieldManager=alice", &body("applied-empty", "40")),
+        apply(
+            "an empty spec and a label, by another manager",
+            "applied-empty",
+            "fieldManager=dora",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-empty\n  labels:\n    a: b\nspec: {}\n",
+        ),
+        get("applies: the llama an empty map was applied to", &at("llamas/applied-empty")),
     ]
 }
 
