@@ -56,6 +56,12 @@ fn difference(farm: &Answer, reference: &Answer) -> Option<String> {
             farm.content_type, reference.content_type
         ));
     }
+    if farm.content_encoding != reference.content_encoding {
+        return Some(format!(
+            "content-encoding: farm-apiserver {:?} / reference {:?}",
+            farm.content_encoding, reference.content_encoding
+        ));
+    }
     if farm.warnings != reference.warnings {
         return Some(format!("warnings: farm-apiserver {:?} / reference {:?}", farm.warnings, reference.warnings));
     }

@@ -25,6 +25,7 @@ pub const NAMESPACES: &[&str] = &[
     "deletes",
     "watches",
     "herd",
+    "compression",
     "generated",
 ];
 /// The namespace sections are written in; each runs in the namespace of its name instead.
@@ -94,6 +95,36 @@ fn herd() -> Vec<Request> {
     requests
 }
 
+/// Compressed answers (APIResponseCompression): two llamas with 70,000-character annotations make
+/// a list of over 128 KiB, gzipped for a client that accepts gzip; one of them alone, a list
+/// asked for without gzip or with other encodings only, and a watch, go as they are.
+fn compression() -> Vec<Request> {
+    let large = |name: &str| {
+        let mut body = llama(name, 40.0);
+        body["metadata"]["annotations"] = json!({"note": "a".repeat(70_000)});
+        create("compression: a llama of 70 KB", &body)
+    };
+    let list = |label: &str, encoding: &str| {
+        get(&format!("compression: {label}"), &at("llamas")).header("accept-encoding", encoding)
+    };
+    vec![
+        large("wool-1"),
+        large("wool-2"),
+        list("a list of 140 KB, gzip accepted", "gzip"),
+        list("gzip among others", "deflate, gzip, br"),
+        list("gzip with a quality", "gzip;q=1.0"),
+        list("only other encodings", "deflate, br"),
+        list("any encoding", "*"),
+        list("identity", "identity"),
+        get("compression: a list without Accept-Encoding", &at("llamas")),
+        list("a Table of them", "gzip").accept("application/json;as=Table;v=v1;g=meta.k8s.io"),
+        get("compression: one llama of 70 KB", &at("llamas/wool-1")).header("accept-encoding", "gzip"),
+        get("compression: a watch", &at("llamas"))
+            .query("watch=true&timeoutSeconds=1")
+            .header("accept-encoding", "gzip"),
+    ]
+}
+
 /// The whole hand-written corpus, in the order it runs.
 pub fn requests() -> Vec<Request> {
     let sections = [
@@ -111,6 +142,7 @@ pub fn requests() -> Vec<Request> {
         ("deletes", deletes()),
         ("watches", watches()),
         ("herd", herd()),
+        ("compression", compression()),
     ];
     let mut requests = Vec::new();
     for (namespace, section) in sections {

@@ -85,6 +85,8 @@ impl Request {
 pub struct Answer {
     pub code: u16,
     pub content_type: String,
+    /// The `Content-Encoding` header (`gzip`, or empty); the body is the decoded one.
+    pub content_encoding: String,
     pub warnings: Vec<String>,
     pub body: Value,
 }
@@ -148,11 +150,13 @@ impl Side {
         };
         let content_type = header("content-type").join(", ");
         let warnings = header("warning");
+        let content_encoding = header("content-encoding").join(", ");
         let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
+        let bytes = decoded(bytes.to_vec(), &content_encoding)?;
         let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, GROUP), request);
         let body = parse(&text, &content_type, request.is_watch() && code == 200);
         self.remember(&body);
-        Ok(Answer { code, content_type, warnings, body: normalise(body) })
+        Ok(Answer { code, content_type, content_encoding, warnings, body: normalise(body) })
     }
 
     fn remember(&mut self, body: &Value) {
@@ -165,6 +169,20 @@ impl Side {
         } else if kind != "Table" {
             self.remembered.rv = rv.into();
         }
+    }
+}
+
+/// The body as sent, before its `Content-Encoding` (`gzip` or none; any other is an error).
+fn decoded(bytes: Vec<u8>, content_encoding: &str) -> Result<Vec<u8>, String> {
+    match content_encoding {
+        "" => Ok(bytes),
+        "gzip" => {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+                .map_err(|e| format!("a body with Content-Encoding gzip that gunzip refuses: {e}"))?;
+            Ok(text)
+        }
+        other => Err(format!("a body with Content-Encoding {other:?}")),
     }
 }
 
