@@ -435,12 +435,27 @@ async fn a_watcher_that_stops_reading_is_dropped_without_slowing_writers_or_othe
         assert_eq!(r.status(), 201);
     }
     assert_eq!(reading.await.unwrap(), total, "the reading watcher saw every event");
-    let mut delivered = 0;
+    // Counted when it is cut off, while its client still reads nothing.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while s.scrape().await.get("apiserver_terminated_watchers_total{resource=\"llamas\"}") != Some(&1.0) {
+        assert!(tokio::time::Instant::now() < deadline, "the stalled watcher was not counted as dropped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (mut delivered, mut last_rv) = (0, String::new());
     while let Some(e) = stalled.next_within(Duration::from_secs(10)).await {
         assert_eq!(e["type"], "ADDED");
+        assert_eq!(e["object"]["metadata"]["name"], format!("l{delivered}"), "in order, none skipped");
+        last_rv = e["object"]["metadata"]["resourceVersion"].as_str().unwrap().to_string();
         delivered += 1;
     }
     assert!(delivered < total, "the stalled watcher was cut off (got {delivered} of {total})");
+    // As a client does: it watches again from the last event it received and gets the rest.
+    let mut again = WatchStream::open(&s, &format!("{}?watch=true&resourceVersion={last_rv}", llamas("default"))).await;
+    for i in delivered..total {
+        let e = again.next_within(Duration::from_secs(10)).await.expect("the rest, from the history");
+        assert_eq!(e["object"]["metadata"]["name"], format!("l{i}"));
+    }
+    drop(again);
     // Both watches end (the reader was dropped); only the stalled one was dropped by the server.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let metrics = loop {

@@ -29,6 +29,7 @@ use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
 use crate::metrics::Metrics;
+use crate::store::buffer::Empty;
 use crate::store::{CloseReason, Closing, Event, EventType, Stored, Subscription, WatchFrom};
 use axum::body::Body;
 use axum::response::Response;
@@ -41,7 +42,6 @@ use prometheus_client::metrics::counter::Counter;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// The annotation of the bookmark that ends the initial events of a streaming list.
@@ -336,7 +336,7 @@ impl<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, V, F
 
     /// The frames of every event already buffered, and whether the stream goes on after them:
     /// a closed buffer means the store dropped the watcher, so events after these are missing.
-    fn buffered(&mut self, subscription: &mut Subscription<K>, metrics: &Metrics) -> (Vec<Bytes>, bool) {
+    fn buffered(&mut self, subscription: &mut Subscription<K>) -> (Vec<Bytes>, bool) {
         let mut frames = Vec::new();
         loop {
             match subscription.receiver.try_recv() {
@@ -345,9 +345,9 @@ impl<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Sync> Outbox<K, V, F
                     Step::Skip => {}
                     Step::End => return (frames, false),
                 },
-                Err(mpsc::error::TryRecvError::Empty) => return (frames, true),
-                Err(mpsc::error::TryRecvError::Disconnected) => {
-                    closed_by_store::<K>(&subscription.closing, metrics, self.last_sent);
+                Err(Empty::Now) => return (frames, true),
+                Err(Empty::Closed) => {
+                    closed_by_store(&subscription.closing, self.last_sent);
                     return (frames, false);
                 }
             }
@@ -411,14 +411,14 @@ fn frames<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Send + Sync + '
                 },
                 Wake::Event(None) => {
                     // The store dropped us; the client re-watches.
-                    return closed_by_store::<K>(&subscription.closing, &settings.metrics, out.last_sent);
+                    return closed_by_store(&subscription.closing, out.last_sent);
                 }
                 Wake::Timeout => return tracing::debug!(out.last_sent, "watch ends: timeout"),
                 Wake::Bookmark | Wake::Stopping => {
                     // Every event up to the subscription's progress is buffered: those go first,
                     // then the bookmark (never past a missing event), or the end at shutdown.
                     let revision = subscription.progress.get();
-                    let (frames, going_on) = out.buffered(&mut subscription, &settings.metrics);
+                    let (frames, going_on) = out.buffered(&mut subscription);
                     for frame in frames {
                         yield Ok(frame);
                     }
@@ -466,13 +466,10 @@ impl Drop for UntilClientLeaves {
     }
 }
 
-/// Logs why the store closed a watcher's buffer, counting a watcher dropped for falling behind.
-fn closed_by_store<K: ApiResource>(closing: &Closing, metrics: &Metrics, last_sent: u64) {
+/// Logs why the store closed a watcher's buffer (the store counts the watchers it dropped).
+fn closed_by_store(closing: &Closing, last_sent: u64) {
     match closing.reason() {
-        Some(CloseReason::FellBehind) => {
-            metrics.watchers_dropped.get_or_create(&Metrics::resource(K::INFO.plural)).inc();
-            tracing::debug!(last_sent, "watch ends: the watcher fell behind");
-        }
+        Some(CloseReason::FellBehind) => tracing::debug!(last_sent, "watch ends: the watcher fell behind"),
         _ => tracing::debug!(last_sent, "watch ends: the storage's watch ended"),
     }
 }

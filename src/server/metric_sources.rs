@@ -38,15 +38,21 @@ impl<K: ApiResource> Source for StoreSize<K> {
                     metrics.storage_watches.get_or_create(&label).set(i64::try_from(watches).unwrap_or(i64::MAX));
                 }
                 if let Some(evaluated) = stats.list_evaluated {
-                    // This source alone moves the counter: it moves by what the store counted since.
-                    let counter = metrics.list_evaluated.get_or_create(&label);
-                    counter.inc_by(evaluated.saturating_sub(counter.get()));
+                    count_up_to(&metrics.list_evaluated.get_or_create(&label), evaluated);
+                }
+                if let Some(dropped) = stats.watchers_dropped {
+                    count_up_to(&metrics.watchers_dropped.get_or_create(&label), dropped);
                 }
             }
             // Storage unreachable: the last value stays; readiness and request errors say why.
             Err(error) => tracing::debug!(%error, resource = K::INFO.plural, "no store sizes for this scrape"),
         }
     }
+}
+
+/// Moves `counter` up to `total`, what a store counted so far: the store's source alone moves it.
+fn count_up_to(counter: &prometheus_client::metrics::counter::Counter, total: u64) {
+    counter.inc_by(total.saturating_sub(counter.get()));
 }
 
 /// The Pod cache's state.
@@ -61,7 +67,11 @@ pub struct PodCache {
 impl Source for PodCache {
     async fn read(&self, metrics: &Metrics) {
         metrics.pod_cache_synced.set(i64::from(self.status.synced()));
-        metrics.pod_cache_objects.set(i64::try_from(self.store.stats().objects).unwrap_or(i64::MAX));
+        let stats = self.store.stats();
+        metrics.pod_cache_objects.set(i64::try_from(stats.objects).unwrap_or(i64::MAX));
+        if let Some(dropped) = stats.watchers_dropped {
+            count_up_to(&metrics.watchers_dropped.get_or_create(&Metrics::resource(FarmPod::INFO.plural)), dropped);
+        }
         if let Some(age) = self.status.last_heard_age() {
             metrics.pod_cache_last_event_age.set(age.as_secs_f64());
         }

@@ -12,6 +12,7 @@
 //! event keeps the object's previous state, so undoing the events after revision `r` gives the
 //! state at `r`.
 
+use super::buffer::{Feed, Refused, buffer};
 use super::objects::Objects;
 use super::{
     CloseReason, Closing, Committed, Current, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest,
@@ -23,14 +24,13 @@ use parking_lot::RwLock;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{self, AtomicU64};
-use tokio::sync::mpsc;
 
 /// A subscriber's end of the fan-out.
 struct Subscriber<K> {
     /// Only events of this namespace, when set.
     namespace: Option<String>,
     /// Bounded: a full buffer drops the subscriber.
-    sender: mpsc::Sender<Arc<Event<K>>>,
+    sender: Feed<Arc<Event<K>>>,
     /// Told why, when dropped.
     closing: Closing,
 }
@@ -44,6 +44,8 @@ struct State<K> {
     compacted: u64,
     /// Live subscribers.
     subscribers: Vec<Subscriber<K>>,
+    /// Subscribers dropped so far for falling behind.
+    dropped: u64,
 }
 
 /// Objects of one resource type, in memory.
@@ -69,6 +71,7 @@ impl<K: ApiResource> MemoryStore<K> {
                 history: VecDeque::new(),
                 compacted: 0,
                 subscribers: Vec::new(),
+                dropped: 0,
             }),
             revision,
             history_capacity: history_capacity.max(1),
@@ -84,7 +87,7 @@ fn too_old(revision: u64, compacted: u64) -> Error {
 
 impl<K: ApiResource> State<K> {
     /// Appends an event to the history and offers it to every subscriber of its namespace;
-    /// subscribers whose buffer is full or closed are dropped.
+    /// subscribers whose buffer is full or closed are dropped, a full one with what it held.
     fn publish(&mut self, event: Event<K>, capacity: usize) {
         let event = Arc::new(event);
         self.history.push_back(event.clone());
@@ -100,12 +103,14 @@ impl<K: ApiResource> State<K> {
             }
             match s.sender.try_send(event.clone()) {
                 Ok(()) => true,
-                Err(mpsc::error::TrySendError::Full(_)) => {
+                Err(Refused::Full) => {
                     tracing::info!(revision = event.revision, "dropping a watcher that fell behind");
                     s.closing.set(CloseReason::FellBehind);
+                    s.sender.discard();
+                    self.dropped += 1;
                     false
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => false,
+                Err(Refused::Closed) => false,
             }
         });
     }
@@ -261,7 +266,7 @@ impl<K: ApiResource> MemoryStore<K> {
     /// See [`Store::subscribe`].
     pub fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>> {
         let mut state = self.state.write();
-        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        let (sender, receiver) = buffer(capacity);
         let current = self.revision.current();
         let (snapshot, replay, revision) = match from {
             WatchFrom::Now => (state.objects.in_namespace(namespace), Vec::new(), current),
@@ -384,6 +389,7 @@ impl<K: ApiResource> MemoryStore<K> {
             history: Some(state.history.len()),
             storage_watches: None,
             list_evaluated: Some(self.list_evaluated.load(atomic::Ordering::Relaxed)),
+            watchers_dropped: Some(state.dropped),
         }
     }
 
@@ -428,6 +434,7 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
 mod tests {
     use super::*;
     use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::store::buffer::{Buffered, Empty};
 
     fn llama(ns: &str, name: &str, weight: f64) -> Llama {
         let mut l = Llama::new(name, LlamaSpec { weight, height: 1.0, color: None });
@@ -548,7 +555,7 @@ mod tests {
         put(&s, "b", "y", 1.0);
         put(&s, "a", "x", 2.0);
         delete(&s, "b", "y");
-        let kinds = |r: &mut mpsc::Receiver<Arc<Event<Llama>>>| {
+        let kinds = |r: &mut Buffered<Arc<Event<Llama>>>| {
             let mut out = Vec::new();
             while let Ok(e) = r.try_recv() {
                 out.push((e.revision, e.kind));
@@ -570,12 +577,12 @@ mod tests {
         for i in 0..10 {
             put(&s, "a", &format!("l{i}"), 1.0);
         }
-        let mut got = 0;
-        while slow.receiver.try_recv().is_ok() {
-            got += 1;
-        }
-        assert_eq!(got, 2, "the slow subscriber kept what fit, then was dropped");
-        assert!(matches!(slow.receiver.try_recv(), Err(mpsc::error::TryRecvError::Disconnected)));
+        assert!(
+            matches!(slow.receiver.try_recv(), Err(Empty::Closed)),
+            "the slow subscriber was dropped, and the events it had not taken with it"
+        );
+        assert_eq!(slow.closing.reason(), Some(CloseReason::FellBehind));
+        assert_eq!(s.stats().watchers_dropped, Some(1));
         let mut fast_got = 0;
         while fast.receiver.try_recv().is_ok() {
             fast_got += 1;

@@ -11,6 +11,7 @@
 //! paged/`Exact` list can reach back to) and fanned out to subscribers through bounded channels:
 //! a subscriber that does not keep up is dropped, never waited for.
 
+pub mod buffer;
 pub mod etcd;
 pub mod memory;
 pub mod objects;
@@ -152,7 +153,7 @@ pub struct Subscription<K> {
     pub revision: u64,
     /// Events committed after `revision`, in order. It closes when the subscriber fell behind
     /// (or, for a remote store, when the store's watch broke).
-    pub receiver: tokio::sync::mpsc::Receiver<Arc<Event<K>>>,
+    pub receiver: buffer::Buffered<Arc<Event<K>>>,
     /// How far the events in `receiver` reach: a bookmark may carry this revision.
     pub progress: Progress,
     /// Why the store closed `receiver`, once it has.
@@ -275,6 +276,9 @@ pub struct StoreStats {
     /// Objects read and tested by the lists served from memory so far, for a store that serves
     /// them (the kube-apiserver's `apiserver_cache_list_evaluated_objects_total`).
     pub list_evaluated: Option<u64>,
+    /// Watchers dropped so far for falling behind (their buffer full), for a store that serves
+    /// watchers from memory.
+    pub watchers_dropped: Option<u64>,
 }
 
 /// The global revision counter shared by every store of a server.

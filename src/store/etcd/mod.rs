@@ -23,6 +23,7 @@ pub mod compactor;
 pub mod connection;
 pub mod grpc;
 
+use super::buffer::{Feed, Refused, buffer};
 use super::{
     CloseReason, Closing, Committed, Event, EventType, Mutation, ObjectKey, Page, PageRequest, Progress, ReadAt, Store,
     StoreStats, Stored, Subscription, UpdateFn, WatchFrom, stamp,
@@ -36,7 +37,6 @@ use grpc::mvccpb::{KeyValue, event::EventType as EtcdEventType};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tokio::sync::mpsc;
 
 /// How many objects one etcd range request of a list reads at most.
 const LIST_CHUNK: usize = 1000;
@@ -300,7 +300,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             }
         };
         let stream = self.watch_range(namespace, revision, true).await?;
-        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        let (sender, receiver) = buffer(capacity);
         let progress = Progress::at(revision);
         let closing = Closing::default();
         let marker = self.prefix.clone().into_bytes();
@@ -340,6 +340,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             history: None,
             storage_watches: Some(self.watches()),
             list_evaluated: None,
+            watchers_dropped: None,
         })
     }
 
@@ -487,7 +488,7 @@ fn event_of<K: ApiResource>(event: &grpc::mvccpb::Event) -> Result<Event<K>> {
 async fn forward<K: ApiResource>(
     mut stream: WatchStream,
     marker: Vec<u8>,
-    sender: mpsc::Sender<Arc<Event<K>>>,
+    sender: Feed<Arc<Event<K>>>,
     progress: Progress,
     closing: Closing,
 ) {
@@ -533,12 +534,13 @@ async fn forward<K: ApiResource>(
             let revision = event.revision;
             match sender.try_send(Arc::new(event)) {
                 Ok(()) => progress.advance_to(revision),
-                Err(mpsc::error::TrySendError::Full(_)) => {
+                Err(Refused::Full) => {
                     tracing::info!(revision, "dropping a watcher that fell behind");
                     closing.set(CloseReason::FellBehind);
+                    sender.discard();
                     return;
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => return,
+                Err(Refused::Closed) => return,
             }
         }
     }
