@@ -46,6 +46,8 @@ mod ab;
 mod audit;
 #[path = "load/baseline.rs"]
 mod baseline;
+#[path = "load/chart.rs"]
+mod chart;
 #[path = "load/compression.rs"]
 mod compression;
 #[path = "load/leak.rs"]
@@ -56,6 +58,8 @@ mod managed_fields;
 mod nginx;
 #[path = "load/scale.rs"]
 mod scale;
+#[path = "load/stalled.rs"]
+mod stalled;
 #[path = "load/storage.rs"]
 mod storage;
 #[path = "load/versions.rs"]
@@ -659,6 +663,8 @@ async fn main() {
         Ok("nginx") => return nginx::compare(&binary, phase).await,
         Ok("watchers") => return watchers::fan_out(&binary).await,
         Ok("watchlist") => return watchers::watch_list(&binary).await,
+        Ok("stalled") => return stalled::stalled(&binary).await,
+        Ok("chart") => return write_figures_chart(),
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -736,6 +742,36 @@ async fn main() {
     nginx::compare(&binary, phase).await;
     rss(&binary).await;
     leak::check(&binary).await;
+}
+
+/// Writes `text` to `name` in the build's target folder (figures for the chart), then draws
+/// the chart from every figure there.
+fn write_figures(name: &str, text: &str) {
+    let target = target_folder();
+    let path = target.join(name);
+    match std::fs::write(&path, text) {
+        Ok(()) => println!("figures written to {}", path.display()),
+        Err(error) => println!("figures not written to {}: {error}", path.display()),
+    }
+    draw_chart(&target);
+}
+
+/// The build's target folder, where figures and the chart are written.
+fn target_folder() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"), Into::into)
+}
+
+/// `BENCH_ONLY=chart`: the chart alone, from the figures earlier runs wrote.
+fn write_figures_chart() {
+    draw_chart(&target_folder());
+}
+
+fn draw_chart(folder: &Path) {
+    match chart::draw(folder) {
+        Ok(svg) => println!("chart drawn: {}", svg.display()),
+        Err(error) => println!("chart not drawn: {error}"),
+    }
 }
 
 /// The etcd storage's rows alone, on the control plane's etcd.

@@ -202,12 +202,6 @@ fn write_csv(rows: &[Row]) {
             r.paged_list.as_secs_f64()
         ));
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"), Into::into);
     let storage = std::env::var("SCALE_STORAGE").unwrap_or_else(|_| "memory".into());
-    let path = target.join(format!("scale-{storage}.csv"));
-    match std::fs::write(&path, csv) {
-        Ok(()) => println!("figures written to {}", path.display()),
-        Err(error) => println!("figures not written to {}: {error}", path.display()),
-    }
+    super::write_figures(&format!("scale-{storage}.csv"), &csv);
 }

@@ -47,7 +47,7 @@ async fn settled_rss_mb(pid: u32) -> f64 {
 }
 
 /// A sample of the server's `/metrics` (0 when absent).
-async fn metric(target: &Target, client: &reqwest::Client, series: &str) -> f64 {
+pub(super) async fn metric(target: &Target, client: &reqwest::Client, series: &str) -> f64 {
     let text = client.get(target.url("/metrics")).send().await.expect("scrape").text().await.expect("metrics");
     text.lines()
         .find(|l| l.rsplit_once(' ').is_some_and(|(name, _)| name == series))
@@ -132,25 +132,39 @@ async fn run(binary: &Path, watchers: usize, streams: usize) -> Measured {
     Measured { rss_per_watcher, heap_per_watcher, latencies }
 }
 
-/// Runs both transports and prints their rows.
+/// Runs both transports at 100, 1,000 and `WATCHERS` (10,000) watchers, prints their rows and
+/// writes them to `target/watchers.csv` for the chart.
 pub async fn fan_out(binary: &Path) {
-    let watchers: usize = std::env::var("WATCHERS").ok().and_then(|w| w.parse().ok()).unwrap_or(10_000);
-    println!("{watchers} watchers of one namespace, {WRITES} creates {} ms apart", WRITE_GAP.as_millis());
+    let most: usize = std::env::var("WATCHERS").ok().and_then(|w| w.parse().ok()).unwrap_or(10_000);
+    println!("watchers of one namespace, {WRITES} creates {} ms apart", WRITE_GAP.as_millis());
     println!(
-        "| transport | memory in use per idle watcher | RSS per idle watcher | fan-out p50 ms | fan-out p99 ms | max ms |"
+        "| watchers | transport | memory in use per idle watcher | RSS per idle watcher | fan-out p50 ms | fan-out p99 ms | max ms |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
-    for (name, streams) in [("HTTP/2, 100 streams a connection", STREAMS_PER_CONNECTION), ("HTTP/1.1", 1)] {
-        let m = run(binary, watchers, streams).await;
-        println!(
-            "| {name} | {:.0} B | {:.0} B | {:.1} | {:.1} | {:.1} |",
-            m.heap_per_watcher,
-            m.rss_per_watcher,
-            m.latencies.value_at_quantile(0.5) as f64 / 1000.0,
-            m.latencies.value_at_quantile(0.99) as f64 / 1000.0,
-            m.latencies.max() as f64 / 1000.0
-        );
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    let mut csv = String::from("watchers,transport,heap_bytes_per_watcher,rss_bytes_per_watcher,p50_ms,p99_ms\n");
+    let sizes = [100, 1_000, most].into_iter().filter(|n| *n <= most);
+    for watchers in sizes.collect::<std::collections::BTreeSet<_>>() {
+        for (name, streams) in [("HTTP/2", STREAMS_PER_CONNECTION), ("HTTP/1.1", 1)] {
+            let m = run(binary, watchers, streams).await;
+            let ms = |q: f64| m.latencies.value_at_quantile(q) as f64 / 1000.0;
+            println!(
+                "| {watchers} | {name} | {:.0} B | {:.0} B | {:.1} | {:.1} | {:.1} |",
+                m.heap_per_watcher,
+                m.rss_per_watcher,
+                ms(0.5),
+                ms(0.99),
+                m.latencies.max() as f64 / 1000.0
+            );
+            csv.push_str(&format!(
+                "{watchers},{name},{:.0},{:.0},{:.2},{:.2}\n",
+                m.heap_per_watcher,
+                m.rss_per_watcher,
+                ms(0.5),
+                ms(0.99)
+            ));
+        }
     }
+    super::write_figures("watchers.csv", &csv);
 }
 
 /// Informers starting at once with streaming lists (WatchList, `sendInitialEvents=true`) over
