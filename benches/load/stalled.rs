@@ -73,7 +73,8 @@ async fn update(target: &super::Target, path: &str, range: std::ops::Range<usize
         let numbers = (range.start + writer..range.end).step_by(WRITERS);
         tasks.push(tokio::spawn(async move {
             for i in numbers {
-                let patch = serde_json::json!({"spec": {"weight": (i % 500) + 1}});
+                // Each round over the llamas gives each a new weight, so every update is an event.
+                let patch = serde_json::json!({"spec": {"weight": (i / LLAMAS_UPDATED) % 500 + 1}});
                 let request = client
                     .patch(base.url(&url(i)))
                     .header("content-type", "application/merge-patch+json")
