@@ -34,14 +34,20 @@
 //! `BENCH_ONLY=compression` only LISTs plain against gzipped ([`compression`]),
 //! `BENCH_ONLY=scale` only how costs grow from 1,000 to 1,000,000 llamas ([`scale`]),
 //! `BENCH_ONLY=nginx` only large LISTs against nginx serving the same bytes ([`nginx`]),
-//! `BENCH_ONLY=watchers` only 10,000 watchers over HTTP/2 and HTTP/1.1 ([`watchers`]),
+//! `BENCH_ONLY=watchers` only 100, 1,000 and 10,000 watchers over HTTP/2 and HTTP/1.1 ([`watchers`]),
 //! `BENCH_ONLY=watchlist` only 100 informers starting with streaming lists ([`watchers`]),
+//! `BENCH_ONLY=stalled` only 1,000 watchers that never read under 100,000 updates ([`stalled`]),
+//! `BENCH_ONLY=aggregator` only reads through the kube-apiserver against a plain server behind
+//! its own APIService ([`aggregator`]), `BENCH_ONLY=chart` only the chart of the figures the
+//! scale and watcher modes wrote (`target/scale.svg`, [`chart`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
 //! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
 
 #[path = "load/ab.rs"]
 mod ab;
+#[path = "load/aggregator.rs"]
+mod aggregator;
 #[path = "load/audit.rs"]
 mod audit;
 #[path = "load/baseline.rs"]
@@ -665,6 +671,7 @@ async fn main() {
         Ok("watchlist") => return watchers::watch_list(&binary).await,
         Ok("stalled") => return stalled::stalled(&binary).await,
         Ok("chart") => return write_figures_chart(),
+        Ok("aggregator") => return aggregator::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -740,6 +747,7 @@ async fn main() {
     audit::compare(&binary, phase).await;
     baseline::compare(&binary, phase).await;
     nginx::compare(&binary, phase).await;
+    aggregator::compare(&binary, phase).await;
     rss(&binary).await;
     leak::check(&binary).await;
 }

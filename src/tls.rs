@@ -6,7 +6,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 use rustls::ServerConfig;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use std::sync::Arc;
 
 /// Errors making or loading certificates.
@@ -179,6 +179,43 @@ mod tests {
         assert_eq!(loaded.ca_pem.trim(), certs.ca_pem.trim());
     }
 
+    /// A client certificate named `name` from `ca`, valid until `not_after`.
+    fn client_chain(ca: &Ca, name: &str, not_after: time::OffsetDateTime) -> Vec<CertificateDer<'static>> {
+        let issuer = Issuer::from_ca_cert_pem(&ca.cert_pem, KeyPair::from_pem(&ca.key_pem).unwrap()).unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.not_after = not_after;
+        vec![params.signed_by(&KeyPair::generate().unwrap(), &issuer).unwrap().der().clone()]
+    }
+
+    #[test]
+    fn chain_verdicts_are_remembered_per_chain_and_never_past_the_certificate() {
+        let (trusted, other) = (new_ca("trusted").unwrap(), new_ca("other").unwrap());
+        let verifier = ChainVerifier::new(&trusted.cert_pem).unwrap().unwrap();
+        let soon = time::OffsetDateTime::now_utc() + time::Duration::seconds(20);
+        let later = time::OffsetDateTime::now_utc() + time::Duration::days(30);
+        let (good, ending, foreign) = (
+            client_chain(&trusted, "front-proxy", later),
+            client_chain(&trusted, "ending", soon),
+            client_chain(&other, "front-proxy", later),
+        );
+        for _ in 0..2 {
+            assert!(verifier.verifies(&good));
+            assert!(verifier.verifies(&ending));
+            assert!(!verifier.verifies(&foreign), "another CA's chain is refused, from the memo too");
+            assert!(!verifier.verifies(&[]));
+        }
+        let verdicts = verifier.verdicts.lock();
+        let until = |chain: &[CertificateDer<'static>]| verdicts[chain].until;
+        let now = std::time::SystemTime::now();
+        assert!(until(&good) <= now + VERDICT_TTL && until(&good) > now + VERDICT_TTL / 2);
+        assert!(until(&ending) <= std::time::UNIX_EPOCH + std::time::Duration::from_secs(soon.unix_timestamp() as u64));
+        // A new bundle is a new verifier: what the old one trusted is verified again.
+        let renewed = ChainVerifier::new(&other.cert_pem).unwrap().unwrap();
+        assert!(!renewed.verifies(&good) && renewed.verifies(&foreign));
+    }
+
     #[test]
     fn a_missing_key_is_an_error_not_a_panic() {
         let certs = Certs { ca_pem: String::new(), cert_pem: "nope".into(), key_pem: String::new() };
@@ -249,6 +286,23 @@ impl rustls::server::danger::ClientCertVerifier for RequestClientCertificate {
 /// Verifies client certificate chains against a set of CAs (PEM), for one purpose.
 pub struct ChainVerifier {
     verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    /// Recent verdicts by chain: a connection presents one chain for all its requests, and
+    /// verifying its signatures costs tens of µs (RSA) per request. A verdict is kept for at
+    /// most [`VERDICT_TTL`], never past the leaf's `notAfter`; a new CA bundle is a new
+    /// verifier, so it never sees the old bundle's verdicts.
+    verdicts: parking_lot::Mutex<std::collections::HashMap<Vec<CertificateDer<'static>>, Verdict>>,
+}
+
+/// How long a chain's verdict is reused.
+const VERDICT_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+/// Chains remembered at most (the memo starts over when full).
+const VERDICTS_KEPT: usize = 1_024;
+
+/// Whether a chain verified, and until when that answer holds.
+#[derive(Clone, Copy, Debug)]
+struct Verdict {
+    verified: bool,
+    until: std::time::SystemTime,
 }
 
 impl std::fmt::Debug for ChainVerifier {
@@ -271,14 +325,38 @@ impl ChainVerifier {
         let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
             .build()
             .map_err(|e| Error::Pem(format!("building a verifier: {e}")))?;
-        Ok(Some(Self { verifier }))
+        Ok(Some(Self { verifier, verdicts: Default::default() }))
     }
 
     /// Whether `chain` (leaf first) chains to one of the CAs and is valid now for client auth.
     pub fn verifies(&self, chain: &[CertificateDer<'static>]) -> bool {
+        let now = std::time::SystemTime::now();
+        if let Some(verdict) = self.verdicts.lock().get(chain).filter(|v| now < v.until) {
+            return verdict.verified;
+        }
         let Some((leaf, intermediates)) = chain.split_first() else { return false };
-        self.verifier.verify_client_cert(leaf, intermediates, rustls::pki_types::UnixTime::now()).is_ok()
+        let verified =
+            self.verifier.verify_client_cert(leaf, intermediates, UnixTime::since_unix_epoch(since_epoch(now))).is_ok();
+        let until = not_after(leaf).map_or(now, |end| end.min(now + VERDICT_TTL));
+        let mut verdicts = self.verdicts.lock();
+        if verdicts.len() >= VERDICTS_KEPT {
+            verdicts.clear();
+        }
+        verdicts.insert(chain.to_vec(), Verdict { verified, until });
+        verified
     }
+}
+
+/// `time` as a duration since the Unix epoch (zero before it).
+fn since_epoch(time: std::time::SystemTime) -> std::time::Duration {
+    time.duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+}
+
+/// The end of a DER certificate's validity; `None` when it cannot be read.
+fn not_after(cert: &CertificateDer<'_>) -> Option<std::time::SystemTime> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let seconds = u64::try_from(parsed.validity().not_after.timestamp()).ok()?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
 }
 
 /// The subject's common name and organizations of a DER certificate.

@@ -143,15 +143,34 @@ pub async fn row_with_companion(
     l: &Load,
     phase: Duration,
 ) -> f64 {
-    let (mut a, mut b) = (Side { companion, ..Side::default() }, Side::default());
-    for round in 0..ROUNDS {
-        measure(a_farm, l, phase, 4 * round + 1, &mut a).await;
-        measure(b_farm, l, phase, 4 * round + 2, &mut b).await;
-        measure(b_farm, l, phase, 4 * round + 3, &mut b).await;
-        measure(a_farm, l, phase, 4 * round + 4, &mut a).await;
-    }
+    let a = Side { companion, ..Side::default() };
+    let (a, b) = alternate((a_farm, l), (b_farm, l), a, Side::default(), phase).await;
     print_row(l.name, &a, &b);
     a.companion_cpu_us()
+}
+
+/// Measures `a_load` on `a_farm` and `b_load` on `b_farm` in alternating rounds and prints
+/// their row under `a_load`'s name: the same request to two servers at two paths.
+pub async fn row_of_two(a: (&Farm, &Load), b: (&Farm, &Load), phase: Duration) {
+    let (a_side, b_side) = alternate(a, b, Side::default(), Side::default(), phase).await;
+    print_row(a.1.name, &a_side, &b_side);
+}
+
+/// [`ROUNDS`] rounds of A, B, B, A.
+async fn alternate(
+    a: (&Farm, &Load),
+    b: (&Farm, &Load),
+    mut a_side: Side,
+    mut b_side: Side,
+    phase: Duration,
+) -> (Side, Side) {
+    for round in 0..ROUNDS {
+        measure(a.0, a.1, phase, 4 * round + 1, &mut a_side).await;
+        measure(b.0, b.1, phase, 4 * round + 2, &mut b_side).await;
+        measure(b.0, b.1, phase, 4 * round + 3, &mut b_side).await;
+        measure(a.0, a.1, phase, 4 * round + 4, &mut a_side).await;
+    }
+    (a_side, b_side)
 }
 
 /// Measures two loads on one server in alternating rounds (A, B, B, A) and prints their row

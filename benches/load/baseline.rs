@@ -47,7 +47,7 @@ pub async fn compare(binary: &Path, phase: Duration) {
 
 /// Starts the baseline server on the bytes in `dir`; it is stopped when the returned `Farm` is
 /// dropped.
-async fn spawn(dir: tempfile::TempDir, like: &Target) -> Farm {
+pub(super) async fn spawn(dir: tempfile::TempDir, like: &Target) -> Farm {
     let child = Command::new(std::env::current_exe().expect("this benchmark's path"))
         .env(DIR_VAR, dir.path())
         .stdout(Stdio::null())
@@ -78,7 +78,9 @@ pub async fn serve(dir: &Path) {
         async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response() }
     };
     let app = axum::Router::new().fallback(answer);
-    let certs = farm_apiserver::tls::generate("bench-baseline-ca", &[]).expect("certificates");
+    // Named as the aggregator names it when it is registered behind an APIService ([`super::aggregator`]).
+    let certs = farm_apiserver::tls::generate("bench-baseline-ca", &[super::aggregator::PLAIN_SERVICE.into()])
+        .expect("certificates");
     let certificate = farm_apiserver::tls::ReloadingCertificate::new(&certs).expect("certificate");
     let config = farm_apiserver::tls::server_config(certificate, false).expect("TLS config");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");

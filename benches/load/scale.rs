@@ -156,6 +156,32 @@ pub async fn grow(binary: &Path, phase: Duration) {
         );
     }
     write_csv(&rows);
+    if control_plane.is_some() {
+        cache_ready(binary, &flags, stored).await;
+    }
+}
+
+/// etcd mode: a second server started on the same etcd prefix, and the time from its start until
+/// its watch cache holds the `stored` llamas (the cache's history gauge appears once it has
+/// listed), beside the time until `/readyz` answers (readiness does not wait for the cache: until
+/// it has listed, reads go to etcd).
+async fn cache_ready(binary: &Path, flags: &[&str], stored: usize) {
+    let started = Instant::now();
+    let (second, ready) = start(binary, flags).await;
+    let probe = second.target.client(false);
+    let history = "farm_apiserver_watch_history_events{resource=\"llamas\"}";
+    let listed = loop {
+        let text = probe.get(second.target.url("/metrics")).send().await.expect("scrape").text().await.expect("text");
+        if text.lines().any(|l| l.starts_with(history)) {
+            break started.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    println!(
+        "a second server on the same etcd: /readyz after {:.2} s, its watch cache of {stored} llamas filled {:.2} s after start",
+        ready.as_secs_f64(),
+        listed.as_secs_f64()
+    );
 }
 
 fn print_table(rows: &[Row], empty: f64) {

@@ -358,7 +358,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "the order of a watch's initial ADDED events",
-        corpus: 5,
+        corpus: 6,
         per_thousand: 5,
         reason: "A watch without a resourceVersion starts with an ADDED event per object, in no promised order: the kube-apiserver's watch cache sends them in its own; farm-apiserver in key order.",
         applies: same_events_in_another_order,
