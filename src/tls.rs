@@ -225,8 +225,9 @@ mod tests {
 
 /// The client certificate chain a connection presented, attached to each of its requests.
 /// The chain is *not* verified by the handshake (only possession of the key is); the
-/// authenticator verifies it against the CAs in force for each request, so CA changes apply
-/// without restarting or re-handshaking.
+/// authenticator verifies it against the CAs in force for each request (remembering a chain's
+/// verdict per CA bundle, see [`ChainVerifier`]), so CA changes apply without restarting or
+/// re-handshaking.
 #[derive(Clone, Debug, Default)]
 pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
 

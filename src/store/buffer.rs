@@ -13,6 +13,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+/// Slots an empty buffer keeps after a burst (more are freed).
+const ROOM_KEPT: usize = 16;
+
 /// Why [`Feed::try_send`] did not buffer an item.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -121,7 +124,13 @@ impl<T> Buffered<T> {
     pub fn try_recv(&mut self) -> Result<T, Empty> {
         let mut queue = self.0.queue.lock();
         match queue.items.pop_front() {
-            Some(item) => Ok(item),
+            Some(item) => {
+                // A burst's room is given back once it is taken: an idle watcher holds none.
+                if queue.items.is_empty() && queue.items.capacity() > ROOM_KEPT {
+                    queue.items = VecDeque::new();
+                }
+                Ok(item)
+            }
             None if queue.feed_gone => Err(Empty::Closed),
             None => Err(Empty::Now),
         }
@@ -184,6 +193,16 @@ mod tests {
         drop(feed);
         assert_eq!([buffered.try_recv(), buffered.try_recv(), buffered.try_recv()], [Ok(1), Ok(2), Ok(3)]);
         assert_eq!(buffered.try_recv(), Err(Empty::Closed));
+    }
+
+    #[test]
+    fn the_room_of_a_burst_is_given_back_once_taken() {
+        let (feed, mut buffered) = buffer(1_000);
+        for i in 0..1_000 {
+            feed.try_send(i).unwrap();
+        }
+        while buffered.try_recv().is_ok() {}
+        assert!(feed.0.queue.lock().items.capacity() <= ROOM_KEPT);
     }
 
     #[test]
