@@ -19,12 +19,14 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-/// A panel: its title, the x axis's name, whether y is logarithmic, and its lines.
+/// A panel: its title, the x axis's name, whether y is logarithmic, its lines, and where its
+/// legend goes (where the lines leave room).
 struct Panel {
     title: &'static str,
     x: &'static str,
     log_y: bool,
     lines: Vec<Line>,
+    legend: SeriesLabelPosition,
 }
 
 const MEMORY: RGBColor = RGBColor(31, 119, 180);
@@ -48,10 +50,11 @@ fn points(table: &Table, x: &str, y: &str, keep: impl Fn(&BTreeMap<String, Strin
 /// The panels of the scale figures: one line per storage that has figures.
 fn scale_panels(folder: &Path) -> Vec<Panel> {
     let storages = [("memory", MEMORY), ("etcd", ETCD)].map(|(s, c)| (s, c, read(folder, &format!("scale-{s}.csv"))));
-    let panel = |title, column: &'static str, log_y| Panel {
+    let panel = |title, column: &'static str, log_y, legend| Panel {
         title,
         x: "llamas stored",
         log_y,
+        legend,
         lines: storages
             .iter()
             .map(|(storage, color, table)| Line {
@@ -61,23 +64,25 @@ fn scale_panels(folder: &Path) -> Vec<Panel> {
             })
             .collect(),
     };
+    use SeriesLabelPosition::{LowerRight, MiddleLeft, UpperLeft, UpperRight};
     vec![
-        panel("RSS per llama (bytes)", "rss_bytes_per_llama", true),
-        panel("creates per second", "create_per_s", false),
-        panel("GETs of one llama per second", "get_per_s", false),
-        panel("continued limit=500 page, p50 (ms)", "page_p50_ms", false),
-        panel("whole list, paged by 500 (s)", "paged_list_s", true),
-        panel("LIST with a selector per second", "selector_list_per_s", true),
+        panel("RSS per llama (bytes)", "rss_bytes_per_llama", true, UpperRight),
+        panel("creates per second", "create_per_s", false, MiddleLeft),
+        panel("GETs of one llama per second", "get_per_s", false, MiddleLeft),
+        panel("continued limit=500 page, p50 (ms)", "page_p50_ms", false, LowerRight),
+        panel("whole list, paged by 500 (s)", "paged_list_s", true, UpperLeft),
+        panel("LIST with a selector per second", "selector_list_per_s", true, UpperRight),
     ]
 }
 
 /// The panels of the watcher figures: one line per transport.
 fn watcher_panels(folder: &Path) -> Vec<Panel> {
     let table = read(folder, "watchers.csv");
-    let panel = |title, column: &'static str| Panel {
+    let panel = |title, column: &'static str, legend| Panel {
         title,
         x: "watchers",
         log_y: false,
+        legend,
         lines: [("HTTP/2", HTTP2), ("HTTP/1.1", HTTP1)]
             .into_iter()
             .map(|(transport, color)| Line {
@@ -88,8 +93,8 @@ fn watcher_panels(folder: &Path) -> Vec<Panel> {
             .collect(),
     };
     vec![
-        panel("watch fan-out p99 (ms)", "p99_ms"),
-        panel("memory in use per idle watcher (bytes)", "heap_bytes_per_watcher"),
+        panel("watch fan-out p99 (ms)", "p99_ms", SeriesLabelPosition::UpperLeft),
+        panel("memory in use per idle watcher (bytes)", "heap_bytes_per_watcher", SeriesLabelPosition::MiddleRight),
     ]
 }
 
@@ -119,7 +124,12 @@ fn draw_panel(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, panel: &Pa
                     .label(line.name.as_str())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
             }
-            chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+            chart
+                .configure_series_labels()
+                .position(panel.legend.clone())
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
         }};
     }
     if panel.log_y {
