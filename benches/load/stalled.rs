@@ -67,16 +67,14 @@ pub async fn stalled(binary: &Path) {
 async fn update(target: &super::Target, path: &str, range: std::ops::Range<usize>) {
     let mut tasks = Vec::new();
     for writer in 0..WRITERS {
-        let (client, path) = (target.client(false), path.to_string());
-        let url = move |i: usize| target_url(&path, i % LLAMAS_UPDATED);
-        let base = target.clone();
+        let (client, base, path) = (target.client(false), target.clone(), path.to_string());
         let numbers = (range.start + writer..range.end).step_by(WRITERS);
         tasks.push(tokio::spawn(async move {
             for i in numbers {
                 // Each round over the llamas gives each a new weight, so every update is an event.
                 let patch = serde_json::json!({"spec": {"weight": (i / LLAMAS_UPDATED) % 500 + 1}});
                 let request = client
-                    .patch(base.url(&url(i)))
+                    .patch(base.url(&llama_path(&path, i % LLAMAS_UPDATED)))
                     .header("content-type", "application/merge-patch+json")
                     .body(patch.to_string());
                 let r = request.send().await.expect("update");
@@ -90,6 +88,6 @@ async fn update(target: &super::Target, path: &str, range: std::ops::Range<usize
 }
 
 /// The path of llama number `i` of `path` (named as `fill` names them).
-fn target_url(path: &str, i: usize) -> String {
+fn llama_path(path: &str, i: usize) -> String {
     format!("{path}/l{i:06}")
 }
