@@ -44,14 +44,8 @@ pub async fn compare(binary: &Path, phase: Duration) {
     register(&cp, "farm", "farm.example.com", farm_port, &farm_ca);
     served(&cp.target, &format!("{LLAMAS}/small/llamas")).await;
     fill(&cp.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let client = cp.target.client(false);
-    for (file, path) in [("get.json", "/small/llamas/l000500"), ("list.json", "/small/llamas")] {
-        let response = client.get(cp.target.url(&format!("{LLAMAS}{path}"))).send().await.expect("read");
-        assert_eq!(response.status(), 200);
-        std::fs::write(dir.path().join(file), response.bytes().await.expect("body")).expect("write");
-    }
-    let mut plain = baseline::spawn(dir, &cp.target).await;
+    // The bytes farm-apiserver answered through the aggregator.
+    let mut plain = baseline::spawn(baseline::answers_of(&cp.target).await, &cp.target).await;
     let plain_port: u16 = plain.target.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("the plain port");
     register(&cp, "plain", "plain.example.com", plain_port, &String::from_utf8_lossy(&plain.target.ca));
     // Both sides are reached through the kube-apiserver; each side's CPU is its backend's.

@@ -25,13 +25,7 @@ const LOADS: [Load; 2] = [ab::GET_ONE_LLAMA, ab::LIST_1000_LLAMAS];
 pub async fn compare(binary: &Path, phase: Duration) {
     let (farm, _) = start(binary, &[]).await;
     fill(&farm.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let client = farm.target.client(false);
-    for (file, path) in [("get.json", "/small/llamas/l000500"), ("list.json", "/small/llamas")] {
-        let response = client.get(farm.target.url(&format!("{LLAMAS}{path}"))).send().await.expect("read");
-        assert_eq!(response.status(), 200);
-        std::fs::write(dir.path().join(file), response.bytes().await.expect("body")).expect("write");
-    }
+    let dir = answers_of(&farm.target).await;
     let baseline = spawn(dir, &farm.target).await;
     println!(
         "reads against a plain HTTPS server returning the same bytes from memory (same TLS stack and client), \
@@ -43,6 +37,19 @@ pub async fn compare(binary: &Path, phase: Duration) {
         ab::row(&farm, &baseline, l, phase).await;
     }
     println!();
+}
+
+/// A folder holding the bytes `target` answers to the GET of one llama and the LIST of 1,000
+/// (`get.json`, `list.json`), for the baseline server to serve.
+pub(super) async fn answers_of(target: &Target) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let client = target.client(false);
+    for (file, path) in [("get.json", "/small/llamas/l000500"), ("list.json", "/small/llamas")] {
+        let response = client.get(target.url(&format!("{LLAMAS}{path}"))).send().await.expect("read");
+        assert_eq!(response.status(), 200);
+        std::fs::write(dir.path().join(file), response.bytes().await.expect("body")).expect("write");
+    }
+    dir
 }
 
 /// Starts the baseline server on the bytes in `dir`; it is stopped when the returned `Farm` is
