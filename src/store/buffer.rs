@@ -11,6 +11,7 @@ use futures::task::AtomicWaker;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 /// Slots an empty buffer keeps after a burst (more are freed).
@@ -38,11 +39,13 @@ struct Queue<T> {
     items: VecDeque<T>,
     capacity: usize,
     feed_gone: bool,
-    subscriber_gone: bool,
 }
 
 struct Shared<T> {
     queue: Mutex<Queue<T>>,
+    /// Set (under the queue's lock) when the subscriber goes; read without it, so the store's
+    /// test of every subscriber of other namespaces at each event takes no lock.
+    subscriber_gone: AtomicBool,
     /// Wakes the subscriber waiting in [`Buffered::recv`].
     subscriber: AtomicWaker,
     /// Wakes the store's forwarder waiting in [`Feed::closed`].
@@ -51,9 +54,13 @@ struct Shared<T> {
 
 /// A buffer of at most `capacity` items (at least 1): the store's end and the subscriber's.
 pub fn buffer<T>(capacity: usize) -> (Feed<T>, Buffered<T>) {
-    let queue = Queue { items: VecDeque::new(), capacity: capacity.max(1), feed_gone: false, subscriber_gone: false };
-    let shared =
-        Arc::new(Shared { queue: Mutex::new(queue), subscriber: AtomicWaker::new(), feed: AtomicWaker::new() });
+    let queue = Queue { items: VecDeque::new(), capacity: capacity.max(1), feed_gone: false };
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(queue),
+        subscriber_gone: AtomicBool::new(false),
+        subscriber: AtomicWaker::new(),
+        feed: AtomicWaker::new(),
+    });
     (Feed(shared.clone()), Buffered(shared))
 }
 
@@ -64,7 +71,7 @@ impl<T> Feed<T> {
     /// Buffers `item`, without waiting.
     pub fn try_send(&self, item: T) -> Result<(), Refused> {
         let mut queue = self.0.queue.lock();
-        if queue.subscriber_gone {
+        if self.0.subscriber_gone.load(Ordering::Acquire) {
             return Err(Refused::Closed);
         }
         if queue.items.len() >= queue.capacity {
@@ -78,7 +85,7 @@ impl<T> Feed<T> {
 
     /// Whether the subscriber is gone.
     pub fn is_closed(&self) -> bool {
-        self.0.queue.lock().subscriber_gone
+        self.0.subscriber_gone.load(Ordering::Acquire)
     }
 
     /// Closes the buffer and drops what it holds: the subscriber fell behind and will re-watch
@@ -162,7 +169,7 @@ impl<T> Drop for Buffered<T> {
     fn drop(&mut self) {
         let dropped = {
             let mut queue = self.0.queue.lock();
-            queue.subscriber_gone = true;
+            self.0.subscriber_gone.store(true, Ordering::Release);
             std::mem::take(&mut queue.items)
         };
         drop(dropped);
