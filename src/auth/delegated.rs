@@ -181,16 +181,17 @@ impl Delegated {
                     tracing::debug!(cn, "a request-header certificate whose CN is not allowed");
                 }
             }
-            if user.is_none() && !config.client_ca.as_ref().is_some_and(|v| v.verifies(chain)) {
-                tracing::debug!("a client certificate chained to neither trusted CA");
-            }
-            if user.is_none() && config.client_ca.as_ref().is_some_and(|v| v.verifies(chain)) {
-                user = chain.first().and_then(crate::tls::subject).map(|(cn, orgs)| UserInfo {
-                    name: cn,
-                    uid: None,
-                    groups: orgs,
-                    extra: Default::default(),
-                });
+            if user.is_none() {
+                if config.client_ca.as_ref().is_some_and(|v| v.verifies(chain)) {
+                    user = chain.first().and_then(crate::tls::subject).map(|(cn, orgs)| UserInfo {
+                        name: cn,
+                        uid: None,
+                        groups: orgs,
+                        extra: Default::default(),
+                    });
+                } else {
+                    tracing::debug!("a client certificate chained to neither trusted CA");
+                }
             }
         }
         let token = super::bearer_token(headers).map(str::to_string);
