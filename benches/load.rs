@@ -670,7 +670,7 @@ async fn main() {
         Ok("watchers") => return watchers::fan_out(&binary).await,
         Ok("watchlist") => return watchers::watch_list(&binary).await,
         Ok("stalled") => return stalled::stalled(&binary).await,
-        Ok("chart") => return write_figures_chart(),
+        Ok("chart") => return draw_chart(&target_folder()),
         Ok("aggregator") => return aggregator::compare(&binary, phase).await,
         _ => {}
     }
@@ -770,11 +770,7 @@ fn target_folder() -> std::path::PathBuf {
         .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"), Into::into)
 }
 
-/// `BENCH_ONLY=chart`: the chart alone, from the figures earlier runs wrote.
-fn write_figures_chart() {
-    draw_chart(&target_folder());
-}
-
+/// Draws the chart from the figures in `folder` (`BENCH_ONLY=chart`: from earlier runs').
 fn draw_chart(folder: &Path) {
     match chart::draw(folder) {
         Ok(svg) => println!("chart drawn: {}", svg.display()),

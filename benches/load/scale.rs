@@ -125,6 +125,7 @@ pub async fn grow(binary: &Path, phase: Duration) {
         },
         _ => None,
     };
+    let storage = if control_plane.is_some() { "etcd" } else { "memory" };
     let flags = match &control_plane {
         Some(cp) => vec!["--storage", "etcd", "--etcd-endpoints", &cp.etcd, "--etcd-prefix", "/farm-scale"],
         None => Vec::new(),
@@ -146,7 +147,7 @@ pub async fn grow(binary: &Path, phase: Duration) {
             tables = unpaged_list_peak(&farm.target, pid, TABLE).await;
         }
     }
-    print_table(&rows, empty);
+    print_table(&rows, storage, empty);
     if let Some((peak, answer)) = tables {
         println!("unpaged Table LIST of 100000 llamas ({answer:.0} MB): peak RSS {peak:+.1} MB while answering");
     }
@@ -155,7 +156,7 @@ pub async fn grow(binary: &Path, phase: Duration) {
             "unpaged LIST of all {stored} llamas ({answer:.0} MB of JSON): peak RSS {peak:+.1} MB while answering"
         );
     }
-    write_csv(&rows);
+    write_csv(&rows, storage);
     if control_plane.is_some() {
         cache_ready(binary, &flags, stored).await;
     }
@@ -192,10 +193,9 @@ async fn cache_ready(binary: &Path, flags: &[&str], stored: usize) {
     );
 }
 
-fn print_table(rows: &[Row], empty: f64) {
+fn print_table(rows: &[Row], storage: &str, empty: f64) {
     println!(
-        "scale: one server, {} storage, {empty:.1} MB RSS empty; rates over 4 (GET), 2 (selector LIST), 1 (pages) connections",
-        std::env::var("SCALE_STORAGE").unwrap_or_else(|_| "memory".into())
+        "scale: one server, {storage} storage, {empty:.1} MB RSS empty; rates over 4 (GET), 2 (selector LIST), 1 (pages) connections"
     );
     println!(
         "| llamas | create/s | RSS B/llama | GET/s | GET p99 ms | LIST selector/s | first page p50 ms | page p50 ms | page p99 ms | page max ms | paged list s |"
@@ -220,7 +220,7 @@ fn print_table(rows: &[Row], empty: f64) {
 }
 
 /// The figures as CSV beside the build, for the chart.
-fn write_csv(rows: &[Row]) {
+fn write_csv(rows: &[Row], storage: &str) {
     let mut csv = String::from(
         "llamas,create_per_s,rss_bytes_per_llama,get_per_s,selector_list_per_s,first_page_ms,page_p50_ms,paged_list_s\n",
     );
@@ -237,6 +237,5 @@ fn write_csv(rows: &[Row]) {
             r.paged_list.as_secs_f64()
         ));
     }
-    let storage = std::env::var("SCALE_STORAGE").unwrap_or_else(|_| "memory".into());
     super::write_figures(&format!("scale-{storage}.csv"), &csv);
 }
