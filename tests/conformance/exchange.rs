@@ -251,6 +251,7 @@ fn normalise_object(map: Map<String, Value>) -> Map<String, Value> {
                 ("continue", Value::String(s)) if !s.is_empty() => Value::String("<continue>".into()),
                 ("message", Value::String(s)) if s.starts_with(TOO_LARGE) => Value::String(without_current(s)),
                 ("storageVersionHash", Value::String(_)) => Value::String("<hash>".into()),
+                ("managedFields", Value::Array(entries)) => Value::Array(in_order_without_time(entries)),
                 ("name", Value::String(_)) if generated => Value::String("<generated>".into()),
                 ("rows", Value::Array(rows)) if age_column.is_some() => {
                     Value::Array(rows.into_iter().map(|row| without_age(row, age_column.unwrap_or(0))).collect())
@@ -266,6 +267,19 @@ fn normalise_object(map: Map<String, Value>) -> Map<String, Value> {
             (key, normalise(value))
         })
         .collect()
+}
+
+/// managedFields entries in the order both servers give them when their writes fall in the same
+/// second: the kube-apiserver sorts by operation, then the second of each entry's time, then
+/// manager, apiVersion and subresource. The times are placeholders here, and two servers under
+/// load can see two writes in one second or in two, so the order by time is not comparable.
+fn in_order_without_time(mut entries: Vec<Value>) -> Vec<Value> {
+    let key = |entry: &Value| {
+        ["operation", "manager", "apiVersion", "subresource"]
+            .map(|field| entry[field].as_str().unwrap_or_default().to_string())
+    };
+    entries.sort_by_key(key);
+    entries
 }
 
 /// How the answer to a read at a resourceVersion the server has not reached begins.
