@@ -439,7 +439,8 @@ async fn page_through(s: &Server, path: &str, limit: usize) -> (Vec<String>, Vec
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn paging_agrees_between_memory_and_etcd_across_etcd_read_chunks() {
     let etcd = Etcd::start();
-    let servers = Arc::new([Server::start().await, Server::start_on_etcd(&etcd, &unique_prefix(), &[]).await]);
+    let prefix = unique_prefix();
+    let servers = Arc::new([Server::start().await, Server::start_on_etcd(&etcd, &prefix, &[]).await]);
     // 1,500 llamas in namespaces whose byte order differs from a (namespace, name) tuple order;
     // a third carry herd=one, so a selected page reads past etcd's 1,000-key chunks.
     let mut tasks = Vec::new();
@@ -479,4 +480,37 @@ async fn paging_agrees_between_memory_and_etcd_across_etcd_read_chunks() {
     assert_eq!(names.len(), 1500);
     assert!(names[0].starts_with("a-b/") && names[1499].starts_with("ab/"), "etcd's key order: a-b, a, ab");
     assert_eq!(remaining, [Some(1100), Some(700), Some(300), None]);
+    // A server started now fills its watch cache with one list of the whole range, read from
+    // etcd in chunks (the first of 1,000, the next asked for while the first is decoded).
+    let late = Server::start_on_etcd(&etcd, &prefix, &[]).await;
+    let listed = "farm_apiserver_watch_history_events{resource=\"llamas\"}";
+    common::wait_until("the late server's watch cache to list", async || late.scrape().await.contains_key(listed))
+        .await;
+    let (late_names, _) = page_through(&late, &format!("{all}?x=1"), 1000).await;
+    assert_eq!(late_names, names, "the cache listed every llama once, in key order");
+}
+
+#[tokio::test]
+async fn a_list_larger_than_one_etcd_answer_may_be_is_read_in_smaller_chunks() {
+    let etcd = Etcd::start();
+    let prefix = unique_prefix();
+    let writer = Server::start_on_etcd(&etcd, &prefix, &[]).await;
+    // 60 llamas of 1.3 MB (etcd takes writes of up to 1.5 MiB): 78 MB, more than the 64 MiB
+    // an answer from etcd may be, so the first chunk of 1,000 is asked for again in halves.
+    let color = "brown and white ".repeat(1_300_000 / 16);
+    for i in 0..60 {
+        let mut body = llama(&format!("big-{i:02}"), 1.0, 1.0);
+        body["spec"]["color"] = json!(color);
+        let r = writer.client.post(writer.url(&llamas("big"))).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+    let reader = Server::start_on_etcd(&etcd, &prefix, &[]).await;
+    let listed = "farm_apiserver_watch_history_events{resource=\"llamas\"}";
+    common::wait_until("the watch cache to list", async || reader.scrape().await.contains_key(listed)).await;
+    let (code, list) = get_json(&reader, &llamas("big")).await;
+    assert_eq!(code, 200);
+    let items = list["items"].as_array().unwrap();
+    let names: Vec<&str> = items.iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, (0..60).map(|i| format!("big-{i:02}")).collect::<Vec<_>>());
+    assert!(items.iter().all(|i| i["spec"]["color"] == color.as_str()));
 }

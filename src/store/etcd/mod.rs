@@ -22,6 +22,7 @@ pub mod client;
 pub mod compactor;
 pub mod connection;
 pub mod grpc;
+mod whole_range;
 
 use super::buffer::{Feed, Refused, buffer};
 use super::{
@@ -38,7 +39,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// How many objects one etcd range request of a list reads at most.
+/// How many objects one etcd range request of a page reads at most (a list without a limit
+/// reads in chunks by bytes: [`whole_range`]).
 const LIST_CHUNK: usize = 1000;
 
 /// Objects of one resource type, in etcd.
@@ -211,6 +213,15 @@ impl<K: ApiResource> EtcdStore<K> {
         response.kvs.first().map(Candidate::read).transpose()
     }
 
+    /// How many keys follow `last` before `end` at etcd revision `at`.
+    async fn count_after(&self, last: &ObjectKey, end: Vec<u8>, at: i64) -> Result<usize> {
+        let mut from = self.key(last).into_bytes();
+        from.push(0);
+        let count = RangeRequest { key: from, range_end: end, count_only: true, revision: at, ..Default::default() };
+        let response = self.client.range(count).await.map_err(api_error)?;
+        Ok(usize::try_from(response.count).unwrap_or_default())
+    }
+
     /// 410 when `revision` is older than etcd's last compaction.
     async fn ensure_readable(&self, namespace: Option<&str>, revision: u64) -> Result<()> {
         let at = etcd_revision(revision)?;
@@ -238,11 +249,15 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
             None => first,
         };
         let mut at = etcd_revision(read_revision(request.at)?)?;
+        let Some(limit) = request.limit else {
+            let (items, at) = whole_range::read(&self.client, start, end, at, request.selects).await?;
+            return Ok(Page { items, revision: revision_of(at), more_after: None, remaining: 0 });
+        };
         // One more than the limit tells whether more follow.
-        let wanted = request.limit.map(|limit| limit.saturating_add(1));
+        let wanted = limit.saturating_add(1);
         let mut items: Vec<Arc<Stored<K>>> = Vec::new();
         'chunks: loop {
-            let chunk = wanted.map_or(LIST_CHUNK, |w| w.saturating_sub(items.len()).clamp(1, LIST_CHUNK));
+            let chunk = wanted.saturating_sub(items.len()).clamp(1, LIST_CHUNK);
             let read = RangeRequest {
                 key: start.clone(),
                 range_end: end.clone(),
@@ -261,7 +276,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
                 let object = stored::<K>(kv)?;
                 if (request.selects)(&object) {
                     items.push(object);
-                    if Some(items.len()) == wanted {
+                    if items.len() == wanted {
                         break 'chunks;
                     }
                 }
@@ -272,18 +287,12 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         }
         let mut more_after = None;
         let mut remaining = 0;
-        if let Some(limit) = request.limit.filter(|limit| items.len() > *limit) {
+        if items.len() > limit {
             items.truncate(limit);
-            let last = items.last().map(|o| o.key());
-            if let Some(last) = &last {
-                let mut from = self.key(last).into_bytes();
-                from.push(0);
-                let count =
-                    RangeRequest { key: from, range_end: end, count_only: true, revision: at, ..Default::default() };
-                let response = self.client.range(count).await.map_err(api_error)?;
-                remaining = usize::try_from(response.count).unwrap_or_default();
+            more_after = items.last().map(|o| o.key());
+            if let Some(last) = &more_after {
+                remaining = self.count_after(last, end, at).await?;
             }
-            more_after = last;
         }
         Ok(Page { items, revision: revision_of(at), more_after, remaining })
     }
