@@ -284,17 +284,35 @@ impl Resources {
         };
         let cache = pods::start(source, store.clone());
         self.sources.push(Arc::new(sources::PodCache { status: cache.status.clone(), store: store.clone() }));
-        let registry = Registry::new(store, settings).with_readiness(cache.ready.clone()).served_at::<FarmPod>();
-        let registry = self.add("v1", registry);
-        self.add_deprecated::<farmpod::v1::FarmPod, FarmPod>("v1alpha", registry);
+        self.add_farm_pods_registry(Registry::new(store, settings).with_readiness(cache.ready.clone()));
         let status = cache.status.clone();
         self.health =
             std::mem::take(&mut self.health).with_informational("pod-cache", Arc::new(move || status.check()));
     }
 }
 
-/// The resources in the configured storage (one line each in the list below), and FarmPods when
-/// there is a cluster, fed by the Pod cache started here; with a cluster, creates of llamas obey
+impl Resources {
+    /// FarmPods without a cluster (standalone, no kubeconfig): listed in discovery, as kubectl
+    /// expects of a resource it is asked for, and every read answered with a 503 that says how
+    /// to serve them.
+    fn add_farm_pods_without_cluster(&mut self, args: &ServeArgs, settings: WatchSettings) {
+        let store =
+            Arc::new(MemoryStore::<farmpod::v1::FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
+        self.add_farm_pods_registry(Registry::new(store, settings).not_configured(FARM_PODS_NEED_A_CLUSTER));
+    }
+
+    fn add_farm_pods_registry(&mut self, registry: Registry<farmpod::v1::FarmPod>) {
+        let registry = self.add("v1", registry.served_at::<FarmPod>());
+        self.add_deprecated::<farmpod::v1::FarmPod, FarmPod>("v1alpha", registry);
+    }
+}
+
+/// What a read of FarmPods answers when the server has no cluster.
+pub const FARM_PODS_NEED_A_CLUSTER: &str = "FarmPods are views of a cluster's Pods, and this server was started \
+without a cluster: start it with --kubeconfig PATH (standalone too) or run it in the cluster";
+
+/// The resources in the configured storage (one line each in the list below), and FarmPods: fed
+/// by the Pod cache started here when there is a cluster, a 503 saying so when there is none; with a cluster, creates of llamas obey
 /// its namespaces' lifecycle and writes of llamas go through its admission webhooks.
 async fn resources(
     args: &ServeArgs,
@@ -311,6 +329,7 @@ async fn resources(
     }
     let Some((config, client)) = cluster else {
         served.add_llamas(llamas);
+        served.add_farm_pods_without_cluster(args, settings);
         return Ok(served);
     };
     let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));

@@ -110,15 +110,30 @@ fn missing_certificate_files_fail_clearly() {
 }
 
 #[tokio::test]
-async fn standalone_without_a_cluster_does_not_advertise_farmpods() {
+async fn standalone_without_a_cluster_lists_farmpods_and_says_what_they_need() {
     let s = common::Server::start().await;
     let resources: serde_json::Value =
         s.client.get(s.url("/apis/farm.example.com/v1alpha")).send().await.unwrap().json().await.unwrap();
     let names: Vec<&str> =
         resources["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["llamas", "llamas/status"]);
-    let r = s.client.get(s.url("/apis/farm.example.com/v1alpha/farmpods")).send().await.unwrap();
-    assert_eq!(r.status(), 404);
+    assert_eq!(names, ["llamas", "llamas/status", "farmpods"]);
+    for path in ["/apis/farm.example.com/v1/farmpods", "/apis/farm.example.com/v1/namespaces/default/farmpods/web"] {
+        let r = s.client.get(s.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 503, "{path}");
+        assert!(r.headers().get("retry-after").is_none(), "{path}: waiting will not bring a cluster");
+        let body: serde_json::Value = r.json().await.unwrap();
+        common::assert_status(&body, 503, "ServiceUnavailable");
+        assert!(body["message"].as_str().unwrap().contains("start it with --kubeconfig PATH"), "{body}");
+    }
+    let watch = s.client.get(s.url("/apis/farm.example.com/v1/farmpods?watch=true")).send().await.unwrap();
+    assert_eq!(watch.status(), 503);
+    // kubectl finds the resource and shows the server's reason, not "doesn't have a resource type".
+    let (success, _, stderr) = s.kubectl(&["get", "farmpods"]);
+    assert!(!success);
+    assert!(
+        stderr.contains("Error from server (ServiceUnavailable): FarmPods are views of a cluster's Pods"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]

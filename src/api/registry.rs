@@ -41,6 +41,8 @@ pub struct Registry<K> {
     settings: WatchSettings,
     /// For stores filled from elsewhere (FarmPods): becomes true once they hold data.
     ready: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Why reads get a 503 at once, when the server lacks what feeds the store.
+    not_configured: Option<String>,
     /// The cluster's namespaces, for the lifecycle check of creates (aggregated mode).
     namespaces: Option<Arc<dyn Namespaces>>,
     /// Whether writes record managedFields and server-side apply is served (the default).
@@ -282,7 +284,16 @@ impl<K: Strategy> Registry<K> {
     /// A registry over `store`.
     pub fn new(store: Arc<dyn Store<K>>, settings: WatchSettings) -> Self {
         let versions = vec![Conversion::of::<K, K>()];
-        Self { store, settings, ready: None, namespaces: None, managed_fields: true, admission: None, versions }
+        Self {
+            store,
+            settings,
+            ready: None,
+            not_configured: None,
+            namespaces: None,
+            managed_fields: true,
+            admission: None,
+            versions,
+        }
     }
 
     /// Tells the registry that its objects are served at version `V` too.
@@ -337,8 +348,19 @@ impl<K: Strategy> Registry<K> {
         }
     }
 
-    /// Waits (briefly) for the store to be ready; 503 with Retry-After when it is not.
+    /// Answers every read with a 503 saying `why` (without Retry-After: the server lacks what
+    /// feeds the store, e.g. a view of a cluster's objects started without a cluster).
+    pub fn not_configured(mut self, why: impl Into<String>) -> Self {
+        self.not_configured = Some(why.into());
+        self
+    }
+
+    /// Waits (briefly) for the store to be ready; 503 with Retry-After when it is not, and
+    /// without when it cannot be ([`Registry::not_configured`]).
     pub async fn ensure_ready(&self) -> Result<()> {
+        if let Some(why) = &self.not_configured {
+            return Err(Error::NotConfigured(why.clone()));
+        }
         let Some(ready) = &self.ready else { return Ok(()) };
         let mut ready = ready.clone();
         match tokio::time::timeout(self.settings.not_ready_wait, ready.wait_for(|r| *r)).await {

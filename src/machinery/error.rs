@@ -325,6 +325,10 @@ pub enum Error {
     /// message is etcd's, as the kube-apiserver passes it on.
     #[error("{0}")]
     InsufficientStorage(String),
+    /// 503 `ServiceUnavailable` without Retry-After: the server was started without what the
+    /// request needs, so waiting will not help (the message says what to change).
+    #[error("{0}")]
+    NotConfigured(String),
     /// 503 `ServiceUnavailable`.
     #[error("{message}")]
     Unavailable {
@@ -399,7 +403,7 @@ impl Error {
             Self::Invalid { .. } | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable { .. } | Self::NotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             Self::Refused(status) => refused_code(status),
         }
@@ -424,7 +428,7 @@ impl Error {
             Self::Unprocessable(_) => "Invalid",
             Self::TooManyRequests { .. } => "TooManyRequests",
             Self::Internal(_) => "InternalError",
-            Self::Unavailable { .. } => "ServiceUnavailable",
+            Self::Unavailable { .. } | Self::NotConfigured(_) => "ServiceUnavailable",
             Self::InsufficientStorage(_) => "InsufficientStorage",
             Self::Refused(status) => reason_of(refused_code(status)),
         }
