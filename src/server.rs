@@ -184,7 +184,7 @@ async fn openapi_v3_group_version(
         }
         Some(_) => {
             // A stale hash: send the client to the current document, as the kube-apiserver does.
-            let path = crate::api::openapi::v3_group_version_path(version);
+            let path = crate::api::openapi::v3_group_version_path(s.openapi.group, version);
             let location = format!("/openapi/v3/{path}?hash={}", document.hash);
             let mut r = StatusCode::MOVED_PERMANENTLY.into_response();
             if let Ok(v) = HeaderValue::from_str(&location) {
@@ -499,8 +499,8 @@ pub async fn run(
     metric_sources.push(Arc::new(sources::Inflight(limits.clone())));
     metric_sources.push(Arc::new(sources::Certificate(served_certificate)));
     let shared = Arc::new(Shared {
-        discovery: Discovery::new(&served.versions),
-        openapi: Documents::build(&served.versions),
+        discovery: Discovery::new(crate::resources::GROUP, &served.versions),
+        openapi: Documents::build(crate::resources::GROUP, &served.versions),
         address: url.trim_start_matches("https://").to_string(),
         served: served.versions[0].1.iter().map(|d| d.info.plural).collect(),
         metrics,

@@ -25,7 +25,6 @@ use super::matching::{Attributes, Matching, invoked_version, rule_matches, shoul
 use super::review::{self, GroupVersionKind, GroupVersionResource, Request};
 use crate::machinery::admission::{Admission, Call, Mutated};
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::GROUP;
 use crate::machinery::version::Conversion;
 use crate::namespaces::NamespaceCache;
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, ValidatingWebhook, WebhookClientConfig};
@@ -83,7 +82,7 @@ fn labels_of(object: Option<&Value>) -> Option<ObjectMeta> {
 /// The request attributes of `call` that rules and selectors match.
 fn attributes<'a>(call: &'a Call, object: Option<&'a ObjectMeta>, old: Option<&'a ObjectMeta>) -> Attributes<'a> {
     Attributes {
-        group: GROUP,
+        group: call.resource.group,
         version: call.version,
         resource: call.resource.plural,
         subresource: call.subresource.name().unwrap_or_default(),
@@ -165,8 +164,12 @@ impl Webhooks {
         let user = user_info(call);
         let request = Request {
             uid: &uid,
-            kind: GroupVersionKind { group: GROUP, version: &at.version, kind: call.resource.kind },
-            resource: GroupVersionResource { group: GROUP, version: &at.version, resource: call.resource.plural },
+            kind: GroupVersionKind { group: call.resource.group, version: &at.version, kind: call.resource.kind },
+            resource: GroupVersionResource {
+                group: call.resource.group,
+                version: &at.version,
+                resource: call.resource.plural,
+            },
             request_version: call.version,
             subresource: call.subresource.name().unwrap_or_default(),
             name: call.name,

@@ -373,12 +373,7 @@ pub fn decode_object<K: ApiResource>(
         let errors = all;
         let name =
             map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
-        return Err(Error::Invalid {
-            kind: K::INFO.kind,
-            group: crate::machinery::resource::GROUP,
-            name,
-            causes: errors,
-        });
+        return Err(Error::Invalid { kind: K::INFO.kind, group: K::INFO.group, name, causes: errors });
     }
 
     let mut unknown = Vec::new();

@@ -17,7 +17,7 @@
 
 use super::query::OptionsKind;
 use crate::machinery::error::{Error, FieldError, GroupResource, Result};
-use crate::machinery::resource::{ApiResource, GROUP};
+use crate::machinery::resource::ApiResource;
 use crate::store::Mutation;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Time};
 use serde_json::json;
@@ -109,7 +109,11 @@ pub fn finalizers_after_delete(current: &[String], options: &DeleteOptions) -> V
 /// The 409 of a precondition that no longer holds, worded as `rest.BeforeDelete` words it (the
 /// kube-apiserver names the kind there, not the resource).
 fn precondition_failed<K: ApiResource>(name: &str, detail: String) -> Error {
-    Error::Conflict { resource: GroupResource { group: GROUP, resource: K::INFO.kind }, name: name.into(), detail }
+    Error::Conflict {
+        resource: GroupResource { group: K::INFO.group, resource: K::INFO.kind },
+        name: name.into(),
+        detail,
+    }
 }
 
 fn check_preconditions<K: ApiResource>(current: &K, options: &DeleteOptions) -> Result<()> {

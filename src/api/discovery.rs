@@ -5,7 +5,7 @@
 
 use super::negotiate::parse_accept;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::resource::{GROUP, GroupVersions, ResourceDescriptor};
+use crate::machinery::resource::{GroupVersions, ResourceDescriptor};
 use crate::machinery::verb::Verb;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, header};
@@ -30,6 +30,7 @@ pub const KUBERNETES_MINOR: &str = "33";
 /// group with its resources, the preferred version first.
 #[derive(Clone, Debug)]
 pub struct Discovery {
+    group: &'static str,
     versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
 }
 
@@ -74,9 +75,9 @@ fn negotiate_discovery(headers: &HeaderMap) -> Result<Option<Aggregated>> {
 
 /// `storageVersionHash`: base64 of the first 8 bytes of SHA-256 of `group/version/kind` of the
 /// version objects are stored at, the same at every version served.
-fn storage_version_hash(storage_version: &str, kind: &str) -> String {
+fn storage_version_hash(group: &str, storage_version: &str, kind: &str) -> String {
     use base64::Engine;
-    let digest = Sha256::digest(format!("{GROUP}/{storage_version}/{kind}").as_bytes());
+    let digest = Sha256::digest(format!("{group}/{storage_version}/{kind}").as_bytes());
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
@@ -88,8 +89,8 @@ fn verb_names(verbs: &[Verb]) -> Vec<String> {
     verbs.iter().map(|v| v.as_str().to_string()).collect()
 }
 
-fn gvk(version: &str, kind: &str) -> GroupVersionKind {
-    GroupVersionKind { group: Some(GROUP.into()), version: Some(version.into()), kind: Some(kind.into()) }
+fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
+    GroupVersionKind { group: Some(group.into()), version: Some(version.into()), kind: Some(kind.into()) }
 }
 
 fn json_response<T: Serialize>(value: &T, content_type: &'static str) -> Response {
@@ -115,21 +116,21 @@ struct Typed<'a, T> {
 
 impl Discovery {
     /// Discovery for the group's `versions`, the preferred first (there is always at least one).
-    pub fn new(versions: &GroupVersions) -> Self {
-        Self { versions: versions.to_vec() }
+    pub fn new(group: &'static str, versions: &GroupVersions) -> Self {
+        Self { group, versions: versions.to_vec() }
     }
 
-    fn group_version(version: &str) -> GroupVersionForDiscovery {
-        GroupVersionForDiscovery { group_version: format!("{GROUP}/{version}"), version: version.into() }
+    fn group_version(&self, version: &str) -> GroupVersionForDiscovery {
+        GroupVersionForDiscovery { group_version: format!("{}/{version}", self.group), version: version.into() }
     }
 
     /// `APIGroup` of `farm.example.com`: every version, the preferred first.
     pub fn api_group(&self) -> APIGroup {
         APIGroup {
-            name: GROUP.into(),
-            preferred_version: Some(Self::group_version(self.versions[0].0)),
+            name: self.group.into(),
+            preferred_version: Some(self.group_version(self.versions[0].0)),
             server_address_by_client_cidrs: None,
-            versions: self.versions.iter().map(|(v, _)| Self::group_version(v)).collect(),
+            versions: self.versions.iter().map(|(v, _)| self.group_version(v)).collect(),
         }
     }
 
@@ -137,14 +138,14 @@ impl Discovery {
     pub fn resource_list(&self, version: &str) -> Option<APIResourceList> {
         let (version, resources) = self.versions.iter().find(|(v, _)| *v == version)?;
         Some(APIResourceList {
-            group_version: format!("{GROUP}/{version}"),
-            resources: resources.iter().flat_map(Self::api_resources).collect(),
+            group_version: format!("{}/{version}", self.group),
+            resources: resources.iter().flat_map(|r| self.api_resources(r)).collect(),
         })
     }
 
     /// A resource's entries in its `APIResourceList`: the resource, then each subresource as the
     /// kube-apiserver lists a custom resource's (`llamas/status`: kind and verbs only).
-    fn api_resources(r: &ResourceDescriptor) -> Vec<APIResource> {
+    fn api_resources(&self, r: &ResourceDescriptor) -> Vec<APIResource> {
         let info = &r.info;
         let resource = APIResource {
             categories: Some(to_strings(info.categories)),
@@ -154,7 +155,7 @@ impl Discovery {
             namespaced: info.namespaced,
             short_names: Some(to_strings(info.short_names)),
             singular_name: info.singular.into(),
-            storage_version_hash: Some(storage_version_hash(&r.storage_version, info.kind)),
+            storage_version_hash: Some(storage_version_hash(self.group, &r.storage_version, info.kind)),
             verbs: verb_names(info.verbs),
             version: None,
         };
@@ -176,26 +177,26 @@ impl Discovery {
             .iter()
             .map(|(version, resources)| APIVersionDiscovery {
                 version: Some(version.to_string()),
-                resources: Self::aggregated_resources(version, resources),
+                resources: self.aggregated_resources(version, resources),
                 freshness: Some("Current".into()),
             })
             .collect();
         APIGroupDiscoveryList {
             metadata: None,
             items: vec![APIGroupDiscovery {
-                metadata: Some(ObjectMeta { name: Some(GROUP.into()), ..Default::default() }),
+                metadata: Some(ObjectMeta { name: Some(self.group.into()), ..Default::default() }),
                 versions,
             }],
         }
     }
 
     /// The resources of `version` in aggregated discovery.
-    fn aggregated_resources(version: &str, resources: &[ResourceDescriptor]) -> Vec<APIResourceDiscovery> {
+    fn aggregated_resources(&self, version: &str, resources: &[ResourceDescriptor]) -> Vec<APIResourceDiscovery> {
         resources
             .iter()
             .map(|r| APIResourceDiscovery {
                 resource: Some(r.info.plural.into()),
-                response_kind: Some(gvk(version, r.info.kind)),
+                response_kind: Some(gvk(self.group, version, r.info.kind)),
                 scope: Some(if r.info.namespaced { "Namespaced" } else { "Cluster" }.into()),
                 singular_resource: Some(r.info.singular.into()),
                 verbs: verb_names(r.info.verbs),
@@ -208,7 +209,7 @@ impl Discovery {
                     .filter_map(|s| {
                         Some(APISubresourceDiscovery {
                             subresource: Some(s.name()?.into()),
-                            response_kind: Some(gvk(version, r.info.kind)),
+                            response_kind: Some(gvk(self.group, version, r.info.kind)),
                             accepted_types: Vec::new(),
                             verbs: verb_names(r.info.verbs_of(*s)),
                         })
@@ -306,7 +307,7 @@ mod tests {
     use crate::resources::llama::Llama;
 
     fn discovery() -> Discovery {
-        Discovery::new(&[("v1alpha", vec![ResourceDescriptor::of::<Llama>()])])
+        Discovery::new("farm.example.com", &[("v1alpha", vec![ResourceDescriptor::of::<Llama>()])])
     }
 
     #[test]
@@ -333,7 +334,7 @@ mod tests {
     #[test]
     fn storage_version_hash_digests_the_storage_group_version_kind() {
         // Computed independently: base64(sha256("farm.example.com/v1/Llama")[:8]).
-        assert_eq!(storage_version_hash("v1", "Llama"), "x7awabpd3l0=");
-        assert_eq!(storage_version_hash("v1alpha", "Llama"), "itFfSLuhV0Q=");
+        assert_eq!(storage_version_hash("farm.example.com", "v1", "Llama"), "x7awabpd3l0=");
+        assert_eq!(storage_version_hash("farm.example.com", "v1alpha", "Llama"), "itFfSLuhV0Q=");
     }
 }

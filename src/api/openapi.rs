@@ -16,7 +16,7 @@
 //! and lists each difference with its reason. Bodies are served with strong ETags; v3
 //! group-version documents are addressed by a content hash, as the kube-apiserver does.
 
-use crate::machinery::resource::{GROUP, GroupVersions, ResourceDescriptor, ResourceInfo};
+use crate::machinery::resource::{GroupVersions, ResourceDescriptor, ResourceInfo};
 use crate::machinery::schema::strip_nulls;
 use crate::machinery::verb::Verb;
 use bytes::Bytes;
@@ -133,8 +133,8 @@ fn unwrap_described_references(value: &mut Value) {
 
 /// `com.example.farm.v1alpha.Llama`: the definition name Kubernetes gives a group's kind at a
 /// version.
-pub fn definition_name(version: &str, kind: &str) -> String {
-    let reversed: Vec<&str> = GROUP.split('.').rev().collect();
+pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
+    let reversed: Vec<&str> = group.split('.').rev().collect();
     format!("{}.{version}.{kind}", reversed.join("."))
 }
 
@@ -144,20 +144,20 @@ fn capitalize(word: &str) -> String {
 }
 
 /// `FarmExampleCom`: the group as operation IDs spell it.
-fn group_camel() -> String {
-    GROUP.split('.').map(capitalize).collect()
+fn group_camel(group: &str) -> String {
+    group.split('.').map(capitalize).collect()
 }
 
 /// `farmExampleCom_v1alpha`: the tag of the group-version's operations.
-fn version_tag(version: &str) -> String {
-    let camel = group_camel();
+fn version_tag(group: &str, version: &str) -> String {
+    let camel = group_camel(group);
     let mut chars = camel.chars();
     let lower: String = chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default();
     format!("{lower}_{version}")
 }
 
-fn gvk(version: &str, kind: &str) -> Value {
-    json!({"group": GROUP, "kind": kind, "version": version})
+fn gvk(group: &str, version: &str, kind: &str) -> Value {
+    json!({"group": group, "kind": kind, "version": version})
 }
 
 fn with_description(flavour: Flavour, name: &str, description: &str) -> Value {
@@ -172,7 +172,13 @@ fn with_description(flavour: Flavour, name: &str, description: &str) -> Value {
     }
 }
 
-fn resource_definitions(flavour: Flavour, version: &str, resource: &ResourceDescriptor, into: &mut Map<String, Value>) {
+fn resource_definitions(
+    group: &str,
+    flavour: Flavour,
+    version: &str,
+    resource: &ResourceDescriptor,
+    into: &mut Map<String, Value>,
+) {
     let info = &resource.info;
     let mut properties = Map::new();
     properties.insert(
@@ -191,13 +197,13 @@ fn resource_definitions(flavour: Flavour, version: &str, resource: &ResourceDesc
         properties.insert(name.clone(), schema.clone());
     }
     into.insert(
-        definition_name(version, info.kind),
+        definition_name(group, version, info.kind),
         json!({
             "description": info.description,
             "type": "object",
             "required": resource.required,
             "properties": properties,
-            "x-kubernetes-group-version-kind": [gvk(version, info.kind)],
+            "x-kubernetes-group-version-kind": [gvk(group, version, info.kind)],
         }),
     );
     let mut list_properties = Map::new();
@@ -205,20 +211,20 @@ fn resource_definitions(flavour: Flavour, version: &str, resource: &ResourceDesc
     list_properties.insert("kind".into(), properties["kind"].clone());
     list_properties.insert(
         "items".into(),
-        json!({"description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", info.plural), "type": "array", "items": flavour.reference(&definition_name(version, info.kind))}),
+        json!({"description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", info.plural), "type": "array", "items": flavour.reference(&definition_name(group, version, info.kind))}),
     );
     list_properties.insert(
         "metadata".into(),
         with_description(flavour, &format!("{META}.ListMeta"), "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"),
     );
     into.insert(
-        definition_name(version, info.list_kind),
+        definition_name(group, version, info.list_kind),
         json!({
             "description": format!("{} is a list of {}", info.list_kind, info.kind),
             "type": "object",
             "required": ["items"],
             "properties": list_properties,
-            "x-kubernetes-group-version-kind": [gvk(version, info.list_kind)],
+            "x-kubernetes-group-version-kind": [gvk(group, version, info.list_kind)],
         }),
     );
 }
@@ -450,18 +456,22 @@ fn subresource_operation(verb: Verb, segment: &str, names: &Names) -> Operation 
 }
 
 /// Every path of one resource with its operations and the parameters common to the path.
-fn resource_paths(version: &str, resource: &ResourceDescriptor) -> Vec<(String, Vec<Param>, Vec<Operation>)> {
+fn resource_paths(
+    group: &str,
+    version: &str,
+    resource: &ResourceDescriptor,
+) -> Vec<(String, Vec<Param>, Vec<Operation>)> {
     let info = &resource.info;
     let names = Names {
         info,
-        suffix: format!("{}{}", group_camel(), capitalize(version)),
-        object: definition_name(version, info.kind),
-        list: definition_name(version, info.list_kind),
+        suffix: format!("{}{}", group_camel(group), capitalize(version)),
+        object: definition_name(group, version, info.kind),
+        list: definition_name(group, version, info.list_kind),
     };
     let operations = |verbs: &[Verb], scope: Scope| -> Vec<Operation> {
         verbs.iter().filter(|v| info.allows(**v)).map(|v| operation(*v, scope, &names)).collect()
     };
-    let base = format!("/apis/{GROUP}/{version}");
+    let base = format!("/apis/{group}/{version}");
     let name_description = match info.kind {
         "Llama" => "name of the Llama",
         _ => "name of the object",
@@ -534,15 +544,15 @@ fn produces(op: &Operation) -> &'static [&'static str] {
 }
 
 /// `op` with the parameters of `common` left to its path.
-fn render_operation(flavour: Flavour, version: &str, op: &Operation, common: &[Param]) -> Value {
+fn render_operation(group: &str, flavour: Flavour, version: &str, op: &Operation, common: &[Param]) -> Value {
     let own = op.params.iter().filter(|p| !common.iter().any(|c| (c.0, c.1) == (p.0, p.1)));
     let mut params: Vec<Value> = own.map(|p| render_param(flavour, p)).collect();
     let mut v = json!({
         "description": op.description,
         "operationId": op.id,
-        "tags": [version_tag(version)],
+        "tags": [version_tag(group, version)],
         "x-kubernetes-action": op.action,
-        "x-kubernetes-group-version-kind": gvk(version, op.kind),
+        "x-kubernetes-group-version-kind": gvk(group, version, op.kind),
     });
     match flavour {
         Flavour::V2 => render_v2_exchange(op, &mut v, &mut params),
@@ -611,7 +621,7 @@ fn describe(code: &str) -> &'static str {
     }
 }
 
-fn discovery_paths(flavour: Flavour, version: &str) -> Vec<(String, Value)> {
+fn discovery_paths(group: &str, flavour: Flavour, version: &str) -> Vec<(String, Value)> {
     let produce = |schema: &str| match flavour {
         Flavour::V2 => {
             json!({"consumes": ["application/json"], "produces": ["application/json"], "schemes": ["https"], "responses": {"200": {"description": "OK", "schema": flavour.reference(schema)}, "401": {"description": "Unauthorized"}}})
@@ -620,34 +630,40 @@ fn discovery_paths(flavour: Flavour, version: &str) -> Vec<(String, Value)> {
             json!({"responses": {"200": {"description": "OK", "content": {"application/json": {"schema": flavour.reference(schema)}}}, "401": {"description": "Unauthorized"}}})
         }
     };
-    let mut group = produce(&format!("{META}.APIGroup"));
-    group["description"] = json!("get information of a group");
-    group["operationId"] = json!(format!("get{}APIGroup", group_camel()));
-    let tag = version_tag(version);
-    group["tags"] = json!([tag.trim_end_matches(&format!("_{version}"))]);
+    let mut api_group = produce(&format!("{META}.APIGroup"));
+    api_group["description"] = json!("get information of a group");
+    api_group["operationId"] = json!(format!("get{}APIGroup", group_camel(group)));
+    let tag = version_tag(group, version);
+    api_group["tags"] = json!([tag.trim_end_matches(&format!("_{version}"))]);
     let mut resources = produce(&format!("{META}.APIResourceList"));
     resources["description"] = json!("get available resources");
-    resources["operationId"] = json!(format!("get{}{}APIResources", group_camel(), capitalize(version)));
+    resources["operationId"] = json!(format!("get{}{}APIResources", group_camel(group), capitalize(version)));
     resources["tags"] = json!([tag]);
     vec![
-        (format!("/apis/{GROUP}/"), json!({"get": group})),
-        (format!("/apis/{GROUP}/{version}/"), json!({"get": resources})),
+        (format!("/apis/{group}/"), json!({"get": api_group})),
+        (format!("/apis/{group}/{version}/"), json!({"get": resources})),
     ]
 }
 
-fn paths(flavour: Flavour, version: &str, resources: &[ResourceDescriptor], include_group: bool) -> Map<String, Value> {
+fn paths(
+    group: &str,
+    flavour: Flavour,
+    version: &str,
+    resources: &[ResourceDescriptor],
+    include_group: bool,
+) -> Map<String, Value> {
     let mut out = Map::new();
-    for (path, item) in discovery_paths(flavour, version) {
+    for (path, item) in discovery_paths(group, flavour, version) {
         if include_group || path.ends_with(&format!("{version}/")) {
             out.insert(path, item);
         }
     }
     for resource in resources {
-        for (path, path_params, operations) in resource_paths(version, resource) {
+        for (path, path_params, operations) in resource_paths(group, version, resource) {
             let common = common_params(&path_params, &operations);
             let mut item = Map::new();
             for op in &operations {
-                let mut operation = render_operation(flavour, version, op, &common);
+                let mut operation = render_operation(group, flavour, version, op, &common);
                 if resource.deprecation.is_some() {
                     operation["deprecated"] = Value::Bool(true);
                 }
@@ -666,14 +682,14 @@ fn title() -> Value {
 
 /// The OpenAPI v2 document: every version of the group in one document, as the kube-apiserver
 /// serves it.
-pub fn v2_document(versions: &GroupVersions) -> Value {
+pub fn v2_document(group: &str, versions: &GroupVersions) -> Value {
     let mut definitions = meta_definitions(Flavour::V2);
     let mut all_paths = Map::new();
     for (at, (version, resources)) in versions.iter().enumerate() {
         for r in resources {
-            resource_definitions(Flavour::V2, version, r, &mut definitions);
+            resource_definitions(group, Flavour::V2, version, r, &mut definitions);
         }
-        all_paths.extend(paths(Flavour::V2, version, resources, at == 0));
+        all_paths.extend(paths(group, Flavour::V2, version, resources, at == 0));
     }
     json!({
         "swagger": "2.0",
@@ -686,15 +702,15 @@ pub fn v2_document(versions: &GroupVersions) -> Value {
 }
 
 /// The OpenAPI v3 document of the group at `version`.
-pub fn v3_group_version_document(version: &str, resources: &[ResourceDescriptor]) -> Value {
+pub fn v3_group_version_document(group: &str, version: &str, resources: &[ResourceDescriptor]) -> Value {
     let mut schemas = meta_definitions(Flavour::V3);
     for r in resources {
-        resource_definitions(Flavour::V3, version, r, &mut schemas);
+        resource_definitions(group, Flavour::V3, version, r, &mut schemas);
     }
     json!({
         "openapi": "3.0.0",
         "info": title(),
-        "paths": paths(Flavour::V3, version, resources, false),
+        "paths": paths(group, Flavour::V3, version, resources, false),
         "components": {
             "schemas": schemas,
             "securitySchemes": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
@@ -704,8 +720,8 @@ pub fn v3_group_version_document(version: &str, resources: &[ResourceDescriptor]
 
 /// The path of the group-version document of `version` in the v3 index (without the leading
 /// slash): `apis/farm.example.com/v1alpha`.
-pub fn v3_group_version_path(version: &str) -> String {
-    format!("apis/{GROUP}/{version}")
+pub fn v3_group_version_path(group: &str, version: &str) -> String {
+    format!("apis/{group}/{version}")
 }
 
 /// A served document: its bytes and their hash.
@@ -738,25 +754,27 @@ pub struct Documents {
     pub v2: Document,
     /// `/openapi/v3`
     pub v3_index: Document,
-    /// `/openapi/v3/apis/farm.example.com/<version>` by version, the preferred first.
+    /// `/openapi/v3/apis/<group>/<version>` by version, the preferred first.
     pub v3_group_versions: Vec<(&'static str, Document)>,
+    /// The API group they describe.
+    pub group: &'static str,
 }
 
 impl Documents {
-    /// Builds every document for the group's `versions`.
-    pub fn build(versions: &GroupVersions) -> Self {
-        let v2 = Document::new(&v2_document(versions));
+    /// Builds every document for `group`'s `versions`.
+    pub fn build(group: &'static str, versions: &GroupVersions) -> Self {
+        let v2 = Document::new(&v2_document(group, versions));
         let v3_group_versions: Vec<(&'static str, Document)> =
-            versions.iter().map(|(v, r)| (*v, Document::new(&v3_group_version_document(v, r)))).collect();
+            versions.iter().map(|(v, r)| (*v, Document::new(&v3_group_version_document(group, v, r)))).collect();
         let index: Map<String, Value> = v3_group_versions
             .iter()
             .map(|(v, d)| {
-                let path = v3_group_version_path(v);
+                let path = v3_group_version_path(group, v);
                 let url = format!("/openapi/v3/{path}?hash={}", d.hash);
                 (path, json!({"serverRelativeURL": url}))
             })
             .collect();
-        Self { v2, v3_index: Document::new(&json!({"paths": index})), v3_group_versions }
+        Self { v2, v3_index: Document::new(&json!({"paths": index})), v3_group_versions, group }
     }
 
     /// The v3 document of `version`, when it is served.
@@ -768,11 +786,12 @@ impl Documents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resources::GROUP;
     use crate::resources::llama::Llama;
 
     fn docs() -> (Value, Value) {
         let resources = vec![ResourceDescriptor::of::<Llama>()];
-        (v2_document(&[("v1alpha", resources.clone())]), v3_group_version_document("v1alpha", &resources))
+        (v2_document(GROUP, &[("v1alpha", resources.clone())]), v3_group_version_document(GROUP, "v1alpha", &resources))
     }
 
     #[test]
@@ -811,15 +830,15 @@ mod tests {
             ("v1", vec![ResourceDescriptor::of::<crate::resources::llama::v1::Llama>()]),
             ("v1alpha", vec![ResourceDescriptor::of::<Llama>()]),
         ];
-        let a = Documents::build(&versions);
-        let b = Documents::build(&versions);
+        let a = Documents::build(GROUP, &versions);
+        let b = Documents::build(GROUP, &versions);
         assert_eq!(a.v2.body, b.v2.body);
         let index: Value = serde_json::from_slice(&a.v3_index.body).unwrap();
         for version in ["v1alpha", "v1"] {
             let document = a.v3_group_version(version).unwrap();
             assert_eq!(document.hash.len(), 128);
             assert_eq!(document.body, b.v3_group_version(version).unwrap().body);
-            let url = index["paths"][v3_group_version_path(version)]["serverRelativeURL"].as_str().unwrap();
+            let url = index["paths"][v3_group_version_path(GROUP, version)]["serverRelativeURL"].as_str().unwrap();
             assert!(url.ends_with(&document.hash));
         }
         let v1: Value = serde_json::from_slice(&a.v3_group_version("v1").unwrap().body).unwrap();

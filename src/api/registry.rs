@@ -22,7 +22,7 @@ use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::lifecycle::{Namespaces, admit_create};
 use crate::machinery::managed::{self, Managed};
 use crate::machinery::paging::Continue;
-use crate::machinery::resource::{ApiResource, BodySchema, GROUP, body_schema};
+use crate::machinery::resource::{ApiResource, BodySchema, body_schema};
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::unmanaged_value;
 use crate::machinery::user::UserInfo;
@@ -218,7 +218,7 @@ fn generated_name(prefix: &str) -> String {
 }
 
 fn invalid<K: ApiResource>(name: &str, causes: Vec<FieldError>) -> Error {
-    Error::Invalid { kind: K::INFO.kind, group: GROUP, name: name.to_string(), causes }
+    Error::Invalid { kind: K::INFO.kind, group: K::INFO.group, name: name.to_string(), causes }
 }
 
 fn conflict<K: ApiResource>(name: &str, detail: impl Into<String>) -> Error {
@@ -865,7 +865,12 @@ fn check_resource_version<K: ApiResource>(new: Option<&str>, old: &ObjectMeta, r
             // apimachinery shows the uint64 it read with Go's %#v, and the generic store names the
             // resource (`llamas.farm.example.com`) where validation names the kind.
             missing.value = Some("0x0".into());
-            Err(Error::Invalid { kind: K::INFO.plural, group: GROUP, name: name.to_string(), causes: vec![missing] })
+            Err(Error::Invalid {
+                kind: K::INFO.plural,
+                group: K::INFO.group,
+                name: name.to_string(),
+                causes: vec![missing],
+            })
         }
         Some(rv) if !rv.is_empty() && Some(rv) != old.resource_version.as_deref() => Err(conflict::<K>(
             name,
@@ -1093,6 +1098,7 @@ mod strategy_hooks {
 
     impl ApiResource for Ewe {
         const INFO: ResourceInfo = ResourceInfo {
+            group: "farm.example.com",
             kind: "Ewe",
             list_kind: "EweList",
             plural: "ewes",

@@ -9,12 +9,11 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-/// The API group every resource of this server belongs to.
-pub const GROUP: &str = "farm.example.com";
-
 /// Static facts about a resource, as advertised by discovery and OpenAPI.
 #[derive(Clone, Copy, Debug)]
 pub struct ResourceInfo {
+    /// The API group, e.g. `farm.example.com`.
+    pub group: &'static str,
     /// Kind, e.g. `Llama`.
     pub kind: &'static str,
     /// Kind of the list, e.g. `LlamaList`.
@@ -83,7 +82,7 @@ impl ResourceInfo {
 
     /// `plural.group`, for error messages.
     pub fn group_resource(&self) -> super::error::GroupResource {
-        super::error::GroupResource { group: GROUP, resource: self.plural }
+        super::error::GroupResource { group: self.group, resource: self.plural }
     }
 }
 

@@ -538,6 +538,7 @@ mod tests {
 
     impl ApiResource for Llama {
         const INFO: ResourceInfo = ResourceInfo {
+            group: "farm.example.com",
             kind: "Llama",
             list_kind: "LlamaList",
             plural: "llamas",

@@ -176,6 +176,7 @@ impl FarmPod {
 
 impl ApiResource for FarmPod {
     const INFO: ResourceInfo = ResourceInfo {
+        group: super::GROUP,
         kind: "FarmPod",
         list_kind: "FarmPodList",
         plural: "farmpods",

@@ -121,6 +121,7 @@ pub fn validate_sizes(weight: f64, height: f64) -> Vec<FieldError> {
 
 impl ApiResource for Llama {
     const INFO: ResourceInfo = ResourceInfo {
+        group: super::GROUP,
         kind: "Llama",
         list_kind: "LlamaList",
         plural: "llamas",
@@ -240,7 +241,7 @@ impl Served<v1::Llama> for Llama {
         let name = object.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
         conversion::to_v1(object).map_err(|cause| Error::Invalid {
             kind: "Llama",
-            group: crate::machinery::resource::GROUP,
+            group: super::GROUP,
             name,
             causes: vec![cause],
         })

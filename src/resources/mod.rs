@@ -6,3 +6,6 @@
 
 pub mod farmpod;
 pub mod llama;
+
+/// The API group of every resource this server serves.
+pub const GROUP: &str = "farm.example.com";

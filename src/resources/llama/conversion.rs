@@ -20,7 +20,7 @@ use crate::machinery::stored::Edit;
 use serde_json::{Map, Value};
 
 /// The group the versions belong to.
-const GROUP: &str = "farm.example.com";
+use crate::resources::GROUP;
 /// `apiVersion` of the older version.
 pub const V1ALPHA: &str = "farm.example.com/v1alpha";
 /// `apiVersion` of the newer version (served beside v1alpha; the storage version next).
