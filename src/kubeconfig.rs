@@ -5,17 +5,14 @@
 use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
 use std::path::Path;
 
-/// The name of the cluster, user and context in the written kubeconfig.
-pub const CONTEXT_NAME: &str = "farm-apiserver";
-
-/// Builds the kubeconfig for `server_url`.
-pub fn build(server_url: &str, ca_pem: &str, token: &str) -> Kubeconfig {
+/// Builds the kubeconfig for `server_url`, its cluster, user and context named `name`.
+pub fn build(name: &str, server_url: &str, ca_pem: &str, token: &str) -> Kubeconfig {
     use base64::Engine;
     let ca_data = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
     Kubeconfig {
         clusters: vec![NamedCluster {
             other: Default::default(),
-            name: CONTEXT_NAME.into(),
+            name: name.into(),
             cluster: Some(Cluster {
                 server: Some(server_url.into()),
                 certificate_authority_data: Some(ca_data),
@@ -24,20 +21,20 @@ pub fn build(server_url: &str, ca_pem: &str, token: &str) -> Kubeconfig {
         }],
         auth_infos: vec![NamedAuthInfo {
             other: Default::default(),
-            name: CONTEXT_NAME.into(),
+            name: name.into(),
             auth_info: Some(AuthInfo { token: Some(token.to_string().into()), ..Default::default() }),
         }],
         contexts: vec![NamedContext {
             other: Default::default(),
-            name: CONTEXT_NAME.into(),
+            name: name.into(),
             context: Some(Context {
-                cluster: CONTEXT_NAME.into(),
-                user: Some(CONTEXT_NAME.into()),
+                cluster: name.into(),
+                user: Some(name.into()),
                 namespace: Some("default".into()),
                 ..Default::default()
             }),
         }],
-        current_context: Some(CONTEXT_NAME.into()),
+        current_context: Some(name.into()),
         api_version: Some("v1".into()),
         kind: Some("Config".into()),
         ..Default::default()
@@ -72,9 +69,9 @@ mod tests {
     fn written_kubeconfig_reads_back_with_kube() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kc");
-        write(&path, &build("https://127.0.0.1:1234", "-----BEGIN CERTIFICATE-----\n", "tok")).unwrap();
+        write(&path, &build("my-server", "https://127.0.0.1:1234", "-----BEGIN CERTIFICATE-----\n", "tok")).unwrap();
         let read = Kubeconfig::read_from(&path).unwrap();
-        assert_eq!(read.current_context.as_deref(), Some(CONTEXT_NAME));
+        assert_eq!(read.current_context.as_deref(), Some("my-server"));
         let server = read.clusters[0].cluster.as_ref().and_then(|c| c.server.clone());
         assert_eq!(server.as_deref(), Some("https://127.0.0.1:1234"));
         #[cfg(unix)]

@@ -44,7 +44,11 @@ async fn shutdown_signal() {
 
 fn write_openapi(out_dir: &std::path::Path) -> std::io::Result<()> {
     let versions = farm_apiserver::server::all_resources();
-    let docs = farm_apiserver::api::openapi::Documents::build(farm_apiserver::resources::GROUP, &versions);
+    let docs = farm_apiserver::api::openapi::Documents::build(
+        &farm_apiserver::server::IDENTITY,
+        farm_apiserver::resources::GROUP,
+        &versions,
+    );
     std::fs::create_dir_all(out_dir)?;
     std::fs::write(out_dir.join("v2.json"), &docs.v2.body)?;
     std::fs::write(out_dir.join("v3.json"), &docs.v3_index.body)?;

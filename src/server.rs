@@ -16,6 +16,7 @@ use crate::config::ServeArgs;
 use crate::health::{self, Health};
 use crate::limits::Limits;
 use crate::machinery::error::Error as ApiError;
+use crate::machinery::identity::Identity;
 use crate::machinery::resource::ResourceDescriptor;
 use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
@@ -307,6 +308,9 @@ impl Resources {
     }
 }
 
+/// This program, as `/version`, OpenAPI, its CA, its kubeconfig and its metrics name it.
+pub const IDENTITY: Identity = Identity::new("farm-apiserver", env!("CARGO_PKG_VERSION"));
+
 /// What a read of FarmPods answers when the server has no cluster.
 pub const FARM_PODS_NEED_A_CLUSTER: &str = "FarmPods are views of a cluster's Pods, and this server was started \
 without a cluster: start it with --kubeconfig PATH (standalone too) or run it in the cluster";
@@ -373,7 +377,7 @@ fn router(
             "/api",
             get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.api(&h, &s.address) }),
         )
-        .route("/version", get_only(|| async { discovery::version_info() }))
+        .route("/version", get_only(|| async { discovery::version_info(&IDENTITY) }))
         .route("/openapi/v2", get_only(openapi_v2))
         .route("/openapi/v3", get_only(openapi_v3_index))
         .route(
@@ -472,13 +476,13 @@ pub async fn run(
 ) -> Result<(), StartError> {
     let certs = match (&args.tls_cert_file, &args.tls_private_key_file) {
         (Some(cert), Some(key)) => tls::load(&cert.to_string_lossy(), &key.to_string_lossy())?,
-        _ => tls::generate("farm-apiserver-ca", &args.tls_sans)?,
+        _ => tls::generate(&IDENTITY.ca_name(), &args.tls_sans)?,
     };
     let cluster = cluster_config(&args).await?;
     let local = listener.local_addr().map_err(StartError::Listener)?;
     let url = client_url(local);
 
-    let metrics = Arc::new(Metrics::new(cluster.is_some()));
+    let metrics = Arc::new(Metrics::new(&IDENTITY.metric_prefix(), cluster.is_some()));
     let client = match &cluster {
         Some(config) => Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?),
         None => None,
@@ -500,7 +504,7 @@ pub async fn run(
     metric_sources.push(Arc::new(sources::Certificate(served_certificate)));
     let shared = Arc::new(Shared {
         discovery: Discovery::new(crate::resources::GROUP, &served.versions),
-        openapi: Documents::build(crate::resources::GROUP, &served.versions),
+        openapi: Documents::build(&IDENTITY, crate::resources::GROUP, &served.versions),
         address: url.trim_start_matches("https://").to_string(),
         served: served.versions[0].1.iter().map(|d| d.info.plural).collect(),
         metrics,
@@ -570,7 +574,7 @@ fn authenticator(
     if args.standalone {
         let token = auth::random_token();
         if let Some(path) = &args.write_kubeconfig {
-            kubeconfig::write(path, &kubeconfig::build(url, ca_pem, &token))
+            kubeconfig::write(path, &kubeconfig::build(IDENTITY.name, url, ca_pem, &token))
                 .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
             tracing::info!(path = %path.display(), "wrote kubeconfig");
         }

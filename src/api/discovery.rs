@@ -5,6 +5,7 @@
 
 use super::negotiate::parse_accept;
 use crate::machinery::error::{Error, Result};
+use crate::machinery::identity::Identity;
 use crate::machinery::resource::{GroupVersions, ResourceDescriptor};
 use crate::machinery::verb::Verb;
 use axum::response::{IntoResponse, Response};
@@ -273,8 +274,9 @@ impl Discovery {
     }
 }
 
-/// `GET /version`.
-pub fn version_info() -> Response {
+/// `GET /version`: the Kubernetes version whose API this server follows, and `identity` after
+/// the `+`.
+pub fn version_info(identity: &Identity) -> Response {
     let info = Info {
         build_date: String::new(),
         compiler: "rustc".into(),
@@ -282,7 +284,7 @@ pub fn version_info() -> Response {
         emulation_minor: None,
         git_commit: String::new(),
         git_tree_state: "clean".into(),
-        git_version: format!("v1.{KUBERNETES_MINOR}.0+farm-apiserver.{}", env!("CARGO_PKG_VERSION")),
+        git_version: format!("v1.{KUBERNETES_MINOR}.0+{}.{}", identity.name, identity.version),
         go_version: String::new(),
         major: "1".into(),
         min_compatibility_major: None,

@@ -16,6 +16,7 @@
 //! and lists each difference with its reason. Bodies are served with strong ETags; v3
 //! group-version documents are addressed by a content hash, as the kube-apiserver does.
 
+use crate::machinery::identity::Identity;
 use crate::machinery::resource::{GroupVersions, ResourceDescriptor, ResourceInfo};
 use crate::machinery::schema::strip_nulls;
 use crate::machinery::verb::Verb;
@@ -676,13 +677,13 @@ fn paths(
     out
 }
 
-fn title() -> Value {
-    json!({"title": "farm-apiserver", "version": concat!("v", env!("CARGO_PKG_VERSION"))})
+fn title(identity: &Identity) -> Value {
+    json!({"title": identity.name, "version": format!("v{}", identity.version)})
 }
 
 /// The OpenAPI v2 document: every version of the group in one document, as the kube-apiserver
 /// serves it.
-pub fn v2_document(group: &str, versions: &GroupVersions) -> Value {
+pub fn v2_document(identity: &Identity, group: &str, versions: &GroupVersions) -> Value {
     let mut definitions = meta_definitions(Flavour::V2);
     let mut all_paths = Map::new();
     for (at, (version, resources)) in versions.iter().enumerate() {
@@ -693,7 +694,7 @@ pub fn v2_document(group: &str, versions: &GroupVersions) -> Value {
     }
     json!({
         "swagger": "2.0",
-        "info": title(),
+        "info": title(identity),
         "paths": all_paths,
         "definitions": definitions,
         "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
@@ -702,14 +703,19 @@ pub fn v2_document(group: &str, versions: &GroupVersions) -> Value {
 }
 
 /// The OpenAPI v3 document of the group at `version`.
-pub fn v3_group_version_document(group: &str, version: &str, resources: &[ResourceDescriptor]) -> Value {
+pub fn v3_group_version_document(
+    identity: &Identity,
+    group: &str,
+    version: &str,
+    resources: &[ResourceDescriptor],
+) -> Value {
     let mut schemas = meta_definitions(Flavour::V3);
     for r in resources {
         resource_definitions(group, Flavour::V3, version, r, &mut schemas);
     }
     json!({
         "openapi": "3.0.0",
-        "info": title(),
+        "info": title(identity),
         "paths": paths(group, Flavour::V3, version, resources, false),
         "components": {
             "schemas": schemas,
@@ -762,10 +768,12 @@ pub struct Documents {
 
 impl Documents {
     /// Builds every document for `group`'s `versions`.
-    pub fn build(group: &'static str, versions: &GroupVersions) -> Self {
-        let v2 = Document::new(&v2_document(group, versions));
-        let v3_group_versions: Vec<(&'static str, Document)> =
-            versions.iter().map(|(v, r)| (*v, Document::new(&v3_group_version_document(group, v, r)))).collect();
+    pub fn build(identity: &Identity, group: &'static str, versions: &GroupVersions) -> Self {
+        let v2 = Document::new(&v2_document(identity, group, versions));
+        let v3_group_versions: Vec<(&'static str, Document)> = versions
+            .iter()
+            .map(|(v, r)| (*v, Document::new(&v3_group_version_document(identity, group, v, r))))
+            .collect();
         let index: Map<String, Value> = v3_group_versions
             .iter()
             .map(|(v, d)| {
@@ -788,10 +796,14 @@ mod tests {
     use super::*;
     use crate::resources::GROUP;
     use crate::resources::llama::Llama;
+    use crate::server::IDENTITY;
 
     fn docs() -> (Value, Value) {
         let resources = vec![ResourceDescriptor::of::<Llama>()];
-        (v2_document(GROUP, &[("v1alpha", resources.clone())]), v3_group_version_document(GROUP, "v1alpha", &resources))
+        (
+            v2_document(&IDENTITY, GROUP, &[("v1alpha", resources.clone())]),
+            v3_group_version_document(&IDENTITY, GROUP, "v1alpha", &resources),
+        )
     }
 
     #[test]
@@ -830,8 +842,8 @@ mod tests {
             ("v1", vec![ResourceDescriptor::of::<crate::resources::llama::v1::Llama>()]),
             ("v1alpha", vec![ResourceDescriptor::of::<Llama>()]),
         ];
-        let a = Documents::build(GROUP, &versions);
-        let b = Documents::build(GROUP, &versions);
+        let a = Documents::build(&IDENTITY, GROUP, &versions);
+        let b = Documents::build(&IDENTITY, GROUP, &versions);
         assert_eq!(a.v2.body, b.v2.body);
         let index: Value = serde_json::from_slice(&a.v3_index.body).unwrap();
         for version in ["v1alpha", "v1"] {

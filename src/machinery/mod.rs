@@ -9,6 +9,7 @@ pub mod columns;
 pub mod conditions;
 pub mod error;
 pub mod fieldpath;
+pub mod identity;
 pub mod json_depth;
 pub mod json_scan;
 pub mod key;

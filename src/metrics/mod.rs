@@ -70,6 +70,8 @@ const DURATION_BUCKETS: [f64; 21] =
 
 /// Every metric of the server.
 pub struct Metrics {
+    /// What the server's own metrics' names start with (`farm_apiserver`).
+    prefix: String,
     registry: Registry,
     /// Requests served, by verb, resource and code.
     pub requests: Family<RequestLabels, Counter>,
@@ -133,16 +135,19 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// Metrics of no server in particular (settings built without one: tests), named `server_*`.
 impl Default for Metrics {
     fn default() -> Self {
-        Self::new(false)
+        Self::new("server", false)
     }
 }
 
 impl Metrics {
-    /// Every metric, registered, at zero; the Pod cache's only when there is one.
-    pub fn new(pod_cache: bool) -> Self {
-        let mut metrics = Self::unregistered();
+    /// Every metric, registered, at zero, the server's own named after `prefix`
+    /// (`farm_apiserver` → `farm_apiserver_storage_watches`); the Pod cache's only when there is
+    /// one.
+    pub fn new(prefix: &str, pod_cache: bool) -> Self {
+        let mut metrics = Self::unregistered(prefix);
         metrics.register_requests();
         metrics.register_watches_and_storage();
         if pod_cache {
@@ -154,8 +159,9 @@ impl Metrics {
     }
 
     /// Every metric at zero, none registered yet.
-    fn unregistered() -> Self {
+    fn unregistered(prefix: &str) -> Self {
         Self {
+            prefix: prefix.to_string(),
             registry: Registry::default(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor((|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram),
@@ -218,12 +224,12 @@ impl Metrics {
         );
         registry.register("apiserver_storage_objects", "Objects stored, by resource", self.storage_objects.clone());
         registry.register(
-            "farm_apiserver_watch_history_events",
+            format!("{}_watch_history_events", self.prefix),
             "Events kept in memory for watches, paging and exact reads, by resource",
             self.watch_history.clone(),
         );
         registry.register(
-            "farm_apiserver_storage_watches",
+            format!("{}_storage_watches", self.prefix),
             "Watches held open on etcd, by resource: one per resource (the watch cache's), whatever the number of watchers",
             self.storage_watches.clone(),
         );
@@ -237,17 +243,17 @@ impl Metrics {
     fn register_pod_cache(&mut self) {
         let registry = &mut self.registry;
         registry.register(
-            "farm_apiserver_pod_cache_synced",
+            format!("{}_pod_cache_synced", self.prefix),
             "1 when the Pod cache holds the cluster's Pods, 0 before",
             self.pod_cache_synced.clone(),
         );
         registry.register(
-            "farm_apiserver_pod_cache_objects",
+            format!("{}_pod_cache_objects", self.prefix),
             "FarmPods in the Pod cache",
             self.pod_cache_objects.clone(),
         );
         registry.register_with_unit(
-            "farm_apiserver_pod_cache_last_event_age",
+            format!("{}_pod_cache_last_event_age", self.prefix),
             "Time since the Pod cache last heard from the cluster (a list, an event or a bookmark)",
             Unit::Seconds,
             self.pod_cache_last_event_age.clone(),
@@ -273,17 +279,17 @@ impl Metrics {
             self.authentication.clone(),
         );
         registry.register(
-            "farm_apiserver_authorization_decisions",
+            format!("{}_authorization_decisions", self.prefix),
             "Authorization decisions by result: allowed, denied or error (aggregated mode)",
             self.authorization.clone(),
         );
         registry.register(
-            "farm_apiserver_token_review_cache_lookups",
+            format!("{}_token_review_cache_lookups", self.prefix),
             "TokenReview cache lookups by result: hit or miss (aggregated mode)",
             self.token_cache.clone(),
         );
         registry.register(
-            "farm_apiserver_subject_access_review_cache_lookups",
+            format!("{}_subject_access_review_cache_lookups", self.prefix),
             "SubjectAccessReview cache lookups by result: hit or miss (aggregated mode)",
             self.authorization_cache.clone(),
         );
@@ -293,7 +299,7 @@ impl Metrics {
     fn register_process(&mut self) {
         let registry = &mut self.registry;
         registry.register_with_unit(
-            "farm_apiserver_serving_certificate_expiration_timestamp",
+            format!("{}_serving_certificate_expiration_timestamp", self.prefix),
             "When the serving certificate in use expires, in Unix time",
             Unit::Seconds,
             self.certificate_expiry.clone(),
@@ -305,7 +311,7 @@ impl Metrics {
             self.resident_memory.clone(),
         );
         registry.register_with_unit(
-            "farm_apiserver_heap_allocated",
+            format!("{}_heap_allocated", self.prefix),
             "Memory in use: what the allocator (jemalloc) has handed out and not taken back, without the freed pages it keeps for reuse",
             Unit::Bytes,
             self.heap_allocated.clone(),
