@@ -25,6 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha512};
+use std::borrow::Cow;
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
 
@@ -231,107 +232,136 @@ fn resource_definitions(
 }
 
 /// A query or path parameter: name, location, type, description.
-#[derive(Clone, Copy)]
-struct Param(&'static str, &'static str, &'static str, &'static str);
+#[derive(Clone)]
+struct Param(&'static str, &'static str, &'static str, Cow<'static, str>);
 
 const P_NAMESPACE: Param =
-    Param("namespace", "path", "string", "object name and auth scope, such as for teams and projects");
-const P_PRETTY: Param = Param("pretty", "query", "string", "If 'true', then the output is pretty printed.");
+    Param("namespace", "path", "string", Cow::Borrowed("object name and auth scope, such as for teams and projects"));
+const P_PRETTY: Param =
+    Param("pretty", "query", "string", Cow::Borrowed("If 'true', then the output is pretty printed."));
 const P_DRY_RUN: Param = Param(
     "dryRun",
     "query",
     "string",
-    "When present, indicates that modifications should not be persisted. An invalid or unrecognized dryRun directive will result in an error response and no further processing of the request. Valid values are: - All: all dry run stages will be processed",
+    Cow::Borrowed(
+        "When present, indicates that modifications should not be persisted. An invalid or unrecognized dryRun directive will result in an error response and no further processing of the request. Valid values are: - All: all dry run stages will be processed",
+    ),
 );
 const P_FIELD_MANAGER: Param = Param(
     "fieldManager",
     "query",
     "string",
-    "fieldManager is a name associated with the actor or entity that is making these changes. The value must be less than or 128 characters long, and only contain printable characters, as defined by https://golang.org/pkg/unicode/#IsPrint.",
+    Cow::Borrowed(
+        "fieldManager is a name associated with the actor or entity that is making these changes. The value must be less than or 128 characters long, and only contain printable characters, as defined by https://golang.org/pkg/unicode/#IsPrint.",
+    ),
 );
 const P_FIELD_VALIDATION: Param = Param(
     "fieldValidation",
     "query",
     "string",
-    "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore: unknown fields are dropped silently. - Warn: unknown fields are dropped and a Warning header names each (the default). - Strict: the request fails with BadRequest naming every unknown field.",
+    Cow::Borrowed(
+        "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore: unknown fields are dropped silently. - Warn: unknown fields are dropped and a Warning header names each (the default). - Strict: the request fails with BadRequest naming every unknown field.",
+    ),
 );
 const P_GRACE: Param = Param(
     "gracePeriodSeconds",
     "query",
     "integer",
-    "The duration in seconds before the object should be deleted. Value must be non-negative integer. The value zero indicates delete immediately. If this value is nil, the default grace period for the specified type will be used. Defaults to a per object value if not specified. zero means delete immediately.",
+    Cow::Borrowed(
+        "The duration in seconds before the object should be deleted. Value must be non-negative integer. The value zero indicates delete immediately. If this value is nil, the default grace period for the specified type will be used. Defaults to a per object value if not specified. zero means delete immediately.",
+    ),
 );
 const P_ORPHAN: Param = Param(
     "orphanDependents",
     "query",
     "boolean",
-    "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. Should the dependent objects be orphaned. If true/false, the \"orphan\" finalizer will be added to/removed from the object's finalizers list. Either this field or PropagationPolicy may be set, but not both.",
+    Cow::Borrowed(
+        "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. Should the dependent objects be orphaned. If true/false, the \"orphan\" finalizer will be added to/removed from the object's finalizers list. Either this field or PropagationPolicy may be set, but not both.",
+    ),
 );
 const P_PROPAGATION: Param = Param(
     "propagationPolicy",
     "query",
     "string",
-    "Whether and how garbage collection will be performed. Either this field or OrphanDependents may be set, but not both. The default policy is decided by the existing finalizer set in the metadata.finalizers and the resource-specific default policy. Acceptable values are: 'Orphan' - orphan the dependents; 'Background' - allow the garbage collector to delete the dependents in the background; 'Foreground' - a cascading policy that deletes all dependents in the foreground.",
+    Cow::Borrowed(
+        "Whether and how garbage collection will be performed. Either this field or OrphanDependents may be set, but not both. The default policy is decided by the existing finalizer set in the metadata.finalizers and the resource-specific default policy. Acceptable values are: 'Orphan' - orphan the dependents; 'Background' - allow the garbage collector to delete the dependents in the background; 'Foreground' - a cascading policy that deletes all dependents in the foreground.",
+    ),
 );
 const P_LABEL_SELECTOR: Param = Param(
     "labelSelector",
     "query",
     "string",
-    "A selector to restrict the list of returned objects by their labels. Defaults to everything.",
+    Cow::Borrowed("A selector to restrict the list of returned objects by their labels. Defaults to everything."),
 );
 const P_FIELD_SELECTOR: Param = Param(
     "fieldSelector",
     "query",
     "string",
-    "A selector to restrict the list of returned objects by their fields. Defaults to everything.",
+    Cow::Borrowed("A selector to restrict the list of returned objects by their fields. Defaults to everything."),
 );
 const P_LIMIT: Param = Param(
     "limit",
     "query",
     "integer",
-    "limit is a maximum number of responses to return for a list call. If more items exist, the server will set the `continue` field on the list metadata to a value that can be used with the same initial query to retrieve the next set of results. Setting a limit may return fewer than the requested amount of items (up to zero items) in the event all requested objects are filtered out and clients should only use the presence of the continue field to determine whether more results are available. Servers may choose not to support the limit argument and will return all of the available results. If limit is specified and the continue field is empty, clients may assume that no more results are available. This field is not supported if watch is true.\n\nThe server guarantees that the objects returned when using continue will be identical to issuing a single list call without a limit - that is, no objects created, modified, or deleted after the first request is issued will be included in any subsequent continued requests. This is sometimes referred to as a consistent snapshot, and ensures that a client that is using limit to receive smaller chunks of a very large result can ensure they see all possible objects. If objects are updated during a chunked list the version of the object that was present at the time the first list result was calculated is returned.",
+    Cow::Borrowed(
+        "limit is a maximum number of responses to return for a list call. If more items exist, the server will set the `continue` field on the list metadata to a value that can be used with the same initial query to retrieve the next set of results. Setting a limit may return fewer than the requested amount of items (up to zero items) in the event all requested objects are filtered out and clients should only use the presence of the continue field to determine whether more results are available. Servers may choose not to support the limit argument and will return all of the available results. If limit is specified and the continue field is empty, clients may assume that no more results are available. This field is not supported if watch is true.\n\nThe server guarantees that the objects returned when using continue will be identical to issuing a single list call without a limit - that is, no objects created, modified, or deleted after the first request is issued will be included in any subsequent continued requests. This is sometimes referred to as a consistent snapshot, and ensures that a client that is using limit to receive smaller chunks of a very large result can ensure they see all possible objects. If objects are updated during a chunked list the version of the object that was present at the time the first list result was calculated is returned.",
+    ),
 );
 const P_CONTINUE: Param = Param(
     "continue",
     "query",
     "string",
-    "The continue option should be set when retrieving more results from the server. Since this value is server defined, clients may only use the continue value from a previous query result with identical query parameters (except for the value of continue) and the server may reject a continue value it does not recognize. If the specified continue value is no longer valid whether due to expiration (generally five to fifteen minutes) or a configuration change on the server, the server will respond with a 410 ResourceExpired error together with a continue token. If the client needs a consistent list, it must restart their list without the continue field. Otherwise, the client may send another list request with the token received with the 410 error, the server will respond with a list starting from the next key, but from the latest snapshot, which is inconsistent from the previous list results - objects that are created, modified, or deleted after the first list request will be included in the response, as long as their keys are after the \"next key\".\n\nThis field is not supported when watch is true. Clients may start a watch from the last resourceVersion value returned by the server and not miss any modifications.",
+    Cow::Borrowed(
+        "The continue option should be set when retrieving more results from the server. Since this value is server defined, clients may only use the continue value from a previous query result with identical query parameters (except for the value of continue) and the server may reject a continue value it does not recognize. If the specified continue value is no longer valid whether due to expiration (generally five to fifteen minutes) or a configuration change on the server, the server will respond with a 410 ResourceExpired error together with a continue token. If the client needs a consistent list, it must restart their list without the continue field. Otherwise, the client may send another list request with the token received with the 410 error, the server will respond with a list starting from the next key, but from the latest snapshot, which is inconsistent from the previous list results - objects that are created, modified, or deleted after the first list request will be included in the response, as long as their keys are after the \"next key\".\n\nThis field is not supported when watch is true. Clients may start a watch from the last resourceVersion value returned by the server and not miss any modifications.",
+    ),
 );
 const P_RV: Param = Param(
     "resourceVersion",
     "query",
     "string",
-    "resourceVersion sets a constraint on what resource versions a request may be served from. See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.\n\nDefaults to unset",
+    Cow::Borrowed(
+        "resourceVersion sets a constraint on what resource versions a request may be served from. See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.\n\nDefaults to unset",
+    ),
 );
 const P_RV_MATCH: Param = Param(
     "resourceVersionMatch",
     "query",
     "string",
-    "resourceVersionMatch determines how resourceVersion is applied to list calls. It is highly recommended that resourceVersionMatch be set for list calls where resourceVersion is set See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.\n\nDefaults to unset",
+    Cow::Borrowed(
+        "resourceVersionMatch determines how resourceVersion is applied to list calls. It is highly recommended that resourceVersionMatch be set for list calls where resourceVersion is set See https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions for details.\n\nDefaults to unset",
+    ),
 );
 const P_WATCH: Param = Param(
     "watch",
     "query",
     "boolean",
-    "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications. Specify resourceVersion.",
+    Cow::Borrowed(
+        "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications. Specify resourceVersion.",
+    ),
 );
 const P_BOOKMARKS: Param = Param(
     "allowWatchBookmarks",
     "query",
     "boolean",
-    "allowWatchBookmarks requests watch events with type \"BOOKMARK\". Servers that do not implement bookmarks may ignore this flag and bookmarks are sent at the server's discretion. Clients should not assume bookmarks are returned at any specific interval, nor may they assume the server will send any BOOKMARK event during a session. If this is not a watch, this field is ignored.",
+    Cow::Borrowed(
+        "allowWatchBookmarks requests watch events with type \"BOOKMARK\". Servers that do not implement bookmarks may ignore this flag and bookmarks are sent at the server's discretion. Clients should not assume bookmarks are returned at any specific interval, nor may they assume the server will send any BOOKMARK event during a session. If this is not a watch, this field is ignored.",
+    ),
 );
 const P_SEND_INITIAL: Param = Param(
     "sendInitialEvents",
     "query",
     "boolean",
-    "`sendInitialEvents=true` may be set together with `watch=true`. In that case, the watch stream will begin with synthetic events to produce the current state of objects in the collection. Once all such events have been sent, a synthetic \"Bookmark\" event will be sent. The bookmark will report the ResourceVersion (RV) corresponding to the set of objects, and be marked with `\"k8s.io/initial-events-end\": \"true\"` annotation.",
+    Cow::Borrowed(
+        "`sendInitialEvents=true` may be set together with `watch=true`. In that case, the watch stream will begin with synthetic events to produce the current state of objects in the collection. Once all such events have been sent, a synthetic \"Bookmark\" event will be sent. The bookmark will report the ResourceVersion (RV) corresponding to the set of objects, and be marked with `\"k8s.io/initial-events-end\": \"true\"` annotation.",
+    ),
 );
 const P_TIMEOUT: Param = Param(
     "timeoutSeconds",
     "query",
     "integer",
-    "Timeout for the list/watch call. This limits the duration of the call, regardless of any activity or inactivity.",
+    Cow::Borrowed(
+        "Timeout for the list/watch call. This limits the duration of the call, regardless of any activity or inactivity.",
+    ),
 );
 
 /// One operation of the API, rendered into both document flavours.
@@ -473,10 +503,8 @@ fn resource_paths(
         verbs.iter().filter(|v| info.allows(**v)).map(|v| operation(*v, scope, &names)).collect()
     };
     let base = format!("/apis/{group}/{version}");
-    let name_description = match info.kind {
-        "Llama" => "name of the Llama",
-        _ => "name of the object",
-    };
+    // As the kube-apiserver describes the name of a built-in resource or a custom resource.
+    let name_description = Cow::Owned(format!("name of the {}", info.kind));
     let mut paths = Vec::new();
     if info.allows(Verb::List) {
         let all = operations(&[Verb::List], Scope::AllNamespaces);
@@ -521,7 +549,7 @@ fn common_params(path_params: &[Param], operations: &[Operation]) -> Vec<Param> 
     let every = |p: &Param| operations.iter().all(|op| op.params.iter().any(|q| (q.0, q.1) == (p.0, p.1)));
     let mut common: Vec<Param> = path_params.to_vec();
     if let Some(first) = operations.first() {
-        common.extend(first.params.iter().filter(|p| every(p)));
+        common.extend(first.params.iter().filter(|p| every(p)).cloned());
     }
     common.sort_by_key(|p| (p.0, p.1));
     common
