@@ -27,7 +27,8 @@
 //!    (counts, times and logs every request), [`limits`] (requests in flight and timeouts),
 //!    [`health`]; [`admission`] (the cluster's
 //!    admission webhooks: their configurations, which ones a write calls, and the calls, behind
-//!    the registry's [`machinery::admission::Admission`]); [`pods`] (the Pod cache that feeds
+//!    the registry's [`machinery::admission::Admission`]); [`mirror`] (a mirror of a kind of the
+//!    cluster's objects feeding a read-only view: the Pod cache that feeds
 //!    FarmPods); [`namespaces`] (the Namespace cache behind the lifecycle of creates and the
 //!    webhooks' `namespaceSelector`); [`tls`], [`kubeconfig`], [`certs`], [`config`].
 //! 6. [`server`] wires everything: TLS, authentication and audit, the storage factory (the
@@ -55,9 +56,9 @@ pub mod kubeconfig;
 pub mod limits;
 pub mod machinery;
 pub mod metrics;
+pub mod mirror;
 pub mod namespaces;
 pub mod observe;
-pub mod pods;
 pub mod resources;
 pub mod server;
 pub mod store;

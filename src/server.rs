@@ -24,7 +24,7 @@ use crate::metrics::{Metrics, Sources};
 use crate::namespaces::NamespaceCache;
 use crate::resources::{farmpod, farmpod::FarmPod, llama, llama::Llama};
 use crate::store::{Revision, memory::MemoryStore};
-use crate::{kubeconfig, pods, tls};
+use crate::{kubeconfig, mirror, tls};
 use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::handler::Handler;
@@ -277,14 +277,16 @@ impl Resources {
         // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
         let store =
             Arc::new(MemoryStore::<farmpod::v1::FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
-        let source = pods::Source {
+        let source = mirror::Source {
+            name: "pod cache".into(),
+            project: farmpod::v1::FarmPod::project,
             client,
             server,
             namespace: args.pod_namespace.clone(),
             max_backoff: Duration::from_secs(args.pod_cache_max_backoff_seconds),
         };
-        let cache = pods::start(source, store.clone());
-        self.sources.push(Arc::new(sources::PodCache { status: cache.status.clone(), store: store.clone() }));
+        let cache = mirror::start(source, store.clone());
+        self.sources.push(Arc::new(sources::MirrorCache { status: cache.status.clone(), store: store.clone() }));
         self.add_farm_pods_registry(Registry::new(store, settings).with_readiness(cache.ready.clone()));
         let status = cache.status.clone();
         self.health =

@@ -4,8 +4,7 @@
 use crate::limits::Limits;
 use crate::machinery::resource::ApiResource;
 use crate::metrics::{Metrics, Source};
-use crate::pods::CacheStatus;
-use crate::resources::farmpod::v1::FarmPod;
+use crate::mirror::CacheStatus;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
 use crate::tls::ReloadingCertificate;
@@ -55,22 +54,22 @@ fn count_up_to(counter: &prometheus_client::metrics::counter::Counter, total: u6
     counter.inc_by(total.saturating_sub(counter.get()));
 }
 
-/// The Pod cache's state.
-pub struct PodCache {
+/// A mirror's state (the Pod cache's: its gauges are named for it, one mirror a server today).
+pub struct MirrorCache<K> {
     /// Sync state and when the cluster last answered.
     pub status: Arc<CacheStatus>,
-    /// The FarmPods it holds.
-    pub store: Arc<MemoryStore<FarmPod>>,
+    /// The view's objects it holds.
+    pub store: Arc<MemoryStore<K>>,
 }
 
 #[async_trait::async_trait]
-impl Source for PodCache {
+impl<K: ApiResource> Source for MirrorCache<K> {
     async fn read(&self, metrics: &Metrics) {
         metrics.pod_cache_synced.set(i64::from(self.status.synced()));
         let stats = self.store.stats();
         metrics.pod_cache_objects.set(i64::try_from(stats.objects).unwrap_or(i64::MAX));
         if let Some(dropped) = stats.watchers_dropped {
-            count_up_to(&metrics.watchers_dropped.get_or_create(&Metrics::resource(FarmPod::INFO.plural)), dropped);
+            count_up_to(&metrics.watchers_dropped.get_or_create(&Metrics::resource(K::INFO.plural)), dropped);
         }
         if let Some(age) = self.status.last_heard_age() {
             metrics.pod_cache_last_event_age.set(age.as_secs_f64());

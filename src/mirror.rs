@@ -1,35 +1,39 @@
-//! The Pod cache that feeds FarmPods: one list-then-watch loop over the cluster's Pods (all
-//! namespaces, or one given by `--pod-namespace`), started once, projecting each Pod into a
-//! FarmPod in a replicated [`MemoryStore`]. get, list and watch of FarmPods are served from that
-//! store; no request calls the kube-apiserver.
+//! A mirror of a cluster's objects, the source of a read-only view (FarmPods are the farm
+//! server's view of Pods): one list-then-watch loop over one kind of the cluster's objects (in
+//! all namespaces, or one), started once, projecting each object into the view's resource in a
+//! replicated [`MemoryStore`]. get, list and watch of the view are served from that store; no
+//! request calls the kube-apiserver.
 //!
 //! The loop uses kube-rs's `Api::list` and `Api::watch` directly rather than `kube::runtime::watcher`
-//! because FarmPods keep the Pods' resourceVersions: a re-list must know the list's
+//! because the view keeps its sources' resourceVersions: a re-list must know the list's
 //! resourceVersion to date the deletions it discovers, which the runtime watcher does not expose.
 //! Watches ask for bookmarks, so the store's revision follows the cluster even when nothing
 //! changes. On 410 the loop re-lists and the store emits only the differences. Errors are retried
 //! with exponential backoff, and a 403 is logged with the RBAC rule to add.
 
-use crate::resources::farmpod::v1::FarmPod;
+use crate::machinery::resource::ApiResource;
 use crate::store::ObjectKey;
 use crate::store::memory::MemoryStore;
 use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use kube::core::NamespaceResourceScope;
 use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Page size of the Pod lists.
+/// Page size of the source's lists.
 const LIST_PAGE: u32 = 500;
-/// Seconds each Pod watch asks for (the client re-watches after).
+/// Seconds each watch of the source asks for (the client re-watches after).
 const WATCH_TIMEOUT: u32 = 290;
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
 
-/// What the cache knows about itself, for `/readyz` and logs.
-#[derive(Debug, Default)]
+/// What the mirror knows about itself, for `/readyz` and logs.
+#[derive(Debug)]
 pub struct CacheStatus {
+    /// What the mirror is called in messages (`Pod cache`).
+    name: String,
     /// Whether the first list has completed.
     synced: std::sync::atomic::AtomicBool,
     /// The last error, cleared by the next success.
@@ -39,12 +43,16 @@ pub struct CacheStatus {
 }
 
 impl CacheStatus {
+    fn new(name: String) -> Self {
+        Self { name, synced: Default::default(), last_error: Default::default(), last_heard: Default::default() }
+    }
+
     /// `Ok` once synced; otherwise why not.
     pub fn check(&self) -> Result<(), String> {
         if self.synced.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(());
         }
-        Err(self.last_error.lock().clone().unwrap_or_else(|| "the Pod cache has not synced yet".into()))
+        Err(self.last_error.lock().clone().unwrap_or_else(|| format!("the {} has not synced yet", self.name)))
     }
 
     fn error(&self, message: String) {
@@ -66,33 +74,62 @@ impl CacheStatus {
     }
 }
 
-/// A running Pod cache.
-pub struct PodCache {
+/// A running mirror.
+pub struct Mirrored {
     /// Becomes `true` once the first list has been stored.
     pub ready: watch::Receiver<bool>,
     /// Sync state and last error.
     pub status: Arc<CacheStatus>,
 }
 
-/// Explains a failure so that an operator knows what to fix.
-fn explain(err: &kube::Error, server: &str, namespace: Option<&str>) -> String {
+/// Explains a failure to read `S` so that an operator knows what to fix.
+fn explain<S: kube::Resource<DynamicType = ()>>(err: &kube::Error, server: &str, namespace: Option<&str>) -> String {
     let scope = namespace.map(|n| format!("in namespace {n:?}")).unwrap_or_else(|| "in all namespaces".into());
+    let (group, plural) = (S::group(&()), S::plural(&()));
     match err {
         kube::Error::Api(status) if status.code == 403 => format!(
-            "RBAC forbids the server to list or watch pods {scope}: {}. Grant its ServiceAccount a {} with the rule \
-             {{apiGroups: [\"\"], resources: [\"pods\"], verbs: [\"get\", \"list\", \"watch\"]}} (manifests/rbac.yaml has it)",
+            "RBAC forbids the server to list or watch {plural} {scope}: {}. Grant its ServiceAccount a {} with the rule \
+             {{apiGroups: [\"{group}\"], resources: [\"{plural}\"], verbs: [\"get\", \"list\", \"watch\"]}}",
             status.message,
             if namespace.is_some() { "Role" } else { "ClusterRole" }
         ),
         kube::Error::Api(status) if status.code == 401 => {
             format!("the kube-apiserver at {server} refused the server's credentials: {}", status.message)
         }
-        other => format!("cannot list or watch pods {scope} at {server}: {other}"),
+        other => format!("cannot list or watch {plural} {scope} at {server}: {other}"),
     }
 }
 
-/// Where the cache reads Pods from.
-pub struct Source {
+/// The objects a mirror may read: a namespaced kind of the cluster, as kube-rs types them.
+pub trait SourceObject:
+    kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + DeserializeOwned
+    + Clone
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> SourceObject for S where
+    S: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Where a mirror reads its objects `S` from, and how it makes each the view's `K`.
+pub struct Source<S, K> {
+    /// What the mirror is called in messages and logs (`Pod cache`).
+    pub name: String,
+    /// The view of one object; `None` leaves it out (it must keep the object's namespace and
+    /// name: deletions are found by them).
+    pub project: fn(&S) -> Option<K>,
     /// A client of the cluster.
     pub client: kube::Client,
     /// The cluster's URL, for messages.
@@ -103,17 +140,18 @@ pub struct Source {
     pub max_backoff: Duration,
 }
 
-/// Starts the cache over the Pods of `source`, feeding `store`.
-pub fn start(source: Source, store: Arc<MemoryStore<FarmPod>>) -> PodCache {
-    let Source { client, server, namespace, max_backoff } = source;
+/// Starts the mirror of `source`, feeding `store`.
+pub fn start<S: SourceObject, K: ApiResource>(source: Source<S, K>, store: Arc<MemoryStore<K>>) -> Mirrored {
+    let Source { name, project, client, server, namespace, max_backoff } = source;
     let (ready_tx, ready) = watch::channel(false);
-    let status = Arc::new(CacheStatus::default());
-    let api: Api<Pod> = match &namespace {
+    let status = Arc::new(CacheStatus::new(name));
+    let api: Api<S> = match &namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),
     };
     let mirror = Mirror {
         api,
+        project,
         server,
         namespace,
         max_backoff: max_backoff.max(BACKOFF_MIN),
@@ -123,21 +161,24 @@ pub fn start(source: Source, store: Arc<MemoryStore<FarmPod>>) -> PodCache {
         status: status.clone(),
     };
     tokio::spawn(mirror.run());
-    PodCache { ready, status }
+    Mirrored { ready, status }
 }
 
 fn revision_of(value: Option<&str>) -> Option<u64> {
     value.and_then(|v| v.parse().ok())
 }
 
-/// Lists every Pod, page by page; returns the FarmPods and the list's resourceVersion.
-async fn list_all(api: &Api<Pod>) -> Result<(Vec<FarmPod>, u64), kube::Error> {
+/// Lists every object, page by page; returns their views and the list's resourceVersion.
+async fn list_all<S: SourceObject, K>(
+    api: &Api<S>,
+    project: fn(&S) -> Option<K>,
+) -> Result<(Vec<K>, u64), kube::Error> {
     let mut params = ListParams::default().limit(LIST_PAGE);
     let mut out = Vec::new();
     loop {
         let page = api.list(&params).await?;
         let revision = revision_of(page.metadata.resource_version.as_deref()).unwrap_or_default();
-        out.extend(page.items.iter().filter_map(FarmPod::project));
+        out.extend(page.items.iter().filter_map(project));
         match page.metadata.continue_.as_deref() {
             Some(token) if !token.is_empty() => params = ListParams::default().limit(LIST_PAGE).continue_token(token),
             _ => return Ok((out, revision)),
@@ -145,22 +186,24 @@ async fn list_all(api: &Api<Pod>) -> Result<(Vec<FarmPod>, u64), kube::Error> {
     }
 }
 
-/// The task that keeps `store` a mirror of the cluster's Pods: list, then watch from the list's
-/// revision, re-listing when the watch expires, and backing off (up to `max_backoff`) on errors.
-struct Mirror {
-    api: Api<Pod>,
+/// The task that keeps `store` a mirror of the cluster's objects: list, then watch from the
+/// list's revision, re-listing when the watch expires, and backing off (up to `max_backoff`) on
+/// errors.
+struct Mirror<S: SourceObject, K: ApiResource> {
+    api: Api<S>,
+    project: fn(&S) -> Option<K>,
     /// The cluster's URL and the namespace watched, for messages.
     server: String,
     namespace: Option<String>,
     max_backoff: Duration,
     /// The wait before the next retry; doubles on each failure, reset by a success.
     backoff: Duration,
-    store: Arc<MemoryStore<FarmPod>>,
+    store: Arc<MemoryStore<K>>,
     ready: watch::Sender<bool>,
     status: Arc<CacheStatus>,
 }
 
-impl Mirror {
+impl<S: SourceObject, K: ApiResource> Mirror<S, K> {
     async fn run(mut self) {
         let mut resume: Option<u64> = None;
         loop {
@@ -173,27 +216,27 @@ impl Mirror {
 
     /// Logs and records what went wrong, then waits before the retry.
     async fn fail(&mut self, err: &kube::Error) {
-        let err = explain(err, &self.server, self.namespace.as_deref());
-        tracing::warn!(error = %err, retry_in_ms = self.backoff.as_millis() as u64, "pod cache");
+        let err = explain::<S>(err, &self.server, self.namespace.as_deref());
+        tracing::warn!(error = %err, retry_in_ms = self.backoff.as_millis() as u64, "{}", self.status.name);
         self.status.error(err);
         let wait = self.backoff;
         self.backoff = (self.backoff * 2).min(self.max_backoff);
         tokio::time::sleep(wait).await;
     }
 
-    /// Lists every Pod into the store; the revision to watch from, or `None` to list again.
+    /// Lists every object into the store; the revision to watch from, or `None` to list again.
     async fn relist(&mut self) -> Option<u64> {
-        match list_all(&self.api).await {
-            Ok((pods, revision)) => {
-                let count = pods.len();
-                if let Err(err) = self.store.replace_all(pods, revision) {
-                    tracing::error!(error = %err, "pod cache: storing the listed pods");
+        match list_all(&self.api, self.project).await {
+            Ok((objects, revision)) => {
+                let count = objects.len();
+                if let Err(err) = self.store.replace_all(objects, revision) {
+                    tracing::error!(error = %err, "{}: storing the listed objects", self.status.name);
                 }
                 self.status.heard();
                 self.backoff = BACKOFF_MIN;
                 *self.status.last_error.lock() = None;
                 if !self.status.synced.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                    tracing::info!(pods = count, revision, "pod cache synced");
+                    tracing::info!(objects = count, revision, "{} synced", self.status.name);
                 }
                 let _ = self.ready.send(true);
                 Some(revision)
@@ -228,7 +271,7 @@ impl Mirror {
                     Applied::At(revision) => resume = revision,
                     Applied::Skipped => {}
                     Applied::Expired => {
-                        tracing::info!(from, "pod watch expired; re-listing");
+                        tracing::info!(from, "{}: the watch expired; re-listing", self.status.name);
                         return None;
                     }
                     Applied::Failed(err) => {
@@ -249,26 +292,26 @@ impl Mirror {
     }
 
     /// Applies one watch event to the store.
-    fn apply(&self, event: WatchEvent<Pod>) -> Applied {
+    fn apply(&self, event: WatchEvent<S>) -> Applied {
         match event {
-            WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {
-                let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else {
+            WatchEvent::Added(object) | WatchEvent::Modified(object) => {
+                let Some(revision) = revision_of(object.meta().resource_version.as_deref()) else {
                     return Applied::Skipped;
                 };
-                if let Some(farm_pod) = FarmPod::project(&pod) {
-                    let stored = self.store.replicate(ObjectKey::of(&farm_pod), Some(farm_pod), revision);
+                if let Some(view) = (self.project)(&object) {
+                    let stored = self.store.replicate(ObjectKey::of(&view), Some(view), revision);
                     if let Err(err) = stored {
-                        tracing::error!(error = %err, "pod cache: storing a pod");
+                        tracing::error!(error = %err, "{}: storing an object", self.status.name);
                     }
                 }
                 Applied::At(revision)
             }
-            WatchEvent::Deleted(pod) => {
-                let Some(revision) = revision_of(pod.metadata.resource_version.as_deref()) else {
+            WatchEvent::Deleted(object) => {
+                let Some(revision) = revision_of(object.meta().resource_version.as_deref()) else {
                     return Applied::Skipped;
                 };
-                if let Err(err) = self.store.replicate(ObjectKey::of(&pod), None, revision) {
-                    tracing::error!(error = %err, "pod cache: deleting a pod");
+                if let Err(err) = self.store.replicate(ObjectKey::of(&object), None, revision) {
+                    tracing::error!(error = %err, "{}: deleting an object", self.status.name);
                 }
                 Applied::At(revision)
             }
