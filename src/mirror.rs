@@ -32,7 +32,7 @@ const BACKOFF_MIN: Duration = Duration::from_millis(200);
 /// What the mirror knows about itself, for `/readyz` and logs.
 #[derive(Debug)]
 pub struct CacheStatus {
-    /// What the mirror is called in messages (`Pod cache`).
+    /// The mirror's name (`pod`: messages call it the `pod cache`).
     name: String,
     /// Whether the first list has completed.
     synced: std::sync::atomic::AtomicBool,
@@ -52,7 +52,7 @@ impl CacheStatus {
         if self.synced.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(());
         }
-        Err(self.last_error.lock().clone().unwrap_or_else(|| format!("the {} has not synced yet", self.name)))
+        Err(self.last_error.lock().clone().unwrap_or_else(|| format!("the {} cache has not synced yet", self.name)))
     }
 
     fn error(&self, message: String) {
@@ -125,7 +125,7 @@ impl<S> SourceObject for S where
 
 /// Where a mirror reads its objects `S` from, and how it makes each the view's `K`.
 pub struct Source<S, K> {
-    /// What the mirror is called in messages and logs (`Pod cache`).
+    /// The mirror's name, in its metrics' names and its messages (`pod`: the `pod cache`).
     pub name: String,
     /// The view of one object; `None` leaves it out (it must keep the object's namespace and
     /// name: deletions are found by them).
@@ -217,7 +217,7 @@ impl<S: SourceObject, K: ApiResource> Mirror<S, K> {
     /// Logs and records what went wrong, then waits before the retry.
     async fn fail(&mut self, err: &kube::Error) {
         let err = explain::<S>(err, &self.server, self.namespace.as_deref());
-        tracing::warn!(error = %err, retry_in_ms = self.backoff.as_millis() as u64, "{}", self.status.name);
+        tracing::warn!(error = %err, retry_in_ms = self.backoff.as_millis() as u64, "{} cache", self.status.name);
         self.status.error(err);
         let wait = self.backoff;
         self.backoff = (self.backoff * 2).min(self.max_backoff);
@@ -230,13 +230,13 @@ impl<S: SourceObject, K: ApiResource> Mirror<S, K> {
             Ok((objects, revision)) => {
                 let count = objects.len();
                 if let Err(err) = self.store.replace_all(objects, revision) {
-                    tracing::error!(error = %err, "{}: storing the listed objects", self.status.name);
+                    tracing::error!(error = %err, "{} cache: storing the listed objects", self.status.name);
                 }
                 self.status.heard();
                 self.backoff = BACKOFF_MIN;
                 *self.status.last_error.lock() = None;
                 if !self.status.synced.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                    tracing::info!(objects = count, revision, "{} synced", self.status.name);
+                    tracing::info!(objects = count, revision, "{} cache synced", self.status.name);
                 }
                 let _ = self.ready.send(true);
                 Some(revision)
@@ -271,7 +271,7 @@ impl<S: SourceObject, K: ApiResource> Mirror<S, K> {
                     Applied::At(revision) => resume = revision,
                     Applied::Skipped => {}
                     Applied::Expired => {
-                        tracing::info!(from, "{}: the watch expired; re-listing", self.status.name);
+                        tracing::info!(from, "{} cache: the watch expired; re-listing", self.status.name);
                         return None;
                     }
                     Applied::Failed(err) => {
@@ -301,7 +301,7 @@ impl<S: SourceObject, K: ApiResource> Mirror<S, K> {
                 if let Some(view) = (self.project)(&object) {
                     let stored = self.store.replicate(ObjectKey::of(&view), Some(view), revision);
                     if let Err(err) = stored {
-                        tracing::error!(error = %err, "{}: storing an object", self.status.name);
+                        tracing::error!(error = %err, "{} cache: storing an object", self.status.name);
                     }
                 }
                 Applied::At(revision)
@@ -311,7 +311,7 @@ impl<S: SourceObject, K: ApiResource> Mirror<S, K> {
                     return Applied::Skipped;
                 };
                 if let Err(err) = self.store.replicate(ObjectKey::of(&object), None, revision) {
-                    tracing::error!(error = %err, "{}: deleting an object", self.status.name);
+                    tracing::error!(error = %err, "{} cache: deleting an object", self.status.name);
                 }
                 Applied::At(revision)
             }

@@ -278,7 +278,7 @@ impl Resources {
         let store =
             Arc::new(MemoryStore::<farmpod::v1::FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
         let source = mirror::Source {
-            name: "pod cache".into(),
+            name: POD_MIRROR.into(),
             project: farmpod::v1::FarmPod::project,
             client,
             server,
@@ -286,7 +286,11 @@ impl Resources {
             max_backoff: Duration::from_secs(args.pod_cache_max_backoff_seconds),
         };
         let cache = mirror::start(source, store.clone());
-        self.sources.push(Arc::new(sources::MirrorCache { status: cache.status.clone(), store: store.clone() }));
+        self.sources.push(Arc::new(sources::MirrorCache {
+            gauges: settings.metrics.mirror(POD_MIRROR),
+            status: cache.status.clone(),
+            store: store.clone(),
+        }));
         self.add_farm_pods_registry(Registry::new(store, settings).with_readiness(cache.ready.clone()));
         let status = cache.status.clone();
         self.health =
@@ -312,6 +316,9 @@ impl Resources {
 
 /// This program, as `/version`, OpenAPI, its CA, its kubeconfig and its metrics name it.
 pub const IDENTITY: Identity = Identity::new("farm-apiserver", env!("CARGO_PKG_VERSION"));
+
+/// The mirror of the cluster's Pods that feeds FarmPods (the `pod cache`).
+const POD_MIRROR: &str = "pod";
 
 /// What a read of FarmPods answers when the server has no cluster.
 pub const FARM_PODS_NEED_A_CLUSTER: &str = "FarmPods are views of a cluster's Pods, and this server was started \
@@ -484,7 +491,8 @@ pub async fn run(
     let local = listener.local_addr().map_err(StartError::Listener)?;
     let url = client_url(local);
 
-    let metrics = Arc::new(Metrics::new(&IDENTITY.metric_prefix(), cluster.is_some()));
+    let metrics =
+        Arc::new(Metrics::new(&IDENTITY.metric_prefix(), if cluster.is_some() { &[POD_MIRROR] } else { &[] }));
     let client = match &cluster {
         Some(config) => Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?),
         None => None,

@@ -93,12 +93,8 @@ pub struct Metrics {
     pub storage_watches: Family<ResourceLabel, Gauge>,
     /// Objects read and tested by lists served from memory, by resource.
     pub list_evaluated: Family<ResourceLabel, Counter>,
-    /// 1 when the Pod cache has synced with the cluster.
-    pub pod_cache_synced: Gauge,
-    /// FarmPods in the cache.
-    pub pod_cache_objects: Gauge,
-    /// Seconds since the Pod cache last heard from the cluster.
-    pub pod_cache_last_event_age: FloatGauge,
+    /// The gauges of each mirror of the cluster's objects, by the mirror's name.
+    mirrors: Vec<(String, MirrorGauges)>,
     /// Authentication outcomes: `success`, `failure`, `error`.
     pub authentication: Family<ResultLabel, Counter>,
     /// Authorization decisions: `allowed`, `denied`, `error`.
@@ -138,20 +134,31 @@ impl std::fmt::Debug for Metrics {
 /// Metrics of no server in particular (settings built without one: tests), named `server_*`.
 impl Default for Metrics {
     fn default() -> Self {
-        Self::new("server", false)
+        Self::new("server", &[])
     }
+}
+
+/// The state of one mirror of the cluster's objects.
+#[derive(Clone, Debug, Default)]
+pub struct MirrorGauges {
+    /// 1 once the mirror holds the cluster's objects.
+    pub synced: Gauge,
+    /// The objects it holds.
+    pub objects: Gauge,
+    /// Seconds since it last heard from the cluster.
+    pub last_event_age: FloatGauge,
 }
 
 impl Metrics {
     /// Every metric, registered, at zero, the server's own named after `prefix`
-    /// (`farm_apiserver` → `farm_apiserver_storage_watches`); the Pod cache's only when there is
-    /// one.
-    pub fn new(prefix: &str, pod_cache: bool) -> Self {
+    /// (`farm_apiserver` → `farm_apiserver_storage_watches`), with the gauges of each mirror of
+    /// the cluster's objects in `mirrors` (`pod` → `farm_apiserver_pod_cache_synced`, …).
+    pub fn new(prefix: &str, mirrors: &[&str]) -> Self {
         let mut metrics = Self::unregistered(prefix);
         metrics.register_requests();
         metrics.register_watches_and_storage();
-        if pod_cache {
-            metrics.register_pod_cache();
+        for mirror in mirrors {
+            metrics.register_mirror(mirror);
         }
         metrics.register_auth();
         metrics.register_process();
@@ -173,9 +180,7 @@ impl Metrics {
             watch_history: Family::default(),
             storage_watches: Family::default(),
             list_evaluated: Family::default(),
-            pod_cache_synced: Gauge::default(),
-            pod_cache_objects: Gauge::default(),
-            pod_cache_last_event_age: FloatGauge::default(),
+            mirrors: Vec::new(),
             authentication: Family::default(),
             authorization: Family::default(),
             token_cache: Family::default(),
@@ -240,24 +245,28 @@ impl Metrics {
         );
     }
 
-    fn register_pod_cache(&mut self) {
-        let registry = &mut self.registry;
+    fn register_mirror(&mut self, mirror: &str) {
+        let gauges = MirrorGauges::default();
+        let (registry, name) = (&mut self.registry, format!("{}_{mirror}_cache", self.prefix));
         registry.register(
-            format!("{}_pod_cache_synced", self.prefix),
-            "1 when the Pod cache holds the cluster's Pods, 0 before",
-            self.pod_cache_synced.clone(),
+            format!("{name}_synced"),
+            format!("1 when the {mirror} cache holds the cluster's objects, 0 before"),
+            gauges.synced.clone(),
         );
-        registry.register(
-            format!("{}_pod_cache_objects", self.prefix),
-            "FarmPods in the Pod cache",
-            self.pod_cache_objects.clone(),
-        );
+        registry.register(format!("{name}_objects"), format!("Objects in the {mirror} cache"), gauges.objects.clone());
         registry.register_with_unit(
-            format!("{}_pod_cache_last_event_age", self.prefix),
-            "Time since the Pod cache last heard from the cluster (a list, an event or a bookmark)",
+            format!("{name}_last_event_age"),
+            format!("Time since the {mirror} cache last heard from the cluster (a list, an event or a bookmark)"),
             Unit::Seconds,
-            self.pod_cache_last_event_age.clone(),
+            gauges.last_event_age.clone(),
         );
+        self.mirrors.push((mirror.to_string(), gauges));
+    }
+
+    /// The gauges of the mirror called `name` (registered by [`Metrics::new`]); unregistered
+    /// ones for another name.
+    pub fn mirror(&self, name: &str) -> MirrorGauges {
+        self.mirrors.iter().find(|(n, _)| n == name).map(|(_, g)| g.clone()).unwrap_or_default()
     }
 
     fn register_auth(&mut self) {

@@ -3,7 +3,7 @@
 
 use crate::limits::Limits;
 use crate::machinery::resource::ApiResource;
-use crate::metrics::{Metrics, Source};
+use crate::metrics::{Metrics, MirrorGauges, Source};
 use crate::mirror::CacheStatus;
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
@@ -54,8 +54,10 @@ fn count_up_to(counter: &prometheus_client::metrics::counter::Counter, total: u6
     counter.inc_by(total.saturating_sub(counter.get()));
 }
 
-/// A mirror's state (the Pod cache's: its gauges are named for it, one mirror a server today).
+/// A mirror's state.
 pub struct MirrorCache<K> {
+    /// Its gauges.
+    pub gauges: MirrorGauges,
     /// Sync state and when the cluster last answered.
     pub status: Arc<CacheStatus>,
     /// The view's objects it holds.
@@ -65,14 +67,14 @@ pub struct MirrorCache<K> {
 #[async_trait::async_trait]
 impl<K: ApiResource> Source for MirrorCache<K> {
     async fn read(&self, metrics: &Metrics) {
-        metrics.pod_cache_synced.set(i64::from(self.status.synced()));
+        self.gauges.synced.set(i64::from(self.status.synced()));
         let stats = self.store.stats();
-        metrics.pod_cache_objects.set(i64::try_from(stats.objects).unwrap_or(i64::MAX));
+        self.gauges.objects.set(i64::try_from(stats.objects).unwrap_or(i64::MAX));
         if let Some(dropped) = stats.watchers_dropped {
             count_up_to(&metrics.watchers_dropped.get_or_create(&Metrics::resource(K::INFO.plural)), dropped);
         }
         if let Some(age) = self.status.last_heard_age() {
-            metrics.pod_cache_last_event_age.set(age.as_secs_f64());
+            self.gauges.last_event_age.set(age.as_secs_f64());
         }
     }
 }
