@@ -12,7 +12,7 @@ use crate::api::registry::{Registry, WatchSettings};
 use crate::audit::Auditor;
 use crate::auth::delegated::{Delegated, DelegationSettings};
 use crate::auth::{self, Authenticator};
-use crate::config::ServeArgs;
+use crate::config::{ServeArgs, StorageKind};
 use crate::health::{self, Health};
 use crate::limits::Limits;
 use crate::machinery::error::Error as ApiError;
@@ -23,6 +23,7 @@ use crate::machinery::version::Served;
 use crate::metrics::{Metrics, Sources};
 use crate::namespaces::NamespaceCache;
 use crate::resources::{farmpod, farmpod::FarmPod, llama, llama::Llama};
+use crate::store::etcd::connection::EtcdConfig;
 use crate::store::{Revision, memory::MemoryStore};
 use crate::{kubeconfig, mirror, tls};
 use axum::Router;
@@ -39,7 +40,7 @@ use std::time::Duration;
 mod metric_sources;
 mod storage;
 use metric_sources as sources;
-use storage::StorageFactory;
+use storage::{StorageFactory, StorageOptions};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +212,24 @@ pub fn all_resources() -> Vec<(&'static str, Vec<ResourceDescriptor>)> {
     ]
 }
 
+/// The storage the command line asks for.
+fn storage_options(args: &ServeArgs) -> StorageOptions {
+    match args.storage {
+        StorageKind::Memory => StorageOptions::Memory,
+        StorageKind::Etcd => StorageOptions::Etcd {
+            config: EtcdConfig {
+                endpoints: args.etcd_endpoints.clone(),
+                prefix: args.etcd_prefix.clone(),
+                ca_file: args.etcd_cafile.clone(),
+                client_cert: args.etcd_certfile.clone().zip(args.etcd_keyfile.clone()),
+                request_timeout: Duration::from_secs(args.etcd_request_timeout_seconds.max(1)),
+            },
+            compaction_interval: (args.etcd_compaction_interval_seconds > 0)
+                .then(|| Duration::from_secs(args.etcd_compaction_interval_seconds)),
+        },
+    }
+}
+
 fn watch_settings(
     args: &ServeArgs,
     stopping: &tokio_util::sync::CancellationToken,
@@ -334,7 +353,8 @@ async fn resources(
     metrics: &Arc<Metrics>,
 ) -> Result<Resources, StartError> {
     let settings = watch_settings(args, stopping, metrics);
-    let (storage, health) = StorageFactory::new(args, stopping, Health::default()).await?;
+    let (storage, health) =
+        StorageFactory::new(&storage_options(args), args.watch_history_size, stopping, Health::default()).await?;
     let mut served = Resources { routes: Router::new(), versions: Vec::new(), health, sources: Sources::new() };
     let mut llamas = Registry::new(storage.store::<llama::v1::Llama>(), settings.clone());
     if !args.managed_fields {

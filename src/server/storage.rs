@@ -3,13 +3,26 @@
 //! every resource mounted from it a store of its own type (over etcd, behind a watch cache).
 
 use super::StartError;
-use crate::config::{ServeArgs, StorageKind};
 use crate::health::Health;
 use crate::machinery::resource::ApiResource;
 use crate::store::etcd::{self, EtcdStore, cache::WatchCache, client::EtcdClient, connection::EtcdConfig};
 use crate::store::{Revision, Store, memory::MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Where a server keeps the objects of the resources it stores.
+#[derive(Clone, Debug)]
+pub enum StorageOptions {
+    /// In the server's memory: lost when it stops, one replica only.
+    Memory,
+    /// In etcd, shared by every replica configured alike.
+    Etcd {
+        /// How to reach it, and the prefix of the server's keys.
+        config: EtcdConfig,
+        /// How often the server compacts etcd's history (`None`: never; someone else does).
+        compaction_interval: Option<Duration>,
+    },
+}
 
 /// Where the stores of this run keep their objects.
 pub enum StorageFactory {
@@ -35,40 +48,32 @@ pub enum StorageFactory {
 }
 
 impl StorageFactory {
-    /// Sets up the backend `args` ask for. With etcd, also starts the compactor and adds the
-    /// `etcd` readiness check to `health`.
+    /// Sets up the backend `options` ask for, each store keeping `history` events for watches
+    /// and paged lists. With etcd, also starts the compactor and adds the `etcd` readiness check
+    /// to `health`.
     pub async fn new(
-        args: &ServeArgs,
+        options: &StorageOptions,
+        history: usize,
         stopping: &tokio_util::sync::CancellationToken,
         health: Health,
     ) -> Result<(Self, Health), StartError> {
-        if args.storage == StorageKind::Memory {
-            let memory = Self::Memory { revision: Arc::default(), history: args.watch_history_size };
-            return Ok((memory, health));
-        }
-        let config = EtcdConfig {
-            endpoints: args.etcd_endpoints.clone(),
-            prefix: args.etcd_prefix.trim_end_matches('/').to_string(),
-            ca_file: args.etcd_cafile.clone(),
-            client_cert: args.etcd_certfile.clone().zip(args.etcd_keyfile.clone()),
-            request_timeout: Duration::from_secs(args.etcd_request_timeout_seconds.max(1)),
+        let (config, compaction_interval) = match options {
+            StorageOptions::Memory => return Ok((Self::Memory { revision: Arc::default(), history }, health)),
+            StorageOptions::Etcd { config, compaction_interval } => {
+                let config = EtcdConfig { prefix: config.prefix.trim_end_matches('/').to_string(), ..config.clone() };
+                (config, *compaction_interval)
+            }
         };
         let client = etcd::connection::connect(&config).await.map_err(|e| StartError::Storage(e.to_string()))?;
         tracing::info!(endpoints = ?config.endpoints, prefix = config.prefix, "storing objects in etcd");
         let probe = format!("{}/health", config.prefix);
         let etcd_health = etcd::connection::monitor(client.clone(), probe, Duration::from_secs(1), stopping.clone());
-        if args.etcd_compaction_interval_seconds > 0 {
-            let interval = Duration::from_secs(args.etcd_compaction_interval_seconds);
+        if let Some(interval) = compaction_interval {
             let clock = format!("{}/compact_rev_key", config.prefix);
             etcd::compactor::start(client.clone(), clock, interval, stopping.clone());
         }
         let health = health.with_required("etcd", Arc::new(move || etcd_health.check()));
-        let etcd = Self::Etcd {
-            client: Box::new(client),
-            prefix: config.prefix,
-            history: args.watch_history_size,
-            stopping: stopping.clone(),
-        };
+        let etcd = Self::Etcd { client: Box::new(client), prefix: config.prefix, history, stopping: stopping.clone() };
         Ok((etcd, health))
     }
 
