@@ -169,7 +169,7 @@ async fn openapi_v3_index(State(s): State<Arc<Shared>>, headers: HeaderMap) -> R
     Ok(serve_document(&s.openapi.v3_index, &headers, "no-cache, private"))
 }
 
-/// `/openapi/v3/apis/farm.example.com/<version>`.
+/// `/openapi/v3/apis/<group>/<version>`.
 async fn openapi_v3_group_version(
     version: &'static str,
     State(s): State<Arc<Shared>>,
@@ -378,6 +378,26 @@ async fn resources(
     Ok(served)
 }
 
+/// The group's discovery documents (`/apis/<group>`, `/apis/<group>/<version>`) and OpenAPI v3
+/// documents (`/openapi/v3/apis/<group>/<version>`), a route for each version served.
+fn group_routes(shared: &Shared) -> Router<Arc<Shared>> {
+    let group = shared.openapi.group;
+    let mut routes = Router::new()
+        .route(&format!("/apis/{group}"), get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }));
+    for &(version, _) in &shared.openapi.v3_group_versions {
+        routes = routes
+            .route(
+                &format!("/apis/{group}/{version}"),
+                get_only(move |State(s): State<Arc<Shared>>| async move { s.discovery.version(version) }),
+            )
+            .route(
+                &format!("/openapi/v3/apis/{group}/{version}"),
+                get_only(move |s, q, h| openapi_v3_group_version(version, s, q, h)),
+            );
+    }
+    routes
+}
+
 /// The whole router: health (open), then everything else behind `authenticator`; every request
 /// observed (counted, timed, logged).
 fn router(
@@ -391,17 +411,8 @@ fn router(
     let metrics = shared.metrics.clone();
     let observed = metrics.clone();
     let served = shared.served.clone();
-    let non_resource = Router::new()
+    let non_resource = group_routes(&shared)
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
-        .route("/apis/farm.example.com", get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.group() }))
-        .route(
-            "/apis/farm.example.com/v1alpha",
-            get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version("v1alpha") }),
-        )
-        .route(
-            "/apis/farm.example.com/v1",
-            get_only(|State(s): State<Arc<Shared>>| async move { s.discovery.version("v1") }),
-        )
         .route(
             "/api",
             get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.api(&h, &s.address) }),
@@ -409,11 +420,6 @@ fn router(
         .route("/version", get_only(|| async { discovery::version_info(&IDENTITY) }))
         .route("/openapi/v2", get_only(openapi_v2))
         .route("/openapi/v3", get_only(openapi_v3_index))
-        .route(
-            "/openapi/v3/apis/farm.example.com/v1alpha",
-            get_only(|s, q, h| openapi_v3_group_version("v1alpha", s, q, h)),
-        )
-        .route("/openapi/v3/apis/farm.example.com/v1", get_only(|s, q, h| openapi_v3_group_version("v1", s, q, h)))
         .route("/metrics", get_only(metrics_text))
         .with_state(shared);
     let resource_routes = resource_routes.layer(axum::middleware::from_fn(crate::api::yaml_answers::answer));
