@@ -62,6 +62,8 @@ pub mod observe;
 pub mod resources;
 pub mod server;
 pub mod store;
+#[cfg(test)]
+pub mod testing;
 pub mod tls;
 
 pub use server::run;

@@ -116,7 +116,7 @@ impl<K: ApiResource> State<K> {
     }
 }
 
-/// Replication: a store that mirrors objects kept elsewhere (FarmPods mirror the cluster's Pods)
+/// Replication: a store that mirrors objects kept elsewhere (a view of the cluster's Pods mirrors them)
 /// takes their changes at the revisions they had there, instead of drawing its own.
 impl<K: ApiResource> MemoryStore<K> {
     /// Appends `event` to the history, fans it out, and records it as published.
@@ -433,30 +433,24 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::llama::{Llama, LlamaSpec};
     use crate::store::buffer::{Buffered, Empty};
+    use crate::testing::{Widget, widget};
 
-    fn llama(ns: &str, name: &str, weight: f64) -> Llama {
-        let mut l = Llama::new(name, LlamaSpec { weight, height: 1.0, color: None });
-        l.metadata.namespace = Some(ns.into());
-        l
-    }
-
-    fn store(history: usize) -> MemoryStore<Llama> {
+    fn store(history: usize) -> MemoryStore<Widget> {
         MemoryStore::new(Arc::new(Revision::default()), history)
     }
 
-    fn put(s: &MemoryStore<Llama>, ns: &str, name: &str, weight: f64) {
+    fn put(s: &MemoryStore<Widget>, ns: &str, name: &str, size: f64) {
         let key = ObjectKey::new(ns, name);
         if s.get(&key).unwrap().is_some() {
             s.mutate(&key, false, &mut |cur| {
                 let mut next = (**cur).clone();
-                next.spec.weight = weight;
+                next.spec.size = size;
                 Ok(Mutation::Put(next))
             })
             .unwrap();
         } else {
-            s.create(key, llama(ns, name, weight), false).unwrap();
+            s.create(key, widget(ns, name, size), false).unwrap();
         }
     }
 
@@ -474,25 +468,25 @@ mod tests {
                     put(&s, "a", "x", 5.0);
                 }
                 let mut next = (**cur).clone();
-                next.spec.weight = cur.spec.weight + 1.0;
+                next.spec.size = cur.spec.size + 1.0;
                 Ok(Mutation::Put(next))
             })
             .unwrap();
         assert_eq!(calls, 2);
         assert_eq!(
-            committed.object.decode().unwrap().spec.weight,
+            committed.object.decode().unwrap().spec.size,
             6.0,
             "the increment applies on top of the winner's write"
         );
-        assert_eq!(s.get(&key).unwrap().unwrap().decode().unwrap().spec.weight, 6.0);
+        assert_eq!(s.get(&key).unwrap().unwrap().decode().unwrap().spec.size, 6.0);
     }
 
-    fn delete(s: &MemoryStore<Llama>, ns: &str, name: &str) {
+    fn delete(s: &MemoryStore<Widget>, ns: &str, name: &str) {
         s.mutate(&ObjectKey::new(ns, name), false, &mut |cur| Ok(Mutation::Delete((**cur).clone()))).unwrap();
     }
 
-    fn names(l: &Listing<Llama>) -> Vec<String> {
-        l.items.iter().map(|o| format!("{}={}", o.name(), o.decode().unwrap().spec.weight)).collect()
+    fn names(l: &Listing<Widget>) -> Vec<String> {
+        l.items.iter().map(|o| format!("{}={}", o.name(), o.decode().unwrap().spec.size)).collect()
     }
 
     #[test]
@@ -555,7 +549,7 @@ mod tests {
         put(&s, "b", "y", 1.0);
         put(&s, "a", "x", 2.0);
         delete(&s, "b", "y");
-        let kinds = |r: &mut Buffered<Arc<Event<Llama>>>| {
+        let kinds = |r: &mut Buffered<Arc<Event<Widget>>>| {
             let mut out = Vec::new();
             while let Ok(e) = r.try_recv() {
                 out.push((e.revision, e.kind));
@@ -594,7 +588,7 @@ mod tests {
     fn dry_run_writes_nothing_and_publishes_nothing() {
         let s = store(10);
         let mut sub = s.subscribe(None, WatchFrom::Now, 10).unwrap();
-        s.create(ObjectKey::new("a", "x"), llama("a", "x", 1.0), true).unwrap();
+        s.create(ObjectKey::new("a", "x"), widget("a", "x", 1.0), true).unwrap();
         assert!(s.get(&ObjectKey::new("a", "x")).unwrap().is_none());
         assert_eq!(s.revision(), 0);
         assert!(sub.receiver.try_recv().is_err());
@@ -604,7 +598,7 @@ mod tests {
     fn replicated_changes_keep_their_revisions_and_relists_emit_only_differences() {
         let s = store(100);
         let at = |name: &str, rv: u64| {
-            let mut l = llama("a", name, 1.0);
+            let mut l = widget("a", name, 1.0);
             l.metadata.resource_version = Some(rv.to_string());
             l
         };
@@ -661,11 +655,11 @@ mod tests {
             let s = store(history);
             let mut model: BTreeMap<ObjectKey, u8> = BTreeMap::new();
             let mut states = vec![(0u64, model.clone())];
-            for (ns, name, weight) in writes {
+            for (ns, name, size) in writes {
                 // Namespaces whose keys sort next to each other's ("ns/…" < "ns0/…", "ns-/…" first).
                 let (ns, name) = (["ns", "ns0", "ns-"][usize::from(ns)].to_string(), format!("l{name}"));
                 let key = ObjectKey::new(&ns, &name);
-                match weight {
+                match size {
                     Some(w) => { put(&s, &ns, &name, f64::from(w)); model.insert(key, w); }
                     None if model.remove(&key).is_some() => delete(&s, &ns, &name),
                     None => continue,
@@ -675,7 +669,7 @@ mod tests {
             let (revision, state) = &states[at % states.len()];
             let namespace = namespace.map(|n| ["ns", "ns0", "ns-"][usize::from(n)].to_string());
             let after = after.map(|n| ObjectKey::new(namespace.as_deref().unwrap_or("ns0"), format!("l{n}")));
-            let selects = |o: &Stored<Llama>| !odd_only || o.decode().unwrap().spec.weight as u8 % 2 == 1;
+            let selects = |o: &Stored<Widget>| !odd_only || o.decode().unwrap().spec.size as u8 % 2 == 1;
             let request = |at| PageRequest {
                 namespace: namespace.as_deref(), at, after: after.as_ref(), limit, selects: &selects, count_remaining: !odd_only,
             };
@@ -691,7 +685,7 @@ mod tests {
                 .collect();
             let selected: Vec<&(ObjectKey, u8)> = whole.iter().filter(|(_, w)| !odd_only || w % 2 == 1).collect();
             let wanted = limit.unwrap_or(usize::MAX).min(selected.len());
-            let got: Vec<(ObjectKey, u8)> = page.items.iter().map(|o| (o.key(), o.decode().unwrap().spec.weight as u8)).collect();
+            let got: Vec<(ObjectKey, u8)> = page.items.iter().map(|o| (o.key(), o.decode().unwrap().spec.size as u8)).collect();
             let expected: Vec<(ObjectKey, u8)> = selected[..wanted].iter().map(|p| (*p).clone()).collect();
             proptest::prop_assert_eq!(&got, &expected);
             let more = wanted < selected.len();

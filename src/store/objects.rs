@@ -200,25 +200,23 @@ impl<K> FromIterator<Arc<Stored<K>>> for Objects<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::testing::{Widget, widget};
     use proptest::arbitrary::Arbitrary;
 
-    fn stored(namespace: &str, name: &str) -> Arc<Stored<Llama>> {
-        let mut llama = Llama::new(name, LlamaSpec { weight: 1.0, height: 1.0, color: None });
-        llama.metadata.namespace = Some(namespace.into());
-        Arc::new(Stored::new(llama).unwrap())
+    fn stored(namespace: &str, name: &str) -> Arc<Stored<Widget>> {
+        Arc::new(Stored::new(widget(namespace, name, 1.0)).unwrap())
     }
 
     #[test]
     fn objects_are_found_by_key_and_listed_in_etcd_key_order() {
-        let mut objects: Objects<Llama> =
+        let mut objects: Objects<Widget> =
             [("a", "z"), ("a-b", "x"), ("ab", "a"), ("a", "b")].map(|(ns, n)| stored(ns, n)).into_iter().collect();
         objects.insert(stored("a.b", "c"));
         let replaced = stored("a", "b");
         objects.insert(replaced.clone());
         assert_eq!(objects.len(), 5);
         assert!(Arc::ptr_eq(objects.get(&ObjectKey::new("a", "b")).unwrap(), &replaced));
-        fn keys(objects: &Objects<Llama>, ns: Option<&str>) -> Vec<String> {
+        fn keys(objects: &Objects<Widget>, ns: Option<&str>) -> Vec<String> {
             objects.in_namespace(ns).iter().map(|o| format!("{}/{}", o.namespace(), o.name())).collect()
         }
         assert_eq!(keys(&objects, None), ["a-b/x", "a.b/c", "a/b", "a/z", "ab/a"]);
@@ -257,7 +255,7 @@ mod tests {
             asked in proptest::collection::vec((proptest::option::of(0..4usize), proptest::option::of((0..4usize, "[a-c.-]{0,3}"))), 1..20),
         ) {
             const NAMESPACES: [&str; 4] = ["ns", "ns-", "ns0", "nt"];
-            let mut objects: Objects<Llama> = Objects::default();
+            let mut objects: Objects<Widget> = Objects::default();
             for (ns, name) in &keys {
                 objects.insert(stored(NAMESPACES[*ns], &format!("n{name}")));
             }

@@ -49,7 +49,7 @@ pub struct EtcdStore<K> {
     /// `<prefix>/<plural>/`: every key of this resource starts with it, and the key itself is
     /// the write marker.
     prefix: String,
-    /// The etcd watches this store holds open, for the `farm_apiserver_storage_watches` metric.
+    /// The etcd watches this store holds open, for the `<prefix>_storage_watches` metric.
     watches: Arc<AtomicUsize>,
     _kind: PhantomData<fn() -> K>,
 }

@@ -5,7 +5,7 @@
 //! Why chunks by bytes, and big: etcd counts (3.5) or collects (3.4) every remaining key of the
 //! range for each chunk it serves, so a list of n keys in chunks of c visits about n²/2c keys
 //! in etcd's index. With the 1,000-object chunks of a page, the watch cache's first list of
-//! 100,000 llamas spent 3.4 s waiting for etcd; with 10,000 (the kube-apiserver's cacher reads
+//! 100,000 objects spent 3.4 s waiting for etcd; with 10,000 (the kube-apiserver's cacher reads
 //! 10,000 a chunk), 1.0 s.
 
 use super::client::EtcdClient;
@@ -173,6 +173,6 @@ mod tests {
 
     #[test]
     fn the_key_after_a_key_is_the_key_and_a_zero_byte() {
-        assert_eq!(after(b"/p/llamas/a/b"), b"/p/llamas/a/b\0");
+        assert_eq!(after(b"/p/widgets/a/b"), b"/p/widgets/a/b\0");
     }
 }

@@ -1,0 +1,56 @@
+//! A resource for the generic layers' own tests, so they need none of the product's: the
+//! namespaced `Widget` of `test.example.com/v1`, with a size and an optional colour (selectable).
+
+use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::verb::Verb;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The Widget's spec.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(group = "test.example.com", version = "v1", kind = "Widget", namespaced, derive = "PartialEq")]
+pub struct WidgetSpec {
+    /// How big it is.
+    pub size: f64,
+    /// Its colour, free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+}
+
+impl ApiResource for Widget {
+    const INFO: ResourceInfo = ResourceInfo {
+        group: "test.example.com",
+        kind: "Widget",
+        list_kind: "WidgetList",
+        plural: "widgets",
+        singular: "widget",
+        short_names: &["wd"],
+        categories: &[],
+        namespaced: true,
+        verbs: &[
+            Verb::Get,
+            Verb::List,
+            Verb::Watch,
+            Verb::Create,
+            Verb::Update,
+            Verb::Patch,
+            Verb::Delete,
+            Verb::DeleteCollection,
+        ],
+        description: "A widget, for tests.",
+        selectable_fields: &["spec.color"],
+        subresources: &[],
+    };
+
+    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+        (serde_json::Map::new(), Vec::new())
+    }
+}
+
+/// A Widget of `size` named `name` in `namespace`.
+pub fn widget(namespace: &str, name: &str, size: f64) -> Widget {
+    let mut widget = Widget::new(name, WidgetSpec { size, color: None });
+    widget.metadata.namespace = Some(namespace.into());
+    widget
+}
