@@ -1,7 +1,10 @@
 //! A resource for the generic layers' own tests, so they need none of the product's: the
 //! namespaced `Widget` of `test.example.com/v1`, with a size and an optional colour (selectable).
 
+use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::strategy::Strategy;
 use crate::machinery::verb::Verb;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -53,4 +56,27 @@ pub fn widget(namespace: &str, name: &str, size: f64) -> Widget {
     let mut widget = Widget::new(name, WidgetSpec { size, color: None });
     widget.metadata.namespace = Some(namespace.into());
     widget
+}
+
+/// A Widget's size must be a finite number greater than 0.
+impl Strategy for Widget {
+    fn validate(&self) -> Vec<FieldError> {
+        let size = self.spec.size;
+        if size.is_finite() && size > 0.0 {
+            return Vec::new();
+        }
+        vec![FieldError::invalid("spec.size", &serde_json::json!(size), "must be greater than 0")]
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        &[Column { name: "Size", kind: ColumnType::Number, format: "", description: "How big it is.", priority: 0 }]
+    }
+
+    fn cells(&self) -> Vec<serde_json::Value> {
+        vec![serde_json::json!(self.spec.size)]
+    }
 }

@@ -167,12 +167,12 @@ pub fn prepare<K: ApiResource>(current: &K, options: &DeleteOptions, now: Time) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::testing::{Widget, widget};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions;
     use k8s_openapi::jiff::Timestamp;
 
-    fn llama(finalizers: &[&str]) -> Llama {
-        let mut l = Llama::new("dolly", LlamaSpec { weight: 1.0, height: 1.0, color: None });
+    fn object(finalizers: &[&str]) -> Widget {
+        let mut l = widget("shop", "dolly", 1.0);
         l.metadata.finalizers = (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
         l.metadata.generation = Some(1);
         l.metadata.uid = Some("u1".into());
@@ -188,7 +188,7 @@ mod tests {
         Time(Timestamp::from_second(second).unwrap())
     }
 
-    fn marked(mutation: Mutation<Llama>) -> Llama {
+    fn marked(mutation: Mutation<Widget>) -> Widget {
         match mutation {
             Mutation::Put(object) => object,
             other => panic!("expected the object to be marked, got {other:?}"),
@@ -212,8 +212,8 @@ mod tests {
 
     #[test]
     fn background_deletes_now_and_orphan_marks_once() {
-        assert!(matches!(prepare(&llama(&[]), &DeleteOptions::default(), at(10)).unwrap(), Mutation::Delete(_)));
-        let first = marked(prepare(&llama(&[]), &policy("Orphan"), at(10)).unwrap());
+        assert!(matches!(prepare(&object(&[]), &DeleteOptions::default(), at(10)).unwrap(), Mutation::Delete(_)));
+        let first = marked(prepare(&object(&[]), &policy("Orphan"), at(10)).unwrap());
         assert_eq!(first.metadata.finalizers.as_deref(), Some(&["orphan".to_string()][..]));
         assert_eq!(first.metadata.deletion_timestamp, Some(at(10)));
         assert_eq!(first.metadata.deletion_grace_period_seconds, Some(0));
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn other_finalizers_keep_the_object_whatever_the_policy() {
-        let kept = marked(prepare(&llama(&["example.com/keep"]), &policy("Background"), at(10)).unwrap());
+        let kept = marked(prepare(&object(&["example.com/keep"]), &policy("Background"), at(10)).unwrap());
         assert_eq!(kept.metadata.finalizers.as_deref(), Some(&["example.com/keep".to_string()][..]));
         assert_eq!(kept.metadata.deletion_timestamp, Some(at(10)));
     }
@@ -239,14 +239,14 @@ mod tests {
             preconditions: Some(Preconditions { uid: uid.map(Into::into), resource_version: rv.map(Into::into) }),
             ..Default::default()
         };
-        let err = prepare(&llama(&[]), &stale(Some("u2"), None), at(1)).unwrap_err();
+        let err = prepare(&object(&[]), &stale(Some("u2"), None), at(1)).unwrap_err();
         assert_eq!(err.code(), 409);
         assert_eq!(
             err.to_string(),
-            r#"Operation cannot be fulfilled on Llama.farm.example.com "dolly": the UID in the precondition (u2) does not match the UID in record (u1). The object might have been deleted and then recreated"#
+            r#"Operation cannot be fulfilled on Widget.test.example.com "dolly": the UID in the precondition (u2) does not match the UID in record (u1). The object might have been deleted and then recreated"#
         );
-        let err = prepare(&llama(&[]), &stale(None, Some("6")), at(1)).unwrap_err();
+        let err = prepare(&object(&[]), &stale(None, Some("6")), at(1)).unwrap_err();
         assert!(err.to_string().ends_with("the ResourceVersion in the precondition (6) does not match the ResourceVersion in record (7). The object might have been modified"), "{err}");
-        assert!(matches!(prepare(&llama(&[]), &stale(Some("u1"), Some("7")), at(1)).unwrap(), Mutation::Delete(_)));
+        assert!(matches!(prepare(&object(&[]), &stale(Some("u1"), Some("7")), at(1)).unwrap(), Mutation::Delete(_)));
     }
 }

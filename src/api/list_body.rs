@@ -210,17 +210,11 @@ impl<K, W: WriteItem<K>> Iterator for Gzipped<K, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::testing::{Widget, widget};
     use futures::StreamExt;
 
-    fn llamas(count: usize) -> Vec<Arc<Stored<Llama>>> {
-        (0..count)
-            .map(|i| {
-                let mut l = Llama::new(&format!("llama-{i:05}"), LlamaSpec { weight: 1.5, height: 2.0, color: None });
-                l.metadata.namespace = Some("farm".into());
-                Arc::new(Stored::new(l).unwrap())
-            })
-            .collect()
+    fn widgets(count: usize) -> Vec<Arc<Stored<Widget>>> {
+        (0..count).map(|i| Arc::new(Stored::new(widget("shop", &format!("widget-{i:05}"), 1.5)).unwrap())).collect()
     }
 
     /// The chunks of `body`, as a client reads them.
@@ -231,10 +225,10 @@ mod tests {
     #[tokio::test]
     async fn a_large_list_is_streamed_in_chunks_and_gzipped_as_it_goes_into_the_same_list() {
         let metadata = ListMeta { resource_version: Some("9".into()), ..Default::default() };
-        let items = llamas(3_000);
+        let items = widgets(3_000);
         let whole = {
-            let mut out = list_head("farm.example.com/v1alpha", "LlamaList", &metadata).unwrap();
-            let write = <Llama as Served<Llama>>::write_from_hub;
+            let mut out = list_head("test.example.com/v1", "WidgetList", &metadata).unwrap();
+            let write = <Widget as Served<Widget>>::write_from_hub;
             let mut chunks = Chunks { items: items.clone(), next: 0, closed: false, write };
             chunks.write_next(&mut out, usize::MAX).unwrap().unwrap();
             out
@@ -242,7 +236,7 @@ mod tests {
         assert!(whole.len() > 4 * CHUNK_BYTES);
         let decoded: serde_json::Value = serde_json::from_slice(&whole).unwrap();
         assert_eq!(decoded["items"].as_array().unwrap().len(), 3_000);
-        let streamed = list_body::<Llama, Llama>(&metadata, items.clone(), false).unwrap();
+        let streamed = list_body::<Widget, Widget>(&metadata, items.clone(), false).unwrap();
         assert!(!streamed.gzipped);
         let parts = chunks(streamed.body).await;
         let threshold = compression::THRESHOLD_BYTES as usize;
@@ -250,7 +244,7 @@ mod tests {
         assert!((threshold..threshold + 4096).contains(&parts[0].len()), "the part written before it was known large");
         assert!(parts[1..].iter().all(|c| c.len() < CHUNK_BYTES + 4096), "then chunks of at most ~64 KiB");
         assert_eq!(parts.concat(), whole);
-        let gzipped = list_body::<Llama, Llama>(&metadata, items, true).unwrap();
+        let gzipped = list_body::<Widget, Widget>(&metadata, items, true).unwrap();
         assert!(gzipped.gzipped);
         let parts = chunks(gzipped.body).await;
         assert!(parts.len() > 1, "compressed bytes leave before the list is encoded");
@@ -259,14 +253,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_small_list_is_written_whole_with_its_length_and_never_gzipped() {
-        let listed = list_body::<Llama, Llama>(&ListMeta::default(), llamas(3), true).unwrap();
+        let listed = list_body::<Widget, Widget>(&ListMeta::default(), widgets(3), true).unwrap();
         assert!(!listed.gzipped);
         assert_eq!(axum::body::HttpBody::size_hint(&listed.body).exact().map(|n| n > 0), Some(true));
-        let empty = list_body::<Llama, Llama>(&ListMeta::default(), Vec::new(), false).unwrap();
+        let empty = list_body::<Widget, Widget>(&ListMeta::default(), Vec::new(), false).unwrap();
         let text = axum::body::to_bytes(empty.body, usize::MAX).await.unwrap();
-        assert_eq!(
-            &text[..],
-            br#"{"apiVersion":"farm.example.com/v1alpha","kind":"LlamaList","metadata":{},"items":[]}"#
-        );
+        assert_eq!(&text[..], br#"{"apiVersion":"test.example.com/v1","kind":"WidgetList","metadata":{},"items":[]}"#);
     }
 }

@@ -39,7 +39,7 @@ use std::sync::Arc;
 pub struct Registry<K> {
     store: Arc<dyn Store<K>>,
     settings: WatchSettings,
-    /// For stores filled from elsewhere (FarmPods): becomes true once they hold data.
+    /// For stores filled from elsewhere (views of the cluster's objects): becomes true once they hold data.
     ready: Option<tokio::sync::watch::Receiver<bool>>,
     /// Why reads get a 503 at once, when the server lacks what feeds the store.
     not_configured: Option<String>,
@@ -863,7 +863,7 @@ fn check_resource_version<K: ApiResource>(new: Option<&str>, old: &ObjectMeta, r
             let mut missing =
                 FieldError::invalid("metadata.resourceVersion", &json!(0), "must be specified for an update");
             // apimachinery shows the uint64 it read with Go's %#v, and the generic store names the
-            // resource (`llamas.farm.example.com`) where validation names the kind.
+            // resource (`widgets.example.com`) where validation names the kind.
             missing.value = Some("0x0".into());
             Err(Error::Invalid {
                 kind: K::INFO.plural,
@@ -951,21 +951,23 @@ mod tests {
     pub(super) fn body<T: serde::Serialize>(object: &T) -> serde_json::Value {
         serde_json::to_value(object).unwrap()
     }
-    use crate::resources::llama::{Llama, LlamaSpec};
     use crate::store::{Revision, memory::MemoryStore};
+    use crate::testing::{Widget, widget};
 
-    fn registry() -> Registry<Llama> {
+    fn registry() -> Registry<Widget> {
         Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 100)), WatchSettings::default())
     }
 
-    fn llama(name: &str, weight: f64) -> Llama {
-        Llama::new(name, LlamaSpec { weight, height: 1.0, color: None })
+    fn object(name: &str, size: f64) -> Widget {
+        let mut object = widget("", name, size);
+        object.metadata.namespace = None;
+        object
     }
 
     #[tokio::test]
     async fn create_fills_system_fields_and_ignores_client_set_ones() {
         let r = registry();
-        let mut l = llama("dolly", 1.0);
+        let mut l = object("dolly", 1.0);
         l.metadata.uid = Some("mine".into());
         l.metadata.generation = Some(7);
         let mut with_rv = l.clone();
@@ -989,7 +991,7 @@ mod tests {
     #[tokio::test]
     async fn generate_name_appends_five_characters() {
         let r = registry();
-        let mut l = llama("", 1.0);
+        let mut l = object("", 1.0);
         l.metadata.name = None;
         l.metadata.generate_name = Some("herd-".into());
         let created = r.create("default", l, &WriteContext::default()).await.unwrap().object.decode().unwrap();
@@ -1001,18 +1003,18 @@ mod tests {
     async fn stale_update_conflicts_and_spec_change_bumps_generation() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
+        let created = r.create("default", object("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         let mut next = created.clone();
-        next.spec.weight = 2.0;
+        next.spec.size = 2.0;
         let updated = r
-            .update::<Llama>("default", "dolly", &body(&next), Subresource::Main, &ctx)
+            .update::<Widget>("default", "dolly", &body(&next), Subresource::Main, &ctx)
             .await
             .unwrap()
             .object
             .decode()
             .unwrap();
         assert_eq!(updated.metadata.generation, Some(2));
-        let err = r.update::<Llama>("default", "dolly", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
+        let err = r.update::<Widget>("default", "dolly", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(err.code(), http::StatusCode::CONFLICT);
     }
 
@@ -1020,9 +1022,9 @@ mod tests {
     async fn an_update_that_changes_nothing_keeps_the_resource_version() {
         let r = registry();
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
+        let created = r.create("default", object("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         let same = r
-            .update::<Llama>("default", "dolly", &body(&created), Subresource::Main, &ctx)
+            .update::<Widget>("default", "dolly", &body(&created), Subresource::Main, &ctx)
             .await
             .unwrap()
             .object
@@ -1035,28 +1037,28 @@ mod tests {
     async fn finalizers_delay_deletion_until_the_last_one_is_removed() {
         let r = registry();
         let ctx = WriteContext::default();
-        let mut l = llama("dolly", 1.0);
-        l.metadata.finalizers = Some(vec!["farm.example.com/shear".into()]);
+        let mut l = object("dolly", 1.0);
+        l.metadata.finalizers = Some(vec!["example.com/shear".into()]);
         r.create("default", l, &ctx).await.unwrap();
         let marked = r.delete("default", "dolly", &DeleteOptions::default(), &ctx).await.unwrap();
         assert!(!marked.deleted);
         assert!(marked.object.decode().unwrap().metadata.deletion_timestamp.is_some());
         let mut adding = marked.object.decode().unwrap();
-        adding.metadata.finalizers = Some(vec!["farm.example.com/shear".into(), "farm.example.com/other".into()]);
+        adding.metadata.finalizers = Some(vec!["example.com/shear".into(), "example.com/other".into()]);
         assert_eq!(
-            r.update::<Llama>("default", "dolly", &body(&adding), Subresource::Main, &ctx).await.unwrap_err().code(),
+            r.update::<Widget>("default", "dolly", &body(&adding), Subresource::Main, &ctx).await.unwrap_err().code(),
             422
         );
         let mut cleared = marked.object.decode().unwrap();
         cleared.metadata.finalizers = None;
-        r.update::<Llama>("default", "dolly", &body(&cleared), Subresource::Main, &ctx).await.unwrap();
+        r.update::<Widget>("default", "dolly", &body(&cleared), Subresource::Main, &ctx).await.unwrap();
         assert_eq!(r.get("default", "dolly").await.unwrap_err().code(), 404);
     }
 
     #[tokio::test]
     async fn delete_preconditions_are_checked() {
         let r = registry();
-        r.create("default", llama("dolly", 1.0), &WriteContext::default()).await.unwrap();
+        r.create("default", object("dolly", 1.0), &WriteContext::default()).await.unwrap();
         let options = DeleteOptions {
             preconditions: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
                 uid: Some("nope".into()),
@@ -1084,7 +1086,7 @@ mod strategy_hooks {
     use serde::{Deserialize, Serialize};
 
     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-    #[kube(group = "farm.example.com", version = "v1alpha", kind = "Ewe", namespaced)]
+    #[kube(group = "test.example.com", version = "v1", kind = "Ewe", namespaced)]
     #[kube(status = "EweStatus", derive = "PartialEq")]
     struct EweSpec {
         breed: String,
@@ -1098,7 +1100,7 @@ mod strategy_hooks {
 
     impl ApiResource for Ewe {
         const INFO: ResourceInfo = ResourceInfo {
-            group: "farm.example.com",
+            group: "test.example.com",
             kind: "Ewe",
             list_kind: "EweList",
             plural: "ewes",

@@ -263,8 +263,8 @@ mod tests {
     use crate::machinery::admission::{Admission, Call, Mutated, Operation};
     use crate::machinery::error::{Error, Result};
     use crate::machinery::resource::Subresource;
-    use crate::resources::llama::{Llama, LlamaSpec};
     use crate::store::{Revision, memory::MemoryStore};
+    use crate::testing::{Widget, widget};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Status};
     use parking_lot::Mutex;
     use serde_json::{Value, json};
@@ -274,8 +274,8 @@ mod tests {
     type Recorded = (&'static str, Operation, Option<Value>, Option<Value>);
 
     /// Webhooks in memory: the mutating one labels every object `checked=yes` (and, once, lets
-    /// `during_mutation` write meanwhile); the validating one refuses weights over 500 and
-    /// deletes of llamas labelled `protected`. Every call is recorded.
+    /// `during_mutation` write meanwhile); the validating one refuses sizes over 500 and
+    /// deletes of objects labelled `protected`. Every call is recorded.
     #[derive(Default)]
     struct Webhooks {
         matches: bool,
@@ -305,7 +305,7 @@ mod tests {
 
         async fn validate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Vec<String>> {
             self.calls.lock().push(("validate", call.operation, object.cloned(), old.cloned()));
-            if object.is_some_and(|o| o["spec"]["weight"].as_f64() > Some(500.0)) {
+            if object.is_some_and(|o| o["spec"]["size"].as_f64() > Some(500.0)) {
                 return Err(refusal("too heavy"));
             }
             if object.is_none() && old.is_some_and(|o| o["metadata"]["labels"]["protected"] == "true") {
@@ -315,24 +315,26 @@ mod tests {
         }
     }
 
-    fn registry(webhooks: Arc<Webhooks>) -> Arc<Registry<Llama>> {
+    fn registry(webhooks: Arc<Webhooks>) -> Arc<Registry<Widget>> {
         let store = Arc::new(MemoryStore::new(Arc::new(Revision::default()), 100));
         Arc::new(Registry::new(store, WatchSettings::default()).with_admission(webhooks))
     }
 
-    fn llama(name: &str, weight: f64) -> Llama {
-        Llama::new(name, LlamaSpec { weight, height: 1.0, color: None })
+    fn object(name: &str, size: f64) -> Widget {
+        let mut object = widget("", name, size);
+        object.metadata.namespace = None;
+        object
     }
 
-    fn weight(patch: f64) -> Patch {
-        Patch::parse(PatchType::Merge, format!(r#"{{"spec":{{"weight":{patch}}}}}"#).as_bytes()).unwrap()
+    fn size(patch: f64) -> Patch {
+        Patch::parse(PatchType::Merge, format!(r#"{{"spec":{{"size":{patch}}}}}"#).as_bytes()).unwrap()
     }
 
     #[tokio::test]
     async fn a_create_is_mutated_then_validated_as_it_will_be_stored() {
         let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
         let r = registry(webhooks.clone());
-        let created = r.create("default", llama("dolly", 1.0), &WriteContext::default()).await.unwrap();
+        let created = r.create("default", object("dolly", 1.0), &WriteContext::default()).await.unwrap();
         assert_eq!(created.object.decode().unwrap().metadata.labels.as_ref().unwrap()["checked"], "yes");
         assert_eq!(created.warnings, ["labelled", "validated"]);
         let calls = webhooks.calls.lock().clone();
@@ -345,7 +347,7 @@ mod tests {
         assert!(validated["metadata"]["uid"].is_string(), "validating webhooks see it as stored");
         assert_eq!(validated["metadata"]["labels"]["checked"], "yes");
 
-        let refused = r.create("default", llama("heavy", 600.0), &WriteContext::default()).await.unwrap_err();
+        let refused = r.create("default", object("heavy", 600.0), &WriteContext::default()).await.unwrap_err();
         assert_eq!((refused.code(), refused.to_string().as_str()), (http::StatusCode::FORBIDDEN, "too heavy"));
         assert_eq!(r.get("default", "heavy").await.unwrap_err().code(), 404, "nothing was stored");
     }
@@ -355,19 +357,19 @@ mod tests {
         let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
         let r = registry(webhooks.clone());
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
+        let created = r.create("default", object("dolly", 1.0), &ctx).await.unwrap().object.decode().unwrap();
         webhooks.calls.lock().clear();
-        let patched = r.patch::<Llama>("default", "dolly", &weight(2.0), Subresource::Main, &ctx).await.unwrap();
-        assert_eq!(patched.object.decode().unwrap().spec.weight, 2.0);
+        let patched = r.patch::<Widget>("default", "dolly", &size(2.0), Subresource::Main, &ctx).await.unwrap();
+        assert_eq!(patched.object.decode().unwrap().spec.size, 2.0);
         assert_eq!(patched.warnings, ["labelled", "validated"]);
         let calls = webhooks.calls.lock().clone();
         assert!(calls.iter().all(|(_, operation, _, old)| *operation == Operation::Update && old.is_some()));
-        assert_eq!(calls[0].3.as_ref().unwrap()["spec"]["weight"], 1.0, "the old object is the stored one");
+        assert_eq!(calls[0].3.as_ref().unwrap()["spec"]["size"], 1.0, "the old object is the stored one");
 
-        let refused = r.patch::<Llama>("default", "dolly", &weight(700.0), Subresource::Main, &ctx).await.unwrap_err();
+        let refused = r.patch::<Widget>("default", "dolly", &size(700.0), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(refused.code(), 403);
         let stored = r.get("default", "dolly").await.unwrap().decode().unwrap();
-        assert_eq!(stored.spec.weight, 2.0);
+        assert_eq!(stored.spec.size, 2.0);
         assert_ne!(stored.metadata.resource_version, created.metadata.resource_version);
     }
 
@@ -376,7 +378,7 @@ mod tests {
         let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
         let r = registry(webhooks.clone());
         let ctx = WriteContext::default();
-        r.create("default", llama("dolly", 1.0), &ctx).await.unwrap();
+        r.create("default", object("dolly", 1.0), &ctx).await.unwrap();
         let store = r.store();
         *webhooks.during_mutation.lock() = Some(Box::new(move || {
             // Another writer changes the height while the webhooks are being called.
@@ -385,7 +387,7 @@ mod tests {
                 store
                     .mutate(&key, false, &mut |current| {
                         let mut next = (**current).clone();
-                        next.spec.height = 9.0;
+                        next.spec.color = Some("red".into());
                         Ok(crate::store::Mutation::Put(next))
                     })
                     .await
@@ -395,13 +397,13 @@ mod tests {
         }));
         webhooks.calls.lock().clear();
         let patched = r
-            .patch::<Llama>("default", "dolly", &weight(3.0), Subresource::Main, &ctx)
+            .patch::<Widget>("default", "dolly", &size(3.0), Subresource::Main, &ctx)
             .await
             .unwrap()
             .object
             .decode()
             .unwrap();
-        assert_eq!((patched.spec.weight, patched.spec.height), (3.0, 9.0), "neither write is lost");
+        assert_eq!((patched.spec.size, patched.spec.color.as_deref()), (3.0, Some("red")), "neither write is lost");
         let mutations = webhooks.calls.lock().iter().filter(|c| c.0 == "mutate").count();
         assert_eq!(mutations, 2, "the update was admitted again on the newer object");
     }
@@ -411,7 +413,7 @@ mod tests {
         let webhooks = Arc::new(Webhooks { matches: true, ..Default::default() });
         let r = registry(webhooks.clone());
         let ctx = WriteContext::default();
-        let mut guarded = llama("guarded", 1.0);
+        let mut guarded = object("guarded", 1.0);
         guarded.metadata.labels = Some([("protected".to_string(), "true".to_string())].into());
         r.create("default", guarded, &ctx).await.unwrap();
         let refused = r.delete("default", "guarded", &DeleteOptions::default(), &ctx).await.unwrap_err();
@@ -421,7 +423,7 @@ mod tests {
         let deletes: Vec<_> = calls.iter().filter(|c| c.1 == Operation::Delete).collect();
         assert_eq!(deletes[0].2, None, "mutating webhooks of a delete get no object");
         assert_eq!(deletes[1].3.as_ref().unwrap()["metadata"]["name"], "guarded");
-        r.create("default", llama("free", 1.0), &ctx).await.unwrap();
+        r.create("default", object("free", 1.0), &ctx).await.unwrap();
         assert!(r.delete("default", "free", &DeleteOptions::default(), &ctx).await.unwrap().deleted);
     }
 
@@ -430,9 +432,9 @@ mod tests {
         let webhooks = Arc::new(Webhooks::default());
         let r = registry(webhooks.clone());
         let ctx = WriteContext::default();
-        let created = r.create("default", llama("heavy", 600.0), &ctx).await.unwrap();
+        let created = r.create("default", object("heavy", 600.0), &ctx).await.unwrap();
         assert!(created.warnings.is_empty());
-        r.patch::<Llama>("default", "heavy", &weight(700.0), Subresource::Main, &ctx).await.unwrap();
+        r.patch::<Widget>("default", "heavy", &size(700.0), Subresource::Main, &ctx).await.unwrap();
         r.delete("default", "heavy", &DeleteOptions::default(), &ctx).await.unwrap();
         assert!(webhooks.calls.lock().is_empty());
     }
