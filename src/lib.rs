@@ -6,7 +6,8 @@
 //! ## Layers
 //!
 //! Imports point one way, down this list; no module imports one above it (the unit tests of the
-//! generic layers use the Llama as their fixture, the one exception):
+//! generic layers use `machinery::testing`'s Widget as their fixture; those of `api`'s decode, discovery,
+//! handlers, openapi and watch still use the Llama, the one exception left):
 //!
 //! 1. [`machinery`], the bottom layer, importing nothing of the crate: errors and their `Status`
 //!    bodies, field errors, object keys, label and field selectors, metadata validation, the
@@ -62,8 +63,6 @@ pub mod observe;
 pub mod resources;
 pub mod server;
 pub mod store;
-#[cfg(test)]
-pub mod testing;
 pub mod tls;
 
 pub use server::run;

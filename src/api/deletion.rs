@@ -167,7 +167,7 @@ pub fn prepare<K: ApiResource>(current: &K, options: &DeleteOptions, now: Time) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{Widget, widget};
+    use crate::machinery::testing::{Widget, widget};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions;
     use k8s_openapi::jiff::Timestamp;
 

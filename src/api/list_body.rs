@@ -210,7 +210,7 @@ impl<K, W: WriteItem<K>> Iterator for Gzipped<K, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{Widget, widget};
+    use crate::machinery::testing::{Widget, widget};
     use futures::StreamExt;
 
     fn widgets(count: usize) -> Vec<Arc<Stored<Widget>>> {

@@ -823,8 +823,9 @@ impl Documents {
 mod tests {
     use super::*;
     use crate::resources::GROUP;
+
+    const IDENTITY: Identity = Identity::new("farm-apiserver", env!("CARGO_PKG_VERSION"));
     use crate::resources::llama::Llama;
-    use crate::server::IDENTITY;
 
     fn docs() -> (Value, Value) {
         let resources = vec![ResourceDescriptor::of::<Llama>()];

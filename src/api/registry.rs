@@ -951,8 +951,8 @@ mod tests {
     pub(super) fn body<T: serde::Serialize>(object: &T) -> serde_json::Value {
         serde_json::to_value(object).unwrap()
     }
+    use crate::machinery::testing::{Widget, widget};
     use crate::store::{Revision, memory::MemoryStore};
-    use crate::testing::{Widget, widget};
 
     fn registry() -> Registry<Widget> {
         Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 100)), WatchSettings::default())

@@ -26,6 +26,8 @@ pub mod selector;
 pub mod shape;
 pub mod stored;
 pub mod strategy;
+#[cfg(test)]
+pub mod testing;
 pub mod typed;
 pub mod unmanaged_value;
 pub mod user;

@@ -520,7 +520,7 @@ impl<K> std::fmt::Debug for Stored<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{Widget, widget};
+    use crate::machinery::testing::{Widget, widget};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
 
     fn object(name: &str, color: &str) -> Widget {

@@ -433,8 +433,8 @@ impl<K: ApiResource> Store<K> for MemoryStore<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machinery::testing::{Widget, widget};
     use crate::store::buffer::{Buffered, Empty};
-    use crate::testing::{Widget, widget};
 
     fn store(history: usize) -> MemoryStore<Widget> {
         MemoryStore::new(Arc::new(Revision::default()), history)

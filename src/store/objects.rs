@@ -200,7 +200,7 @@ impl<K> FromIterator<Arc<Stored<K>>> for Objects<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{Widget, widget};
+    use crate::machinery::testing::{Widget, widget};
     use proptest::arbitrary::Arbitrary;
 
     fn stored(namespace: &str, name: &str) -> Arc<Stored<Widget>> {

@@ -263,8 +263,8 @@ mod tests {
     use crate::machinery::admission::{Admission, Call, Mutated, Operation};
     use crate::machinery::error::{Error, Result};
     use crate::machinery::resource::Subresource;
+    use crate::machinery::testing::{Widget, widget};
     use crate::store::{Revision, memory::MemoryStore};
-    use crate::testing::{Widget, widget};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Status};
     use parking_lot::Mutex;
     use serde_json::{Value, json};
