@@ -6,7 +6,7 @@
 //! ## Layers
 //!
 //! Imports point one way, down this list; no module imports one above it (the unit tests of the
-//! generic layers use `machinery::testing`'s Widget as their fixture; those of `api`'s decode, discovery,
+//! generic layers use `machinery::testing`'s Widget as their fixture; those of `api`'s decode,
 //! handlers, openapi and watch still use the Llama, the one exception left):
 //!
 //! 1. [`machinery`], the bottom layer, importing nothing of the crate: errors and their `Status`

@@ -306,19 +306,21 @@ fn go_arch() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::llama::Llama;
+    use crate::machinery::testing::Widget;
 
     fn discovery() -> Discovery {
-        Discovery::new("farm.example.com", &[("v1alpha", vec![ResourceDescriptor::of::<Llama>()])])
+        Discovery::new("test.example.com", &[("v1", vec![ResourceDescriptor::of::<Widget>()])])
     }
 
     #[test]
-    fn resource_list_advertises_llamas_with_short_names() {
-        let list = discovery().resource_list("v1alpha").unwrap();
-        let llamas = &list.resources[0];
-        assert_eq!(llamas.name, "llamas");
-        assert_eq!(llamas.short_names.as_deref(), Some(&["lm".to_string()][..]));
-        assert!(llamas.verbs.contains(&"deletecollection".to_string()));
+    fn resource_list_advertises_the_resource_with_its_short_names() {
+        let list = discovery().resource_list("v1").unwrap();
+        assert_eq!(list.group_version, "test.example.com/v1");
+        let widgets = &list.resources[0];
+        assert_eq!(widgets.name, "widgets");
+        assert_eq!(widgets.short_names.as_deref(), Some(&["wd".to_string()][..]));
+        assert!(widgets.verbs.contains(&"deletecollection".to_string()));
+        assert!(discovery().resource_list("v1alpha").is_none());
     }
 
     #[test]
@@ -335,8 +337,8 @@ mod tests {
 
     #[test]
     fn storage_version_hash_digests_the_storage_group_version_kind() {
-        // Computed independently: base64(sha256("farm.example.com/v1/Llama")[:8]).
-        assert_eq!(storage_version_hash("farm.example.com", "v1", "Llama"), "x7awabpd3l0=");
-        assert_eq!(storage_version_hash("farm.example.com", "v1alpha", "Llama"), "itFfSLuhV0Q=");
+        // Computed independently: base64(sha256("test.example.com/v1/Widget")[:8]) with Python.
+        assert_eq!(storage_version_hash("test.example.com", "v1", "Widget"), "Zg2t0Wir22I=");
+        assert_eq!(storage_version_hash("test.example.com", "v1beta1", "Widget"), "tKwfEomNqkk=");
     }
 }
