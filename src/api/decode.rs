@@ -411,74 +411,75 @@ mod tests {
         assert_eq!(read(r#"{"a":"\ud83e\udd99","\\ud83e":1}"#), json!({"a": "\u{1f999}", "\\ud83e": 1}));
         assert!(json_from_slice(br#"["\ud83e"#).is_err(), "still not JSON");
     }
-    use crate::resources::llama::Llama;
+    use crate::machinery::testing::Widget;
     use serde_json::json;
 
     fn body(spec: Value) -> Value {
-        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "dolly"}, "spec": spec})
+        json!({"apiVersion": "test.example.com/v1", "kind": "Widget", "metadata": {"name": "dolly"}, "spec": spec})
     }
 
     #[test]
     fn a_good_body_decodes_without_warnings() {
-        let d = decode_object::<Llama>(&body(json!({"weight": 1, "height": 2.5})), "default", FieldValidation::Strict)
+        let d = decode_object::<Widget>(&body(json!({"size": 1, "color": "red"})), "default", FieldValidation::Strict)
             .unwrap();
-        assert_eq!(d.object.spec.weight, 1.0);
+        assert_eq!(d.object.spec.size, 1.0);
         assert!(d.warnings.is_empty());
     }
 
     #[test]
     fn missing_and_mistyped_fields_are_collected_into_one_422() {
         let err =
-            decode_object::<Llama>(&body(json!({"weight": "heavy"})), "default", FieldValidation::Strict).unwrap_err();
+            decode_object::<Widget>(&body(json!({"size": "big", "color": 3})), "default", FieldValidation::Strict)
+                .unwrap_err();
         let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
-        assert_eq!(fields, ["spec.height", "spec.weight"]);
+        assert_eq!(fields, ["spec.color", "spec.size"]);
         assert_eq!(
             causes[1].to_string(),
-            "spec.weight: Invalid value: \"string\": spec.weight in body must be of type number: \"string\""
+            "spec.size: Invalid value: \"string\": spec.size in body must be of type number: \"string\""
         );
+        let err = decode_object::<Widget>(&body(json!({})), "default", FieldValidation::Strict).unwrap_err();
+        let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
+        assert_eq!(causes.iter().map(|c| c.field.as_str()).collect::<Vec<_>>(), ["spec.size"], "required");
     }
 
     #[test]
     fn bounds_and_metadata_errors_join_structural_ones() {
-        let mut v = body(json!({"weight": -1}));
+        let mut v = body(json!({"size": -1}));
         v["metadata"]["name"] = json!("Bad_Name");
-        let err = decode_object::<Llama>(&v, "default", FieldValidation::Strict).unwrap_err();
+        let err = decode_object::<Widget>(&v, "default", FieldValidation::Strict).unwrap_err();
         let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
-        assert_eq!(fields, ["metadata.name", "spec.height", "spec.weight"]);
-        assert_eq!(
-            causes[2].to_string(),
-            "spec.weight: Invalid value: -1: spec.weight in body should be greater than 0"
-        );
+        assert_eq!(fields, ["metadata.name", "spec.size"]);
+        assert_eq!(causes[1].to_string(), "spec.size: Invalid value: -1: spec.size in body should be greater than 0");
     }
 
     #[test]
     fn unknown_fields_follow_field_validation() {
-        let mut v = body(json!({"weight": 1, "height": 2, "horns": 2}));
+        let mut v = body(json!({"size": 1, "horns": 2}));
         v["metadata"]["colour"] = json!("x");
-        let err = decode_object::<Llama>(&v.clone(), "default", FieldValidation::Strict).unwrap_err();
+        let err = decode_object::<Widget>(&v.clone(), "default", FieldValidation::Strict).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::BAD_REQUEST);
         assert!(err.to_string().contains("unknown field \"spec.horns\""), "{err}");
         assert!(err.to_string().contains("unknown field \"metadata.colour\""), "{err}");
-        let warned = decode_object::<Llama>(&v.clone(), "default", FieldValidation::Warn).unwrap();
+        let warned = decode_object::<Widget>(&v.clone(), "default", FieldValidation::Warn).unwrap();
         assert_eq!(warned.warnings.len(), 2);
-        let ignored = decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap();
+        let ignored = decode_object::<Widget>(&v, "default", FieldValidation::Ignore).unwrap();
         assert!(ignored.warnings.is_empty());
     }
 
     #[test]
     fn wrong_api_version_or_kind_is_a_bad_request() {
-        let mut v = body(json!({"weight": 1, "height": 2}));
+        let mut v = body(json!({"size": 1}));
         v["apiVersion"] = json!("v1");
-        assert_eq!(decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
-        let mut v = body(json!({"weight": 1, "height": 2}));
+        assert_eq!(decode_object::<Widget>(&v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
+        let mut v = body(json!({"size": 1}));
         v["kind"] = json!("Pod");
-        assert_eq!(decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
-        let mut v = body(json!({"weight": 1, "height": 2}));
+        assert_eq!(decode_object::<Widget>(&v, "default", FieldValidation::Ignore).unwrap_err().code(), 400);
+        let mut v = body(json!({"size": 1}));
         v.as_object_mut().unwrap().remove("kind");
         assert!(
-            decode_object::<Llama>(&v, "default", FieldValidation::Ignore)
+            decode_object::<Widget>(&v, "default", FieldValidation::Ignore)
                 .unwrap_err()
                 .to_string()
                 .contains("'Kind' is missing")
@@ -487,9 +488,9 @@ mod tests {
 
     #[test]
     fn mistyped_metadata_is_a_bad_request_naming_the_path() {
-        let mut v = body(json!({"weight": 1, "height": 2}));
+        let mut v = body(json!({"size": 1}));
         v["metadata"]["labels"] = json!({"a": 1});
-        let err = decode_object::<Llama>(&v, "default", FieldValidation::Ignore).unwrap_err();
+        let err = decode_object::<Widget>(&v, "default", FieldValidation::Ignore).unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(err.to_string().contains("metadata.labels.a"), "{err}");
     }

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(group = "test.example.com", version = "v1", kind = "Widget", namespaced, derive = "PartialEq")]
 pub struct WidgetSpec {
-    /// How big it is.
+    /// How big it is: a finite number greater than 0.
+    #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
     pub size: f64,
     /// Its colour, free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,7 +48,9 @@ impl ApiResource for Widget {
     };
 
     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-        (serde_json::Map::new(), Vec::new())
+        let mut properties = serde_json::Map::new();
+        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<WidgetSpec>());
+        (properties, vec!["spec"])
     }
 }
 
