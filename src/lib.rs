@@ -6,8 +6,8 @@
 //! ## Layers
 //!
 //! Imports point one way, down this list; no module imports one above it (the unit tests of the
-//! generic layers use `machinery::testing`'s Widget as their fixture; those of `api`'s handlers,
-//! openapi and watch, which check the Llama's two versions, still use it, the one exception left):
+//! generic layers use `machinery::testing`'s Widget as their fixture; those of `api::openapi`,
+//! which compare with the checked-in documents of the Llama, are the one exception left):
 //!
 //! 1. [`machinery`], the bottom layer, importing nothing of the crate: errors and their `Status`
 //!    bodies, field errors, object keys, label and field selectors, metadata validation, the

@@ -577,13 +577,13 @@ async fn delete_collection<K: Strategy, V: Served<K>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::machinery::testing::{Widget, WidgetSpec, WidgetV1beta1};
 
-    fn llama(name: &str, weight: f64) -> Arc<Stored<Llama>> {
-        let mut l = Llama::new(name, LlamaSpec { weight, height: 2.0, color: Some("white \"snow\"".into()) });
-        l.metadata.namespace = Some("farm".into());
-        l.metadata.labels = Some([("herd".to_string(), "a".to_string())].into());
-        Arc::new(Stored::new(l).unwrap())
+    fn object(name: &str, size: f64) -> Arc<Stored<Widget>> {
+        let mut object = Widget::new(name, WidgetSpec { size, color: Some("white \"snow\"".into()) });
+        object.metadata.namespace = Some("shop".into());
+        object.metadata.labels = Some([("line".to_string(), "a".to_string())].into());
+        Arc::new(Stored::new(object).unwrap())
     }
 
     /// The compact JSON list of `items` at version `V`, as an answer's body holds it.
@@ -600,40 +600,40 @@ mod tests {
             remaining_item_count: Some(3),
             ..Default::default()
         };
-        for items in [vec![], vec![llama("a", 1.0)], vec![llama("a", 1.5), llama("b", 300.0), llama("c", 0.0)]] {
+        for items in [vec![], vec![object("a", 1.0)], vec![object("a", 1.5), object("b", 300.0), object("c", 0.0)]] {
             let expected = serde_json::to_vec(&ObjectList {
-                types: TypeMeta { api_version: "farm.example.com/v1alpha".into(), kind: "LlamaList".into() },
+                types: TypeMeta { api_version: "test.example.com/v1".into(), kind: "WidgetList".into() },
                 metadata: metadata.clone(),
                 items: items.iter().map(|o| o.decode().unwrap()).collect(),
             })
             .unwrap();
-            let written = list_json::<Llama, Llama>(&items, &metadata).await.unwrap();
+            let written = list_json::<Widget, Widget>(&items, &metadata).await.unwrap();
             assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
         }
     }
 
     #[tokio::test]
     async fn a_list_at_another_version_is_the_list_of_the_converted_objects() {
-        use crate::resources::llama::v1;
-        let hub = |name: &str, coat: Option<v1::Coat>| {
-            let mut l = v1::Llama::new(name, v1::LlamaSpec { weight: 1.5, height: 2.0, coat });
-            l.metadata.namespace = Some("farm".into());
-            Arc::new(Stored::new(l).unwrap())
-        };
-        let coat = |pattern: Option<&str>| Some(v1::Coat { color: Some("w".into()), pattern: pattern.map(Into::into) });
-        // Spliced (a colour alone, no coat) and converted through values (a pattern).
-        let items = vec![hub("a", coat(None)), hub("b", None), hub("c", coat(Some("Solid")))];
+        // (A product's own conversion that splices bytes is checked against its conversion of
+        // values by that product's tests.)
+        let mut plain = Widget::new("b", WidgetSpec { size: 1.0, color: None });
+        plain.metadata.namespace = Some("shop".into());
+        let items = vec![object("a", 1.5), Arc::new(Stored::new(plain).unwrap()), object("c", 2.0)];
         let metadata = ListMeta { resource_version: Some("7".into()), ..Default::default() };
-        let written = list_json::<v1::Llama, Llama>(&items, &metadata).await.unwrap();
-        let converted: Vec<Arc<Stored<Llama>>> = items.iter().map(|o| Llama::stored_from_hub(o).unwrap()).collect();
-        let expected = list_json::<Llama, Llama>(&converted, &metadata).await.unwrap();
-        assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(expected).unwrap());
+        let written = list_json::<Widget, WidgetV1beta1>(&items, &metadata).await.unwrap();
+        let converted: Vec<Arc<Stored<WidgetV1beta1>>> =
+            items.iter().map(|o| WidgetV1beta1::stored_from_hub(o).unwrap()).collect();
+        let expected = list_json::<WidgetV1beta1, WidgetV1beta1>(&converted, &metadata).await.unwrap();
+        assert_eq!(String::from_utf8(written.clone()).unwrap(), String::from_utf8(expected).unwrap());
+        let list: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        assert_eq!(list["apiVersion"], "test.example.com/v1beta1");
+        assert_eq!(list["items"][0]["spec"]["colour"], "white \"snow\"");
     }
 
     /// A compact list in `representation`, streamed or whole as [`compact_list`] writes it.
-    async fn compact(items: &[Arc<Stored<Llama>>], metadata: &ListMeta, representation: Representation) -> Vec<u8> {
+    async fn compact(items: &[Arc<Stored<Widget>>], metadata: &ListMeta, representation: Representation) -> Vec<u8> {
         let query = Query::parse(None);
-        let listed = compact_list::<Llama, Llama>(items.to_vec(), metadata.clone(), representation, &query, false);
+        let listed = compact_list::<Widget, Widget>(items.to_vec(), metadata.clone(), representation, &query, false);
         axum::body::to_bytes(listed.unwrap().body, usize::MAX).await.unwrap().to_vec()
     }
 
@@ -643,7 +643,7 @@ mod tests {
         let version = MetaVersion::V1;
         // Small enough to be written whole, and large enough to be streamed in chunks.
         for count in [0, 1, 3, 2_000] {
-            let items: Vec<_> = (0..count).map(|i| llama(&format!("l{i:04}"), f64::from(i))).collect();
+            let items: Vec<_> = (0..count).map(|i| object(&format!("l{i:04}"), f64::from(i))).collect();
             let table = compact(&items, &metadata, Representation::Table(version)).await;
             let now = k8s_openapi::jiff::Timestamp::now();
             let whole = table::render(items.iter().map(|o| &**o), metadata.clone(), Default::default(), version, now);

@@ -495,38 +495,39 @@ impl Drop for OpenWatch {
 mod tests {
     use super::*;
     use crate::api::registry::{WatchSettings, WriteContext};
-    use crate::resources::llama::{Llama, LlamaSpec};
+    use crate::machinery::testing::{Widget, WidgetSpec, WidgetV1beta1, widget};
     use crate::store::{Revision, memory::MemoryStore};
     use http_body_util::BodyExt;
 
-    /// A registry with `settings` and a watch of its namespace `farm` with `query`, not yet read.
-    async fn watch_farm(settings: WatchSettings, query: &str) -> (Arc<Registry<Llama>>, Response) {
-        let store = MemoryStore::<Llama>::new(Arc::new(Revision::default()), 1_000);
+    /// A registry with `settings` and a watch of its namespace `shop` with `query`, not yet read.
+    async fn watch_shop(settings: WatchSettings, query: &str) -> (Arc<Registry<Widget>>, Response) {
+        let store = MemoryStore::<Widget>::new(Arc::new(Revision::default()), 1_000);
         let registry = Arc::new(Registry::new(Arc::new(store), settings));
         let query = Query::parse(Some(query));
         let options = ListOptions::parse(&query, &[]).unwrap();
         let response =
-            serve::<Llama, Llama>(registry.clone(), Some("farm".into()), options, Representation::Object, &query)
+            serve::<Widget, Widget>(registry.clone(), Some("shop".into()), options, Representation::Object, &query)
                 .await
                 .unwrap();
         (registry, response)
     }
 
-    /// Creates llamas `l<i>` in `farm` for every `i` of `range`.
-    async fn create(registry: &Registry<Llama>, range: std::ops::Range<usize>) {
+    /// Creates widgets `l<i>` in `shop` for every `i` of `range`.
+    async fn create(registry: &Registry<Widget>, range: std::ops::Range<usize>) {
         for i in range {
-            let llama = Llama::new(&format!("l{i}"), LlamaSpec { weight: 1.0, height: 1.0, color: None });
-            registry.create("farm", llama, &WriteContext::default()).await.unwrap();
+            let mut object = widget("shop", &format!("l{i}"), 1.0);
+            object.metadata.namespace = None;
+            registry.create("shop", object, &WriteContext::default()).await.unwrap();
         }
     }
 
     #[test]
     fn a_stored_objects_frame_is_byte_for_byte_the_frame_serde_writes() {
-        let mut llama = Llama::new("dolly", LlamaSpec { weight: 2.5, height: 1.0, color: Some("a \"b\"".into()) });
-        llama.metadata.resource_version = Some("7".into());
+        let mut object = Widget::new("dolly", WidgetSpec { size: 2.5, color: Some("a \"b\"".into()) });
+        object.metadata.resource_version = Some("7".into());
         for kind in ["ADDED", "MODIFIED", "DELETED"] {
-            let stored = Stored::new(llama.clone()).unwrap();
-            assert_eq!(stored_frame(kind, &stored), frame(kind, &llama).unwrap());
+            let stored = Stored::new(object.clone()).unwrap();
+            assert_eq!(stored_frame(kind, &stored), frame(kind, &object).unwrap());
         }
     }
 
@@ -542,11 +543,9 @@ mod tests {
 
     #[test]
     fn an_event_is_converted_and_encoded_once_per_version_not_once_per_watcher() {
-        use crate::resources::llama::v1;
-        let coat = v1::Coat { color: Some("white".into()), pattern: None };
-        let mut llama = v1::Llama::new("dolly", v1::LlamaSpec { weight: 2.5, height: 1.0, coat: Some(coat) });
-        llama.metadata.resource_version = Some("7".into());
-        let object = Arc::new(Stored::new(llama).unwrap());
+        let mut object = Widget::new("dolly", WidgetSpec { size: 2.5, color: Some("white".into()) });
+        object.metadata.resource_version = Some("7".into());
+        let object = Arc::new(Stored::new(object).unwrap());
         let event = Event {
             revision: 7,
             kind: EventType::Added,
@@ -555,15 +554,14 @@ mod tests {
             frame: Default::default(),
             served_frame: Default::default(),
         };
-        let stored = [encoder::<v1::Llama, v1::Llama>(), encoder::<v1::Llama, v1::Llama>()]
+        let stored = [encoder::<Widget, Widget>(), encoder::<Widget, Widget>()].map(|mut e| e.event(&event).unwrap());
+        let converted = [encoder::<Widget, WidgetV1beta1>(), encoder::<Widget, WidgetV1beta1>()]
             .map(|mut e| e.event(&event).unwrap());
-        let converted =
-            [encoder::<v1::Llama, Llama>(), encoder::<v1::Llama, Llama>()].map(|mut e| e.event(&event).unwrap());
         assert_eq!(stored[0].as_ptr(), stored[1].as_ptr(), "one frame at the stored version, shared");
-        assert_eq!(converted[0].as_ptr(), converted[1].as_ptr(), "one frame at v1alpha, shared");
+        assert_eq!(converted[0].as_ptr(), converted[1].as_ptr(), "one frame at v1beta1, shared");
         let frame: serde_json::Value = serde_json::from_slice(&converted[0]).unwrap();
-        assert_eq!(frame["object"]["apiVersion"], "farm.example.com/v1alpha");
-        assert_eq!(frame["object"]["spec"]["color"], "white");
+        assert_eq!(frame["object"]["apiVersion"], "test.example.com/v1beta1");
+        assert_eq!(frame["object"]["spec"]["colour"], "white");
     }
 
     /// Every frame of the watch, once its stream has ended.
@@ -588,7 +586,7 @@ mod tests {
             bookmark_interval: std::time::Duration::from_millis(20),
             ..WatchSettings::default()
         };
-        let (registry, response) = watch_farm(settings, "watch=true&allowWatchBookmarks=true").await;
+        let (registry, response) = watch_shop(settings, "watch=true&allowWatchBookmarks=true").await;
         // Nobody reads the body: the watch fills it and blocks with events still in its
         // subscription, while its first bookmark tick falls due.
         create(&registry, 0..30).await;
@@ -612,7 +610,7 @@ mod tests {
     async fn shutdown_sends_every_committed_event_before_ending_the_stream() {
         let settings = WatchSettings::default();
         let stopping = settings.stopping.clone();
-        let (registry, response) = watch_farm(settings, "watch=true").await;
+        let (registry, response) = watch_shop(settings, "watch=true").await;
         // Far more events than the body's buffer: most still wait in the subscription when
         // shutdown comes, because nobody reads the body yet.
         create(&registry, 0..200).await;

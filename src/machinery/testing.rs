@@ -1,11 +1,13 @@
 //! A resource for the generic layers' own tests, so they need none of the product's: the
-//! namespaced `Widget` of `test.example.com/v1`, with a size and an optional colour (selectable).
+//! namespaced `Widget` of `test.example.com/v1`, with a size and an optional colour (selectable),
+//! also served at `v1beta1` ([`WidgetV1beta1`]), where the colour has another name.
 
 use crate::machinery::columns::{Column, ColumnType};
-use crate::machinery::error::FieldError;
+use crate::machinery::error::{FieldError, Result};
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::strategy::Strategy;
 use crate::machinery::verb::Verb;
+use crate::machinery::version::Served;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,4 +84,74 @@ impl Strategy for Widget {
     fn cells(&self) -> Vec<serde_json::Value> {
         vec![serde_json::json!(self.spec.size)]
     }
+}
+
+/// The Widget's spec at `v1beta1`, an older version served from the stored `v1`: the colour was
+/// `spec.colour`.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "test.example.com",
+    version = "v1beta1",
+    kind = "Widget",
+    root = "WidgetV1beta1",
+    namespaced,
+    derive = "PartialEq"
+)]
+pub struct WidgetV1beta1Spec {
+    /// How big it is: a finite number greater than 0.
+    #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
+    pub size: f64,
+    /// Its colour, free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colour: Option<String>,
+}
+
+impl ApiResource for WidgetV1beta1 {
+    const INFO: ResourceInfo = ResourceInfo { selectable_fields: &["spec.colour"], ..Widget::INFO };
+
+    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+        let mut properties = serde_json::Map::new();
+        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<WidgetV1beta1Spec>());
+        (properties, vec!["spec"])
+    }
+}
+
+impl Strategy for WidgetV1beta1 {
+    fn validate(&self) -> Vec<FieldError> {
+        Widget::new("", WidgetSpec { size: self.spec.size, color: None }).validate()
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        Widget::columns()
+    }
+
+    fn cells(&self) -> Vec<serde_json::Value> {
+        vec![serde_json::json!(self.spec.size)]
+    }
+}
+
+/// `v1beta1`, converted from and to the stored `v1` through JSON values.
+impl Served<Widget> for WidgetV1beta1 {
+    fn value_from_hub(object: serde_json::Value) -> Result<serde_json::Value> {
+        Ok(renamed(object, "v1beta1", "color", "colour"))
+    }
+
+    fn value_to_hub(object: serde_json::Value) -> Result<serde_json::Value> {
+        Ok(renamed(object, "v1", "colour", "color"))
+    }
+}
+
+/// `object` at `version`, its `spec.<from>` moved to `spec.<to>`.
+fn renamed(mut object: serde_json::Value, version: &str, from: &str, to: &str) -> serde_json::Value {
+    object["apiVersion"] = serde_json::json!(format!("test.example.com/{version}"));
+    if let Some(spec) = object.get_mut("spec").and_then(serde_json::Value::as_object_mut)
+        && let Some(value) = spec.remove(from)
+    {
+        spec.insert(to.into(), value);
+    }
+    object
 }
