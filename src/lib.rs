@@ -6,8 +6,7 @@
 //! ## Layers
 //!
 //! Imports point one way, down this list; no module imports one above it (the unit tests of the
-//! generic layers use `machinery::testing`'s Widget as their fixture; those of `api::openapi`,
-//! which compare with the checked-in documents of the Llama, are the one exception left):
+//! generic layers use `machinery::testing`'s Widget, in two versions, as their fixture):
 //!
 //! 1. [`machinery`], the bottom layer, importing nothing of the crate: errors and their `Status`
 //!    bodies, field errors, object keys, label and field selectors, metadata validation, the

@@ -10,7 +10,7 @@
 //! `x-kubernetes-group-version-kind`, consumes and produces JSON and YAML, and the parameters
 //! every operation of a path takes are listed once for the path, all sorted by name. PATCH lists
 //! only the patch types served (JSON patch, merge patch, apply), so kubectl computes merge
-//! patches as it does for custom resources. Where farm-apiserver publishes unlike a CRD
+//! patches as it does for custom resources. Where this server publishes unlike a CRD
 //! (DELETE answers the object, deletecollection takes DeleteOptions, ...), it publishes as the
 //! built-in resources do; `tests/openapi_reference.rs` compares both with a real kube-apiserver
 //! and lists each difference with its reason. Bodies are served with strong ETags; v3
@@ -133,7 +133,7 @@ fn unwrap_described_references(value: &mut Value) {
     }
 }
 
-/// `com.example.farm.v1alpha.Llama`: the definition name Kubernetes gives a group's kind at a
+/// `com.example.test.v1beta1.Widget`: the definition name Kubernetes gives a group's kind at a
 /// version.
 pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
     let reversed: Vec<&str> = group.split('.').rev().collect();
@@ -145,12 +145,12 @@ fn capitalize(word: &str) -> String {
     chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
-/// `FarmExampleCom`: the group as operation IDs spell it.
+/// `TestExampleCom`: the group as operation IDs spell it.
 fn group_camel(group: &str) -> String {
     group.split('.').map(capitalize).collect()
 }
 
-/// `farmExampleCom_v1alpha`: the tag of the group-version's operations.
+/// `testExampleCom_v1beta1`: the tag of the group-version's operations.
 fn version_tag(group: &str, version: &str) -> String {
     let camel = group_camel(group);
     let mut chars = camel.chars();
@@ -379,7 +379,7 @@ struct Operation {
 /// The names one resource's operations are built from.
 struct Names<'a> {
     info: &'a ResourceInfo,
-    /// `FarmExampleComV1alpha`, between the action and the kind in operation ids.
+    /// `TestExampleComV1beta1`, between the action and the kind in operation ids.
     suffix: String,
     /// The definition of the object, and of its list.
     object: String,
@@ -476,7 +476,7 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
 
 /// The operation of `verb` on the subresource `segment` (`status`): the object's operation with
 /// the subresource in its id and description, as the kube-apiserver names them
-/// (`readFarmExampleComV1alphaNamespacedLlamaStatus`, "read status of the specified Llama").
+/// (`readTestExampleComV1beta1NamespacedWidgetStatus`, "read status of the specified Widget").
 fn subresource_operation(verb: Verb, segment: &str, names: &Names) -> Operation {
     let mut op = operation(verb, Scope::Namespaced, names);
     op.id = format!("{}{}", op.id, capitalize(segment));
@@ -753,7 +753,7 @@ pub fn v3_group_version_document(
 }
 
 /// The path of the group-version document of `version` in the v3 index (without the leading
-/// slash): `apis/farm.example.com/v1alpha`.
+/// slash): `apis/test.example.com/v1beta1`.
 pub fn v3_group_version_path(group: &str, version: &str) -> String {
     format!("apis/{group}/{version}")
 }
@@ -822,32 +822,36 @@ impl Documents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::GROUP;
+    use crate::machinery::testing::{Widget, WidgetV1beta1};
 
-    const IDENTITY: Identity = Identity::new("farm-apiserver", env!("CARGO_PKG_VERSION"));
-    use crate::resources::llama::Llama;
+    const IDENTITY: Identity = Identity::new("test-apiserver", "1.2.3");
+    const GROUP: &str = "test.example.com";
 
     fn docs() -> (Value, Value) {
-        let resources = vec![ResourceDescriptor::of::<Llama>()];
+        let resources = vec![ResourceDescriptor::deprecated_for::<Widget, WidgetV1beta1>()];
         (
-            v2_document(&IDENTITY, GROUP, &[("v1alpha", resources.clone())]),
-            v3_group_version_document(&IDENTITY, GROUP, "v1alpha", &resources),
+            v2_document(&IDENTITY, GROUP, &[("v1beta1", resources.clone())]),
+            v3_group_version_document(&IDENTITY, GROUP, "v1beta1", &resources),
         )
     }
 
     #[test]
-    fn llama_schema_is_described_and_keyed_by_gvk() {
+    fn the_schema_is_described_and_keyed_by_gvk() {
         let (v2, v3) = docs();
-        let llama = &v2["definitions"]["com.example.farm.v1alpha.Llama"];
-        assert_eq!(llama["x-kubernetes-group-version-kind"][0]["kind"], "Llama");
+        assert_eq!(v2["info"], json!({"title": "test-apiserver", "version": "v1.2.3"}));
+        let widget = &v2["definitions"]["com.example.test.v1beta1.Widget"];
         assert_eq!(
-            llama["properties"]["metadata"]["$ref"],
+            widget["x-kubernetes-group-version-kind"][0],
+            json!({"group": "test.example.com", "kind": "Widget", "version": "v1beta1"})
+        );
+        assert_eq!(
+            widget["properties"]["metadata"]["$ref"],
             "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
         );
-        let weight = &llama["properties"]["spec"]["properties"]["weight"];
-        assert!(weight["description"].as_str().unwrap().contains("kilograms"));
-        assert_eq!(weight["type"], "number");
-        assert_eq!(llama["properties"]["spec"]["properties"]["color"]["type"], "string");
+        let size = &widget["properties"]["spec"]["properties"]["size"];
+        assert!(size["description"].as_str().unwrap().contains("How big it is"));
+        assert_eq!(size["type"], "number");
+        assert_eq!(widget["properties"]["spec"]["properties"]["colour"]["type"], "string");
         assert!(v2["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"].is_object());
         assert!(v3["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.Time"].is_object());
     }
@@ -855,7 +859,7 @@ mod tests {
     #[test]
     fn patch_never_offers_strategic_merge_so_kubectl_uses_merge_patch() {
         let (v2, v3) = docs();
-        let path = "/apis/farm.example.com/v1alpha/namespaces/{namespace}/llamas/{name}";
+        let path = "/apis/test.example.com/v1beta1/namespaces/{namespace}/widgets/{name}";
         let consumes = v2["paths"][path]["patch"]["consumes"].to_string();
         assert!(!consumes.contains("strategic"), "{consumes}");
         let content = v3["paths"][path]["patch"]["requestBody"]["content"].as_object().unwrap();
@@ -868,14 +872,14 @@ mod tests {
     #[test]
     fn documents_are_deterministic_and_hashed() {
         let versions = [
-            ("v1", vec![ResourceDescriptor::of::<crate::resources::llama::v1::Llama>()]),
-            ("v1alpha", vec![ResourceDescriptor::of::<Llama>()]),
+            ("v1", vec![ResourceDescriptor::of::<Widget>()]),
+            ("v1beta1", vec![ResourceDescriptor::deprecated_for::<Widget, WidgetV1beta1>()]),
         ];
         let a = Documents::build(&IDENTITY, GROUP, &versions);
         let b = Documents::build(&IDENTITY, GROUP, &versions);
         assert_eq!(a.v2.body, b.v2.body);
         let index: Value = serde_json::from_slice(&a.v3_index.body).unwrap();
-        for version in ["v1alpha", "v1"] {
+        for version in ["v1beta1", "v1"] {
             let document = a.v3_group_version(version).unwrap();
             assert_eq!(document.hash.len(), 128);
             assert_eq!(document.body, b.v3_group_version(version).unwrap().body);
@@ -883,10 +887,10 @@ mod tests {
             assert!(url.ends_with(&document.hash));
         }
         let v1: Value = serde_json::from_slice(&a.v3_group_version("v1").unwrap().body).unwrap();
-        let coat =
-            &v1["components"]["schemas"]["com.example.farm.v1.Llama"]["properties"]["spec"]["properties"]["coat"];
-        assert_eq!(coat["properties"]["pattern"]["enum"], json!(["Solid", "Spotted", "Patched"]));
-        assert!(v1["paths"].get("/apis/farm.example.com/v1/namespaces/{namespace}/llamas/{name}").is_some());
+        let size =
+            &v1["components"]["schemas"]["com.example.test.v1.Widget"]["properties"]["spec"]["properties"]["size"];
+        assert_eq!((&size["minimum"], &size["exclusiveMinimum"]), (&json!(0), &json!(true)));
+        assert!(v1["paths"].get("/apis/test.example.com/v1/namespaces/{namespace}/widgets/{name}").is_some());
     }
 
     #[test]
@@ -902,12 +906,12 @@ mod tests {
     #[test]
     fn parameters_every_operation_of_a_path_takes_are_listed_once_for_the_path_in_name_order() {
         let (v2, v3) = docs();
-        let all = &v2["paths"]["/apis/farm.example.com/v1alpha/llamas"];
+        let all = &v2["paths"]["/apis/test.example.com/v1beta1/widgets"];
         assert!(all["get"].get("parameters").is_none(), "the only operation's parameters are the path's");
         let names: Vec<&str> =
             all["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
         assert!(names.is_sorted() && names.contains(&"labelSelector") && names.contains(&"pretty"), "{names:?}");
-        for parameter in v3["paths"]["/apis/farm.example.com/v1alpha/llamas"]["parameters"].as_array().unwrap() {
+        for parameter in v3["paths"]["/apis/test.example.com/v1beta1/widgets"]["parameters"].as_array().unwrap() {
             assert!(parameter.get("uniqueItems").is_none(), "a v3 parameter says it in its schema: {parameter}");
             assert_eq!(parameter["schema"]["uniqueItems"], true);
         }
@@ -916,12 +920,12 @@ mod tests {
     #[test]
     fn operations_offer_yaml_as_the_server_serves_it() {
         let (v2, _) = docs();
-        let item = &v2["paths"]["/apis/farm.example.com/v1alpha/namespaces/{namespace}/llamas/{name}"];
+        let item = &v2["paths"]["/apis/test.example.com/v1beta1/namespaces/{namespace}/widgets/{name}"];
         assert_eq!(item["put"]["consumes"], json!(["application/json", "application/yaml"]));
         assert_eq!(item["get"]["produces"], json!(["application/json", "application/yaml"]));
         assert_eq!(
             item["delete"]["responses"]["202"]["schema"]["$ref"],
-            "#/definitions/com.example.farm.v1alpha.Llama"
+            "#/definitions/com.example.test.v1beta1.Widget"
         );
     }
 
