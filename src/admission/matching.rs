@@ -191,7 +191,7 @@ mod tests {
     fn rule(operations: &[&str], resources: &[&str], scope: Option<&str>) -> RuleWithOperations {
         let strings = |items: &[&str]| Some(items.iter().map(|s| s.to_string()).collect());
         RuleWithOperations {
-            api_groups: strings(&["farm.example.com"]),
+            api_groups: strings(&["test.example.com"]),
             api_versions: strings(&["*"]),
             operations: strings(operations),
             resources: strings(resources),
@@ -209,9 +209,9 @@ mod tests {
 
     fn request(operation: Operation, subresource: &'static str) -> Attributes<'static> {
         Attributes {
-            group: "farm.example.com",
+            group: "test.example.com",
             version: "v1alpha",
-            resource: "llamas",
+            resource: "widgets",
             subresource,
             operation,
             namespace: "pasture",
@@ -245,9 +245,9 @@ mod tests {
     fn resources_and_subresources_match_as_the_kube_apiserver_matches_them() {
         let cases: [(&str, bool, bool); 7] = [
             // (rule resource, matches the object, matches its status)
-            ("llamas", true, false),
-            ("llamas/status", false, true),
-            ("llamas/*", true, true),
+            ("widgets", true, false),
+            ("widgets/status", false, true),
+            ("widgets/*", true, true),
             ("*", true, false),
             ("*/status", false, true),
             ("*/*", true, true),
@@ -255,7 +255,7 @@ mod tests {
         ];
         for (resource, main, status) in cases {
             let r = rule(&["*"], &[resource], None);
-            assert_eq!(rule_matches(&r, &request(Operation::Update, "")), main, "{resource} on llamas");
+            assert_eq!(rule_matches(&r, &request(Operation::Update, "")), main, "{resource} on widgets");
             assert_eq!(rule_matches(&r, &request(Operation::Update, "status")), status, "{resource} on status");
         }
     }
@@ -263,26 +263,26 @@ mod tests {
     #[test]
     fn operations_groups_versions_and_scope_must_all_match() {
         let create = request(Operation::Create, "");
-        assert!(rule_matches(&rule(&["CREATE", "UPDATE"], &["llamas"], None), &create));
-        assert!(!rule_matches(&rule(&["UPDATE"], &["llamas"], None), &create));
-        assert!(!rule_matches(&rule(&[], &["llamas"], None), &create), "no operation matches nothing");
-        let mut other_group = rule(&["*"], &["llamas"], None);
+        assert!(rule_matches(&rule(&["CREATE", "UPDATE"], &["widgets"], None), &create));
+        assert!(!rule_matches(&rule(&["UPDATE"], &["widgets"], None), &create));
+        assert!(!rule_matches(&rule(&[], &["widgets"], None), &create), "no operation matches nothing");
+        let mut other_group = rule(&["*"], &["widgets"], None);
         other_group.api_groups = Some(vec!["apps".into()]);
         assert!(!rule_matches(&other_group, &create));
-        let mut exact_version = rule(&["*"], &["llamas"], None);
+        let mut exact_version = rule(&["*"], &["widgets"], None);
         exact_version.api_versions = Some(vec!["v1".into()]);
         assert!(!rule_matches(&exact_version, &create));
-        assert!(rule_matches(&rule(&["*"], &["llamas"], Some("Namespaced")), &create));
-        assert!(rule_matches(&rule(&["*"], &["llamas"], Some("*")), &create));
-        assert!(!rule_matches(&rule(&["*"], &["llamas"], Some("Cluster")), &create));
+        assert!(rule_matches(&rule(&["*"], &["widgets"], Some("Namespaced")), &create));
+        assert!(rule_matches(&rule(&["*"], &["widgets"], Some("*")), &create));
+        assert!(!rule_matches(&rule(&["*"], &["widgets"], Some("Cluster")), &create));
         let cluster_wide = Attributes { namespace: "", ..create };
-        assert!(rule_matches(&rule(&["*"], &["llamas"], Some("Cluster")), &cluster_wide));
-        assert!(!rule_matches(&rule(&["*"], &["llamas"], Some("Namespaced")), &cluster_wide));
+        assert!(rule_matches(&rule(&["*"], &["widgets"], Some("Cluster")), &cluster_wide));
+        assert!(!rule_matches(&rule(&["*"], &["widgets"], Some("Namespaced")), &cluster_wide));
     }
 
     #[test]
     fn namespace_selectors_look_the_namespace_up_only_when_they_select_something() {
-        let rules = [rule(&["*"], &["llamas"], None)];
+        let rules = [rule(&["*"], &["widgets"], None)];
         let everything = LabelSelector::default();
         let attr = request(Operation::Create, "");
         let webhook = |namespace_selector| Matching {
@@ -306,7 +306,7 @@ mod tests {
         let prod = selector(&[("env", "prod")], &[]);
         let missing = |name: &str| Err(Error::NotFound { resource: NAMESPACES, name: name.to_string() });
         let attr = request(Operation::Create, "");
-        let matching_rules = [rule(&["*"], &["llamas"], None)];
+        let matching_rules = [rule(&["*"], &["widgets"], None)];
         let webhook = Matching {
             rules: &matching_rules,
             namespace_selector: Some(&prod),
@@ -314,14 +314,14 @@ mod tests {
             match_policy: None,
         };
         assert!(matches!(should_call(webhook, &attr, missing), Err(Error::NotFound { .. })));
-        let other_rules = [rule(&["DELETE"], &["llamas"], None)];
+        let other_rules = [rule(&["DELETE"], &["widgets"], None)];
         let webhook = Matching { rules: &other_rules, ..webhook };
         assert!(!should_call(webhook, &attr, missing).unwrap());
     }
 
     #[test]
     fn object_selectors_match_the_new_or_the_old_object() {
-        let rules = [rule(&["*"], &["llamas"], None)];
+        let rules = [rule(&["*"], &["widgets"], None)];
         let white = selector(&[("color", "white")], &[]);
         let webhook =
             Matching { rules: &rules, namespace_selector: None, object_selector: Some(&white), match_policy: None };
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn equivalent_finds_another_served_version_that_a_rule_names_and_exact_does_not() {
-        let mut v1alpha_only = rule(&["CREATE"], &["llamas"], None);
+        let mut v1alpha_only = rule(&["CREATE"], &["widgets"], None);
         v1alpha_only.api_versions = Some(vec!["v1alpha".into()]);
         let rules = [v1alpha_only];
         let at_v1 = Attributes { version: "v1", ..request(Operation::Create, "") };
@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(invoked_version(&policy(Some("Exact")), &at_v1, &others), None);
         let at_v1alpha = request(Operation::Create, "");
         assert_eq!(invoked_version(&policy(Some("Exact")), &at_v1alpha, &others), Some("v1alpha"));
-        let rules_at_both = [rule(&["CREATE"], &["llamas"], None)];
+        let rules_at_both = [rule(&["CREATE"], &["widgets"], None)];
         let both = Matching { rules: &rules_at_both, ..policy(None) };
         assert_eq!(invoked_version(&both, &at_v1, &others), Some("v1"), "the request's own version first");
         let update = Attributes { operation: Operation::Update, ..at_v1 };
@@ -364,13 +364,13 @@ mod tests {
     fn both_kinds_of_webhook_give_their_rules_and_selectors() {
         let white = selector(&[("color", "white")], &[]);
         let validating = ValidatingWebhook {
-            name: "weight.farm.example.com".into(),
-            rules: Some(vec![rule(&["CREATE"], &["llamas"], None)]),
+            name: "weight.test.example.com".into(),
+            rules: Some(vec![rule(&["CREATE"], &["widgets"], None)]),
             object_selector: Some(white.clone()),
             ..Default::default()
         };
         let mutating = MutatingWebhook {
-            name: "label.farm.example.com".into(),
+            name: "label.test.example.com".into(),
             rules: validating.rules.clone(),
             object_selector: Some(white),
             ..Default::default()
@@ -388,7 +388,7 @@ mod tests {
     fn an_invalid_selector_is_an_internal_error_when_the_rules_match() {
         let bad = selector(&[], &[("color", "Near", &["white"])]);
         let attr = Attributes { object: Some(&ObjectMeta::default()), ..request(Operation::Create, "") };
-        let rules = [rule(&["*"], &["llamas"], None)];
+        let rules = [rule(&["*"], &["widgets"], None)];
         let webhook =
             Matching { rules: &rules, namespace_selector: None, object_selector: Some(&bad), match_policy: None };
         assert!(matches!(should_call(webhook, &attr, no_lookup), Err(Error::Internal(_))));

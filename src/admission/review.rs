@@ -250,15 +250,15 @@ mod tests {
         UserInfo { username: Some("alice".into()), groups: Some(vec!["farmers".into()]), ..Default::default() }
     }
 
-    const LLAMA: GroupVersionKind = GroupVersionKind { group: "farm.example.com", version: "v1alpha", kind: "Llama" };
-    const LLAMAS: GroupVersionResource =
-        GroupVersionResource { group: "farm.example.com", version: "v1alpha", resource: "llamas" };
+    const WIDGET: GroupVersionKind = GroupVersionKind { group: "test.example.com", version: "v1alpha", kind: "Widget" };
+    const WIDGETS: GroupVersionResource =
+        GroupVersionResource { group: "test.example.com", version: "v1alpha", resource: "widgets" };
 
     fn create<'a>(user: &'a UserInfo, object: &'a Value, options: &'a Value) -> Request<'a> {
         Request {
             uid: "0d9c-uid",
-            kind: LLAMA,
-            resource: LLAMAS,
+            kind: WIDGET,
+            resource: WIDGETS,
             request_version: "v1alpha",
             subresource: "",
             name: "dolly",
@@ -274,11 +274,11 @@ mod tests {
 
     #[test]
     fn a_review_is_written_as_the_kube_apiserver_writes_it() {
-        let (user, object) = (user(), json!({"kind": "Llama", "spec": {"weight": 120}}));
+        let (user, object) = (user(), json!({"kind": "Widget", "spec": {"weight": 120}}));
         let options = json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"});
         let sent: Value = serde_json::from_slice(&encode(&create(&user, &object, &options)).unwrap()).unwrap();
-        let gvk = json!({"group": "farm.example.com", "version": "v1alpha", "kind": "Llama"});
-        let gvr = json!({"group": "farm.example.com", "version": "v1alpha", "resource": "llamas"});
+        let gvk = json!({"group": "test.example.com", "version": "v1alpha", "kind": "Widget"});
+        let gvr = json!({"group": "test.example.com", "version": "v1alpha", "resource": "widgets"});
         assert_eq!(
             sent,
             json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
@@ -308,12 +308,12 @@ mod tests {
         let patch = br#"[{"op":"add","path":"/metadata/labels/checked","value":"yes"}]"#;
         let encoded = base64::engine::general_purpose::STANDARD.encode(patch);
         let body = answer(json!({"uid": "u", "allowed": true, "patch": encoded, "patchType": "JSONPatch",
-            "warnings": ["heavy llama"], "auditAnnotations": {"checked": "yes"}}));
+            "warnings": ["heavy widget"], "auditAnnotations": {"checked": "yes"}}));
         let read = verify("u", true, &body).unwrap();
         assert!(read.allowed);
         assert_eq!(read.patch.as_deref(), Some(&patch[..]));
         assert_eq!(read.patch_type.as_deref(), Some("JSONPatch"));
-        assert_eq!(read.warnings, ["heavy llama"]);
+        assert_eq!(read.warnings, ["heavy widget"]);
         assert_eq!(read.audit_annotations.get("checked").map(String::as_str), Some("yes"));
         let refused =
             verify("u", false, &answer(json!({"uid": "u", "allowed": false, "status": {"message": "no"}}))).unwrap();
@@ -375,11 +375,11 @@ mod tests {
 
     #[test]
     fn a_refusal_is_the_webhooks_status_with_the_webhook_named() {
-        let plain = refusal("weight.farm.example.com", None);
+        let plain = refusal("weight.test.example.com", None);
         assert_eq!((plain.code, plain.status.as_deref()), (Some(400), Some("Failure")));
         assert_eq!(
             plain.message.as_deref(),
-            Some(r#"admission webhook "weight.farm.example.com" denied the request without explanation"#)
+            Some(r#"admission webhook "weight.test.example.com" denied the request without explanation"#)
         );
         assert_eq!((plain.reason, plain.details), (None, None), "nothing is added");
 

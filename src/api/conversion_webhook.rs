@@ -92,8 +92,8 @@ mod tests {
     use serde_json::json;
 
     fn uppercase(mut object: Value, to: &str) -> std::result::Result<Value, String> {
-        if object["kind"] != "Llama" {
-            return Err(format!("not a Llama: {}", object["kind"]));
+        if object["kind"] != "Widget" {
+            return Err(format!("not a Widget: {}", object["kind"]));
         }
         object["apiVersion"] = json!(to);
         Ok(object)
@@ -102,7 +102,7 @@ mod tests {
     fn request(objects: Vec<Value>) -> ConversionRequest {
         let review: ConversionReview = serde_json::from_value(json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-            "request": {"uid": "u-1", "desiredAPIVersion": "farm.example.com/v1", "objects": objects}}))
+            "request": {"uid": "u-1", "desiredAPIVersion": "test.example.com/v1", "objects": objects}}))
         .unwrap();
         ConversionRequest::from_review(review).unwrap()
     }
@@ -110,8 +110,8 @@ mod tests {
     #[test]
     fn every_object_is_converted_in_order_and_the_uid_echoed() {
         let objects = vec![
-            json!({"kind": "Llama", "metadata": {"name": "a"}}),
-            json!({"kind": "Llama", "metadata": {"name": "b"}}),
+            json!({"kind": "Widget", "metadata": {"name": "a"}}),
+            json!({"kind": "Widget", "metadata": {"name": "b"}}),
         ];
         let review = serde_json::to_value(answer(uppercase, request(objects)).into_review()).unwrap();
         assert_eq!(review["response"]["uid"], "u-1");
@@ -119,12 +119,12 @@ mod tests {
         let names: Vec<&Value> =
             review["response"]["convertedObjects"].as_array().unwrap().iter().map(|o| &o["metadata"]["name"]).collect();
         assert_eq!(names, [&json!("a"), &json!("b")]);
-        assert_eq!(review["response"]["convertedObjects"][1]["apiVersion"], "farm.example.com/v1");
+        assert_eq!(review["response"]["convertedObjects"][1]["apiVersion"], "test.example.com/v1");
     }
 
     #[test]
     fn null_label_and_annotation_values_come_back_empty_as_from_go() {
-        let object = json!({"apiVersion": "a/v1", "kind": "Llama",
+        let object = json!({"apiVersion": "a/v1", "kind": "Widget",
             "metadata": {"labels": {"a": null, "b": "x"}, "annotations": {"c": null}}});
         let response = answer(uppercase, request(vec![object]));
         assert_eq!(
@@ -135,11 +135,11 @@ mod tests {
 
     #[test]
     fn one_object_that_cannot_be_converted_fails_the_review() {
-        let objects = vec![json!({"kind": "Llama"}), json!({"kind": "Alpaca"})];
+        let objects = vec![json!({"kind": "Widget"}), json!({"kind": "Alpaca"})];
         let review = serde_json::to_value(answer(uppercase, request(objects)).into_review()).unwrap();
         assert_eq!(review["response"]["uid"], "u-1");
         assert_eq!(review["response"]["result"]["status"], "Failure");
-        assert_eq!(review["response"]["result"]["message"], "object 1: not a Llama: \"Alpaca\"");
+        assert_eq!(review["response"]["result"]["message"], "object 1: not a Widget: \"Alpaca\"");
         assert!(review["response"]["convertedObjects"].as_array().is_none_or(Vec::is_empty));
     }
 }

@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
     }
 
-    /// The code `body`, a patch of type `kind`, gets when it is applied to a llama.
+    /// The code `body`, a patch of type `kind`, gets when it is applied to a widget.
     fn code_when_applied(kind: PatchType, body: &str) -> u16 {
         let patch = Patch::parse(kind, body.as_bytes()).unwrap();
         patch.apply(&json!({"spec": {"weight": 1}})).map_or_else(|e| e.code().as_u16(), |_| 200)
@@ -335,11 +335,11 @@ mod tests {
         assert_eq!(err.to_string(), "operation '/1' failed at path '/spec/horns': path is invalid");
     }
 
-    /// A Llama as the registry serializes it before patching.
+    /// A Widget as the registry serializes it before patching.
     fn stored() -> Value {
         json!({
-            "apiVersion": "farm.example.com/v1alpha",
-            "kind": "Llama",
+            "apiVersion": "test.example.com/v1alpha",
+            "kind": "Widget",
             "metadata": {"name": "dolly", "namespace": "default", "labels": {"app": "web"}},
             "spec": {"weight": 120.5, "height": 170, "color": "white"}
         })

@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn scalars_resolve_as_go_yaml_v2_resolves_them() {
-        // What kube-apiserver 1.20 stored for the same Llama spec sent as application/yaml.
+        // What kube-apiserver 1.20 stored for the same Widget spec sent as application/yaml.
         let v = to_json(b"spec:\n  weight: 0x10\n  height: 0755\n  color: yes\n  k: 1_000\n  s: '0755'\n").unwrap();
         assert_eq!(v, json!({"spec": {"weight": 16, "height": 493, "color": true, "k": 1000, "s": "0755"}}));
     }

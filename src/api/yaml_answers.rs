@@ -96,9 +96,9 @@ mod tests {
 
     #[test]
     fn json_becomes_yaml() {
-        let yaml = to_yaml(br#"{"kind":"Llama","spec":{"weight":120,"color":"yes"}}"#).unwrap_or_default();
+        let yaml = to_yaml(br#"{"kind":"Widget","spec":{"weight":120,"color":"yes"}}"#).unwrap_or_default();
         let back: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap_or_default();
-        assert_eq!(back, serde_json::json!({"kind": "Llama", "spec": {"weight": 120, "color": "yes"}}));
+        assert_eq!(back, serde_json::json!({"kind": "Widget", "spec": {"weight": 120, "color": "yes"}}));
         assert!(to_yaml(b"{").is_err());
     }
 }

@@ -310,15 +310,15 @@ mod tests {
         Record {
             config: RequestConfig { level: Level::Metadata, ..Default::default() },
             audit_id: "4b5c".into(),
-            request_uri: "/apis/farm.example.com/v1alpha/namespaces/default/llamas?fieldManager=kubectl".into(),
+            request_uri: "/apis/test.example.com/v1alpha/namespaces/default/widgets?fieldManager=kubectl".into(),
             verb: "create".into(),
             user: Arc::new(UserInfo { name: "alice".into(), groups: vec!["farmers".into()], ..Default::default() }),
             source_ips: vec!["10.0.0.7".into()],
             user_agent: "kubectl/v1.32.0".into(),
             object_ref: Some(ObjectRef {
-                resource: "llamas".into(),
+                resource: "widgets".into(),
                 namespace: "default".into(),
-                api_group: "farm.example.com".into(),
+                api_group: "test.example.com".into(),
                 api_version: "v1alpha".into(),
                 ..Default::default()
             }),
@@ -344,10 +344,10 @@ mod tests {
             json!({
                 "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "4b5c",
                 "stage": "ResponseComplete",
-                "requestURI": "/apis/farm.example.com/v1alpha/namespaces/default/llamas?fieldManager=kubectl",
+                "requestURI": "/apis/test.example.com/v1alpha/namespaces/default/widgets?fieldManager=kubectl",
                 "verb": "create", "user": {"username": "alice", "groups": ["farmers"]},
                 "sourceIPs": ["10.0.0.7"], "userAgent": "kubectl/v1.32.0",
-                "objectRef": {"resource": "llamas", "namespace": "default", "apiGroup": "farm.example.com", "apiVersion": "v1alpha"},
+                "objectRef": {"resource": "widgets", "namespace": "default", "apiGroup": "test.example.com", "apiVersion": "v1alpha"},
                 "responseStatus": {"metadata": {}, "code": 201},
                 "requestReceivedTimestamp": "2026-11-25T02:04:24.123456Z",
                 "stageTimestamp": stage_timestamp,

@@ -235,7 +235,7 @@ mod tests {
     fn resource(verb: &str, resource: &str, subresource: &str, namespace: &str, name: &str) -> Attributes {
         Attributes::Resource {
             verb: verb.into(),
-            group: "farm.example.com".into(),
+            group: "test.example.com".into(),
             version: "v1alpha".into(),
             resource: resource.into(),
             subresource: subresource.into(),
@@ -259,12 +259,12 @@ rules:
 - level: None
   nonResourceURLs: ["/healthz*", "/version"]
 - level: RequestResponse
-  resources: [{group: farm.example.com, resources: ["llamas/status"]}]
+  resources: [{group: test.example.com, resources: ["widgets/status"]}]
   omitManagedFields: false
 - level: Request
   verbs: [create, update, patch]
   namespaces: [pasture]
-  resources: [{group: farm.example.com, resources: [llamas], resourceNames: [dolly]}]
+  resources: [{group: test.example.com, resources: [widgets], resourceNames: [dolly]}]
   omitStages: [ResponseStarted]
 - level: Metadata
   userGroups: ["system:authenticated"]
@@ -276,23 +276,27 @@ rules:
         let alice = user("alice", &["system:authenticated"]);
         let level = |user: &UserInfo, attributes: &Attributes| policy.evaluate(user, attributes).level;
         let aggregator = user("system:kube-aggregator", &["system:masters", "system:authenticated"]);
-        assert_eq!(level(&aggregator, &resource("get", "llamas", "", "pasture", "dolly")), Level::None);
+        assert_eq!(level(&aggregator, &resource("get", "widgets", "", "pasture", "dolly")), Level::None);
         let version = Attributes::NonResource { verb: "get".into(), path: "/version".into() };
         assert_eq!(level(&alice, &version), Level::None);
         let healthz = Attributes::NonResource { verb: "get".into(), path: "/healthz/ping".into() };
         assert_eq!(level(&alice, &healthz), Level::None, "a prefix ending in *");
-        let status = policy.evaluate(&alice, &resource("update", "llamas", "status", "wild", "cria"));
+        let status = policy.evaluate(&alice, &resource("update", "widgets", "status", "wild", "cria"));
         assert_eq!(status.level, Level::RequestResponse);
         assert!(!status.omit_managed_fields, "the rule's choice wins over the policy's");
-        let dolly = policy.evaluate(&alice, &resource("patch", "llamas", "", "pasture", "dolly"));
+        let dolly = policy.evaluate(&alice, &resource("patch", "widgets", "", "pasture", "dolly"));
         assert_eq!(dolly.level, Level::Request);
         assert_eq!(dolly.omit_stages, [Stage::RequestReceived, Stage::ResponseStarted], "policy's and rule's");
         assert!(dolly.omit_managed_fields);
         assert!(!dolly.writes(Stage::RequestReceived) && dolly.writes(Stage::ResponseComplete));
-        assert_eq!(level(&alice, &resource("patch", "llamas", "", "pasture", "cria")), Level::Metadata, "another name");
-        assert_eq!(level(&alice, &resource("get", "llamas", "", "pasture", "dolly")), Level::Metadata, "another verb");
+        assert_eq!(
+            level(&alice, &resource("patch", "widgets", "", "pasture", "cria")),
+            Level::Metadata,
+            "another name"
+        );
+        assert_eq!(level(&alice, &resource("get", "widgets", "", "pasture", "dolly")), Level::Metadata, "another verb");
         let anonymous = user("system:anonymous", &["system:unauthenticated"]);
-        let none = policy.evaluate(&anonymous, &resource("list", "llamas", "", "", ""));
+        let none = policy.evaluate(&anonymous, &resource("list", "widgets", "", "", ""));
         assert_eq!(none.level, Level::None, "no rule matches");
         assert!(!none.writes(Stage::ResponseComplete));
     }
@@ -314,25 +318,33 @@ rules:
             omit_stages: vec![],
             omit_managed_fields: None,
         };
-        let status = resource("update", "llamas", "status", "a", "x");
-        let main = resource("update", "llamas", "", "a", "x");
-        assert!(matches_resource(&rule(&["*/status"], "farm.example.com"), &status));
-        assert!(!matches_resource(&rule(&["*/status"], "farm.example.com"), &main));
-        assert!(matches_resource(&rule(&["llamas/*"], "*"), &status));
-        assert!(matches_resource(&rule(&["llamas/*"], "*"), &main), "`res/*` also matches the resource itself");
-        assert!(!matches_resource(&rule(&["llamas"], "farm.example.com"), &status), "a subresource is named in full");
-        assert!(matches_resource(&rule(&[], "farm.example.com"), &status), "a group without resources is all of it");
+        let status = resource("update", "widgets", "status", "a", "x");
+        let main = resource("update", "widgets", "", "a", "x");
+        assert!(matches_resource(&rule(&["*/status"], "test.example.com"), &status));
+        assert!(!matches_resource(&rule(&["*/status"], "test.example.com"), &main));
+        assert!(matches_resource(&rule(&["widgets/*"], "*"), &status));
+        assert!(matches_resource(&rule(&["widgets/*"], "*"), &main), "`res/*` also matches the resource itself");
+        assert!(!matches_resource(&rule(&["widgets"], "test.example.com"), &status), "a subresource is named in full");
+        assert!(matches_resource(&rule(&[], "test.example.com"), &status), "a group without resources is all of it");
         assert!(!matches_resource(&rule(&["*"], ""), &main), "another group");
         let url = Attributes::NonResource { verb: "get".into(), path: "/apis".into() };
         assert!(!matches_resource(&rule(&["*"], "*"), &url));
     }
 
     #[test]
+    // The farm server's own policy: moves to the farm package with the workspace.
     fn the_policy_the_deployment_mounts_is_valid() {
         let manifests: Vec<serde_json::Value> =
             serde_saphyr::from_multiple(include_str!("../../manifests/deployment.yaml")).unwrap();
         let text = manifests.iter().find_map(|m| m["data"]["policy.yaml"].as_str()).unwrap();
         let policy = Policy::parse(text).unwrap();
+        let resource = |verb: &str, plural: &str, subresource: &str, namespace: &str, name: &str| {
+            let mut attributes = resource(verb, plural, subresource, namespace, name);
+            if let Attributes::Resource { group, .. } = &mut attributes {
+                *group = "farm.example.com".into();
+            }
+            attributes
+        };
         let aggregator = user("system:kube-aggregator", &["system:masters"]);
         assert_eq!(policy.evaluate(&aggregator, &resource("get", "llamas", "", "", "")).level, Level::None);
         let alice = user("alice", &[]);
@@ -362,7 +374,7 @@ rules:
             "{both}"
         );
         let names =
-            format!("{head}- level: Metadata\n  resources: [{{group: farm.example.com, resourceNames: [dolly]}}]\n");
+            format!("{head}- level: Metadata\n  resources: [{{group: test.example.com, resourceNames: [dolly]}}]\n");
         assert!(refused(&names).contains("using resourceNames requires at least one resource"));
     }
 }

@@ -123,16 +123,16 @@ mod tests {
         let p =
             |path| resource_path(path).map(|r| (r.group, r.version, r.namespace, r.resource, r.name, r.subresource));
         assert_eq!(
-            p("/apis/farm.example.com/v1alpha/namespaces/a/llamas/x/status"),
-            Some(("farm.example.com", "v1alpha", "a", "llamas", "x", "status"))
+            p("/apis/test.example.com/v1alpha/namespaces/a/widgets/x/status"),
+            Some(("test.example.com", "v1alpha", "a", "widgets", "x", "status"))
         );
         assert_eq!(
-            p("/apis/farm.example.com/v1alpha/llamas"),
-            Some(("farm.example.com", "v1alpha", "", "llamas", "", ""))
+            p("/apis/test.example.com/v1alpha/widgets"),
+            Some(("test.example.com", "v1alpha", "", "widgets", "", ""))
         );
         assert_eq!(p("/api/v1/namespaces/a"), Some(("", "v1", "", "namespaces", "a", "")));
         assert_eq!(p("/api/v1/pods/"), Some(("", "v1", "", "pods", "", "")));
-        assert_eq!(p("/apis/farm.example.com/v1alpha"), None);
+        assert_eq!(p("/apis/test.example.com/v1alpha"), None);
         assert_eq!(p("/api/v1"), None);
         assert_eq!(p("/metrics"), None);
     }
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn verbs_map_as_on_the_kube_apiserver() {
-        let ns = "/apis/farm.example.com/v1alpha/namespaces/a/llamas";
+        let ns = "/apis/test.example.com/v1alpha/namespaces/a/widgets";
         let cases = [
             ("GET", ns, "", "list"),
             ("GET", ns, "watch=true", "watch"),
@@ -160,7 +160,7 @@ mod tests {
             ("PATCH", &format!("{ns}/dolly") as &str, "", "patch"),
             ("DELETE", &format!("{ns}/dolly") as &str, "", "delete"),
             ("DELETE", ns, "", "deletecollection"),
-            ("GET", "/apis/farm.example.com/v1alpha/llamas", "", "list"),
+            ("GET", "/apis/test.example.com/v1alpha/widgets", "", "list"),
         ];
         for (method, path, query, want) in cases {
             assert_eq!(verb(&of(method, path, query)), want, "{method} {path}?{query}");
@@ -169,14 +169,14 @@ mod tests {
 
     #[test]
     fn namespace_name_and_subresource_are_extracted() {
-        let a = of("GET", "/apis/farm.example.com/v1alpha/namespaces/a/llamas/dolly/status", "");
+        let a = of("GET", "/apis/test.example.com/v1alpha/namespaces/a/widgets/dolly/status", "");
         assert_eq!(
             a,
             Attributes::Resource {
                 verb: "get".into(),
-                group: "farm.example.com".into(),
+                group: "test.example.com".into(),
                 version: "v1alpha".into(),
-                resource: "llamas".into(),
+                resource: "widgets".into(),
                 subresource: "status".into(),
                 namespace: "a".into(),
                 name: "dolly".into(),
@@ -184,7 +184,7 @@ mod tests {
         );
         let Attributes::Resource { name, verb, .. } = of(
             "GET",
-            "/apis/farm.example.com/v1alpha/namespaces/a/llamas",
+            "/apis/test.example.com/v1alpha/namespaces/a/widgets",
             "watch=true&fieldSelector=metadata.name%3Ddolly",
         ) else {
             panic!()
@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn discovery_and_openapi_are_non_resource_requests() {
         for path in
-            ["/apis", "/apis/farm.example.com", "/apis/farm.example.com/v1alpha", "/openapi/v2", "/version", "/api"]
+            ["/apis", "/apis/test.example.com", "/apis/test.example.com/v1alpha", "/openapi/v2", "/version", "/api"]
         {
             assert_eq!(
                 of("GET", path, ""),

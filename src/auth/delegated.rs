@@ -342,16 +342,16 @@ mod tests {
         let user = UserInfo { name: "bob".into(), ..Default::default() };
         let a = Attributes::Resource {
             verb: "list".into(),
-            group: "farm.example.com".into(),
+            group: "test.example.com".into(),
             version: "v1alpha".into(),
-            resource: "llamas".into(),
+            resource: "widgets".into(),
             subresource: String::new(),
             namespace: "b".into(),
             name: String::new(),
         };
         assert_eq!(
             forbidden_message(&user, &a, ""),
-            "llamas.farm.example.com is forbidden: User \"bob\" cannot list resource \"llamas\" in API group \"farm.example.com\" in the namespace \"b\""
+            "widgets.test.example.com is forbidden: User \"bob\" cannot list resource \"widgets\" in API group \"test.example.com\" in the namespace \"b\""
         );
         let n = Attributes::NonResource { verb: "get".into(), path: "/openapi/v2".into() };
         assert_eq!(forbidden_message(&user, &n, "no"), "forbidden: User \"bob\" cannot get path \"/openapi/v2\": no");

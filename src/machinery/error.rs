@@ -574,8 +574,8 @@ mod tests {
     #[test]
     fn invalid_message_lists_several_causes_in_brackets() {
         let err = Error::Invalid {
-            kind: "Llama",
-            group: "farm.example.com",
+            kind: "Widget",
+            group: "test.example.com",
             name: "dolly".into(),
             causes: vec![
                 FieldError::invalid("spec.weight", &serde_json::json!(-1), "must be greater than 0"),
@@ -584,7 +584,7 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "Llama.farm.example.com \"dolly\" is invalid: [spec.weight: Invalid value: -1: must be greater than 0, spec.height: Required value]"
+            "Widget.test.example.com \"dolly\" is invalid: [spec.weight: Invalid value: -1: must be greater than 0, spec.height: Required value]"
         );
         let status = err.to_status();
         assert_eq!(status.code, Some(422));
@@ -595,14 +595,14 @@ mod tests {
     #[test]
     fn single_cause_message_has_no_brackets_and_strings_are_quoted() {
         let err = Error::Invalid {
-            kind: "Llama",
-            group: "farm.example.com",
+            kind: "Widget",
+            group: "test.example.com",
             name: "Bad".into(),
             causes: vec![FieldError::invalid("metadata.name", &serde_json::json!("Bad"), "a lowercase name")],
         };
         assert_eq!(
             err.to_string(),
-            "Llama.farm.example.com \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\": a lowercase name"
+            "Widget.test.example.com \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\": a lowercase name"
         );
     }
 

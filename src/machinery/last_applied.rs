@@ -83,10 +83,10 @@ mod tests {
         }}))
     }
 
-    const V1ALPHA: &str = "farm.example.com/v1alpha";
+    const V1ALPHA: &str = "test.example.com/v1alpha";
 
     fn with_annotation(spec: Value, recorded: &Value) -> Value {
-        json!({"apiVersion": V1ALPHA, "kind": "Llama",
+        json!({"apiVersion": V1ALPHA, "kind": "Widget",
             "metadata": {"name": "dolly", "annotations": {(ANNOTATION): format!("{recorded}\n")}}, "spec": spec})
     }
 
@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn recorded_fields_with_their_recorded_values_are_allowed() {
-        let recorded = json!({"apiVersion": V1ALPHA, "kind": "Llama", "metadata": {"name": "dolly"},
+        let recorded = json!({"apiVersion": V1ALPHA, "kind": "Widget", "metadata": {"name": "dolly"},
             "spec": {"weight": 5, "height": 2}});
         let live = with_annotation(json!({"weight": 5.0, "height": 3}), &recorded);
         let allowed = allowed_conflicts(&live, V1ALPHA, &schema()).unwrap();
@@ -114,12 +114,12 @@ mod tests {
             live["metadata"]["annotations"][ANNOTATION] = json!(recorded);
             allowed_conflicts(&live, V1ALPHA, &schema())
         };
-        assert!(of(r#"{"apiVersion":"farm.example.com/v1","kind":"Llama","spec":{"weight":5}}"#).is_none());
-        assert!(of(r#"{"apiVersion":"farm.example.com/v1alpha","spec":{"weight":5}}"#).is_none());
-        let whole = r#"{"apiVersion":"farm.example.com/v1alpha","kind":"Llama","spec":{}}"#;
+        assert!(of(r#"{"apiVersion":"test.example.com/v1","kind":"Widget","spec":{"weight":5}}"#).is_none());
+        assert!(of(r#"{"apiVersion":"test.example.com/v1alpha","spec":{"weight":5}}"#).is_none());
+        let whole = r#"{"apiVersion":"test.example.com/v1alpha","kind":"Widget","spec":{}}"#;
         assert!(of(&whole[..whole.len() - 2]).is_none(), "cut short");
         assert!(of("").is_none());
-        assert!(of(r#"{"apiVersion":"farm.example.com/v1alpha","kind":"Llama","spec":{"weight":5}}"#).is_some());
+        assert!(of(r#"{"apiVersion":"test.example.com/v1alpha","kind":"Widget","spec":{"weight":5}}"#).is_some());
         let mut bare = with_annotation(json!({"weight": 5}), &json!({}));
         bare["metadata"]["annotations"] = json!({});
         assert!(allowed_conflicts(&bare, V1ALPHA, &schema()).is_none());
@@ -127,14 +127,14 @@ mod tests {
 
     #[test]
     fn the_annotation_is_rewritten_only_where_there_is_one() {
-        let applied = json!({"apiVersion": V1ALPHA, "kind": "Llama",
+        let applied = json!({"apiVersion": V1ALPHA, "kind": "Widget",
             "metadata": {"name": "dolly", "annotations": {(ANNOTATION): "x", "note": "kept"}}, "spec": {"weight": 6}});
         let mut object = with_annotation(json!({"weight": 6}), &json!({"old": true}));
         record(&mut object, &applied);
         let text = object["metadata"]["annotations"][ANNOTATION].as_str().unwrap();
         assert_eq!(
             text,
-            "{\"apiVersion\":\"farm.example.com/v1alpha\",\"kind\":\"Llama\",\"metadata\":{\"annotations\":{\"note\":\"kept\"},\"name\":\"dolly\"},\"spec\":{\"weight\":6}}\n"
+            "{\"apiVersion\":\"test.example.com/v1alpha\",\"kind\":\"Widget\",\"metadata\":{\"annotations\":{\"note\":\"kept\"},\"name\":\"dolly\"},\"spec\":{\"weight\":6}}\n"
         );
         let mut without = json!({"metadata": {"annotations": {"note": "kept"}}});
         record(&mut without, &applied);
@@ -148,7 +148,7 @@ mod tests {
     fn a_record_that_would_overflow_the_annotations_is_removed() {
         let big = "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT - 100);
         let applied =
-            json!({"apiVersion": V1ALPHA, "kind": "Llama", "metadata": {"name": "dolly"}, "spec": {"weight": 6}});
+            json!({"apiVersion": V1ALPHA, "kind": "Widget", "metadata": {"name": "dolly"}, "spec": {"weight": 6}});
         let mut object = json!({"metadata": {"annotations": {(ANNOTATION): "{}", "big": big}}});
         record(&mut object, &applied);
         assert_eq!(object["metadata"]["annotations"].as_object().unwrap().len(), 1, "only `big` is left");
@@ -172,7 +172,7 @@ mod tests {
                 height.map(|h| spec.insert("height".into(), json!(f64::from(h))));
                 Value::Object(spec)
             };
-            let recorded = json!({"apiVersion": V1ALPHA, "kind": "Llama", "spec": spec(recorded_weight, recorded_height)});
+            let recorded = json!({"apiVersion": V1ALPHA, "kind": "Widget", "spec": spec(recorded_weight, recorded_height)});
             let live = with_annotation(spec(live_weight, live_height), &recorded);
             let allowed = allowed_conflicts(&live, V1ALPHA, &schema()).unwrap();
             let held = |recorded: Option<u8>, live: Option<u8>| recorded.is_some() && recorded == live;
@@ -184,7 +184,7 @@ mod tests {
         #[test]
         fn any_annotation_is_read_safely(text in ".{0,80}", tail in "[a-z{}\\[\\]\":,0-9]{0,40}") {
             let mut live = with_annotation(json!({"weight": 5}), &json!({}));
-            let annotation = format!("{{\"apiVersion\":\"{V1ALPHA}\",\"kind\":\"Llama\",{tail}");
+            let annotation = format!("{{\"apiVersion\":\"{V1ALPHA}\",\"kind\":\"Widget\",{tail}");
             for text in [text, annotation] {
                 live["metadata"]["annotations"][ANNOTATION] = json!(text);
                 if let Some(allowed) = allowed_conflicts(&live, V1ALPHA, &schema()) {

@@ -78,36 +78,36 @@ mod tests {
         }
     }
 
-    const LLAMAS: GroupResource = GroupResource { group: "farm.example.com", resource: "llamas" };
+    const WIDGETS: GroupResource = GroupResource { group: "test.example.com", resource: "widgets" };
 
     #[tokio::test]
     async fn creates_need_an_active_namespace() {
-        assert!(admit_create(&Fixed, "pasture", LLAMAS, "dolly").await.is_ok());
-        assert!(admit_create(&Fixed, "default", LLAMAS, "dolly").await.is_ok(), "immortal, never asked");
-        let missing = admit_create(&Fixed, "nowhere", LLAMAS, "dolly").await.unwrap_err().to_status();
+        assert!(admit_create(&Fixed, "pasture", WIDGETS, "dolly").await.is_ok());
+        assert!(admit_create(&Fixed, "default", WIDGETS, "dolly").await.is_ok(), "immortal, never asked");
+        let missing = admit_create(&Fixed, "nowhere", WIDGETS, "dolly").await.unwrap_err().to_status();
         assert_eq!(missing.code, Some(404));
         assert_eq!(missing.message.as_deref(), Some(r#"namespaces "nowhere" not found"#));
         let details = missing.details.unwrap();
         assert_eq!((details.kind.as_deref(), details.group), (Some("namespaces"), None));
-        assert_eq!(admit_create(&Fixed, "broken", LLAMAS, "dolly").await.unwrap_err().code(), 500);
+        assert_eq!(admit_create(&Fixed, "broken", WIDGETS, "dolly").await.unwrap_err().code(), 500);
     }
 
     #[tokio::test]
     async fn a_terminating_namespace_refuses_with_the_kube_apiserver_s_words() {
-        let status = admit_create(&Fixed, "leaving", LLAMAS, "dolly").await.unwrap_err().to_status();
+        let status = admit_create(&Fixed, "leaving", WIDGETS, "dolly").await.unwrap_err().to_status();
         assert_eq!((status.code, status.reason.as_deref()), (Some(403), Some("Forbidden")));
         assert_eq!(
             status.message.as_deref(),
             Some(
-                r#"llamas.farm.example.com "dolly" is forbidden: unable to create new content in namespace leaving because it is being terminated"#
+                r#"widgets.test.example.com "dolly" is forbidden: unable to create new content in namespace leaving because it is being terminated"#
             )
         );
         let details = status.details.unwrap();
-        assert_eq!(details.group.as_deref(), Some("farm.example.com"));
+        assert_eq!(details.group.as_deref(), Some("test.example.com"));
         let cause = &details.causes.unwrap()[0];
         assert_eq!(cause.reason.as_deref(), Some("NamespaceTerminating"));
         assert_eq!(cause.field.as_deref(), Some("metadata.namespace"));
-        let unnamed = admit_create(&Fixed, "leaving", LLAMAS, "").await.unwrap_err();
-        assert!(unnamed.to_string().starts_with("llamas.farm.example.com is forbidden: "), "{unnamed}");
+        let unnamed = admit_create(&Fixed, "leaving", WIDGETS, "").await.unwrap_err();
+        assert!(unnamed.to_string().starts_with("widgets.test.example.com is forbidden: "), "{unnamed}");
     }
 }

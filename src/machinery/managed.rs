@@ -677,7 +677,7 @@ mod tests {
         Write {
             manager,
             subresource,
-            api_version: "farm.example.com/v1alpha",
+            api_version: "test.example.com/v1alpha",
             reset,
             now: at(second),
             versions: &OneVersion,
@@ -694,7 +694,7 @@ mod tests {
     }
 
     fn object(weight: f64, labels: Value) -> Value {
-        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+        json!({"apiVersion": "test.example.com/v1alpha", "kind": "Widget",
             "metadata": {"name": "dolly", "namespace": "default", "labels": labels},
             "spec": {"weight": weight, "height": 2.0}, "status": {"observedGeneration": 1}})
     }
@@ -817,7 +817,7 @@ mod tests {
     }
 
     fn spec(fields: Value) -> Value {
-        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": "dolly"}, "spec": fields})
+        json!({"apiVersion": "test.example.com/v1alpha", "kind": "Widget", "metadata": {"name": "dolly"}, "spec": fields})
     }
 
     #[test]
@@ -845,14 +845,14 @@ mod tests {
         let refused =
             apply(Some(&patched), &config, both.clone(), &write("a", "", &reset, 30), false, &schema()).unwrap_err();
         let expected = Conflict {
-            manager: "\"b\" using farm.example.com/v1alpha".into(),
+            manager: "\"b\" using test.example.com/v1alpha".into(),
             field: ".spec.weight".into(),
             path: vec![PathElement::Field("spec".into()), PathElement::Field("weight".into())],
         };
         assert_eq!(refused, std::slice::from_ref(&expected));
         assert_eq!(
             conflict_message(&refused),
-            "Apply failed with 1 conflict: conflict with \"b\" using farm.example.com/v1alpha: .spec.weight"
+            "Apply failed with 1 conflict: conflict with \"b\" using test.example.com/v1alpha: .spec.weight"
         );
         let forced =
             apply(Some(&patched), &config, both.clone(), &write("a", "", &reset, 30), true, &schema()).unwrap();
@@ -915,7 +915,7 @@ mod tests {
         assert_eq!(names, ["a", "before-first-apply"]);
     }
 
-    /// A llama as client-side `kubectl apply` leaves it: its annotation records `recorded`, and
+    /// A widget as client-side `kubectl apply` leaves it: its annotation records `recorded`, and
     /// `kubectl-client-side-apply` owns what it wrote; then `edits` by `kubectl-edit`.
     fn client_side_applied(recorded: Value, edits: Option<Value>) -> (Value, Managed) {
         let reset = top_level(&["status"]);
@@ -946,7 +946,7 @@ mod tests {
         let flux = apply(Some(&live), &config, managed, &write("flux", "", &reset, 30), false, &schema());
         let refused = flux.unwrap_err();
         assert_eq!(refused.len(), 1, "only kubectl's applies read the record: {refused:?}");
-        assert_eq!(refused[0].manager, "\"kubectl-client-side-apply\" using farm.example.com/v1alpha");
+        assert_eq!(refused[0].manager, "\"kubectl-client-side-apply\" using test.example.com/v1alpha");
     }
 
     #[test]
@@ -957,7 +957,7 @@ mod tests {
         let config = spec(json!({"weight": 6, "height": 3, "color": "black"}));
         let out = apply(Some(&live), &config, managed, &write("kubectl", "", &reset, 30), false, &schema());
         let refused: Vec<(String, String)> = out.unwrap_err().into_iter().map(|c| (c.manager, c.field)).collect();
-        let edit = "\"kubectl-edit\" using farm.example.com/v1alpha".to_string();
+        let edit = "\"kubectl-edit\" using test.example.com/v1alpha".to_string();
         assert_eq!(
             refused,
             [(edit.clone(), ".spec.color".into()), (edit, ".spec.weight".into())],

@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn names_must_be_dns_subdomains() {
-        assert!(dns1123_subdomain("dolly.the-llama").is_empty());
+        assert!(dns1123_subdomain("dolly.the-widget").is_empty());
         assert_eq!(dns1123_subdomain("Dolly").len(), 1);
         assert_eq!(dns1123_subdomain(&"a".repeat(254)).len(), 1);
         assert_eq!(dns1123_subdomain("-a").len(), 1);
@@ -253,7 +253,7 @@ mod tests {
         };
         let mut m = meta("dolly");
         m.owner_references = Some(vec![
-            owner("farm.example.com/v1alpha", "Llama", "mother", "u1", true),
+            owner("test.example.com/v1alpha", "Widget", "mother", "u1", true),
             owner("a/b/c", "Herd", "north", "u2", true),
             owner("v1", "Event", "", "", false),
         ]);
@@ -263,7 +263,7 @@ mod tests {
             shown[0],
             r#"metadata.ownerReferences.apiVersion: Invalid value: "a/b/c": version must not be empty"#
         );
-        assert!(shown[1].ends_with(r#"Found "true" in references for Llama/mother and Herd/north"#), "{shown:#?}");
+        assert!(shown[1].ends_with(r#"Found "true" in references for Widget/mother and Herd/north"#), "{shown:#?}");
         assert_eq!(shown[2], r#"metadata.ownerReferences.name: Invalid value: "": name must not be empty"#);
         assert_eq!(shown[3], r#"metadata.ownerReferences.uid: Invalid value: "": uid must not be empty"#);
         assert!(shown[4].ends_with("/v1, Kind=Event is disallowed from being an owner"), "{shown:#?}");
