@@ -1,5 +1,4 @@
-//! A mirror of a cluster's objects, the source of a read-only view (FarmPods are the farm
-//! server's view of Pods): one list-then-watch loop over one kind of the cluster's objects (in
+//! A mirror of a cluster's objects, the source of a read-only view (of Pods, say): one list-then-watch loop over one kind of the cluster's objects (in
 //! all namespaces, or one), started once, projecting each object into the view's resource in a
 //! replicated [`MemoryStore`]. get, list and watch of the view are served from that store; no
 //! request calls the kube-apiserver.

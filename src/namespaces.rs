@@ -2,7 +2,7 @@
 //! ([`crate::machinery::lifecycle`]) and the `namespaceSelector` of admission webhooks: a kube-rs reflector keeps every Namespace's phase in
 //! memory, and a namespace the cache does not hold (not yet synced, or created a moment ago) is
 //! looked up with one live GET before a create is refused, as the kube-apiserver's
-//! `NamespaceLifecycle` plugin does, so a namespace created just before its first llama is never
+//! `NamespaceLifecycle` plugin does, so a namespace created just before its first object is never
 //! refused. The server's ServiceAccount needs get, list and watch on namespaces
 //! (`manifests/rbac.yaml`).
 

@@ -87,29 +87,29 @@ mod tests {
 
     fn label(method: &str, path: &str, query: &str) -> (&'static str, &'static str) {
         let method: http::Method = method.parse().unwrap();
-        labels(&method, path, Some(query), &["llamas"])
+        labels(&method, path, Some(query), &["widgets"])
     }
 
     #[test]
     fn labels_follow_the_kube_apiserver() {
-        let one = "/apis/farm.example.com/v1alpha/namespaces/default/llamas/dolly";
-        let all = "/apis/farm.example.com/v1alpha/namespaces/default/llamas";
-        assert_eq!(label("GET", one, ""), ("GET", "llamas"));
-        assert_eq!(label("GET", all, ""), ("LIST", "llamas"));
-        assert_eq!(label("GET", all, "watch=true"), ("WATCH", "llamas"));
-        assert_eq!(label("POST", all, ""), ("POST", "llamas"));
-        assert_eq!(label("PUT", one, ""), ("PUT", "llamas"));
-        assert_eq!(label("PATCH", one, ""), ("PATCH", "llamas"));
-        assert_eq!(label("DELETE", one, ""), ("DELETE", "llamas"));
-        assert_eq!(label("DELETE", all, ""), ("DELETECOLLECTION", "llamas"));
+        let one = "/apis/example.com/v1beta1/namespaces/default/widgets/dolly";
+        let all = "/apis/example.com/v1beta1/namespaces/default/widgets";
+        assert_eq!(label("GET", one, ""), ("GET", "widgets"));
+        assert_eq!(label("GET", all, ""), ("LIST", "widgets"));
+        assert_eq!(label("GET", all, "watch=true"), ("WATCH", "widgets"));
+        assert_eq!(label("POST", all, ""), ("POST", "widgets"));
+        assert_eq!(label("PUT", one, ""), ("PUT", "widgets"));
+        assert_eq!(label("PATCH", one, ""), ("PATCH", "widgets"));
+        assert_eq!(label("DELETE", one, ""), ("DELETE", "widgets"));
+        assert_eq!(label("DELETE", all, ""), ("DELETECOLLECTION", "widgets"));
         assert_eq!(label("GET", "/metrics", ""), ("GET", ""));
     }
 
     #[test]
     fn verbs_agree_with_the_authorization_attributes() {
         use crate::auth::attributes::{Attributes, attributes};
-        let one = "/apis/farm.example.com/v1alpha/namespaces/default/llamas/dolly";
-        let all = "/apis/farm.example.com/v1alpha/llamas";
+        let one = "/apis/example.com/v1beta1/namespaces/default/widgets/dolly";
+        let all = "/apis/example.com/v1beta1/widgets";
         for (method, path, query) in [
             ("GET", one, ""),
             ("GET", all, ""),
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn clients_cannot_invent_label_values() {
-        let other = "/apis/farm.example.com/v1alpha/namespaces/default/made-up-1234";
+        let other = "/apis/example.com/v1beta1/namespaces/default/made-up-1234";
         assert_eq!(label("GET", other, ""), ("GET", ""));
         assert_eq!(label("BREW", "/apis", ""), ("OTHER", ""));
     }

@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn generated_certificates_make_a_server_config() {
-        let certs = generate("test-ca", &["farm-apiserver.farm-system.svc".into()]).unwrap();
+        let certs = generate("test-ca", &["widget-apiserver.widget-system.svc".into()]).unwrap();
         assert!(certs.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         server_config(ReloadingCertificate::new(&certs).unwrap(), false).unwrap();
     }

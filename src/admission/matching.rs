@@ -33,7 +33,7 @@ pub struct Attributes<'a> {
     pub group: &'a str,
     /// The version the request was made at.
     pub version: &'a str,
-    /// The resource, plural (`llamas`).
+    /// The resource, plural (`widgets`).
     pub resource: &'a str,
     /// The subresource (`status`), or empty.
     pub subresource: &'a str,
@@ -251,7 +251,7 @@ mod tests {
             ("*", true, false),
             ("*/status", false, true),
             ("*/*", true, true),
-            ("farmpods", false, false),
+            ("gadgets", false, false),
         ];
         for (resource, main, status) in cases {
             let r = rule(&["*"], &[resource], None);
@@ -325,13 +325,13 @@ mod tests {
         let white = selector(&[("color", "white")], &[]);
         let webhook =
             Matching { rules: &rules, namespace_selector: None, object_selector: Some(&white), match_policy: None };
-        let (white_llama, brown_llama) = (meta(&[("color", "white")]), meta(&[("color", "brown")]));
+        let (white, brown) = (meta(&[("color", "white")]), meta(&[("color", "brown")]));
         let create = |object| Attributes { object: Some(object), ..request(Operation::Create, "") };
-        assert!(should_call(webhook, &create(&white_llama), no_lookup).unwrap());
-        assert!(!should_call(webhook, &create(&brown_llama), no_lookup).unwrap());
-        let recolor = Attributes { old_object: Some(&white_llama), ..create(&brown_llama) };
+        assert!(should_call(webhook, &create(&white), no_lookup).unwrap());
+        assert!(!should_call(webhook, &create(&brown), no_lookup).unwrap());
+        let recolor = Attributes { old_object: Some(&white), ..create(&brown) };
         assert!(should_call(webhook, &recolor, no_lookup).unwrap(), "the old object still matches");
-        let delete = Attributes { old_object: Some(&white_llama), ..request(Operation::Delete, "") };
+        let delete = Attributes { old_object: Some(&white), ..request(Operation::Delete, "") };
         assert!(should_call(webhook, &delete, no_lookup).unwrap());
         let unlabelled = selector(&[], &[("color", "DoesNotExist", &[])]);
         let webhook = Matching { object_selector: Some(&unlabelled), ..webhook };
@@ -375,11 +375,11 @@ mod tests {
             object_selector: Some(white),
             ..Default::default()
         };
-        let (white_llama, brown_llama) = (meta(&[("color", "white")]), meta(&[("color", "brown")]));
+        let (white, brown) = (meta(&[("color", "white")]), meta(&[("color", "brown")]));
         for matching in [Matching::from(&validating), Matching::from(&mutating)] {
             let create = |object| Attributes { object: Some(object), ..request(Operation::Create, "") };
-            assert!(should_call(matching, &create(&white_llama), no_lookup).unwrap());
-            assert!(!should_call(matching, &create(&brown_llama), no_lookup).unwrap());
+            assert!(should_call(matching, &create(&white), no_lookup).unwrap());
+            assert!(!should_call(matching, &create(&brown), no_lookup).unwrap());
         }
         assert!(Matching::from(&ValidatingWebhook::default()).rules.is_empty());
     }
@@ -392,7 +392,7 @@ mod tests {
         let webhook =
             Matching { rules: &rules, namespace_selector: None, object_selector: Some(&bad), match_policy: None };
         assert!(matches!(should_call(webhook, &attr, no_lookup), Err(Error::Internal(_))));
-        let other_rules = [rule(&["*"], &["farmpods"], None)];
+        let other_rules = [rule(&["*"], &["gadgets"], None)];
         assert!(!should_call(Matching { rules: &other_rules, ..webhook }, &attr, no_lookup).unwrap());
     }
 }

@@ -247,7 +247,7 @@ mod tests {
     use serde_json::json;
 
     fn user() -> UserInfo {
-        UserInfo { username: Some("alice".into()), groups: Some(vec!["farmers".into()]), ..Default::default() }
+        UserInfo { username: Some("alice".into()), groups: Some(vec!["builders".into()]), ..Default::default() }
     }
 
     const WIDGET: GroupVersionKind = GroupVersionKind { group: "test.example.com", version: "v1alpha", kind: "Widget" };
@@ -284,7 +284,7 @@ mod tests {
             json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
                 "uid": "0d9c-uid", "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
                 "name": "dolly", "namespace": "pasture", "operation": "CREATE",
-                "userInfo": {"username": "alice", "groups": ["farmers"]},
+                "userInfo": {"username": "alice", "groups": ["builders"]},
                 "object": object, "oldObject": null, "dryRun": false, "options": options,
             }})
         );

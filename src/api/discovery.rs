@@ -125,7 +125,7 @@ impl Discovery {
         GroupVersionForDiscovery { group_version: format!("{}/{version}", self.group), version: version.into() }
     }
 
-    /// `APIGroup` of `farm.example.com`: every version, the preferred first.
+    /// `APIGroup` of the group: every version, the preferred first.
     pub fn api_group(&self) -> APIGroup {
         APIGroup {
             name: self.group.into(),
@@ -135,7 +135,7 @@ impl Discovery {
         }
     }
 
-    /// `APIResourceList` of `farm.example.com/<version>`; `None` for a version not served.
+    /// `APIResourceList` of `<group>/<version>`; `None` for a version not served.
     pub fn resource_list(&self, version: &str) -> Option<APIResourceList> {
         let (version, resources) = self.versions.iter().find(|(v, _)| *v == version)?;
         Some(APIResourceList {
@@ -145,7 +145,7 @@ impl Discovery {
     }
 
     /// A resource's entries in its `APIResourceList`: the resource, then each subresource as the
-    /// kube-apiserver lists a custom resource's (`llamas/status`: kind and verbs only).
+    /// kube-apiserver lists a custom resource's (`widgets/status`: kind and verbs only).
     fn api_resources(&self, r: &ResourceDescriptor) -> Vec<APIResource> {
         let info = &r.info;
         let resource = APIResource {
@@ -260,12 +260,12 @@ impl Discovery {
         })
     }
 
-    /// `GET /apis/farm.example.com`.
+    /// `GET /apis/<group>`.
     pub fn group(&self) -> Response {
         json_response(&self.api_group(), "application/json")
     }
 
-    /// `GET /apis/farm.example.com/<version>`, for a served version.
+    /// `GET /apis/<group>/<version>`, for a served version.
     pub fn version(&self, version: &str) -> Response {
         match self.resource_list(version) {
             Some(list) => json_response(&list, "application/json"),

@@ -312,7 +312,7 @@ mod tests {
             audit_id: "4b5c".into(),
             request_uri: "/apis/test.example.com/v1alpha/namespaces/default/widgets?fieldManager=kubectl".into(),
             verb: "create".into(),
-            user: Arc::new(UserInfo { name: "alice".into(), groups: vec!["farmers".into()], ..Default::default() }),
+            user: Arc::new(UserInfo { name: "alice".into(), groups: vec!["builders".into()], ..Default::default() }),
             source_ips: vec!["10.0.0.7".into()],
             user_agent: "kubectl/v1.32.0".into(),
             object_ref: Some(ObjectRef {
@@ -345,7 +345,7 @@ mod tests {
                 "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "4b5c",
                 "stage": "ResponseComplete",
                 "requestURI": "/apis/test.example.com/v1alpha/namespaces/default/widgets?fieldManager=kubectl",
-                "verb": "create", "user": {"username": "alice", "groups": ["farmers"]},
+                "verb": "create", "user": {"username": "alice", "groups": ["builders"]},
                 "sourceIPs": ["10.0.0.7"], "userAgent": "kubectl/v1.32.0",
                 "objectRef": {"resource": "widgets", "namespace": "default", "apiGroup": "test.example.com", "apiVersion": "v1alpha"},
                 "responseStatus": {"metadata": {}, "code": 201},

@@ -115,13 +115,13 @@ mod tests {
             ("X-Remote-Group", "system:authenticated"),
             ("X-Remote-Extra-Scopes", "read"),
             ("X-Remote-Extra-Scopes", "write"),
-            ("X-Remote-Extra-Example.com%2fteam", "farm"),
+            ("X-Remote-Extra-Example.com%2fteam", "widgets"),
         ]);
         let user = user_from_headers(&HeaderNames::default(), &h).unwrap();
         assert_eq!(user.name, "alice");
         assert_eq!(user.groups, ["devs", "system:authenticated"]);
         assert_eq!(user.extra["scopes"], ["read", "write"]);
-        assert_eq!(user.extra["example.com/team"], ["farm"]);
+        assert_eq!(user.extra["example.com/team"], ["widgets"]);
     }
 
     #[test]

@@ -11,12 +11,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status, StatusCau
 /// `Result` with the API [`Error`] as its default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Names a resource in error messages the way the kube-apiserver does: `llamas.farm.example.com`.
+/// Names a resource in error messages the way the kube-apiserver does: `widgets.example.com`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupResource {
     /// API group, empty for the core group.
     pub group: &'static str,
-    /// Plural resource name, e.g. `llamas`.
+    /// Plural resource name, e.g. `widgets`.
     pub resource: &'static str,
 }
 
@@ -209,7 +209,7 @@ pub enum Error {
     /// 403 `Forbidden`.
     #[error("{0}")]
     Forbidden(String),
-    /// 403 `Forbidden` for a named object, as admission refuses it: `llamas.farm.example.com
+    /// 403 `Forbidden` for a named object, as admission refuses it: `widgets.example.com
     /// "dolly" is forbidden: <why>`, with the resource in `details` and optional causes.
     #[error("{}", forbidden_object_message(resource, name, detail))]
     ForbiddenObject {
@@ -291,7 +291,7 @@ pub enum Error {
     /// 422 `Invalid`: every field error found, collected.
     #[error("{}", invalid_message(kind, group, name, causes))]
     Invalid {
-        /// The object's kind, e.g. `Llama`.
+        /// The object's kind, e.g. `Widget`.
         kind: &'static str,
         /// The kind's group.
         group: &'static str,

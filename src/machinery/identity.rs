@@ -1,7 +1,7 @@
 //! Who the server is: its name and version, as `/version`, the OpenAPI documents, the CA it
 //! generates, the kubeconfig it writes and its own metrics' names give them.
 
-/// A server's name and version (e.g. `farm-apiserver`, `0.1.0`).
+/// A server's name and version (e.g. `widget-apiserver`, `0.1.0`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Identity {
     /// The program's name, in the words of a Kubernetes object's name.
@@ -17,7 +17,7 @@ impl Identity {
     }
 
     /// The prefix of the server's own metrics: the name with every character a Prometheus
-    /// metric name cannot hold as `_` (`farm-apiserver` → `farm_apiserver`).
+    /// metric name cannot hold as `_` (`widget-apiserver` → `widget_apiserver`).
     pub fn metric_prefix(&self) -> String {
         self.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
     }

@@ -311,7 +311,7 @@ pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write
 const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 
 /// A field another manager owns that an apply would change: the manager's entry as the
-/// kube-apiserver prints it (`"kubectl-patch" using farm.example.com/v1alpha`) and the field's
+/// kube-apiserver prints it (`"kubectl-patch" using example.com/v1beta1`) and the field's
 /// path (`.spec.weight`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conflict {

@@ -12,19 +12,19 @@ use std::sync::{Arc, LazyLock};
 /// Static facts about a resource, as advertised by discovery and OpenAPI.
 #[derive(Clone, Copy, Debug)]
 pub struct ResourceInfo {
-    /// The API group, e.g. `farm.example.com`.
+    /// The API group, e.g. `example.com`.
     pub group: &'static str,
-    /// Kind, e.g. `Llama`.
+    /// Kind, e.g. `Widget`.
     pub kind: &'static str,
-    /// Kind of the list, e.g. `LlamaList`.
+    /// Kind of the list, e.g. `WidgetList`.
     pub list_kind: &'static str,
-    /// Plural name used in paths, e.g. `llamas`.
+    /// Plural name used in paths, e.g. `widgets`.
     pub plural: &'static str,
-    /// Singular name, e.g. `llama`.
+    /// Singular name, e.g. `widget`.
     pub singular: &'static str,
     /// Short names accepted by kubectl, e.g. `lm`.
     pub short_names: &'static [&'static str],
-    /// Categories (`kubectl get farm`).
+    /// Categories (`kubectl get all`).
     pub categories: &'static [&'static str],
     /// Whether objects live in namespaces.
     pub namespaced: bool,
@@ -43,7 +43,7 @@ pub struct ResourceInfo {
 /// Which part of an object a request addresses: the object itself, or one of its subresources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Subresource {
-    /// The object (`/llamas/{name}`): a write may change everything but the status.
+    /// The object (`/widgets/{name}`): a write may change everything but the status.
     Main,
     /// `/status`: a write may change the status only, as for a custom resource.
     Status,

@@ -5,7 +5,7 @@
 //! `apiserver_request_duration_seconds`, `apiserver_current_inflight_requests`,
 //! `apiserver_longrunning_requests`, `apiserver_storage_objects`,
 //! `apiserver_terminated_watchers_total`, `authentication_attempts`, …), so dashboards and
-//! alerts written for Kubernetes API servers work unchanged; the rest are `farm_apiserver_*`.
+//! alerts written for Kubernetes API servers work unchanged; the rest are `<prefix>_*` (from the server's `Identity`).
 //!
 //! Counters and histograms move as things happen; gauges of state held elsewhere (requests in
 //! flight, store sizes, the Pod cache, the serving certificate, the process) are read when
@@ -27,7 +27,7 @@ pub struct RequestLabels {
     /// The kube-apiserver's verb label: `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`,
     /// `DELETE`, `DELETECOLLECTION` for resources; the HTTP method otherwise.
     pub verb: &'static str,
-    /// The resource (`llamas`, `farmpods`), empty for non-resource paths.
+    /// The resource (`widgets`), empty for non-resource paths.
     pub resource: &'static str,
     /// The HTTP status code.
     pub code: u16,
@@ -70,7 +70,7 @@ const DURATION_BUCKETS: [f64; 21] =
 
 /// Every metric of the server.
 pub struct Metrics {
-    /// What the server's own metrics' names start with (`farm_apiserver`).
+    /// What the server's own metrics' names start with (`widget_apiserver`).
     prefix: String,
     registry: Registry,
     /// Requests served, by verb, resource and code.
@@ -151,8 +151,8 @@ pub struct MirrorGauges {
 
 impl Metrics {
     /// Every metric, registered, at zero, the server's own named after `prefix`
-    /// (`farm_apiserver` → `farm_apiserver_storage_watches`), with the gauges of each mirror of
-    /// the cluster's objects in `mirrors` (`pod` → `farm_apiserver_pod_cache_synced`, …).
+    /// (`widget_apiserver` → `widget_apiserver_storage_watches`), with the gauges of each mirror of
+    /// the cluster's objects in `mirrors` (`pod` → `widget_apiserver_pod_cache_synced`, …).
     pub fn new(prefix: &str, mirrors: &[&str]) -> Self {
         let mut metrics = Self::unregistered(prefix);
         metrics.register_requests();
