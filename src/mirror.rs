@@ -1,6 +1,6 @@
-//! A mirror of a cluster's objects, the source of a read-only view (of Pods, say): one list-then-watch loop over one kind of the cluster's objects (in
-//! all namespaces, or one), started once, projecting each object into the view's resource in a
-//! replicated [`MemoryStore`]. get, list and watch of the view are served from that store; no
+//! A mirror of a cluster's objects, the source of a read-only view (of Pods, say): one
+//! list-then-watch loop over one kind of the cluster's objects (in all namespaces, or one),
+//! started once, projecting each object into the view's resource in a replicated [`MemoryStore`]. get, list and watch of the view are served from that store; no
 //! request calls the kube-apiserver.
 //!
 //! The loop uses kube-rs's `Api::list` and `Api::watch` directly rather than `kube::runtime::watcher`

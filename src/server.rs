@@ -315,9 +315,7 @@ impl Resources {
         self.health =
             std::mem::take(&mut self.health).with_informational("pod-cache", Arc::new(move || status.check()));
     }
-}
 
-impl Resources {
     /// FarmPods without a cluster (standalone, no kubeconfig): listed in discovery, as kubectl
     /// expects of a resource it is asked for, and every read answered with a 503 that says how
     /// to serve them.
@@ -344,8 +342,9 @@ pub const FARM_PODS_NEED_A_CLUSTER: &str = "FarmPods are views of a cluster's Po
 without a cluster: start it with --kubeconfig PATH (standalone too) or run it in the cluster";
 
 /// The resources in the configured storage (one line each in the list below), and FarmPods: fed
-/// by the Pod cache started here when there is a cluster, a 503 saying so when there is none; with a cluster, creates of llamas obey
-/// its namespaces' lifecycle and writes of llamas go through its admission webhooks.
+/// by the Pod cache started here when there is a cluster, a 503 saying so when there is none.
+/// With a cluster, creates of llamas obey its namespaces' lifecycle and writes of llamas go
+/// through its admission webhooks.
 async fn resources(
     args: &ServeArgs,
     cluster: Option<(kube::Config, kube::Client)>,
