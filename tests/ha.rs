@@ -491,19 +491,25 @@ async fn paging_agrees_between_memory_and_etcd_across_etcd_read_chunks() {
 }
 
 #[tokio::test]
-async fn a_list_larger_than_one_etcd_answer_may_be_is_read_in_smaller_chunks() {
+async fn a_list_or_a_page_larger_than_one_etcd_answer_may_be_is_read_in_smaller_chunks() {
     let etcd = Etcd::start();
     let prefix = unique_prefix();
     let writer = Server::start_on_etcd(&etcd, &prefix, &[]).await;
     // 60 llamas of 1.3 MB (etcd takes writes of up to 1.5 MiB): 78 MB, more than the 64 MiB
     // an answer from etcd may be, so the first chunk of 1,000 is asked for again in halves.
     let color = "brown and white ".repeat(1_300_000 / 16);
+    let mut last = 0;
     for i in 0..60 {
         let mut body = llama(&format!("big-{i:02}"), 1.0, 1.0);
         body["spec"]["color"] = json!(color);
         let r = writer.client.post(writer.url(&llamas("big"))).json(&body).send().await.unwrap();
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        assert_eq!(r.status(), 201);
+        last = rv(&r.json().await.unwrap());
     }
+    // A later write, so that the reader's cache starts after `last` and a page read exactly at
+    // `last` goes to etcd, in chunks of at most 101 objects, halved until one fits.
+    let r = writer.client.post(writer.url(&llamas("small"))).json(&llama("later", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
     let reader = Server::start_on_etcd(&etcd, &prefix, &[]).await;
     let listed = "farm_apiserver_watch_history_events{resource=\"llamas\"}";
     common::wait_until("the watch cache to list", async || reader.scrape().await.contains_key(listed)).await;
@@ -513,4 +519,9 @@ async fn a_list_larger_than_one_etcd_answer_may_be_is_read_in_smaller_chunks() {
     let names: Vec<&str> = items.iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, (0..60).map(|i| format!("big-{i:02}")).collect::<Vec<_>>());
     assert!(items.iter().all(|i| i["spec"]["color"] == color.as_str()));
+    let exact = format!("{}?limit=100&resourceVersion={last}&resourceVersionMatch=Exact", llamas("big"));
+    let (code, page) = get_json(&reader, &exact).await;
+    assert_eq!(code, 200, "{page}");
+    assert_eq!(page["items"].as_array().unwrap().len(), 60);
+    assert_eq!(page["metadata"]["resourceVersion"], last.to_string());
 }

@@ -194,6 +194,14 @@ fn header_revision(header: Option<&ResponseHeader>) -> Result<u64> {
     header.map(|h| revision_of(h.revision)).ok_or_else(|| Error::Internal("etcd answered without a revision".into()))
 }
 
+/// The first key after `key`.
+fn key_after(key: &[u8]) -> Vec<u8> {
+    let mut next = Vec::with_capacity(key.len() + 1);
+    next.extend_from_slice(key);
+    next.push(0);
+    next
+}
+
 /// The key after every key starting with `prefix` (etcd's "range end" of a prefix).
 fn prefix_end(prefix: &str) -> Vec<u8> {
     let mut end = prefix.as_bytes().to_vec();
@@ -215,8 +223,7 @@ impl<K: ApiResource> EtcdStore<K> {
 
     /// How many keys follow `last` before `end` at etcd revision `at`.
     async fn count_after(&self, last: &ObjectKey, end: Vec<u8>, at: i64) -> Result<usize> {
-        let mut from = self.key(last).into_bytes();
-        from.push(0);
+        let from = key_after(self.key(last).as_bytes());
         let count = RangeRequest { key: from, range_end: end, count_only: true, revision: at, ..Default::default() };
         let response = self.client.range(count).await.map_err(api_error)?;
         Ok(usize::try_from(response.count).unwrap_or_default())
@@ -241,11 +248,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
     async fn list_page(&self, request: PageRequest<'_, K>) -> Result<Page<K>> {
         let (first, end) = self.span(request.namespace);
         let mut start = match request.after {
-            Some(after) => {
-                let mut key = self.key(after).into_bytes();
-                key.push(0);
-                key
-            }
+            Some(after) => key_after(self.key(after).as_bytes()),
             None => first,
         };
         let mut at = etcd_revision(read_revision(request.at)?)?;
@@ -256,23 +259,14 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
         // One more than the limit tells whether more follow.
         let wanted = limit.saturating_add(1);
         let mut items: Vec<Arc<Stored<K>>> = Vec::new();
+        // The most a chunk asks for: LIST_CHUNK, or less once an answer was too large for gRPC.
+        let mut most = LIST_CHUNK;
         'chunks: loop {
-            let chunk = wanted.saturating_sub(items.len()).clamp(1, LIST_CHUNK);
-            let read = RangeRequest {
-                key: start.clone(),
-                range_end: end.clone(),
-                limit: chunk as i64,
-                revision: at,
-                ..Default::default()
-            };
-            let response = self.client.range(read).await.map_err(api_error)?;
-            if at == 0 {
-                // Later chunks read at the first one's revision: one consistent snapshot.
-                at = etcd_revision(header_revision(response.header.as_ref())?)?;
-            }
+            let mut chunk = wanted.saturating_sub(items.len()).clamp(1, most);
+            let response = whole_range::fetch(&self.client, &mut chunk, &start, &end, &mut at).await?;
+            most = most.min(chunk);
             for kv in &response.kvs {
-                start = kv.key.clone();
-                start.push(0);
+                start = key_after(&kv.key);
                 let object = stored::<K>(kv)?;
                 if (request.selects)(&object) {
                     items.push(object);

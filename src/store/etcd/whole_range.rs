@@ -1,6 +1,7 @@
 //! Reads of a whole range (a list without a limit, the watch cache's first list): etcd's
 //! answers come in chunks sized by bytes, and the next chunk is asked for before the current
-//! one is decoded, so etcd's work and ours overlap.
+//! one is decoded, so etcd's work and ours overlap. [`fetch`], one chunk asked again in halves
+//! when it is too large for gRPC, serves the chunks of pages too.
 //!
 //! Why chunks by bytes, and big: etcd counts (3.5) or collects (3.4) every remaining key of the
 //! range for each chunk it serves, so a list of n keys in chunks of c visits about n²/2c keys
@@ -12,7 +13,7 @@ use super::client::EtcdClient;
 use super::connection::api_error;
 use super::grpc::etcdserverpb::{RangeRequest, RangeResponse};
 use super::grpc::mvccpb::KeyValue;
-use super::{etcd_revision, header_revision, stored};
+use super::{etcd_revision, header_revision, key_after, stored};
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
 use crate::machinery::stored::Stored;
@@ -42,23 +43,19 @@ pub(super) async fn read<K: ApiResource>(
 ) -> Result<(Vec<Arc<Stored<K>>>, i64)> {
     let mut items = Vec::new();
     let mut chunk = FIRST_CHUNK;
-    let mut response = fetch(client, &mut chunk, &start, &end, at).await?;
-    if at == 0 {
-        // Later chunks read at the first one's revision: one consistent snapshot.
-        at = etcd_revision(header_revision(response.header.as_ref())?)?;
-    }
+    let mut response = fetch(client, &mut chunk, &start, &end, &mut at).await?;
     loop {
         chunk = next_chunk(&response, chunk);
         let next = match response.kvs.last().filter(|_| response.more) {
             Some(last) => {
-                start = after(&last.key);
+                start = key_after(&last.key);
                 Some(&start)
             }
             None => None,
         };
         let (decoded, fetched) = tokio::join!(decode::<K>(response.kvs), async {
             match next {
-                Some(start) => Some(fetch(client, &mut chunk, start, &end, at).await),
+                Some(start) => Some(fetch(client, &mut chunk, start, &end, &mut at).await),
                 None => None,
             }
         });
@@ -70,19 +67,31 @@ pub(super) async fn read<K: ApiResource>(
     }
 }
 
-/// One chunk of at most `chunk` objects from `start`; an answer too large for gRPC's limits is
-/// asked for again in halves (`chunk` keeps the size that passed).
-async fn fetch(client: &EtcdClient, chunk: &mut usize, start: &[u8], end: &[u8], at: i64) -> Result<RangeResponse> {
+/// One chunk of at most `chunk` objects of `[start, end)` at etcd revision `at`; an answer too
+/// large for gRPC's limits is asked for again in halves (`chunk` keeps the size that passed).
+/// A read at 0 (now) sets `at` to the revision read, so later chunks read the same snapshot.
+pub(super) async fn fetch(
+    client: &EtcdClient,
+    chunk: &mut usize,
+    start: &[u8],
+    end: &[u8],
+    at: &mut i64,
+) -> Result<RangeResponse> {
     loop {
         let request = RangeRequest {
             key: start.to_vec(),
             range_end: end.to_vec(),
             limit: i64::try_from(*chunk).unwrap_or(i64::MAX),
-            revision: at,
+            revision: *at,
             ..Default::default()
         };
         match client.range(request).await {
-            Ok(response) => return Ok(response),
+            Ok(response) => {
+                if *at == 0 {
+                    *at = etcd_revision(header_revision(response.header.as_ref())?)?;
+                }
+                return Ok(response);
+            }
             Err(status) if *chunk > 1 && too_large(&status) => *chunk /= 2,
             Err(status) => return Err(api_error(status)),
         }
@@ -110,14 +119,6 @@ fn next_chunk(response: &RangeResponse, last: usize) -> usize {
     let bytes: usize = response.kvs.iter().map(|kv| kv.key.len() + kv.value.len()).sum();
     let fits = CHUNK_BYTES / (bytes / count).max(1);
     fits.clamp(1, MAX_CHUNK).min(last.saturating_mul(2))
-}
-
-/// The first key after `key`.
-fn after(key: &[u8]) -> Vec<u8> {
-    let mut next = Vec::with_capacity(key.len() + 1);
-    next.extend_from_slice(key);
-    next.push(0);
-    next
 }
 
 /// The stored forms of `kvs`; a large chunk is decoded on a blocking thread, so the runtime's
@@ -169,10 +170,5 @@ mod tests {
         assert!(!too_large(&tonic::Status::out_of_range("etcdserver: mvcc: required revision has been compacted")));
         assert!(!too_large(&tonic::Status::resource_exhausted("etcdserver: mvcc: database space exceeded")));
         assert!(!too_large(&tonic::Status::unavailable("message length too large")));
-    }
-
-    #[test]
-    fn the_key_after_a_key_is_the_key_and_a_zero_byte() {
-        assert_eq!(after(b"/p/widgets/a/b"), b"/p/widgets/a/b\0");
     }
 }
