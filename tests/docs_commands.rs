@@ -108,9 +108,8 @@ fn invocations(words: &[String]) -> Vec<Vec<String>> {
     found
 }
 
-/// The targets the Makefile defines.
-fn make_targets() -> Vec<String> {
-    let makefile = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile")).unwrap();
+/// The targets `makefile` defines.
+fn make_targets(makefile: &str) -> Vec<String> {
     makefile
         .lines()
         .filter(|l| !l.starts_with('\t') && !l.starts_with('#'))
@@ -119,10 +118,9 @@ fn make_targets() -> Vec<String> {
         .collect()
 }
 
-/// The Makefile's recipe lines (`make run` is the README's first command), its variables
+/// The recipe lines of `makefile` (`make run` is the README's first command), its variables
 /// (`NAME ?= value`) replaced by their defaults.
-fn recipe_lines() -> Vec<(usize, String)> {
-    let makefile = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile")).unwrap();
+fn recipe_lines(makefile: &str) -> Vec<(usize, String)> {
     let defaults: Vec<(String, &str)> = makefile
         .lines()
         .filter_map(|l| l.split_once("?="))
@@ -138,13 +136,14 @@ fn recipe_lines() -> Vec<(usize, String)> {
 
 #[test]
 fn every_farm_apiserver_command_and_make_target_in_the_docs_exists() {
-    let targets = make_targets();
+    let makefile = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile")).unwrap();
+    let targets = make_targets(&makefile);
     let (mut parsed, mut made, mut failures) = (0, 0, Vec::new());
     let mut sources: Vec<(PathBuf, Vec<(usize, String)>)> = pages()
         .into_iter()
         .map(|page| (page.clone(), command_lines(&std::fs::read_to_string(&page).unwrap())))
         .collect();
-    sources.push((PathBuf::from("Makefile"), recipe_lines()));
+    sources.push((PathBuf::from("Makefile"), recipe_lines(&makefile)));
     for (page, commands) in sources {
         for (line, command) in commands {
             let at = format!("{}:{line}: {command}", page.display());

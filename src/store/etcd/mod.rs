@@ -554,6 +554,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_key_after_a_key_is_the_key_and_a_zero_byte() {
+        assert_eq!(key_after(b"/p/widgets/a/b"), b"/p/widgets/a/b\0");
+    }
+
+    #[test]
     fn a_prefix_ends_at_the_next_key() {
         assert_eq!(prefix_end("/a/"), b"/a0".to_vec());
         assert_eq!(prefix_end("a\u{7f}"), b"a\x80".to_vec());
