@@ -8,6 +8,7 @@ use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,11 +21,11 @@ pub struct Health {
     /// Set when shutdown begins: readiness fails so load balancers stop sending traffic.
     shutting_down: AtomicBool,
     /// Named readiness checks that fail `/readyz` (etcd).
-    required: Vec<(&'static str, Check)>,
+    required: Vec<(Cow<'static, str>, Check)>,
     /// Named informational readiness checks, reported by `/readyz?verbose` and
     /// `/readyz/<name>` without failing `/readyz` itself: the server keeps serving what does
     /// not depend on them (the Pod cache).
-    informational: Vec<(&'static str, Check)>,
+    informational: Vec<(Cow<'static, str>, Check)>,
 }
 
 impl std::fmt::Debug for Health {
@@ -35,14 +36,14 @@ impl std::fmt::Debug for Health {
 
 impl Health {
     /// Adds a readiness check that fails `/readyz` while it fails.
-    pub fn with_required(mut self, name: &'static str, check: Check) -> Self {
-        self.required.push((name, check));
+    pub fn with_required(mut self, name: impl Into<Cow<'static, str>>, check: Check) -> Self {
+        self.required.push((name.into(), check));
         self
     }
 
     /// Adds an informational readiness check.
-    pub fn with_informational(mut self, name: &'static str, check: Check) -> Self {
-        self.informational.push((name, check));
+    pub fn with_informational(mut self, name: impl Into<Cow<'static, str>>, check: Check) -> Self {
+        self.informational.push((name.into(), check));
         self
     }
 
@@ -52,17 +53,17 @@ impl Health {
     }
 
     /// The checks of one endpoint: name, result, and whether a failure fails the endpoint.
-    fn checks(&self, endpoint: Endpoint) -> Vec<(&'static str, Result<(), String>, bool)> {
+    fn checks(&self, endpoint: Endpoint) -> Vec<(&str, Result<(), String>, bool)> {
         let mut checks = vec![("ping", Ok(()), true), ("store", Ok(()), true)];
         if endpoint == Endpoint::Readyz {
             let shutdown =
                 if self.shutting_down.load(Ordering::SeqCst) { Err("shutting down".to_string()) } else { Ok(()) };
             checks.push(("shutdown", shutdown, true));
             for (name, check) in &self.required {
-                checks.push((name, check(), true));
+                checks.push((name.as_ref(), check(), true));
             }
             for (name, check) in &self.informational {
-                checks.push((name, check(), false));
+                checks.push((name.as_ref(), check(), false));
             }
         }
         checks

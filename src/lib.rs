@@ -47,6 +47,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod app;
 pub mod audit;
 pub mod auth;
 pub mod certs;
@@ -64,4 +65,4 @@ pub mod server;
 pub mod store;
 pub mod tls;
 
-pub use server::run;
+pub use app::run;

@@ -43,12 +43,10 @@ async fn shutdown_signal() {
 }
 
 fn write_openapi(out_dir: &std::path::Path) -> std::io::Result<()> {
-    let versions = farm_apiserver::server::all_resources();
-    let docs = farm_apiserver::api::openapi::Documents::build(
-        &farm_apiserver::server::IDENTITY,
-        farm_apiserver::resources::GROUP,
-        &versions,
-    );
+    let server = farm_apiserver::app::builder(farm_apiserver::app::FarmResources::default())
+        .build()
+        .map_err(std::io::Error::other)?;
+    let docs = server.openapi();
     std::fs::create_dir_all(out_dir)?;
     std::fs::write(out_dir.join("v2.json"), &docs.v2.body)?;
     std::fs::write(out_dir.join("v3.json"), &docs.v3_index.body)?;
@@ -81,6 +79,11 @@ async fn main() -> ExitCode {
                 Ok(()) => {
                     tracing::info!("stopped: every connection is closed");
                     ExitCode::SUCCESS
+                }
+                Err(farm_apiserver::server::StartError::Cluster(e)) => {
+                    let hint = "pass --standalone to run without a cluster, or --kubeconfig PATH";
+                    tracing::error!(error = %e, hint, "server failed: no usable cluster configuration");
+                    ExitCode::FAILURE
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "server failed");

@@ -4,47 +4,48 @@
 //! listener closes, in-flight requests finish, then watches send what was committed and end;
 //! connections still open after the grace period are closed.
 
-use crate::admission::{client::Caller, configurations::Configurations, webhooks::Webhooks};
+use crate::api::conversion_webhook::Converter;
 use crate::api::discovery::{self, Discovery};
-use crate::api::handlers;
 use crate::api::openapi::{Document, Documents};
-use crate::api::registry::{Registry, WatchSettings};
 use crate::audit::Auditor;
-use crate::auth::delegated::{Delegated, DelegationSettings};
 use crate::auth::{self, Authenticator};
-use crate::config::{ServeArgs, StorageKind};
 use crate::health::{self, Health};
 use crate::limits::Limits;
 use crate::machinery::error::Error as ApiError;
 use crate::machinery::identity::Identity;
-use crate::machinery::resource::ResourceDescriptor;
-use crate::machinery::strategy::Strategy;
-use crate::machinery::version::Served;
 use crate::metrics::{Metrics, Sources};
-use crate::namespaces::NamespaceCache;
-use crate::resources::{farmpod, farmpod::FarmPod, llama, llama::Llama};
-use crate::store::etcd::connection::EtcdConfig;
-use crate::store::{Revision, memory::MemoryStore};
-use crate::{kubeconfig, mirror, tls};
+use crate::tls;
 use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::handler::Handler;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use metric_sources as sources;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod builder;
 mod metric_sources;
+mod options;
+mod resource;
 mod storage;
-use metric_sources as sources;
-use storage::{StorageFactory, StorageOptions};
+pub use builder::{ApiServer, ApiServerBuilder, BuildError};
+pub use options::{
+    AuditOptions, Authentication, CertificateFiles, ClusterConnection, HttpOptions, RequestLimits, ServerOptions,
+    ShutdownOptions, TlsOptions, WatchOptions,
+};
+pub use resource::{MirroredView, StoredResource};
+pub use storage::StorageOptions;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The builder's group, versions and resources do not describe an API.
+    #[error(transparent)]
+    Build(#[from] BuildError),
     /// Certificates could not be made or loaded.
     #[error(transparent)]
     Tls(#[from] tls::Error),
@@ -59,8 +60,10 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
-    /// Aggregated mode without a usable cluster configuration.
-    #[error("no cluster configuration ({0}); pass --standalone to run without a cluster, or --kubeconfig")]
+    /// The cluster's configuration could not be read, or names no usable cluster.
+    #[error(
+        "the cluster: {0} (an aggregated server needs the kubeconfig of its cluster or to run in it; a standalone one needs no cluster)"
+    )]
     Cluster(String),
     /// The storage could not be set up.
     #[error("storage: {0}")]
@@ -75,6 +78,8 @@ pub enum StartError {
 
 /// Everything the non-resource handlers share.
 struct Shared {
+    /// The program, as `/version` names it.
+    identity: Identity,
     /// Discovery documents.
     discovery: Discovery,
     /// OpenAPI documents, built once.
@@ -86,25 +91,6 @@ struct Shared {
     /// The metrics, and where their scrape-time gauges are read from.
     metrics: Arc<Metrics>,
     sources: Sources,
-}
-
-/// Loads the cluster configuration in aggregated mode; the client is used by later features
-/// (Pod cache, delegated authentication), but a missing configuration is reported at start.
-async fn cluster_config(args: &ServeArgs) -> Result<Option<kube::Config>, StartError> {
-    if args.standalone && args.kubeconfig.is_none() {
-        return Ok(None);
-    }
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| StartError::Cluster(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|e| StartError::Cluster(e.to_string()))?
-        }
-        None => kube::Config::incluster().map_err(|e| StartError::Cluster(e.to_string()))?,
-    };
-    Ok(Some(config))
 }
 
 /// A GET-only route whose other methods get a 405 `Status`.
@@ -197,186 +183,6 @@ async fn openapi_v3_group_version(
     }
 }
 
-/// The versions of the group, the preferred first, with every resource the server can serve at
-/// each (FarmPods need a cluster); the checked-in OpenAPI documents describe all of them.
-pub fn all_resources() -> Vec<(&'static str, Vec<ResourceDescriptor>)> {
-    vec![
-        ("v1", vec![ResourceDescriptor::of::<llama::v1::Llama>(), ResourceDescriptor::of::<farmpod::v1::FarmPod>()]),
-        (
-            "v1alpha",
-            vec![
-                ResourceDescriptor::deprecated_for::<llama::v1::Llama, Llama>(),
-                ResourceDescriptor::deprecated_for::<farmpod::v1::FarmPod, FarmPod>(),
-            ],
-        ),
-    ]
-}
-
-/// The storage the command line asks for.
-fn storage_options(args: &ServeArgs) -> StorageOptions {
-    match args.storage {
-        StorageKind::Memory => StorageOptions::Memory,
-        StorageKind::Etcd => StorageOptions::Etcd {
-            config: EtcdConfig {
-                endpoints: args.etcd_endpoints.clone(),
-                prefix: args.etcd_prefix.clone(),
-                ca_file: args.etcd_cafile.clone(),
-                client_cert: args.etcd_certfile.clone().zip(args.etcd_keyfile.clone()),
-                request_timeout: Duration::from_secs(args.etcd_request_timeout_seconds.max(1)),
-            },
-            compaction_interval: (args.etcd_compaction_interval_seconds > 0)
-                .then(|| Duration::from_secs(args.etcd_compaction_interval_seconds)),
-        },
-    }
-}
-
-fn watch_settings(
-    args: &ServeArgs,
-    stopping: &tokio_util::sync::CancellationToken,
-    metrics: &Arc<Metrics>,
-) -> WatchSettings {
-    WatchSettings {
-        stopping: stopping.clone(),
-        metrics: metrics.clone(),
-        buffer: args.watch_buffer_size,
-        bookmark_interval: Duration::from_secs(args.watch_bookmark_interval_seconds.max(1)),
-        min_request_timeout: Duration::from_secs(args.min_request_timeout_seconds.max(1)),
-        ..WatchSettings::default()
-    }
-}
-
-/// The resources this run serves: their routes, descriptors, readiness checks and metric sources.
-struct Resources {
-    routes: Router,
-    /// The versions of the group, the preferred (the first added) first, with the resources
-    /// served at each.
-    versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
-    health: Health,
-    sources: Sources,
-}
-
-impl Resources {
-    /// Serves the resource of `registry` at its storage version, `version`.
-    fn add<K: Strategy>(&mut self, version: &'static str, registry: Registry<K>) -> Arc<Registry<K>> {
-        debug_assert_eq!(K::version(&()), version);
-        self.sources.push(Arc::new(sources::StoreSize(registry.store())));
-        let registry = Arc::new(registry);
-        self.serve::<K, K>(version, registry.clone(), ResourceDescriptor::of::<K>());
-        registry
-    }
-
-    /// Serves the resource of `registry` at an older `version` too, `V`, deprecated.
-    fn add_deprecated<K: Strategy, V: Served<K>>(&mut self, version: &'static str, registry: Arc<Registry<K>>) {
-        debug_assert_eq!(V::version(&()), version);
-        self.serve::<K, V>(version, registry, ResourceDescriptor::deprecated_for::<K, V>());
-    }
-
-    fn serve<K: Strategy, V: Served<K>>(
-        &mut self,
-        version: &'static str,
-        registry: Arc<Registry<K>>,
-        descriptor: ResourceDescriptor,
-    ) {
-        let routes = handlers::routes::<K, V>(registry, descriptor.deprecation.clone());
-        self.routes = std::mem::take(&mut self.routes).merge(routes);
-        match self.versions.iter_mut().find(|(v, _)| *v == version) {
-            Some((_, descriptors)) => descriptors.push(descriptor),
-            None => self.versions.push((version, vec![descriptor])),
-        }
-    }
-
-    /// Llamas, stored at v1, served at v1alpha too.
-    fn add_llamas(&mut self, registry: Registry<llama::v1::Llama>) {
-        let registry = self.add("v1", registry.served_at::<Llama>());
-        self.add_deprecated::<llama::v1::Llama, Llama>("v1alpha", registry);
-    }
-
-    /// FarmPods, from a Pod cache of the cluster at `server` started here.
-    fn add_farm_pods(&mut self, args: &ServeArgs, server: String, client: kube::Client, settings: WatchSettings) {
-        // FarmPods carry the Pods' resourceVersions, so their store has its own revision.
-        let store =
-            Arc::new(MemoryStore::<farmpod::v1::FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
-        let source = mirror::Source {
-            name: POD_MIRROR.into(),
-            project: farmpod::v1::FarmPod::project,
-            client,
-            server,
-            namespace: args.pod_namespace.clone(),
-            max_backoff: Duration::from_secs(args.pod_cache_max_backoff_seconds),
-        };
-        let cache = mirror::start(source, store.clone());
-        self.sources.push(Arc::new(sources::MirrorCache {
-            gauges: settings.metrics.mirror(POD_MIRROR),
-            status: cache.status.clone(),
-            store: store.clone(),
-        }));
-        self.add_farm_pods_registry(Registry::new(store, settings).with_readiness(cache.ready.clone()));
-        let status = cache.status.clone();
-        self.health =
-            std::mem::take(&mut self.health).with_informational("pod-cache", Arc::new(move || status.check()));
-    }
-
-    /// FarmPods without a cluster (standalone, no kubeconfig): listed in discovery, as kubectl
-    /// expects of a resource it is asked for, and every read answered with a 503 that says how
-    /// to serve them.
-    fn add_farm_pods_without_cluster(&mut self, args: &ServeArgs, settings: WatchSettings) {
-        let store =
-            Arc::new(MemoryStore::<farmpod::v1::FarmPod>::new(Arc::new(Revision::default()), args.watch_history_size));
-        self.add_farm_pods_registry(Registry::new(store, settings).not_configured(FARM_PODS_NEED_A_CLUSTER));
-    }
-
-    fn add_farm_pods_registry(&mut self, registry: Registry<farmpod::v1::FarmPod>) {
-        let registry = self.add("v1", registry.served_at::<FarmPod>());
-        self.add_deprecated::<farmpod::v1::FarmPod, FarmPod>("v1alpha", registry);
-    }
-}
-
-/// This program, as `/version`, OpenAPI, its CA, its kubeconfig and its metrics name it.
-pub const IDENTITY: Identity = Identity::new("farm-apiserver", env!("CARGO_PKG_VERSION"));
-
-/// The mirror of the cluster's Pods that feeds FarmPods (the `pod cache`).
-const POD_MIRROR: &str = "pod";
-
-/// What a read of FarmPods answers when the server has no cluster.
-pub const FARM_PODS_NEED_A_CLUSTER: &str = "FarmPods are views of a cluster's Pods, and this server was started \
-without a cluster: start it with --kubeconfig PATH (standalone too) or run it in the cluster";
-
-/// The resources in the configured storage (one line each in the list below), and FarmPods: fed
-/// by the Pod cache started here when there is a cluster, a 503 saying so when there is none.
-/// With a cluster, creates of llamas obey its namespaces' lifecycle and writes of llamas go
-/// through its admission webhooks.
-async fn resources(
-    args: &ServeArgs,
-    cluster: Option<(kube::Config, kube::Client)>,
-    stopping: &tokio_util::sync::CancellationToken,
-    metrics: &Arc<Metrics>,
-) -> Result<Resources, StartError> {
-    let settings = watch_settings(args, stopping, metrics);
-    let (storage, health) =
-        StorageFactory::new(&storage_options(args), args.watch_history_size, stopping, Health::default()).await?;
-    let mut served = Resources { routes: Router::new(), versions: Vec::new(), health, sources: Sources::new() };
-    let mut llamas = Registry::new(storage.store::<llama::v1::Llama>(), settings.clone());
-    if !args.managed_fields {
-        llamas = llamas.without_managed_fields();
-    }
-    let Some((config, client)) = cluster else {
-        served.add_llamas(llamas);
-        served.add_farm_pods_without_cluster(args, settings);
-        return Ok(served);
-    };
-    let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
-    // Aggregated mode only: standalone, even with a kubeconfig for FarmPods, the server is not
-    // part of the cluster's API, and its llamas must not wait for the cluster.
-    if args.admission_webhooks && !args.standalone {
-        let configurations = Configurations::start(client.clone(), stopping.clone());
-        let webhooks = Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone());
-        llamas = llamas.with_admission(Arc::new(webhooks));
-    }
-    served.add_llamas(llamas.with_namespaces(namespaces));
-    served.add_farm_pods(args, config.cluster_url.to_string(), client, settings);
-    Ok(served)
-}
-
 /// The group's discovery documents (`/apis/<group>`, `/apis/<group>/<version>`) and OpenAPI v3
 /// documents (`/openapi/v3/apis/<group>/<version>`), a route for each version served.
 fn group_routes(shared: &Shared) -> Router<Arc<Shared>> {
@@ -403,10 +209,10 @@ fn router(
     resource_routes: Router,
     shared: Arc<Shared>,
     health: Arc<Health>,
-    authenticator: Authenticator,
-    auditor: Option<Arc<Auditor>>,
-    limits: Limits,
+    gate: Gate,
+    converter: Option<Converter>,
 ) -> Router {
+    let Gate { authenticator, auditor, limits } = gate;
     let metrics = shared.metrics.clone();
     let observed = metrics.clone();
     let served = shared.served.clone();
@@ -416,7 +222,7 @@ fn router(
             "/api",
             get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.api(&h, &s.address) }),
         )
-        .route("/version", get_only(|| async { discovery::version_info(&IDENTITY) }))
+        .route("/version", get_only(|State(s): State<Arc<Shared>>| async move { discovery::version_info(&s.identity) }))
         .route("/openapi/v2", get_only(openapi_v2))
         .route("/openapi/v3", get_only(openapi_v3_index))
         .route("/metrics", get_only(metrics_text))
@@ -442,7 +248,7 @@ fn router(
         non_resource.merge(resource_routes).fallback(|| async { ApiError::PathNotFound }).layer(protected_layers);
     // The kube-apiserver calls conversion webhooks without credentials; the webhook reads
     // nothing stored.
-    let webhook = crate::api::conversion_webhook::routes(crate::resources::llama::conversion::review_object);
+    let webhook = converter.map(crate::api::conversion_webhook::routes).unwrap_or_default();
     health::routes(health).merge(webhook).merge(protected).layer(axum::middleware::from_fn(move |req, next| {
         crate::observe::observe(observed.clone(), served.clone(), req, next)
     }))
@@ -502,135 +308,89 @@ async fn drain(shutdown: impl Future<Output = ()>, drain: Drain) {
     drain.stopping.cancel();
 }
 
-/// Runs the server on `listener` until `shutdown` completes, then drains gracefully.
-pub async fn run(
-    args: ServeArgs,
+/// What every request passes before its handler: the limits, authentication, the audit log.
+struct Gate {
+    authenticator: Authenticator,
+    auditor: Option<Arc<Auditor>>,
+    limits: Limits,
+}
+
+/// What [`ApiServer::serve`] has set up before its resources are mounted.
+struct Started {
+    identity: Identity,
+    group: &'static str,
+    converter: Option<Converter>,
+    /// The URL clients reach the server at.
+    url: String,
+    certs: tls::Certs,
+    metrics: Arc<Metrics>,
+    authenticator: Authenticator,
+    auditor: Option<Arc<Auditor>>,
+    /// Ends the watches at shutdown.
+    stopping: tokio_util::sync::CancellationToken,
+}
+
+/// Serves the `mounted` resources on `listener` until `shutdown` completes, then drains gracefully.
+async fn serve(
+    started: Started,
+    mounted: resource::Mounted,
+    options: ServerOptions,
     listener: std::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let certs = match (&args.tls_cert_file, &args.tls_private_key_file) {
-        (Some(cert), Some(key)) => tls::load(&cert.to_string_lossy(), &key.to_string_lossy())?,
-        _ => tls::generate(&IDENTITY.ca_name(), &args.tls_sans)?,
-    };
-    let cluster = cluster_config(&args).await?;
-    let local = listener.local_addr().map_err(StartError::Listener)?;
-    let url = client_url(local);
-
-    let metrics =
-        Arc::new(Metrics::new(&IDENTITY.metric_prefix(), if cluster.is_some() { &[POD_MIRROR] } else { &[] }));
-    let client = match &cluster {
-        Some(config) => Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?),
-        None => None,
-    };
-    let authenticator = authenticator(&args, client.as_ref(), &url, &certs.ca_pem, &metrics)?;
-
-    let certificate = tls::ReloadingCertificate::new(&certs)?;
-    if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_private_key_file) {
-        let interval = Duration::from_secs(args.tls_reload_interval_seconds.max(1));
-        certificate.watch_files(cert.to_string_lossy().into_owned(), key.to_string_lossy().into_owned(), interval);
+    let certificate = tls::ReloadingCertificate::new(&started.certs)?;
+    if let Some(files) = &options.tls.files {
+        let (cert, key) = (files.certificate.to_string_lossy(), files.private_key.to_string_lossy());
+        certificate.watch_files(
+            cert.into_owned(),
+            key.into_owned(),
+            options.tls.reload_interval.max(Duration::from_secs(1)),
+        );
     }
-    let served_certificate = certificate.clone();
-    let server_config = tls::server_config(certificate, !args.standalone)?;
-    let limits = Limits::new(args.max_requests_inflight, Duration::from_secs(args.request_timeout_seconds.max(1)));
-    let stopping = tokio_util::sync::CancellationToken::new();
-    let served = resources(&args, cluster.zip(client), &stopping, &metrics).await?;
-    let mut metric_sources = served.sources;
+    let standalone = options.authentication.is_standalone();
+    let server_config = tls::server_config(certificate.clone(), !standalone)?;
+    let limits = Limits::new(options.limits.max_inflight, options.limits.timeout.max(Duration::from_secs(1)));
+    let mut metric_sources = mounted.sources;
     metric_sources.push(Arc::new(sources::Inflight(limits.clone())));
-    metric_sources.push(Arc::new(sources::Certificate(served_certificate)));
+    metric_sources.push(Arc::new(sources::Certificate(certificate)));
+    let mut served: Vec<&'static str> =
+        mounted.versions.iter().flat_map(|(_, descriptors)| descriptors.iter().map(|d| d.info.plural)).collect();
+    served.sort_unstable();
+    served.dedup();
     let shared = Arc::new(Shared {
-        discovery: Discovery::new(crate::resources::GROUP, &served.versions),
-        openapi: Documents::build(&IDENTITY, crate::resources::GROUP, &served.versions),
-        address: url.trim_start_matches("https://").to_string(),
-        served: served.versions[0].1.iter().map(|d| d.info.plural).collect(),
-        metrics,
+        identity: started.identity,
+        discovery: Discovery::new(started.group, &mounted.versions),
+        openapi: Documents::build(&started.identity, started.group, &mounted.versions),
+        address: started.url.trim_start_matches("https://").to_string(),
+        served: served.into(),
+        metrics: started.metrics,
         sources: metric_sources,
     });
-    let health = Arc::new(served.health);
-    let auditor = auditor(&args, &shared.metrics)?;
-    let app = router(served.routes, shared, health.clone(), authenticator, auditor.clone(), limits.clone());
-
+    let health = Arc::new(mounted.health);
+    let gate = Gate { authenticator: started.authenticator, auditor: started.auditor.clone(), limits: limits.clone() };
+    let app = router(mounted.routes, shared, health.clone(), gate, started.converter);
     let handle = axum_server::Handle::new();
-    tokio::spawn(drain(
-        shutdown,
-        Drain {
-            handle: handle.clone(),
-            health,
-            limits,
-            stopping,
-            delay: Duration::from_secs(args.shutdown_delay_seconds),
-            grace: Duration::from_secs(args.shutdown_grace_seconds),
-        },
-    ));
-    tracing::info!(%url, standalone = args.standalone, "serving");
-    let served = serve_tls(&args, listener, server_config, handle, app).await;
-    if let Some(auditor) = auditor {
+    let drained = Drain {
+        handle: handle.clone(),
+        health,
+        limits,
+        stopping: started.stopping,
+        delay: options.shutdown.delay,
+        grace: options.shutdown.grace,
+    };
+    tokio::spawn(drain(shutdown, drained));
+    tracing::info!(url = %started.url, standalone, "serving");
+    let result = serve_tls(&options.http, listener, server_config, handle, app).await;
+    if let Some(auditor) = started.auditor {
         auditor.stop().await;
     }
-    served
+    result
 }
 
-/// The audit log, when `--audit-policy-file` and `--audit-log-path` ask for one. As on the
-/// kube-apiserver, one without the other records nothing (a warning says so).
-fn auditor(args: &ServeArgs, metrics: &Arc<Metrics>) -> Result<Option<Arc<Auditor>>, StartError> {
-    let (policy, path) = match (&args.audit_policy_file, &args.audit_log_path) {
-        (None, None) => return Ok(None),
-        (Some(policy), Some(path)) => (policy, path),
-        (Some(_), None) => {
-            tracing::warn!("--audit-policy-file without --audit-log-path: no audit events are written");
-            return Ok(None);
-        }
-        (None, Some(_)) => {
-            tracing::warn!("no --audit-policy-file: no audit events are written to --audit-log-path");
-            return Ok(None);
-        }
-    };
-    let limits = crate::audit::rotate::Limits {
-        max_bytes: match args.audit_log_maxsize {
-            0 => u64::MAX,
-            megabytes => megabytes.saturating_mul(1024 * 1024),
-        },
-        max_backups: args.audit_log_maxbackup,
-        max_age: Duration::from_secs(args.audit_log_maxage.saturating_mul(86_400)),
-    };
-    let auditor = Auditor::start(policy, path, limits, metrics.clone()).map_err(StartError::Audit)?;
-    tracing::info!(policy = %policy.display(), path, "writing the audit log");
-    Ok(Some(Arc::new(auditor)))
-}
-
-/// Who may call: the standalone bearer token (written into the kubeconfig when asked), or
-/// delegation to the cluster.
-fn authenticator(
-    args: &ServeArgs,
-    client: Option<&kube::Client>,
-    url: &str,
-    ca_pem: &str,
-    metrics: &Arc<Metrics>,
-) -> Result<Authenticator, StartError> {
-    if args.standalone {
-        let token = auth::random_token();
-        if let Some(path) = &args.write_kubeconfig {
-            kubeconfig::write(path, &kubeconfig::build(IDENTITY.name, url, ca_pem, &token))
-                .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
-            tracing::info!(path = %path.display(), "wrote kubeconfig");
-        }
-        return Ok(Authenticator::BearerToken(token.into()));
-    }
-    let client = client.cloned().ok_or_else(|| StartError::Cluster("aggregated mode needs a cluster".into()))?;
-    let settings = DelegationSettings {
-        token_ttl: Duration::from_secs(args.authentication_token_cache_ttl_seconds),
-        allowed_ttl: Duration::from_secs(args.authorization_allowed_cache_ttl_seconds),
-        denied_ttl: Duration::from_secs(args.authorization_denied_cache_ttl_seconds),
-        cache_size: 4096,
-    };
-    let delegated = Delegated::new(client, settings, metrics.clone());
-    delegated.watch_config();
-    Ok(Authenticator::Delegated(delegated))
-}
-
-/// Serves `app` over TLS on `listener` with the HTTP/1.1 and HTTP/2 limits of `args`, until
+/// Serves `app` over TLS on `listener` with the HTTP/1.1 and HTTP/2 limits of `http`, until
 /// `handle` shuts it down.
 async fn serve_tls(
-    args: &ServeArgs,
+    http: &HttpOptions,
     listener: std::net::TcpListener,
     server_config: Arc<rustls::ServerConfig>,
     handle: axum_server::Handle<SocketAddr>,
@@ -644,14 +404,14 @@ async fn serve_tls(
         .http_builder()
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(args.header_read_timeout_seconds.max(1)))
-        .max_buf_size(args.max_header_bytes.max(8192))
-        .max_headers(args.max_headers);
+        .header_read_timeout(http.header_read_timeout.max(Duration::from_secs(1)))
+        .max_buf_size(http.max_header_bytes.max(8192))
+        .max_headers(http.max_headers);
     server
         .http_builder()
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
-        .max_header_list_size(u32::try_from(args.max_header_bytes).unwrap_or(u32::MAX));
+        .max_header_list_size(u32::try_from(http.max_header_bytes).unwrap_or(u32::MAX));
     let app = tower::ServiceExt::map_request(app, |request| legacy_watch_path(without_trailing_slashes(request)));
     server.handle(handle).serve(axum::ServiceExt::into_make_service(app)).await.map_err(StartError::Serve)
 }

@@ -90,6 +90,15 @@ pub struct DelegationSettings {
     pub cache_size: usize,
 }
 
+impl Default for DelegationSettings {
+    /// Ten seconds for every answer, as the kube-apiserver's delegating authenticator and
+    /// authorizer keep them; 4,096 entries per cache.
+    fn default() -> Self {
+        let ttl = std::time::Duration::from_secs(10);
+        Self { token_ttl: ttl, allowed_ttl: ttl, denied_ttl: ttl, cache_size: 4096 }
+    }
+}
+
 /// Delegated authentication and authorization against the cluster.
 pub struct Delegated {
     client: kube::Client,

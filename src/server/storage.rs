@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Where a server keeps the objects of the resources it stores.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum StorageOptions {
     /// In the server's memory: lost when it stops, one replica only.
+    #[default]
     Memory,
     /// In etcd, shared by every replica configured alike.
     Etcd {

@@ -1,0 +1,377 @@
+//! The builder of a server: its identity, its API group with the versions it serves, its
+//! resources ([`StoredResource`], [`MirroredView`]) and its [`ServerOptions`]; [`ApiServer::serve`]
+//! starts it on a listener and returns once it has shut down.
+
+use super::StartError;
+use super::options::{Authentication, ClusterConnection, ServerOptions};
+use super::resource::{ClusterServices, MirroredView, Mount, Mountable, Mounted, StoredResource};
+use super::storage::StorageFactory;
+use crate::admission::{client::Caller, configurations::Configurations, webhooks::Webhooks};
+use crate::api::conversion_webhook::Converter;
+use crate::api::openapi::Documents;
+use crate::api::registry::WatchSettings;
+use crate::audit::Auditor;
+use crate::auth::delegated::Delegated;
+use crate::auth::{self, Authenticator};
+use crate::health::Health;
+use crate::machinery::identity::Identity;
+use crate::machinery::resource::ResourceDescriptor;
+use crate::machinery::strategy::Strategy;
+use crate::metrics::Metrics;
+use crate::mirror::SourceObject;
+use crate::namespaces::NamespaceCache;
+use crate::{kubeconfig, tls};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a builder's server cannot be built: what it was given does not describe an API.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BuildError {
+    /// The group is not a DNS subdomain with at least one dot (as an APIService's group must be).
+    #[error("the group {0:?} is not a DNS subdomain with a dot, such as example.com")]
+    Group(String),
+    /// No version, or a version twice.
+    #[error("the versions must be listed once each, at least one: {0:?}")]
+    Versions(Vec<&'static str>),
+    /// A resource is served at a version the group does not list.
+    #[error("{plural} is served at {version}, which is not one of the group's versions")]
+    UnlistedVersion {
+        /// The resource.
+        plural: &'static str,
+        /// Its version.
+        version: String,
+    },
+    /// A resource of another group.
+    #[error("{plural} is in the group {group}, not {expected}")]
+    OtherGroup {
+        /// The resource.
+        plural: &'static str,
+        /// Its group.
+        group: &'static str,
+        /// The server's.
+        expected: &'static str,
+    },
+    /// A version without resources.
+    #[error("no resource is served at {0}")]
+    EmptyVersion(&'static str),
+    /// Two resources with one name at one version.
+    #[error("{plural} is added twice at {version}")]
+    Duplicate {
+        /// The resource.
+        plural: &'static str,
+        /// The version.
+        version: String,
+    },
+}
+
+/// Builds an [`ApiServer`]: the group and its versions, the resources, the options.
+pub struct ApiServerBuilder {
+    identity: Identity,
+    group: &'static str,
+    versions: Vec<&'static str>,
+    resources: Vec<Box<dyn Mountable>>,
+    converter: Option<Converter>,
+    options: ServerOptions,
+}
+
+impl ApiServerBuilder {
+    /// A server named by `identity` serving the API group `group` with `versions`, the
+    /// preferred first (discovery lists them in this order).
+    pub fn new(identity: Identity, group: &'static str, versions: &[&'static str]) -> Self {
+        Self {
+            identity,
+            group,
+            versions: versions.to_vec(),
+            resources: Vec::new(),
+            converter: None,
+            options: ServerOptions::default(),
+        }
+    }
+
+    /// Adds a resource kept in the server's storage.
+    pub fn stored<K: Strategy>(mut self, resource: StoredResource<K>) -> Self {
+        self.resources.push(Box::new(resource));
+        self
+    }
+
+    /// Adds a read-only view of the cluster's objects `S`.
+    pub fn view<K: Strategy, S: SourceObject>(mut self, view: MirroredView<K, S>) -> Self {
+        self.resources.push(Box::new(view));
+        self
+    }
+
+    /// Serves a CustomResourceDefinition conversion webhook at `/convert`, converting with
+    /// `converter`, for users who keep the resources as CRDs (unauthenticated, as the
+    /// kube-apiserver calls webhooks).
+    pub fn conversion_webhook(mut self, converter: Converter) -> Self {
+        self.converter = Some(converter);
+        self
+    }
+
+    /// The options (the defaults: an aggregated server of the cluster it runs in, in memory).
+    pub fn options(mut self, options: ServerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Checks that the group, versions and resources describe an API.
+    pub fn build(self) -> Result<ApiServer, BuildError> {
+        let versions = self.check()?;
+        Ok(ApiServer { builder: self, versions })
+    }
+
+    /// Each version with the descriptors of the resources served at it, in order.
+    fn check(&self) -> Result<Vec<(&'static str, Vec<ResourceDescriptor>)>, BuildError> {
+        if self.group.split('.').count() < 2 || !crate::machinery::validation::dns1123_subdomain(self.group).is_empty()
+        {
+            return Err(BuildError::Group(self.group.into()));
+        }
+        let mut unique = self.versions.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        if self.versions.is_empty() || unique.len() != self.versions.len() {
+            return Err(BuildError::Versions(self.versions.clone()));
+        }
+        let mut versions: Vec<(&'static str, Vec<ResourceDescriptor>)> =
+            self.versions.iter().map(|v| (*v, Vec::new())).collect();
+        for resource in &self.resources {
+            for (version, descriptor) in resource.descriptors() {
+                let plural = resource.plural();
+                if descriptor.info.group != self.group {
+                    return Err(BuildError::OtherGroup { plural, group: descriptor.info.group, expected: self.group });
+                }
+                let Some((_, served)) = versions.iter_mut().find(|(v, _)| *v == version) else {
+                    return Err(BuildError::UnlistedVersion { plural, version: version.into_owned() });
+                };
+                if served.iter().any(|d| d.info.plural == plural) {
+                    return Err(BuildError::Duplicate { plural, version: version.into_owned() });
+                }
+                served.push(descriptor);
+            }
+        }
+        match versions.iter().find(|(_, served)| served.is_empty()) {
+            Some((version, _)) => Err(BuildError::EmptyVersion(version)),
+            None => Ok(versions),
+        }
+    }
+}
+
+/// A server ready to serve: [`ApiServer::serve`] runs it.
+pub struct ApiServer {
+    builder: ApiServerBuilder,
+    /// Each version with the descriptors of its resources.
+    versions: Vec<(&'static str, Vec<ResourceDescriptor>)>,
+}
+
+impl ApiServer {
+    /// The OpenAPI documents the server serves (v2, the v3 index, v3 of each version).
+    pub fn openapi(&self) -> Documents {
+        Documents::build(&self.builder.identity, self.builder.group, &self.versions)
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then shuts down gracefully: readiness
+    /// fails for the shutdown delay, the listener closes, requests in flight finish, watches
+    /// send what was committed and end; returns once every connection is closed.
+    pub async fn serve(
+        self,
+        listener: std::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        let ApiServer { builder, versions } = self;
+        let options = builder.options;
+        let certs = match &options.tls.files {
+            Some(files) => tls::load(&files.certificate.to_string_lossy(), &files.private_key.to_string_lossy())?,
+            None => tls::generate(&builder.identity.ca_name(), &options.tls.extra_sans)?,
+        };
+        let config = cluster_config(&options).await?;
+        let local = listener.local_addr().map_err(StartError::Listener)?;
+        let url = super::client_url(local);
+        let mirrors: Vec<&str> = match config {
+            Some(_) => builder.resources.iter().filter_map(|r| r.mirror()).collect(),
+            None => Vec::new(),
+        };
+        let metrics = Arc::new(Metrics::new(&builder.identity.metric_prefix(), &mirrors));
+        let client = match &config {
+            Some(config) => {
+                Some(kube::Client::try_from(config.clone()).map_err(|e| StartError::Cluster(e.to_string()))?)
+            }
+            None => None,
+        };
+        let authenticator = authenticator(&builder.identity, &options, client.as_ref(), &url, &certs.ca_pem, &metrics)?;
+        let stopping = tokio_util::sync::CancellationToken::new();
+        let cluster = config.zip(client).map(|(config, client)| cluster_services(&options, config, client, &stopping));
+        let settings = watch_settings(&options, &stopping, &metrics);
+        let (storage, health) =
+            StorageFactory::new(&options.storage, options.watch.history_size, &stopping, Health::default()).await?;
+        let mount = Mount {
+            storage: &storage,
+            settings: &settings,
+            history: options.watch.history_size,
+            cluster: cluster.as_ref(),
+        };
+        let mut mounted = Mounted::new(&builder.versions, health);
+        for resource in builder.resources {
+            resource.mount(&mount, &mut mounted);
+        }
+        debug_assert_eq!(mounted.versions.len(), versions.len());
+        let auditor = auditor(&options, &metrics)?;
+        let started = super::Started {
+            identity: builder.identity,
+            group: builder.group,
+            converter: builder.converter,
+            url,
+            certs,
+            metrics,
+            authenticator,
+            auditor,
+            stopping,
+        };
+        super::serve(started, mounted, options, listener, shutdown).await
+    }
+}
+
+/// The configuration of the cluster `options` name, if any.
+async fn cluster_config(options: &ServerOptions) -> Result<Option<kube::Config>, StartError> {
+    let config = match &options.cluster {
+        ClusterConnection::None => return Ok(None),
+        ClusterConnection::Kubeconfig(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| StartError::Cluster(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| StartError::Cluster(e.to_string()))?
+        }
+        ClusterConnection::InCluster => kube::Config::incluster().map_err(|e| StartError::Cluster(e.to_string()))?,
+    };
+    Ok(Some(config))
+}
+
+/// The namespaces of the cluster and, for an aggregated server with admission on, its webhooks.
+fn cluster_services(
+    options: &ServerOptions,
+    config: kube::Config,
+    client: kube::Client,
+    stopping: &tokio_util::sync::CancellationToken,
+) -> ClusterServices {
+    let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
+    // A standalone server, even with a cluster for its views, is not part of the cluster's API.
+    let admission = (options.admission_webhooks && !options.authentication.is_standalone()).then(|| {
+        let configurations = Configurations::start(client.clone(), stopping.clone());
+        let webhooks = Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone());
+        Arc::new(webhooks) as Arc<dyn crate::machinery::admission::Admission>
+    });
+    ClusterServices { client, server: config.cluster_url.to_string(), namespaces, admission }
+}
+
+fn watch_settings(
+    options: &ServerOptions,
+    stopping: &tokio_util::sync::CancellationToken,
+    metrics: &Arc<Metrics>,
+) -> WatchSettings {
+    WatchSettings {
+        stopping: stopping.clone(),
+        metrics: metrics.clone(),
+        buffer: options.watch.buffer_size,
+        bookmark_interval: options.watch.bookmark_interval.max(Duration::from_secs(1)),
+        min_request_timeout: options.watch.min_request_timeout.max(Duration::from_secs(1)),
+        ..WatchSettings::default()
+    }
+}
+
+/// The audit log, when the options ask for one.
+fn auditor(options: &ServerOptions, metrics: &Arc<Metrics>) -> Result<Option<Arc<Auditor>>, StartError> {
+    let Some(audit) = &options.audit else { return Ok(None) };
+    let auditor = Auditor::start(&audit.policy_file, &audit.log_path, audit.rotation, metrics.clone())
+        .map_err(StartError::Audit)?;
+    tracing::info!(policy = %audit.policy_file.display(), path = audit.log_path, "writing the audit log");
+    Ok(Some(Arc::new(auditor)))
+}
+
+/// Who may call: the standalone bearer token (written into a kubeconfig when asked), or
+/// delegation to the cluster.
+fn authenticator(
+    identity: &Identity,
+    options: &ServerOptions,
+    client: Option<&kube::Client>,
+    url: &str,
+    ca_pem: &str,
+    metrics: &Arc<Metrics>,
+) -> Result<Authenticator, StartError> {
+    let settings = match &options.authentication {
+        Authentication::Standalone { write_kubeconfig } => {
+            let token = auth::random_token();
+            if let Some(path) = write_kubeconfig {
+                kubeconfig::write(path, &kubeconfig::build(identity.name, url, ca_pem, &token))
+                    .map_err(|source| StartError::Kubeconfig { path: path.display().to_string(), source })?;
+                tracing::info!(path = %path.display(), "wrote kubeconfig");
+            }
+            return Ok(Authenticator::BearerToken(token.into()));
+        }
+        Authentication::Delegated(settings) => settings,
+    };
+    let client = client.cloned().ok_or_else(|| {
+        StartError::Cluster("delegated authentication needs a cluster, and the options name none".into())
+    })?;
+    let delegated = Delegated::new(client, settings.clone(), metrics.clone());
+    delegated.watch_config();
+    Ok(Authenticator::Delegated(delegated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machinery::testing::{Widget, WidgetV1beta1};
+
+    const IDENTITY: Identity = Identity::new("widget-apiserver", "0.1.0");
+
+    fn widgets() -> StoredResource<Widget> {
+        StoredResource::<Widget>::new().deprecated_at::<WidgetV1beta1>()
+    }
+
+    #[test]
+    fn the_versions_list_each_resource_served_at_them_in_order() {
+        let server = ApiServerBuilder::new(IDENTITY, "test.example.com", &["v1", "v1beta1"]).stored(widgets()).build();
+        let server = server.unwrap();
+        let listed: Vec<_> =
+            server.versions.iter().map(|(v, d)| (*v, d.iter().map(|d| d.info.plural).collect::<Vec<_>>())).collect();
+        assert_eq!(listed, [("v1", vec!["widgets"]), ("v1beta1", vec!["widgets"])]);
+        assert!(server.versions[1].1[0].deprecation.is_some());
+        assert!(server.versions[0].1[0].deprecation.is_none());
+    }
+
+    #[test]
+    fn what_does_not_describe_an_api_is_refused() {
+        let build = |group, versions: &[&'static str], widgets: Option<StoredResource<Widget>>| {
+            let builder = ApiServerBuilder::new(IDENTITY, group, versions);
+            match widgets {
+                Some(w) => builder.stored(w).build().err(),
+                None => builder.build().err(),
+            }
+        };
+        assert_eq!(build("widgets", &["v1"], Some(widgets())), Some(BuildError::Group("widgets".into())));
+        assert_eq!(build("test.example.com", &[], None), Some(BuildError::Versions(vec![])));
+        assert_eq!(build("test.example.com", &["v1", "v1"], None), Some(BuildError::Versions(vec!["v1", "v1"])));
+        assert_eq!(
+            build("test.example.com", &["v1"], Some(widgets())),
+            Some(BuildError::UnlistedVersion { plural: "widgets", version: "v1beta1".into() })
+        );
+        assert_eq!(
+            build("test.example.com", &["v1", "v2"], Some(StoredResource::new())),
+            Some(BuildError::EmptyVersion("v2"))
+        );
+        assert_eq!(
+            build("other.example.com", &["v1"], Some(StoredResource::new())),
+            Some(BuildError::OtherGroup {
+                plural: "widgets",
+                group: "test.example.com",
+                expected: "other.example.com"
+            })
+        );
+        let twice = ApiServerBuilder::new(IDENTITY, "test.example.com", &["v1"])
+            .stored(StoredResource::<Widget>::new())
+            .stored(StoredResource::<Widget>::new())
+            .build();
+        assert_eq!(twice.err(), Some(BuildError::Duplicate { plural: "widgets", version: "v1".into() }));
+    }
+}
