@@ -6,11 +6,14 @@ WORKDIR /src
 # No system package is needed: etcd's gRPC client code is checked in (src/store/etcd/grpc).
 # Dependencies first, so code changes do not rebuild them.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
+COPY crates/apiserver-kit/Cargo.toml crates/apiserver-kit/
+RUN mkdir -p src crates/apiserver-kit/src && echo 'fn main() {}' > src/main.rs \
+    && touch src/lib.rs crates/apiserver-kit/src/lib.rs \
     && cargo build --release --locked \
-    && rm -rf src
+    && rm -rf src crates/apiserver-kit/src
+COPY crates ./crates
 COPY src ./src
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked \
+RUN touch src/main.rs src/lib.rs crates/apiserver-kit/src/lib.rs && cargo build --release --locked \
     && strip target/release/farm-apiserver
 
 FROM gcr.io/distroless/cc-debian12:nonroot

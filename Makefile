@@ -20,12 +20,13 @@ run: ## Run standalone on 127.0.0.1:$(PORT), writing a kubeconfig for kubectl.
 test: ## Everything CI checks: formatting, lints, unit, black-box, kubectl and real-control-plane tests.
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
-	$(CARGO) fmt --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
-	$(CARGO) test --locked --lib --bins --tests
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) test --locked --workspace --lib --bins --tests
+	$(CARGO) test --locked --workspace --doc
 
 unit: ## Unit tests only.
-	$(CARGO) test --locked --lib
+	$(CARGO) test --locked --workspace --lib
 
 e2e: ## Only the tests against a real control plane (ETCD / KUBE_APISERVER / KUBE_CONTROLLER_MANAGER to bring your own).
 	bash scripts/install-tools.sh
@@ -54,10 +55,10 @@ fuzz: ## cargo-fuzz on the selector parsers, body decoding (JSON and YAML), both
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
 fmt: ## Format the code.
-	$(CARGO) fmt
+	$(CARGO) fmt --all
 
 lint: ## Clippy with warnings as errors.
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 openapi: ## Regenerate the checked-in OpenAPI documents under openapi/.
 	$(CARGO) run --locked --quiet -- openapi --out-dir openapi

@@ -90,7 +90,8 @@ pub struct ServeArgs {
     #[arg(long = "tls-san", env = "FARM_TLS_SAN", value_delimiter = ',')]
     pub tls_sans: Vec<String>,
 
-    /// Log level or filter (`info`, `debug`, `farm_apiserver=debug`); `RUST_LOG` wins when set.
+    /// Log level or filter (`info`, `debug`, `apiserver_kit=debug` for the generic machinery,
+    /// `farm_apiserver=debug` for the farm's own code); `RUST_LOG` wins when set.
     #[arg(long, env = "FARM_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
 

@@ -301,3 +301,35 @@ async fn events_record_the_version_a_request_asked_for() {
     assert_eq!(event["requestObject"]["spec"]["coat"]["pattern"], "Spotted");
     assert_eq!(event["responseObject"]["apiVersion"], "farm.example.com/v1");
 }
+
+/// The policy `manifests/deployment.yaml` mounts records nothing of the aggregator's own calls,
+/// every body of a write, and the metadata of reads.
+#[test]
+fn the_policy_the_deployment_mounts_is_valid() {
+    use farm_apiserver::audit::policy::{Level, Policy};
+    use farm_apiserver::auth::attributes::Attributes;
+    use farm_apiserver::machinery::user::UserInfo;
+    let manifests: Vec<Value> =
+        serde_saphyr::from_multiple(include_str!("../manifests/deployment.yaml")).expect("YAML manifests");
+    let text = manifests.iter().find_map(|m| m["data"]["policy.yaml"].as_str()).expect("a policy.yaml");
+    let policy = Policy::parse(text).expect("a valid policy");
+    let resource = |verb: &str, namespace: &str, name: &str| Attributes::Resource {
+        verb: verb.into(),
+        group: "farm.example.com".into(),
+        version: "v1".into(),
+        resource: "llamas".into(),
+        subresource: String::new(),
+        namespace: namespace.into(),
+        name: name.into(),
+    };
+    let user = |name: &str, groups: &[&str]| UserInfo {
+        name: name.into(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        ..Default::default()
+    };
+    let aggregator = user("system:kube-aggregator", &["system:masters"]);
+    assert_eq!(policy.evaluate(&aggregator, &resource("get", "", "")).level, Level::None);
+    let alice = user("alice", &[]);
+    assert_eq!(policy.evaluate(&alice, &resource("patch", "a", "x")).level, Level::RequestResponse);
+    assert_eq!(policy.evaluate(&alice, &resource("watch", "a", "")).level, Level::Metadata);
+}

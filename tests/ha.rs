@@ -365,7 +365,7 @@ async fn etcd_over_mutual_tls_with_a_client_certificate() {
     // Without the client certificate etcd refuses the connection: never ready, requests 503.
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    let filter = "warn,farm_apiserver::store::etcd::connection=debug";
+    let filter = "warn,apiserver_kit::store::etcd::connection=debug";
     let anonymous = Server::start_unready_logging(
         &[
             "--storage",

@@ -150,7 +150,7 @@ async fn the_request_log_names_every_refusal_and_never_a_token() {
         entries.iter().filter(|e| level(e) == "WARN" || level(e) == "ERROR").collect();
     assert!(problems.is_empty(), "nothing here is a warning or an error: {problems:?}");
     let requests: Vec<&serde_json::Value> =
-        entries.iter().filter(|e| e["target"] == "farm_apiserver::observe").map(|e| &e["fields"]).collect();
+        entries.iter().filter(|e| e["target"] == "apiserver_kit::observe").map(|e| &e["fields"]).collect();
     let find = |status: u64, user: &str, path: &str| {
         requests
             .iter()
@@ -171,9 +171,7 @@ async fn the_request_log_names_every_refusal_and_never_a_token() {
     assert_eq!(created["message"], "request");
     let info = entries
         .iter()
-        .filter(|e| {
-            e["target"] == "farm_apiserver::observe" && e["fields"]["status"].as_u64().is_some_and(|c| c >= 400)
-        })
+        .filter(|e| e["target"] == "apiserver_kit::observe" && e["fields"]["status"].as_u64().is_some_and(|c| c >= 400))
         .all(|e| level(e) == "INFO");
     assert!(info, "4xx lines are at info");
 }

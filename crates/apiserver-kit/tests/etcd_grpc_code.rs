@@ -4,7 +4,7 @@
 //! fails when a checked-in file differs.
 //!
 //! After changing a `.proto` file or upgrading tonic/prost, rewrite the files with
-//! `FARM_UPDATE_GRPC=1 cargo test --test etcd_grpc_code`.
+//! `UPDATE_GRPC=1 cargo test -p apiserver-kit --test etcd_grpc_code`.
 
 use std::path::{Path, PathBuf};
 
@@ -33,7 +33,7 @@ fn generate(out: &Path) {
 fn the_checked_in_etcd_grpc_code_is_what_the_proto_files_generate() {
     let out = tempfile::tempdir().unwrap();
     generate(out.path());
-    let update = std::env::var_os("FARM_UPDATE_GRPC").is_some();
+    let update = std::env::var_os("UPDATE_GRPC").is_some();
     let mut stale = Vec::new();
     for package in PACKAGES {
         let file = format!("{package}.rs");
@@ -47,6 +47,6 @@ fn the_checked_in_etcd_grpc_code_is_what_the_proto_files_generate() {
     }
     assert!(
         stale.is_empty(),
-        "{stale:?} differ from what the .proto files generate; run FARM_UPDATE_GRPC=1 cargo test --test etcd_grpc_code"
+        "{stale:?} differ from what the .proto files generate; run UPDATE_GRPC=1 cargo test -p apiserver-kit --test etcd_grpc_code"
     );
 }

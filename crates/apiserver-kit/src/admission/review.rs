@@ -23,16 +23,22 @@ pub const KIND: &str = "AdmissionReview";
 /// A kind, fully qualified.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 pub struct GroupVersionKind<'a> {
+    /// The API group; empty for the core group.
     pub group: &'a str,
+    /// The version of the group.
     pub version: &'a str,
+    /// The kind (e.g. `Widget`).
     pub kind: &'a str,
 }
 
 /// A resource, fully qualified.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 pub struct GroupVersionResource<'a> {
+    /// The API group; empty for the core group.
     pub group: &'a str,
+    /// The version of the group.
     pub version: &'a str,
+    /// The resource (plural name, e.g. `widgets`).
     pub resource: &'a str,
 }
 
@@ -43,7 +49,9 @@ pub struct GroupVersionResource<'a> {
 pub struct Request<'a> {
     /// Names this call: the answer must carry it back.
     pub uid: &'a str,
+    /// The fully-qualified type of the object being submitted.
     pub kind: GroupVersionKind<'a>,
+    /// The fully-qualified resource being requested.
     pub resource: GroupVersionResource<'a>,
     /// The version the request was made at.
     pub request_version: &'a str,
@@ -51,6 +59,7 @@ pub struct Request<'a> {
     pub subresource: &'a str,
     /// The object's name; empty for a create that generates it.
     pub name: &'a str,
+    /// The namespace associated with the request; empty for a cluster-scoped object.
     pub namespace: &'a str,
     /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
     pub operation: &'static str,
@@ -60,6 +69,7 @@ pub struct Request<'a> {
     pub object: Option<&'a Value>,
     /// The stored object (`null` for a create).
     pub old_object: Option<&'a Value>,
+    /// Whether the changes will definitely not be stored (`dryRun`).
     pub dry_run: bool,
     /// The operation's options (`meta.k8s.io/v1` CreateOptions, UpdateOptions or DeleteOptions).
     pub options: Option<&'a Value>,
@@ -154,6 +164,7 @@ struct ResponseIn {
 /// What a webhook answered, checked.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Answer {
+    /// Whether the webhook permitted the request.
     pub allowed: bool,
     /// Why it refused, when it did (`status`).
     pub result: Option<Status>,

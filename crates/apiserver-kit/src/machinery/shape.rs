@@ -52,9 +52,24 @@ pub enum ListKind {
 
 /// How a schema node treats a value.
 pub enum Shape<'s> {
+    /// A scalar: one value.
     Scalar,
-    Object { fields: Option<&'s Fields>, extra: Option<&'s Schema>, atomic: bool },
-    List { items: Option<&'s Schema>, kind: &'s ListKind },
+    /// An object, its keys walked one by one unless it is atomic.
+    Object {
+        /// Its declared fields (`properties`), if any.
+        fields: Option<&'s Fields>,
+        /// The schema of its undeclared keys (`additionalProperties`), if any.
+        extra: Option<&'s Schema>,
+        /// Whether it is one value (`x-kubernetes-map-type: atomic`).
+        atomic: bool,
+    },
+    /// A list.
+    List {
+        /// The schema of its entries (`items`), if any.
+        items: Option<&'s Schema>,
+        /// How its entries are told apart.
+        kind: &'s ListKind,
+    },
 }
 
 /// The list kind of a value no schema describes.

@@ -14,6 +14,7 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
+    /// The type's name in a table's column definitions: `string`, `number`, `integer` or `date`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::String => "string",

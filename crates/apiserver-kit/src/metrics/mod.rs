@@ -319,6 +319,7 @@ impl Metrics {
             Unit::Bytes,
             self.resident_memory.clone(),
         );
+        #[cfg(feature = "jemalloc")]
         registry.register_with_unit(
             format!("{}_heap_allocated", self.prefix),
             "Memory in use: what the allocator (jemalloc) has handed out and not taken back, without the freed pages it keeps for reuse",
@@ -376,6 +377,7 @@ impl Metrics {
             }
         }
         // jemalloc's statistics are refreshed by advancing its epoch.
+        #[cfg(feature = "jemalloc")]
         if tikv_jemalloc_ctl::epoch::advance().is_ok()
             && let Ok(allocated) = tikv_jemalloc_ctl::stats::allocated::read()
         {

@@ -24,6 +24,19 @@ pub enum Verb {
 }
 
 impl Verb {
+    /// Every verb, in the order discovery lists a custom resource's verbs (a resource that
+    /// serves them all, as a CustomResourceDefinition does).
+    pub const ALL: &'static [Verb] = &[
+        Self::Create,
+        Self::Delete,
+        Self::DeleteCollection,
+        Self::Get,
+        Self::List,
+        Self::Patch,
+        Self::Update,
+        Self::Watch,
+    ];
+
     /// The name in authorization attributes, RBAC rules and discovery.
     pub const fn as_str(self) -> &'static str {
         match self {

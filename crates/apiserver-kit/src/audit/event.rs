@@ -49,20 +49,28 @@ fn micro_time(time: Timestamp) -> String {
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectRef {
+    /// The resource (plural name, e.g. `widgets`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub resource: String,
+    /// The object's namespace; empty for a cluster-scoped one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// The object's name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The object's UID, when the request's object carries one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// The name of the API group; empty for the core group.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_group: String,
+    /// The version of the API group.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
+    /// The object's resourceVersion, when the request's object carries one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
+    /// The subresource (e.g. `status`), if any.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub subresource: String,
 }
@@ -176,15 +184,21 @@ fn append_fields(line: &mut Vec<u8>, value: &impl Serialize) {
 pub struct Record {
     /// What the policy asks of it.
     pub config: RequestConfig,
+    /// Unique ID of the request: its `Audit-ID` header, or a new UUID.
     pub audit_id: String,
     /// Path and query, as sent.
     pub request_uri: String,
     /// The authorization verb (`get`, `create`, …; the lower-case method for other paths).
     pub verb: String,
+    /// The user as authentication found it.
     pub user: Arc<UserInfo>,
+    /// Where the request came from, and the proxies in between (see [`source_ips`]).
     pub source_ips: Vec<String>,
+    /// The User-Agent the client reported (not to be trusted), as [`user_agent`] cuts it.
     pub user_agent: String,
+    /// The object the request is about; `None` for a non-resource request.
     pub object_ref: Option<ObjectRef>,
+    /// When the request reached the server.
     pub received: Timestamp,
     /// `code` alone for a success; the error's `Status` otherwise.
     pub response_status: Option<ResponseStatus>,

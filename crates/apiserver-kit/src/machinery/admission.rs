@@ -17,9 +17,13 @@ use serde_json::Value;
 /// The operation a request performs, as admission names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
+    /// An object is created (`CREATE`).
     Create,
+    /// An object is updated, patched or applied (`UPDATE`).
     Update,
+    /// An object is deleted (`DELETE`).
     Delete,
+    /// A connect request to a subresource (`CONNECT`).
     Connect,
 }
 

@@ -34,17 +34,7 @@ impl ApiResource for Widget {
         short_names: &["wd"],
         categories: &[],
         namespaced: true,
-        // In discovery order, as the kube-apiserver lists a custom resource's verbs.
-        verbs: &[
-            Verb::Create,
-            Verb::Delete,
-            Verb::DeleteCollection,
-            Verb::Get,
-            Verb::List,
-            Verb::Patch,
-            Verb::Update,
-            Verb::Watch,
-        ],
+        verbs: Verb::ALL,
         description: "A widget, for tests.",
         selectable_fields: &["spec.color"],
         subresources: &[],

@@ -456,7 +456,7 @@ fn legacy_watch_path<B>(request: axum::http::Request<B>) -> axum::http::Request<
 }
 
 /// `request` with the slashes that end its path removed, before routing: the kube-apiserver
-/// serves `/apis/`, `.../llamas/` and `.../llamas/dolly/` as the paths without them.
+/// serves `/apis/`, `.../widgets/` and `.../widgets/blue/` as the paths without them.
 fn without_trailing_slashes<B>(request: axum::http::Request<B>) -> axum::http::Request<B> {
     let uri = request.uri();
     let path = uri.path();
@@ -482,16 +482,16 @@ mod tests {
 
     #[test]
     fn legacy_watch_paths_are_watches_of_the_collection() {
-        let gv = "/apis/farm.example.com/v1alpha";
+        let gv = "/apis/example.com/v1alpha";
         for (path, served) in [
-            ("/watch/llamas", "/llamas?watch=true"),
-            ("/watch/namespaces/ns/llamas?labelSelector=a", "/namespaces/ns/llamas?watch=true&labelSelector=a"),
+            ("/watch/widgets", "/widgets?watch=true"),
+            ("/watch/namespaces/ns/widgets?labelSelector=a", "/namespaces/ns/widgets?watch=true&labelSelector=a"),
             (
-                "/watch/namespaces/ns/llamas/dolly/",
-                "/namespaces/ns/llamas?watch=true&fieldSelector=metadata.name%3Ddolly",
+                "/watch/namespaces/ns/widgets/blue/",
+                "/namespaces/ns/widgets?watch=true&fieldSelector=metadata.name%3Dblue",
             ),
-            ("/namespaces/ns/llamas/dolly/", "/namespaces/ns/llamas/dolly"),
-            ("/watch/namespaces/ns/llamas/dolly/status", "/watch/namespaces/ns/llamas/dolly/status"),
+            ("/namespaces/ns/widgets/blue/", "/namespaces/ns/widgets/blue"),
+            ("/watch/namespaces/ns/widgets/blue/status", "/watch/namespaces/ns/widgets/blue/status"),
         ] {
             assert_eq!(rewritten(&format!("{gv}{path}")), format!("{gv}{served}"), "{path}");
         }
