@@ -15,33 +15,6 @@ fn init_tracing(level: &str, format: LogFormat) {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-}
-
 fn write_openapi(out_dir: &std::path::Path) -> std::io::Result<()> {
     let server = farm_apiserver::app::builder(farm_apiserver::app::FarmResources::default())
         .build()
@@ -75,7 +48,7 @@ async fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match farm_apiserver::run(*args, listener, shutdown_signal()).await {
+            match farm_apiserver::run(*args, listener, farm_apiserver::server::shutdown_signal()).await {
                 Ok(()) => {
                     tracing::info!("stopped: every connection is closed");
                     ExitCode::SUCCESS

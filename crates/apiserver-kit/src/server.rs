@@ -31,6 +31,7 @@ mod builder;
 mod metric_sources;
 mod options;
 mod resource;
+mod signal;
 mod storage;
 pub use builder::{ApiServer, ApiServerBuilder, BuildError};
 pub use options::{
@@ -38,6 +39,7 @@ pub use options::{
     ShutdownOptions, TlsOptions, WatchOptions,
 };
 pub use resource::{MirroredView, StoredResource};
+pub use signal::shutdown_signal;
 pub use storage::StorageOptions;
 
 /// Why the server could not start.

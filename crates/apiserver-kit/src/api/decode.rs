@@ -162,7 +162,9 @@ fn metadata_errors(value: &Value, namespace: &str) -> Vec<FieldError> {
         // Mistyped metadata is reported by typed decoding once the structural errors are fixed.
         return Vec::new();
     };
-    if meta.namespace.as_deref().is_none_or(str::is_empty) {
+    if namespace.is_empty() {
+        meta.namespace = None;
+    } else if meta.namespace.as_deref().is_none_or(str::is_empty) {
         meta.namespace = Some(namespace.to_string());
     }
     if meta.name.as_deref().is_none_or(str::is_empty)
@@ -171,7 +173,7 @@ fn metadata_errors(value: &Value, namespace: &str) -> Vec<FieldError> {
         // Validate the name a generated suffix would give.
         meta.name = Some(format!("{prefix}x"));
     }
-    crate::machinery::validation::object_meta(&meta)
+    crate::machinery::validation::object_meta(&meta, !namespace.is_empty())
 }
 
 /// Refuses a body whose `kind` or `apiVersion` is missing or is not `K`'s, with the kube-apiserver's

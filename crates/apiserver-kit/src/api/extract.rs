@@ -7,8 +7,30 @@ use crate::machinery::error::Error;
 use crate::machinery::user::UserInfo;
 use axum::extract::{FromRequestParts, Path};
 use http::request::Parts;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
+
+/// The path parameters of a request on one object: its namespace (empty for a cluster-scoped
+/// resource, whose paths have none) and name.
+#[derive(Debug, Deserialize)]
+pub struct ObjectPath {
+    /// The `{namespace}` segment; empty when the path has none.
+    #[serde(default)]
+    pub namespace: String,
+    /// The `{name}` segment.
+    pub name: String,
+}
+
+/// The path parameters of a request on a collection: the namespace of a namespaced
+/// resource's `…/namespaces/{namespace}/<plural>`; `None` on `…/<plural>`, every namespace's
+/// objects (or a cluster-scoped resource's).
+#[derive(Debug, Deserialize)]
+pub struct CollectionPath {
+    /// The `{namespace}` segment, when the path has one.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
 
 /// The path parameters of a route, deserialized into `T`.
 #[derive(Debug)]

@@ -7,7 +7,7 @@
 //! representation; a verb the resource lacks is a 405 `Status`.
 
 use super::decode::{check_kind, check_media_type, check_metadata, decode_object, parse_body, prepare_body, read_body};
-use super::extract::{PathParams, Requester};
+use super::extract::{CollectionPath, ObjectPath, PathParams, Requester};
 use super::negotiate::{MetaVersion, Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
@@ -39,12 +39,10 @@ pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>, deprecation
     let allowed = |verb: Verb| info.allows(verb);
 
     let mut all_namespaces: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
-    if allowed(Verb::List) {
-        all_namespaces = all_namespaces.get(list_all::<K, V>);
-    }
     let mut collection: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
     if allowed(Verb::List) {
-        collection = collection.get(list_namespaced::<K, V>);
+        all_namespaces = all_namespaces.get(list::<K, V>);
+        collection = collection.get(list::<K, V>);
     }
     if allowed(Verb::Create) {
         collection = collection.post(create::<K, V>);
@@ -54,11 +52,16 @@ pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>, deprecation
     }
     let item = object_routes::<K, V>(Subresource::Main);
     let finish = |m: MethodRouter<Arc<Registry<K>>>| m.fallback(method_not_allowed);
-    let item_path = format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural);
-    let mut router = Router::new()
-        .route(&format!("{base}/{}", info.plural), finish(all_namespaces))
-        .route(&format!("{base}/namespaces/{{namespace}}/{}", info.plural), finish(collection))
-        .route(&item_path, finish(item));
+    // A namespaced resource: its objects under `namespaces/{namespace}/`, and a list of every
+    // namespace's at `<plural>`; a cluster-scoped one: its collection at `<plural>`.
+    let (collection_path, mut router) = if info.namespaced {
+        let path = format!("{base}/namespaces/{{namespace}}/{}", info.plural);
+        (path, Router::new().route(&format!("{base}/{}", info.plural), finish(all_namespaces)))
+    } else {
+        (format!("{base}/{}", info.plural), Router::new())
+    };
+    let item_path = format!("{collection_path}/{{name}}");
+    router = router.route(&collection_path, finish(collection)).route(&item_path, finish(item));
     for &subresource in info.subresources {
         if let Some(segment) = subresource.name() {
             router = router.route(&format!("{item_path}/{segment}"), finish(object_routes::<K, V>(subresource)));
@@ -260,7 +263,7 @@ fn compact_list<K: Strategy, V: Served<K>>(
 
 async fn get<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
-    PathParams((namespace, name)): PathParams<(String, String)>,
+    PathParams(ObjectPath { namespace, name }): PathParams<ObjectPath>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
@@ -272,21 +275,14 @@ async fn get<K: Strategy, V: Served<K>>(
     render_object::<K, V>(&object, representation, &query, StatusCode::OK, &[])
 }
 
-async fn list_all<K: Strategy, V: Served<K>>(
+/// LIST (or WATCH) of one namespace's objects, or of all.
+async fn list<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
+    PathParams(CollectionPath { namespace }): PathParams<CollectionPath>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
-    list::<K, V>(registry, None, raw, headers).await
-}
-
-async fn list_namespaced<K: Strategy, V: Served<K>>(
-    State(registry): State<Arc<Registry<K>>>,
-    PathParams(namespace): PathParams<String>,
-    RawQuery(raw): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response> {
-    list::<K, V>(registry, Some(namespace), raw, headers).await
+    list_objects::<K, V>(registry, namespace, raw, headers).await
 }
 
 /// The list options of `query` at version `V`, their field selector naming the hub's fields.
@@ -306,7 +302,7 @@ fn served<K: Strategy, V: Served<K>>(items: &Vec<Arc<Stored<K>>>) -> Result<Cow<
     items.iter().map(V::stored_from_hub).collect::<Result<Vec<_>>>().map(Cow::Owned)
 }
 
-async fn list<K: Strategy, V: Served<K>>(
+async fn list_objects<K: Strategy, V: Served<K>>(
     registry: Arc<Registry<K>>,
     namespace: Option<String>,
     raw: Option<String>,
@@ -374,12 +370,13 @@ impl WriteRequest {
 
 async fn create<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
-    PathParams(namespace): PathParams<String>,
+    PathParams(CollectionPath { namespace }): PathParams<CollectionPath>,
     RawQuery(raw): RawQuery,
     requester: Requester,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
+    let namespace = namespace.unwrap_or_default();
     let (request, ()) =
         WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create, check_media_type, no_causes)?;
     let bytes = read_body(body).await?;
@@ -405,7 +402,7 @@ async fn create<K: Strategy, V: Served<K>>(
 async fn update<K: Strategy, V: Served<K>>(
     subresource: Subresource,
     State(registry): State<Arc<Registry<K>>>,
-    PathParams((namespace, name)): PathParams<(String, String)>,
+    PathParams(ObjectPath { namespace, name }): PathParams<ObjectPath>,
     RawQuery(raw): RawQuery,
     requester: Requester,
     headers: HeaderMap,
@@ -430,7 +427,7 @@ async fn update<K: Strategy, V: Served<K>>(
 async fn patch<K: Strategy, V: Served<K>>(
     subresource: Subresource,
     State(registry): State<Arc<Registry<K>>>,
-    PathParams((namespace, name)): PathParams<(String, String)>,
+    PathParams(ObjectPath { namespace, name }): PathParams<ObjectPath>,
     RawQuery(raw): RawQuery,
     requester: Requester,
     headers: HeaderMap,
@@ -533,7 +530,7 @@ fn delete_context<K: Strategy, V: Served<K>>(dry_run: bool, Requester(user): Req
 
 async fn delete<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
-    PathParams((namespace, name)): PathParams<(String, String)>,
+    PathParams(ObjectPath { namespace, name }): PathParams<ObjectPath>,
     RawQuery(raw): RawQuery,
     requester: Requester,
     headers: HeaderMap,
@@ -555,7 +552,7 @@ async fn delete<K: Strategy, V: Served<K>>(
 
 async fn delete_collection<K: Strategy, V: Served<K>>(
     State(registry): State<Arc<Registry<K>>>,
-    PathParams(namespace): PathParams<String>,
+    PathParams(CollectionPath { namespace }): PathParams<CollectionPath>,
     RawQuery(raw): RawQuery,
     requester: Requester,
     headers: HeaderMap,
@@ -566,7 +563,7 @@ async fn delete_collection<K: Strategy, V: Served<K>>(
     let selection = list_options::<K, V>(&query)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
     let deleted = registry
-        .delete_collection(Some(&namespace), &options, &delete_context::<K, V>(dry_run, requester), &|o| {
+        .delete_collection(namespace.as_deref(), &options, &delete_context::<K, V>(dry_run, requester), &|o| {
             Registry::<K>::selects(&selection, o)
         })
         .await?;

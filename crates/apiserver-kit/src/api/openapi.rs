@@ -386,11 +386,28 @@ struct Names<'a> {
     list: String,
 }
 
-/// Whether an operation is on every namespace's objects at once, or on one namespace's.
+/// Whether an operation is on every namespace's objects at once, on one namespace's, or on a
+/// cluster-scoped resource's (whose operation ids have no `Namespaced`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Scope {
     AllNamespaces,
     Namespaced,
+    Cluster,
+}
+
+impl Scope {
+    /// The scope of a resource's operations on one namespace's objects (or on its own).
+    fn of(info: &ResourceInfo) -> Self {
+        if info.namespaced { Self::Namespaced } else { Self::Cluster }
+    }
+
+    /// What operation ids say between the version and the kind.
+    fn infix(self) -> &'static str {
+        match self {
+            Self::Namespaced => "Namespaced",
+            Self::AllNamespaces | Self::Cluster => "",
+        }
+    }
 }
 
 /// What every body but a patch may be, and every answer but a watch's stream is.
@@ -420,35 +437,36 @@ fn delete_params() -> Vec<Param> {
 /// responses, as the kube-apiserver publishes them for a custom resource.
 fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
     let (kind, suffix, object, list) = (names.info.kind, &names.suffix, &names.object, &names.list);
+    let scoped = scope.infix();
     let delete_options = || Some((JSON_YAML, format!("{META}.DeleteOptions")));
     let (method, id, description, params, body, responses) = match verb {
         Verb::List | Verb::Watch => {
             let id = match scope {
                 Scope::AllNamespaces => format!("list{suffix}{kind}ForAllNamespaces"),
-                Scope::Namespaced => format!("list{suffix}Namespaced{kind}"),
+                Scope::Namespaced | Scope::Cluster => format!("list{suffix}{scoped}{kind}"),
             };
             let description = format!("list or watch objects of kind {kind}");
             ("get", id, description, list_params(names.info), None, vec![("200", list.clone())])
         }
         Verb::Create => {
             let responses = vec![("200", object.clone()), ("201", object.clone()), ("202", object.clone())];
-            let id = format!("create{suffix}Namespaced{kind}");
+            let id = format!("create{suffix}{scoped}{kind}");
             ("post", id, format!("create a {kind}"), write_params(), Some((JSON_YAML, object.clone())), responses)
         }
         Verb::DeleteCollection => {
             let mut params = delete_params();
             params.extend(list_params(names.info));
-            let id = format!("delete{suffix}CollectionNamespaced{kind}");
+            let id = format!("delete{suffix}Collection{scoped}{kind}");
             let description = format!("delete collection of {kind}");
             ("delete", id, description, params, delete_options(), vec![("200", list.clone())])
         }
         Verb::Get => {
-            let id = format!("read{suffix}Namespaced{kind}");
+            let id = format!("read{suffix}{scoped}{kind}");
             ("get", id, format!("read the specified {kind}"), vec![P_RV], None, vec![("200", object.clone())])
         }
         Verb::Update => {
             let responses = vec![("200", object.clone()), ("201", object.clone())];
-            let id = format!("replace{suffix}Namespaced{kind}");
+            let id = format!("replace{suffix}{scoped}{kind}");
             (
                 "put",
                 id,
@@ -460,14 +478,14 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
         }
         Verb::Patch => {
             let body = Some((PATCH_TYPES, format!("{META}.Patch")));
-            let id = format!("patch{suffix}Namespaced{kind}");
+            let id = format!("patch{suffix}{scoped}{kind}");
             let description = format!("partially update the specified {kind}");
             ("patch", id, description, write_params(), body, vec![("200", object.clone())])
         }
         Verb::Delete => {
             // The deleted object, or (202) the object that stays for its dependents' deletion.
             let responses = vec![("200", object.clone()), ("202", object.clone())];
-            let id = format!("delete{suffix}Namespaced{kind}");
+            let id = format!("delete{suffix}{scoped}{kind}");
             ("delete", id, format!("delete a {kind}"), delete_params(), delete_options(), responses)
         }
     };
@@ -478,7 +496,7 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
 /// the subresource in its id and description, as the kube-apiserver names them
 /// (`readTestExampleComV1beta1NamespacedWidgetStatus`, "read status of the specified Widget").
 fn subresource_operation(verb: Verb, segment: &str, names: &Names) -> Operation {
-    let mut op = operation(verb, Scope::Namespaced, names);
+    let mut op = operation(verb, Scope::of(names.info), names);
     op.id = format!("{}{}", op.id, capitalize(segment));
     let kind = names.info.kind;
     op.description =
@@ -506,15 +524,22 @@ fn resource_paths(
     // As the kube-apiserver describes the name of a built-in resource or a custom resource.
     let name_description = Cow::Owned(format!("name of the {}", info.kind));
     let mut paths = Vec::new();
-    if info.allows(Verb::List) {
-        let all = operations(&[Verb::List], Scope::AllNamespaces);
-        paths.push((format!("{base}/{}", info.plural), vec![P_PRETTY], all));
-    }
-    let collection = operations(&[Verb::List, Verb::Create, Verb::DeleteCollection], Scope::Namespaced);
-    paths.push((format!("{base}/namespaces/{{namespace}}/{}", info.plural), vec![P_NAMESPACE, P_PRETTY], collection));
-    let item = operations(&[Verb::Get, Verb::Update, Verb::Patch, Verb::Delete], Scope::Namespaced);
-    let item_path = format!("{base}/namespaces/{{namespace}}/{}/{{name}}", info.plural);
-    let item_params = vec![Param("name", "path", "string", name_description), P_NAMESPACE, P_PRETTY];
+    let scope = Scope::of(info);
+    let (collection_path, mut scope_params) = if info.namespaced {
+        if info.allows(Verb::List) {
+            let all = operations(&[Verb::List], Scope::AllNamespaces);
+            paths.push((format!("{base}/{}", info.plural), vec![P_PRETTY], all));
+        }
+        (format!("{base}/namespaces/{{namespace}}/{}", info.plural), vec![P_NAMESPACE, P_PRETTY])
+    } else {
+        (format!("{base}/{}", info.plural), vec![P_PRETTY])
+    };
+    let collection = operations(&[Verb::List, Verb::Create, Verb::DeleteCollection], scope);
+    paths.push((collection_path.clone(), scope_params.clone(), collection));
+    let item = operations(&[Verb::Get, Verb::Update, Verb::Patch, Verb::Delete], scope);
+    let item_path = format!("{collection_path}/{{name}}");
+    scope_params.insert(0, Param("name", "path", "string", name_description));
+    let item_params = scope_params;
     paths.push((item_path.clone(), item_params.clone(), item));
     for &subresource in info.subresources {
         if let Some(segment) = subresource.name() {

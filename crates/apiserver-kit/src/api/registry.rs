@@ -238,10 +238,16 @@ fn other_name(other: &str, name: &str) -> Error {
 const NAMESPACE_MISMATCH: &str =
     "the namespace of the provided object does not match the namespace sent on the request";
 
-/// Refuses an object whose namespace differs from the request's; sets it when it has none.
+/// Refuses an object whose namespace differs from the request's; sets it when it has none. The
+/// request of a cluster-scoped resource has none (`""`): the object's is cleared, as the
+/// kube-apiserver's `EnsureObjectNamespaceMatchesRequestNamespace` does.
 pub fn check_namespace<K: ApiResource>(object: &mut K, namespace: &str) -> Result<()> {
     let meta = object.meta_mut();
     match meta.namespace.as_deref() {
+        _ if namespace.is_empty() => {
+            meta.namespace = None;
+            Ok(())
+        }
         Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(NAMESPACE_MISMATCH.into())),
         _ => {
             meta.namespace = Some(namespace.to_string());
@@ -261,10 +267,12 @@ fn check_body_name(body: &serde_json::Value, name: &str) -> Result<()> {
 }
 
 /// [`check_namespace`] on a body not yet decoded, as the kube-apiserver checks it before it
-/// validates the object.
+/// validates the object (any namespace passes for a cluster-scoped resource: it is cleared).
 pub fn check_body_namespace(body: &serde_json::Value, namespace: &str) -> Result<()> {
     match body.get("metadata").and_then(|m| m.get("namespace")).and_then(serde_json::Value::as_str) {
-        Some(ns) if !ns.is_empty() && ns != namespace => Err(Error::BadRequest(NAMESPACE_MISMATCH.into())),
+        Some(ns) if !namespace.is_empty() && !ns.is_empty() && ns != namespace => {
+            Err(Error::BadRequest(NAMESPACE_MISMATCH.into()))
+        }
         _ => Ok(()),
     }
 }
@@ -272,7 +280,7 @@ pub fn check_body_namespace(body: &serde_json::Value, namespace: &str) -> Result
 /// Adds the metadata errors of `object` to `errors` and answers one 422 with all of them, or
 /// nothing when there are none.
 fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Result<()> {
-    errors.extend(validation::object_meta(object.meta()));
+    errors.extend(validation::object_meta(object.meta(), K::INFO.namespaced));
     if errors.is_empty() {
         Ok(())
     } else {
@@ -343,8 +351,10 @@ impl<K: Strategy> Registry<K> {
     /// without a cluster.
     pub async fn admit_create(&self, namespace: &str, name: &str) -> Result<()> {
         match &self.namespaces {
-            Some(namespaces) => admit_create(namespaces.as_ref(), namespace, K::INFO.group_resource(), name).await,
-            None => Ok(()),
+            Some(namespaces) if K::INFO.namespaced => {
+                admit_create(namespaces.as_ref(), namespace, K::INFO.group_resource(), name).await
+            }
+            _ => Ok(()),
         }
     }
 
@@ -687,7 +697,8 @@ impl<K: Strategy> Registry<K> {
 }
 
 /// Checks that a patched object still names the object of the URL, as the kube-apiserver's
-/// patcher does (a 400 naming the mismatch); an emptied namespace is the URL's again.
+/// patcher does (a 400 naming the mismatch); an emptied namespace is the URL's again (a
+/// cluster-scoped object's is cleared).
 fn same_name_and_namespace<K: Strategy>(object: &mut K, namespace: &str, name: &str) -> Result<()> {
     match object.meta().name.as_deref() {
         None | Some("") => {
@@ -699,6 +710,7 @@ fn same_name_and_namespace<K: Strategy>(object: &mut K, namespace: &str, name: &
         Some(_) => {}
     }
     match object.meta().namespace.as_deref() {
+        _ if namespace.is_empty() => object.meta_mut().namespace = None,
         None | Some("") => object.meta_mut().namespace = Some(namespace.to_string()),
         Some(other) if other != namespace => return Err(other_namespace(other, namespace)),
         Some(_) => {}
@@ -717,7 +729,9 @@ fn other_namespace(other: &str, namespace: &str) -> Error {
 /// as the kube-apiserver's patcher does right after the patch, before it validates.
 fn check_patched_namespace(body: &serde_json::Value, namespace: &str) -> Result<()> {
     match body.get("metadata").and_then(|m| m.get("namespace")).and_then(serde_json::Value::as_str) {
-        Some(other) if !other.is_empty() && other != namespace => Err(other_namespace(other, namespace)),
+        Some(other) if !namespace.is_empty() && !other.is_empty() && other != namespace => {
+            Err(other_namespace(other, namespace))
+        }
         _ => Ok(()),
     }
 }

@@ -26,7 +26,9 @@ pub struct ResourceInfo {
     pub short_names: &'static [&'static str],
     /// Categories (`kubectl get all`).
     pub categories: &'static [&'static str],
-    /// Whether objects live in namespaces.
+    /// Whether objects live in namespaces: must agree with the type's
+    /// [`kube::Resource::Scope`] (kube's derive makes it `NamespaceResourceScope` with
+    /// `namespaced`, `ClusterResourceScope` without), which the server builder checks.
     pub namespaced: bool,
     /// Verbs served, in discovery order.
     pub verbs: &'static [Verb],
@@ -86,13 +88,42 @@ impl ResourceInfo {
     }
 }
 
+/// The scope of a resource's objects as its Rust type declares it: in a namespace
+/// ([`kube::core::NamespaceResourceScope`]) or in the cluster ([`kube::core::ClusterResourceScope`]).
+/// A cluster-scoped object has no namespace: its paths have no `namespaces/{namespace}/`
+/// segment, a namespace in its body is cleared on writes, and no namespace lifecycle applies.
+pub trait ObjectScope {
+    /// Whether objects of this scope live in namespaces.
+    const NAMESPACED: bool;
+}
+
+impl ObjectScope for kube::core::NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl ObjectScope for kube::core::ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// Stops the build of a program that serves `K` when `K::INFO.namespaced` disagrees with the
+/// scope `K`'s type declares ([`ObjectScope`]): the check runs when the compiler instantiates it
+/// for `K`, so a mismatch is a compile error, not a server answering at the wrong paths.
+pub const fn check_scope<K: ApiResource>() {
+    const {
+        assert!(
+            K::INFO.namespaced == <K::Scope as ObjectScope>::NAMESPACED,
+            "ResourceInfo::namespaced disagrees with the type's kube::Resource::Scope"
+        )
+    }
+}
+
 /// What a resource is: its wire type, names and schema (its behaviour on writes is its
 /// [`super::strategy::Strategy`]).
 ///
 /// The Rust type is the wire type: it serializes with `apiVersion` and `kind` (kube's
 /// `CustomResource` derive does this), its `metadata` is k8s-openapi's `ObjectMeta`.
 pub trait ApiResource:
-    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    Resource<DynamicType = (), Scope: ObjectScope>
     + Serialize
     + DeserializeOwned
     + Clone

@@ -101,8 +101,9 @@ fn push_all(errors: &mut Vec<FieldError>, field: &str, value: &str, messages: Ve
     errors.extend(messages.into_iter().map(|m| FieldError::invalid(field, &json!(value), m)));
 }
 
-/// Validates an object's metadata as `ValidateObjectMeta` does for a namespaced resource.
-pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
+/// Validates an object's metadata as `ValidateObjectMeta` does: a namespaced resource's
+/// object needs a namespace (a DNS label), a cluster-scoped one may not have one.
+pub fn object_meta(meta: &ObjectMeta, namespaced: bool) -> Vec<FieldError> {
     let mut errors = Vec::new();
     if let Some(generate_name) = meta.generate_name.as_deref().filter(|g| !g.is_empty()) {
         // A generateName is a prefix: a trailing dash is allowed.
@@ -115,8 +116,10 @@ pub fn object_meta(meta: &ObjectMeta) -> Vec<FieldError> {
         Some(name) => push_all(&mut errors, "metadata.name", name, dns1123_subdomain(name)),
     }
     match meta.namespace.as_deref() {
-        None | Some("") => errors.push(FieldError::required("metadata.namespace", "")),
-        Some(ns) => push_all(&mut errors, "metadata.namespace", ns, dns1123_label(ns)),
+        None | Some("") if namespaced => errors.push(FieldError::required("metadata.namespace", "")),
+        None | Some("") => {}
+        Some(ns) if namespaced => push_all(&mut errors, "metadata.namespace", ns, dns1123_label(ns)),
+        Some(_) => errors.push(FieldError::forbidden("metadata.namespace", "not allowed on this type")),
     }
     for (key, value) in meta.labels.iter().flatten() {
         push_all(&mut errors, "metadata.labels", key, qualified_name(key));
@@ -220,7 +223,7 @@ mod tests {
         let mut m = meta("Bad_Name");
         m.labels = Some(BTreeMap::from([("bad key".to_string(), "bad value!".to_string())]));
         m.finalizers = Some(vec!["example.com/x".into(), "example.com/x".into(), "a b/c".into()]);
-        let fields: Vec<String> = object_meta(&m).into_iter().map(|e| e.field).collect();
+        let fields: Vec<String> = object_meta(&m, true).into_iter().map(|e| e.field).collect();
         assert_eq!(fields, ["metadata.name", "metadata.labels", "metadata.labels", "metadata.finalizers"]);
     }
 
@@ -228,14 +231,14 @@ mod tests {
     fn generate_name_may_end_with_a_dash() {
         let mut m = meta("x");
         m.generate_name = Some("dolly-".into());
-        assert!(object_meta(&m).is_empty());
+        assert!(object_meta(&m, true).is_empty());
     }
 
     #[test]
     fn oversized_annotations_are_too_long() {
         let mut m = meta("x");
         m.annotations = Some(BTreeMap::from([("a".to_string(), "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT))]));
-        let errors = object_meta(&m);
+        let errors = object_meta(&m, true);
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].to_string(), "metadata.annotations: Too long: must have at most 262144 bytes");
     }
@@ -257,7 +260,7 @@ mod tests {
             owner("a/b/c", "Herd", "north", "u2", true),
             owner("v1", "Event", "", "", false),
         ]);
-        let shown: Vec<String> = object_meta(&m).iter().map(ToString::to_string).collect();
+        let shown: Vec<String> = object_meta(&m, true).iter().map(ToString::to_string).collect();
         assert_eq!(shown.len(), 5, "{shown:#?}");
         assert_eq!(
             shown[0],
@@ -268,6 +271,6 @@ mod tests {
         assert_eq!(shown[3], r#"metadata.ownerReferences.uid: Invalid value: "": uid must not be empty"#);
         assert!(shown[4].ends_with("/v1, Kind=Event is disallowed from being an owner"), "{shown:#?}");
         m.owner_references = Some(vec![owner("v1", "ConfigMap", "cm", "u3", true)]);
-        assert!(object_meta(&m).is_empty());
+        assert!(object_meta(&m, true).is_empty());
     }
 }

@@ -10,7 +10,7 @@ use crate::api::handlers;
 use crate::api::registry::{Registry, WatchSettings};
 use crate::health::Health;
 use crate::machinery::admission::Admission;
-use crate::machinery::resource::{ApiResource, ResourceDescriptor};
+use crate::machinery::resource::{ApiResource, ResourceDescriptor, check_scope};
 use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
 use crate::metrics::Sources;
@@ -33,6 +33,10 @@ struct OtherVersion<K: Strategy> {
 
 impl<K: Strategy> OtherVersion<K> {
     fn of<V: Served<K>>(deprecated: bool) -> Self {
+        check_scope::<V>();
+        const {
+            assert!(K::INFO.namespaced == V::INFO.namespaced, "a resource has one scope at every version");
+        }
         Self {
             version: V::version(&()),
             descriptor: if deprecated {
@@ -54,6 +58,7 @@ struct Versions<K: Strategy> {
 
 impl<K: Strategy> Versions<K> {
     fn new() -> Self {
+        check_scope::<K>();
         Self { others: Vec::new() }
     }
 

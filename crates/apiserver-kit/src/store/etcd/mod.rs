@@ -1,4 +1,5 @@
-//! The etcd store: objects as JSON under `<prefix>/<plural>/<namespace>/<name>`, shared by every
+//! The etcd store: objects as JSON under `<prefix>/<plural>/<namespace>/<name>` (`<prefix>/<plural>/<name>`
+//! for a cluster-scoped resource), shared by every
 //! replica pointed at the same etcd and prefix, as the kube-apiserver keeps its own objects.
 //!
 //! - resourceVersion = the key's etcd mod revision (not stored in the JSON; stamped on read);
@@ -75,8 +76,14 @@ impl<K: ApiResource> EtcdStore<K> {
         }
     }
 
+    /// The etcd key of an object: `<prefix>/<plural>/<namespace>/<name>`, or
+    /// `<prefix>/<plural>/<name>` for a cluster-scoped resource, as the kube-apiserver lays out.
     fn key(&self, key: &ObjectKey) -> String {
-        format!("{}{}/{}", self.prefix, key.namespace, key.name)
+        if K::INFO.namespaced {
+            format!("{}{}/{}", self.prefix, key.namespace, key.name)
+        } else {
+            format!("{}{}", self.prefix, key.name)
+        }
     }
 
     /// The key prefix of one namespace, or of all (which also holds the write marker).
@@ -108,6 +115,9 @@ impl<K: ApiResource> EtcdStore<K> {
     /// is not an object's).
     fn object_key(&self, key: &[u8]) -> Option<ObjectKey> {
         let rest = std::str::from_utf8(key.strip_prefix(self.prefix.as_bytes())?).ok()?;
+        if !K::INFO.namespaced {
+            return Some(ObjectKey::new("", rest)).filter(|_| !rest.is_empty());
+        }
         let (namespace, name) = rest.split_once('/')?;
         Some(ObjectKey::new(namespace, name))
     }

@@ -1,0 +1,119 @@
+//! Region: a cluster-scoped resource the server stores, with a status subresource. A Region
+//! names the zones it spans and how many machines it may hold; its controller reports, through
+//! `/status`, how many it holds.
+
+use apiserver_kit::machinery::columns::{Column, ColumnType};
+use apiserver_kit::machinery::error::FieldError;
+use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo, Subresource};
+use apiserver_kit::machinery::{schema::inline_schema, strategy::Strategy, verb::Verb};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// RegionSpec is where a region is and how much it may hold.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "ops.example.com",
+    version = "v1",
+    kind = "Region",
+    shortname = "rg",
+    status = "RegionStatus",
+    derive = "PartialEq",
+    doc = "Region is a part of the fleet: the zones it spans and the machines it may hold."
+)]
+pub struct RegionSpec {
+    /// The zones of the region, at least one.
+    pub zones: Vec<String>,
+    /// How many machines the region may hold: 1 or more.
+    pub capacity: i64,
+}
+
+/// RegionStatus is what the region's controller observed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RegionStatus {
+    /// How many machines the region holds.
+    pub machines: i64,
+}
+
+impl ApiResource for Region {
+    const INFO: ResourceInfo = ResourceInfo {
+        group: "ops.example.com",
+        kind: "Region",
+        list_kind: "RegionList",
+        plural: "regions",
+        singular: "region",
+        short_names: &["rg"],
+        categories: &["ops"],
+        namespaced: false,
+        verbs: Verb::ALL,
+        description: "Region is a part of the fleet: the zones it spans and the machines it may hold.",
+        selectable_fields: &[],
+        subresources: &[Subresource::Status],
+    };
+
+    fn body_properties() -> (Map<String, Value>, Vec<&'static str>) {
+        let properties = [("spec", inline_schema::<RegionSpec>()), ("status", inline_schema::<RegionStatus>())];
+        (properties.into_iter().map(|(k, v)| (k.to_string(), v)).collect(), vec!["spec"])
+    }
+}
+
+impl Strategy for Region {
+    /// A create may not set the status: only the controller writes it, through `/status`.
+    fn prepare_for_create(&mut self) {
+        self.status = None;
+    }
+
+    /// The object keeps its stored status; `/status` keeps the stored spec.
+    fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
+        match subresource {
+            Subresource::Main => self.status = old.status.clone(),
+            Subresource::Status => self.spec = old.spec.clone(),
+        }
+    }
+
+    fn validate(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        if self.spec.zones.is_empty() {
+            errors.push(FieldError::required("spec.zones", "a region spans at least one zone"));
+        }
+        if self.spec.capacity < 1 {
+            errors.push(FieldError::invalid("spec.capacity", &json!(self.spec.capacity), "must be at least 1"));
+        }
+        if let Some(status) = &self.status
+            && status.machines < 0
+        {
+            errors.push(FieldError::invalid("status.machines", &json!(status.machines), "must not be negative"));
+        }
+        errors
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        &[
+            Column { name: "Zones", kind: ColumnType::String, format: "", description: "Its zones.", priority: 0 },
+            Column {
+                name: "Capacity",
+                kind: ColumnType::Integer,
+                format: "",
+                description: "Machines it may hold.",
+                priority: 0,
+            },
+            Column {
+                name: "Machines",
+                kind: ColumnType::Integer,
+                format: "",
+                description: "Machines it holds.",
+                priority: 0,
+            },
+        ]
+    }
+
+    fn cells(&self) -> Vec<Value> {
+        let machines = self.status.as_ref().map_or(Value::Null, |s| json!(s.machines));
+        vec![json!(self.spec.zones.join(",")), json!(self.spec.capacity), machines]
+    }
+}
