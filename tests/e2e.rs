@@ -65,7 +65,7 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
     assert_eq!(watch.next_line(Duration::from_secs(20)), "llama.farm.example.com/cria");
     drop(watch);
 
-    // The README's storage migration, through the aggregator (kubectl maps the `v1` List there).
+    // The storage migration of docs/versions.md, through the aggregator (kubectl maps the `v1` List there).
     let all = cp.must(&["get", "llamas", "-A", "-o", "json"], None);
     let replaced = cp.must(&["replace", "-f", "-"], Some(&all));
     assert!(replaced.contains("dolly replaced") && replaced.contains("cria replaced"), "{replaced}");

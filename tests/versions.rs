@@ -254,7 +254,7 @@ async fn llamas_stored_at_v1alpha_by_the_previous_release_are_served_and_migrate
     assert_eq!(stored_api_version(&etcd.endpoint, &key("old-1")).await, "farm.example.com/v1");
     assert_eq!(stored_api_version(&etcd.endpoint, &key("old-2")).await, "farm.example.com/v1alpha");
 
-    // The README's one-liner, its standalone form: a standalone server serves no core group, so
+    // docs/versions.md's one-liner, its standalone form: a standalone server serves no core group, so
     // kubectl cannot map a `v1` List; the items go one document each.
     let all = s.kubectl(&["get", "llamas", "-A", "-o", "json"]);
     assert!(all.0, "{}", all.2);

@@ -13,8 +13,8 @@
 //! encoding and the same for objects written alike within a second (same manager, operation,
 //! fields and `time`). The resourceVersion is kept as its number. All three are spliced back in
 //! when the bytes are written out. The index shares one allocation with the text (`stored/packed.rs`).
-//! With 100,000 small objects (about 250 bytes of JSON each) this takes the memory store from 428 MB to the figure in the README's
-//! storage section.
+//! With 100,000 small objects (about 250 bytes of JSON each) this takes the memory store from 428 MB to the figure in the
+//! repository's `docs/performance.md` ("Memory: how objects are stored").
 
 use super::error::{Error, Result};
 use super::json_scan::{self, Span};

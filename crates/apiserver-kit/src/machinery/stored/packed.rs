@@ -1,7 +1,8 @@
 //! A stored object's index and the bytes it points into, in one allocation: a count, the spans
 //! (four bytes each when the bytes are under 64 KiB, as nearly every object's are, else eight)
 //! and the bytes. One allocation instead of two, and half the index, is what keeps a small
-//! object's text and index inside one allocator size class (see the README's storage section).
+//! object's text and index inside one allocator size class (see "Memory: how objects are stored" in
+//! the repository's `docs/performance.md`).
 
 use super::json_scan::Span;
 
