@@ -8,7 +8,7 @@ mod region;
 
 use apiserver_kit::machinery::identity::Identity;
 use apiserver_kit::server::{self, ApiServerBuilder, Authentication, ClusterConnection, ServerOptions};
-use apiserver_kit::server::{MirroredView, StoredResource};
+use apiserver_kit::server::{CertificateFiles, MirroredView, StoredResource, TlsOptions};
 use clap::Parser;
 use std::path::PathBuf;
 
@@ -26,14 +26,22 @@ struct Args {
     /// ServiceAccount is used without it.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
-    /// The address and port to serve HTTPS on.
+    /// The address and port to serve HTTPS on (port 0: any free port, which the kubeconfig names).
     #[arg(long, default_value = "127.0.0.1:8444")]
     listen: std::net::SocketAddr,
+    /// The serving certificate and its key (PEM), as the APIService's caBundle trusts them;
+    /// without them the server makes a self-signed one.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new("info")).init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).init();
     let args = Args::parse();
     let options = ServerOptions {
         authentication: match args.standalone {
@@ -44,6 +52,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             (Some(path), _) => ClusterConnection::Kubeconfig(path),
             (None, true) => ClusterConnection::None,
             (None, false) => ClusterConnection::InCluster,
+        },
+        tls: TlsOptions {
+            files: args
+                .tls_cert_file
+                .zip(args.tls_private_key_file)
+                .map(|(certificate, private_key)| CertificateFiles { certificate, private_key }),
+            ..TlsOptions::default()
         },
         ..ServerOptions::default()
     };

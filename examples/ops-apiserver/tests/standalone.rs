@@ -1,0 +1,134 @@
+//! The example server standalone, as a newcomer runs it: kubectl and an HTTPS client against
+//! its cluster-scoped Regions (discovery, paths without a namespace, Table, status, server-side
+//! apply, watch, validation) and its ConfigDigests, which need a cluster.
+
+mod common;
+
+use common::Standalone;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+const WEST: &str = "apiVersion: ops.example.com/v1
+kind: Region
+metadata:
+  name: west
+  namespace: somewhere
+spec:
+  zones: [west-a, west-b]
+  capacity: 40
+";
+
+const REGIONS: &str = "/apis/ops.example.com/v1/regions";
+
+/// The rows of a kubectl table, split on whitespace.
+fn rows(table: &str) -> Vec<Vec<String>> {
+    table.lines().map(|l| l.split_whitespace().map(str::to_string).collect()).collect()
+}
+
+#[tokio::test]
+async fn discovery_says_regions_are_cluster_scoped_and_config_digests_namespaced() {
+    let s = Standalone::start().await;
+    let out = s.kubectl(&["api-resources", "--api-group=ops.example.com"], None);
+    assert_eq!(
+        rows(&out)[1..],
+        [
+            ["configdigests", "cd", "ops.example.com/v1", "true", "ConfigDigest"],
+            ["regions", "rg", "ops.example.com/v1", "false", "Region"]
+        ]
+    );
+    let explained = s.kubectl(&["explain", "region.spec.capacity"], None);
+    assert!(explained.contains("How many machines the region may hold"), "{explained}");
+}
+
+#[tokio::test]
+async fn a_region_lives_at_a_path_without_a_namespace_and_keeps_none() {
+    let s = Standalone::start().await;
+    assert_eq!(s.kubectl(&["apply", "-f", "-"], Some(WEST)).trim(), "region.ops.example.com/west created");
+    let region: Value = serde_json::from_str(&s.kubectl(&["get", "region", "west", "-o", "json"], None)).unwrap();
+    assert_eq!(region["metadata"].get("namespace"), None, "the body's namespace is cleared, as for a CRD");
+    assert_eq!(rows(&s.kubectl(&["get", "regions"], None))[0], ["NAME", "ZONES", "CAPACITY", "MACHINES", "AGE"]);
+    assert_eq!(rows(&s.kubectl(&["get", "rg"], None))[1][..3], ["west", "west-a,west-b", "40"]);
+
+    let r = s.client.get(s.url(&format!("{REGIONS}/west"))).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    for path in [
+        "/apis/ops.example.com/v1/namespaces/default/regions/west",
+        "/apis/ops.example.com/v1/namespaces/default/regions",
+    ] {
+        let r = s.client.get(s.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+        let status: Value = r.json().await.unwrap();
+        assert_eq!((status["kind"].as_str(), status["reason"].as_str()), (Some("Status"), Some("NotFound")));
+    }
+    assert_eq!(s.kubectl(&["delete", "region", "west"], None).trim(), "region.ops.example.com \"west\" deleted");
+    let r = s.client.get(s.url(&format!("{REGIONS}/west"))).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test]
+async fn the_status_is_written_through_its_subresource_only() {
+    let s = Standalone::start().await;
+    s.kubectl(&["apply", "-f", "-"], Some(WEST));
+    let main = s.kubectl(&["patch", "region", "west", "--type=merge", "-p", r#"{"status":{"machines":3}}"#], None);
+    assert!(main.contains("patched (no change)"), "{main}");
+    let patch = r#"{"spec":{"capacity":1},"status":{"machines":7}}"#;
+    s.kubectl(&["patch", "region", "west", "--subresource=status", "--type=merge", "-p", patch], None);
+    let region: Value = serde_json::from_str(&s.kubectl(&["get", "region", "west", "-o", "json"], None)).unwrap();
+    assert_eq!((region["spec"]["capacity"].as_i64(), region["status"]["machines"].as_i64()), (Some(40), Some(7)));
+    assert_eq!(rows(&s.kubectl(&["get", "regions"], None))[1][..4], ["west", "west-a,west-b", "40", "7"]);
+}
+
+#[tokio::test]
+async fn an_invalid_region_is_a_422_status_naming_every_field() {
+    let s = Standalone::start().await;
+    let body = json!({"apiVersion": "ops.example.com/v1", "kind": "Region", "metadata": {"name": "nowhere"},
+        "spec": {"zones": [], "capacity": 0}});
+    let r = s.client.post(s.url(REGIONS)).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 422);
+    let status: Value = r.json().await.unwrap();
+    assert_eq!(status["reason"], "Invalid");
+    let fields: Vec<&str> =
+        status["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["spec.zones", "spec.capacity"]);
+}
+
+#[tokio::test]
+async fn server_side_apply_and_watch_see_a_cluster_scoped_object() {
+    let s = Standalone::start().await;
+    let watch = s.client.get(s.url(&format!("{REGIONS}?watch=true"))).send().await.unwrap();
+    assert_eq!(watch.status(), 200);
+    let mut events = watch.bytes_stream();
+    let applied = s.kubectl(&["apply", "--server-side", "--field-manager=fleet", "-f", "-"], Some(WEST));
+    assert_eq!(applied.trim(), "region.ops.example.com/west serverside-applied");
+    let bigger = WEST.replace("capacity: 40", "capacity: 50");
+    s.kubectl(&["apply", "--server-side", "--field-manager=fleet", "-f", "-"], Some(&bigger));
+    let region: Value = s.client.get(s.url(&format!("{REGIONS}/west"))).send().await.unwrap().json().await.unwrap();
+    let managed = &region["metadata"]["managedFields"];
+    assert_eq!((managed[0]["manager"].as_str(), managed[0]["operation"].as_str()), (Some("fleet"), Some("Apply")));
+    assert_eq!(managed[0]["fieldsV1"], json!({"f:spec": {"f:capacity": {}, "f:zones": {}}}));
+    s.kubectl(&["delete", "region", "west"], None);
+
+    let mut seen = Vec::new();
+    let mut buffer = Vec::new();
+    while seen.len() < 3 {
+        let chunk = tokio::time::timeout(common::DEADLINE, events.next()).await.expect("an event").unwrap().unwrap();
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            let event: Value = serde_json::from_slice(&line).unwrap();
+            let object = &event["object"];
+            assert_eq!(object["metadata"].get("namespace"), None);
+            seen.push((event["type"].as_str().unwrap().to_string(), object["spec"]["capacity"].as_i64().unwrap()));
+        }
+    }
+    assert_eq!(seen, [("ADDED".into(), 40), ("MODIFIED".into(), 50), ("DELETED".into(), 50)]);
+    let left = s.client.get(s.url(REGIONS)).send().await.unwrap().json::<Value>().await.unwrap();
+    assert_eq!(left["items"], json!([]));
+}
+
+#[tokio::test]
+async fn config_digests_without_a_cluster_say_what_is_missing() {
+    let s = Standalone::start().await;
+    let err = common::kubectl(&s.kubeconfig, &["get", "configdigests", "-A"], None).unwrap_err();
+    assert!(err.contains("ServiceUnavailable") && err.contains("start the server with --kubeconfig PATH"), "{err}");
+}
