@@ -847,6 +847,7 @@ impl Documents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machinery::resource::{ApiResource, Subresource};
     use crate::machinery::testing::{Widget, WidgetV1beta1};
 
     const IDENTITY: Identity = Identity::new("test-apiserver", "1.2.3");
@@ -879,6 +880,26 @@ mod tests {
         assert_eq!(widget["properties"]["spec"]["properties"]["colour"]["type"], "string");
         assert!(v2["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"].is_object());
         assert!(v3["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.Time"].is_object());
+    }
+
+    #[test]
+    fn a_cluster_scoped_resource_has_paths_without_a_namespace_and_ids_without_namespaced() {
+        let info =
+            ResourceInfo { namespaced: false, subresources: &[Subresource::Status], ..<Widget as ApiResource>::INFO };
+        let versions = [("v1", vec![ResourceDescriptor { info, ..ResourceDescriptor::of::<Widget>() }])];
+        let v2 = v2_document(&IDENTITY, GROUP, &versions);
+        let paths: Vec<String> =
+            v2["paths"].as_object().unwrap().keys().filter(|p| p.contains("widgets")).cloned().collect();
+        let base = "/apis/test.example.com/v1/widgets";
+        assert_eq!(paths, [base.to_string(), format!("{base}/{{name}}"), format!("{base}/{{name}}/status")]);
+        let id = |path: &str, method: &str| v2["paths"][path][method]["operationId"].as_str().unwrap().to_string();
+        assert_eq!(id(base, "get"), "listTestExampleComV1Widget");
+        assert_eq!(id(base, "post"), "createTestExampleComV1Widget");
+        assert_eq!(id(base, "delete"), "deleteTestExampleComV1CollectionWidget");
+        assert_eq!(id(&format!("{base}/{{name}}"), "get"), "readTestExampleComV1Widget");
+        assert_eq!(id(&format!("{base}/{{name}}/status"), "patch"), "patchTestExampleComV1WidgetStatus");
+        let params = v2["paths"][&format!("{base}/{{name}}")]["parameters"].to_string();
+        assert!(params.contains(r#""name":"name""#) && !params.contains("namespace"), "{params}");
     }
 
     #[test]

@@ -968,6 +968,19 @@ mod tests {
     use crate::machinery::testing::{Widget, widget};
     use crate::store::{Revision, memory::MemoryStore};
 
+    #[test]
+    fn the_request_namespace_is_set_checked_or_for_a_cluster_scoped_resource_cleared() {
+        let mut object = widget("elsewhere", "w", 1.0);
+        assert_eq!(check_namespace(&mut object, "default").unwrap_err().code(), 400);
+        check_namespace(&mut object, "").unwrap();
+        assert_eq!(object.metadata.namespace, None, "a cluster-scoped request has no namespace to keep");
+        check_namespace(&mut object, "default").unwrap();
+        assert_eq!(object.metadata.namespace.as_deref(), Some("default"));
+        let placed = serde_json::json!({"metadata": {"namespace": "elsewhere"}});
+        assert!(check_body_namespace(&placed, "").is_ok() && check_body_namespace(&placed, "default").is_err());
+        assert!(check_patched_namespace(&placed, "").is_ok() && check_patched_namespace(&placed, "default").is_err());
+    }
+
     fn registry() -> Registry<Widget> {
         Registry::new(Arc::new(MemoryStore::new(Arc::new(Revision::default()), 100)), WatchSettings::default())
     }

@@ -130,6 +130,11 @@ mod tests {
             p("/apis/test.example.com/v1alpha/widgets"),
             Some(("test.example.com", "v1alpha", "", "widgets", "", ""))
         );
+        // A cluster-scoped resource's object and subresource: no namespace.
+        assert_eq!(
+            p("/apis/test.example.com/v1/gadgets/x/status"),
+            Some(("test.example.com", "v1", "", "gadgets", "x", "status"))
+        );
         assert_eq!(p("/api/v1/namespaces/a"), Some(("", "v1", "", "namespaces", "a", "")));
         assert_eq!(p("/api/v1/pods/"), Some(("", "v1", "", "pods", "", "")));
         assert_eq!(p("/apis/test.example.com/v1alpha"), None);

@@ -198,6 +198,17 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_scoped_object_may_not_have_a_namespace_and_needs_none() {
+        let named = ObjectMeta { name: Some("west".into()), ..ObjectMeta::default() };
+        assert!(object_meta(&named, false).is_empty());
+        let placed = ObjectMeta { namespace: Some("default".into()), ..named.clone() };
+        let shown: Vec<String> = object_meta(&placed, false).iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["metadata.namespace: Forbidden: not allowed on this type"]);
+        let fields: Vec<String> = object_meta(&named, true).into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["metadata.namespace"], "a namespaced object needs one");
+    }
+
+    #[test]
     fn names_must_be_dns_subdomains() {
         assert!(dns1123_subdomain("dolly.the-widget").is_empty());
         assert_eq!(dns1123_subdomain("Dolly").len(), 1);

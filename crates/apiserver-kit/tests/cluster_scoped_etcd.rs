@@ -1,0 +1,204 @@
+//! A cluster-scoped resource kept in etcd, through a whole server built with the library: its
+//! objects are written under `<prefix>/<plural>/<name>` (the kube-apiserver's layout, no empty
+//! namespace segment), and creates, reads, lists, watches from the watch cache and deletes
+//! behave as with memory storage. etcd is `$ETCD` or the one on the PATH
+//! (`scripts/control-plane.sh etcd` installs it).
+
+use apiserver_kit::machinery::columns::Column;
+use apiserver_kit::machinery::error::FieldError;
+use apiserver_kit::machinery::identity::Identity;
+use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo};
+use apiserver_kit::machinery::{schema::inline_schema, strategy::Strategy, verb::Verb};
+use apiserver_kit::server::StoredResource;
+use apiserver_kit::server::{ApiServerBuilder, Authentication, ClusterConnection, ServerOptions, StorageOptions};
+use apiserver_kit::store::etcd::connection::{EtcdConfig, connect};
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A gadget of the whole cluster: just a size.
+#[derive(kube::CustomResource, serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[kube(group = "test.example.com", version = "v1", kind = "Gadget", derive = "PartialEq")]
+pub struct GadgetSpec {
+    size: i64,
+}
+
+impl ApiResource for Gadget {
+    const INFO: ResourceInfo = ResourceInfo {
+        group: "test.example.com",
+        kind: "Gadget",
+        list_kind: "GadgetList",
+        plural: "gadgets",
+        singular: "gadget",
+        short_names: &[],
+        categories: &[],
+        namespaced: false,
+        verbs: Verb::ALL,
+        description: "A gadget of the whole cluster.",
+        selectable_fields: &[],
+        subresources: &[],
+    };
+
+    fn body_properties() -> (serde_json::Map<String, Value>, Vec<&'static str>) {
+        (serde_json::Map::from_iter([("spec".into(), inline_schema::<GadgetSpec>())]), vec!["spec"])
+    }
+}
+
+impl Strategy for Gadget {
+    fn validate(&self) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec != old.spec
+    }
+
+    fn columns() -> &'static [Column] {
+        &[]
+    }
+
+    fn cells(&self) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A private etcd on free loopback ports, killed when dropped.
+struct Etcd {
+    child: Child,
+    endpoint: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Etcd {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (endpoint, peer) =
+            (format!("http://127.0.0.1:{}", free_port()), format!("http://127.0.0.1:{}", free_port()));
+        let child = Command::new(std::env::var("ETCD").unwrap_or_else(|_| "etcd".into()))
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("default={peer}"), "--unsafe-no-fsync", "--log-level", "error"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start etcd (scripts/control-plane.sh etcd installs it, or set ETCD)");
+        Self { child, endpoint, _dir: dir }
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server's URL and a client with its token, once it is ready.
+async fn serve(etcd: &Etcd, dir: &std::path::Path) -> (String, reqwest::Client) {
+    let kubeconfig = dir.join("kubeconfig");
+    let config = EtcdConfig {
+        endpoints: vec![etcd.endpoint.clone()],
+        prefix: "/registry/test.example.com".into(),
+        ca_file: None,
+        client_cert: None,
+        request_timeout: Duration::from_secs(5),
+    };
+    let options = ServerOptions {
+        authentication: Authentication::Standalone { write_kubeconfig: Some(kubeconfig.clone()) },
+        cluster: ClusterConnection::None,
+        storage: StorageOptions::Etcd { config, compaction_interval: None },
+        ..ServerOptions::default()
+    };
+    let server = ApiServerBuilder::new(Identity::new("gadget-apiserver", "0.1.0"), "test.example.com", &["v1"])
+        .stored(StoredResource::<Gadget>::new())
+        .options(options)
+        .build()
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("https://{}", listener.local_addr().unwrap());
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "no kubeconfig written");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let written: Value = serde_json::from_slice(&std::fs::read(&kubeconfig).unwrap()).unwrap();
+    let token = written["users"][0]["user"]["token"].as_str().unwrap();
+    let client = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .default_headers(
+            [(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap())].into_iter().collect(),
+        )
+        .build()
+        .unwrap();
+    loop {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
+            && r.status() == 200
+        {
+            return (base, client);
+        }
+        assert!(Instant::now() < deadline, "the server never became ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.unwrap();
+    let code = response.status().as_u16();
+    (code, serde_json::from_slice(&response.bytes().await.unwrap()).unwrap())
+}
+
+#[tokio::test]
+async fn a_cluster_scoped_resource_in_etcd_is_kept_at_the_kube_apiservers_keys() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (base, client) = serve(&etcd, dir.path()).await;
+    let gadgets = format!("{base}/apis/test.example.com/v1/gadgets");
+    let body = json!({"apiVersion": "test.example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g1", "namespace": "somewhere"}, "spec": {"size": 3}});
+    let (code, created) =
+        send(client.post(&gadgets).header("Content-Type", "application/json").body(body.to_string())).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"].get("namespace"), None);
+    let revision = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+
+    let etcd_client = connect(&EtcdConfig {
+        endpoints: vec![etcd.endpoint.clone()],
+        prefix: String::new(),
+        ca_file: None,
+        client_cert: None,
+        request_timeout: Duration::from_secs(5),
+    })
+    .await
+    .unwrap();
+    let stored = etcd_client.get("/registry/test.example.com/gadgets/g1").await.unwrap();
+    assert_eq!(stored.kvs.len(), 1, "the object is at <prefix>/<plural>/<name>");
+    let stored: Value = serde_json::from_slice(&stored.kvs[0].value).unwrap();
+    assert_eq!((stored["metadata"]["name"].as_str(), stored["metadata"].get("namespace")), (Some("g1"), None));
+    assert!(etcd_client.get("/registry/test.example.com/gadgets//g1").await.unwrap().kvs.is_empty());
+
+    let (code, read) = send(client.get(format!("{gadgets}/g1"))).await;
+    assert_eq!((code, read["spec"]["size"].as_i64()), (200, Some(3)));
+    let (code, _) = send(client.get(format!("{base}/apis/test.example.com/v1/namespaces/somewhere/gadgets/g1"))).await;
+    assert_eq!(code, 404);
+    let watch = client.get(format!("{gadgets}?watch=true&resourceVersion={revision}")).send().await.unwrap();
+    let (code, _) = send(client.delete(format!("{gadgets}/g1"))).await;
+    assert_eq!(code, 200);
+    let (code, list) = send(client.get(&gadgets)).await;
+    assert_eq!((code, list["items"].as_array().map(Vec::len)), (200, Some(0)));
+    let mut events = String::new();
+    let mut watch = watch;
+    while !events.contains('\n') {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), watch.chunk()).await.unwrap().unwrap().unwrap();
+        events.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let event: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    assert_eq!((event["type"].as_str(), event["object"]["metadata"]["name"].as_str()), (Some("DELETED"), Some("g1")));
+    assert!(etcd_client.get("/registry/test.example.com/gadgets/g1").await.unwrap().kvs.is_empty());
+}
