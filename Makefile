@@ -32,6 +32,7 @@ e2e: ## Only the tests against a real control plane (ETCD / KUBE_APISERVER / KUB
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
 	$(CARGO) test --locked --test e2e
+	$(CARGO) test --locked -p ops-apiserver --test aggregated
 
 ha: ## Only the replica tests: several servers over one real etcd (tests/ha.rs).
 	bash scripts/control-plane.sh etcd

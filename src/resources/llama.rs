@@ -15,7 +15,7 @@ use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::stored::Stored;
-use crate::machinery::strategy::{Strategy, Subresource};
+use crate::machinery::strategy::{Strategy, Subresource, status_subresource};
 use crate::machinery::verb::Verb;
 use crate::machinery::version::Served;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -146,15 +146,12 @@ impl ApiResource for Llama {
 impl Strategy for Llama {
     /// A create may not set the status: only the controller writes it, through `/status`.
     fn prepare_for_create(&mut self) {
-        self.status = None;
+        status_subresource::prepare_for_create(self);
     }
 
     /// The object keeps its stored status; `/status` keeps the stored spec.
     fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
-        match subresource {
-            Subresource::Main => self.status = old.status.clone(),
-            Subresource::Status => self.spec = old.spec.clone(),
-        }
+        status_subresource::prepare_for_update(self, old, subresource);
     }
 
     fn validate(&self) -> Vec<FieldError> {

@@ -5,7 +5,8 @@
 use apiserver_kit::machinery::columns::{Column, ColumnType};
 use apiserver_kit::machinery::error::FieldError;
 use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo, Subresource};
-use apiserver_kit::machinery::{schema::inline_schema, strategy::Strategy, verb::Verb};
+use apiserver_kit::machinery::strategy::{Strategy, status_subresource};
+use apiserver_kit::machinery::{schema::inline_schema, verb::Verb};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -61,15 +62,12 @@ impl ApiResource for Region {
 impl Strategy for Region {
     /// A create may not set the status: only the controller writes it, through `/status`.
     fn prepare_for_create(&mut self) {
-        self.status = None;
+        status_subresource::prepare_for_create(self);
     }
 
     /// The object keeps its stored status; `/status` keeps the stored spec.
     fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
-        match subresource {
-            Subresource::Main => self.status = old.status.clone(),
-            Subresource::Status => self.spec = old.spec.clone(),
-        }
+        status_subresource::prepare_for_update(self, old, subresource);
     }
 
     fn validate(&self) -> Vec<FieldError> {

@@ -7,7 +7,7 @@ use super::conversion::{self, COAT_ANNOTATION};
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
-use crate::machinery::strategy::{Strategy, Subresource};
+use crate::machinery::strategy::{Strategy, Subresource, status_subresource};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,15 +82,12 @@ const COLUMNS: &[Column] = &[
 impl Strategy for Llama {
     /// A create may not set the status: only the controller writes it, through `/status`.
     fn prepare_for_create(&mut self) {
-        self.status = None;
+        status_subresource::prepare_for_create(self);
     }
 
     /// The object keeps its stored status; `/status` keeps the stored spec.
     fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
-        match subresource {
-            Subresource::Main => self.status = old.status.clone(),
-            Subresource::Status => self.spec = old.spec.clone(),
-        }
+        status_subresource::prepare_for_update(self, old, subresource);
     }
 
     /// The spec's errors; the annotation that carries the coat at v1alpha is reserved to it.

@@ -62,3 +62,31 @@ pub trait Strategy: ApiResource {
     /// Cells for [`Strategy::columns`], in the same order.
     fn cells(&self) -> Vec<serde_json::Value>;
 }
+
+/// The write rules of a resource with a status subresource, for its [`Strategy`] to call, on
+/// any type with a spec and a status (kube's `CustomResource` derive implements both traits
+/// when given `status = "…"`), as the kube-apiserver's custom resource strategy applies them.
+pub mod status_subresource {
+    use super::Subresource;
+    use kube::core::object::{HasSpec, HasStatus};
+
+    /// [`super::Strategy::prepare_for_create`]: a create may not set the status (only the
+    /// controller writes it, through `/status`).
+    pub fn prepare_for_create<K: HasStatus>(object: &mut K) {
+        *object.status_mut() = None;
+    }
+
+    /// [`super::Strategy::prepare_for_update`]: a write of the object keeps the stored status,
+    /// one of `/status` keeps the stored spec.
+    pub fn prepare_for_update<K>(object: &mut K, old: &K, subresource: Subresource)
+    where
+        K: HasSpec + HasStatus,
+        K::Spec: Clone,
+        K::Status: Clone,
+    {
+        match subresource {
+            Subresource::Main => *object.status_mut() = old.status().cloned(),
+            Subresource::Status => *object.spec_mut() = old.spec().clone(),
+        }
+    }
+}
