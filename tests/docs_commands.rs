@@ -74,7 +74,8 @@ fn ends_command(word: &str) -> bool {
 
 /// The arguments of each farm-apiserver invocation in `words`: after a word naming the binary
 /// (`farm-apiserver`, `./target/release/farm-apiserver`) in a command's first position (after
-/// variable assignments, or after `exec --` as mirrord writes it), or after `cargo run … --`.
+/// variable assignments, or after `exec --` as mirrord writes it), or after `cargo run … --`
+/// (unless `-p` names another package of the workspace).
 fn invocations(words: &[String]) -> Vec<Vec<String>> {
     let mut found = Vec::new();
     let mut first = true;
@@ -100,6 +101,9 @@ fn invocations(words: &[String]) -> Vec<Vec<String>> {
         } else if word == "cargo" && words.get(i + 1).is_some_and(|w| w == "run") {
             cargo_run = true;
             first = false;
+        } else if cargo_run && matches!(word, "-p" | "--package") {
+            // `cargo run -p ops-apiserver -- …` runs another package of the workspace.
+            cargo_run = words.get(i + 1).is_some_and(|p| p == "farm-apiserver");
         } else if !(first && word.contains('=') && !word.starts_with('-')) {
             first = false;
         }
@@ -192,6 +196,11 @@ fn command_lines_are_found_joined_and_split_into_invocations() {
     assert_eq!(found[0], [words(&["serve", "--standalone"])]);
     assert_eq!(found[2], [words(&["certs", "--out", "x"])]);
     assert_eq!(found[3], [words(&["serve"])]);
+    // Another package's binary is not the farm's; `-p farm-apiserver` is.
+    let other = words(&["cargo", "run", "-p", "ops-apiserver", "--", "--standalone"]);
+    assert!(invocations(&other).is_empty());
+    let farm = words(&["cargo", "run", "--package", "farm-apiserver", "--", "serve"]);
+    assert_eq!(invocations(&farm), [words(&["serve"])]);
     // A word that names the binary elsewhere than a command's first position is not one.
     assert!(invocations(&words(&["kubectl", "get", "farm-apiserver"])).is_empty());
 }
