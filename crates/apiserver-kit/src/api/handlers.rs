@@ -1,7 +1,9 @@
 //! HTTP handlers for any resource with a [`Strategy`]: get, list, create, update, patch, delete and
 //! deletecollection on `/apis/<group>/<version>/namespaces/{namespace}/<plural>[/{name}]` and
-//! list on the all-namespaces path `/apis/<group>/<version>/<plural>`; get, update and patch on
-//! `…/<plural>/{name}/status` for a resource with a status subresource.
+//! list on the all-namespaces path `/apis/<group>/<version>/<plural>` for a namespaced resource,
+//! on `/apis/<group>/<version>/<plural>[/{name}]` for a cluster-scoped one (whose requests carry
+//! the empty namespace); get, update and patch on `…/<plural>/{name}/status` for a resource with
+//! a status subresource.
 //!
 //! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
 //! representation; a verb the resource lacks is a 405 `Status`.

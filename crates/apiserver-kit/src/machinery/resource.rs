@@ -28,7 +28,8 @@ pub struct ResourceInfo {
     pub categories: &'static [&'static str],
     /// Whether objects live in namespaces: must agree with the type's
     /// [`kube::Resource::Scope`] (kube's derive makes it `NamespaceResourceScope` with
-    /// `namespaced`, `ClusterResourceScope` without), which the server builder checks.
+    /// `namespaced`, `ClusterResourceScope` without): [`check_scope`] makes a mismatch a
+    /// compile error where the resource is mounted.
     pub namespaced: bool,
     /// Verbs served, in discovery order.
     pub verbs: &'static [Verb],
