@@ -44,7 +44,7 @@ pub fn stored_llama() -> Value {
 
 /// The registry's validation of a decoded object: metadata, then the resource's own fields.
 pub fn validate(llama: &Llama) -> Vec<FieldError> {
-    let mut errors = object_meta(&llama.metadata);
+    let mut errors = object_meta(&llama.metadata, true);
     errors.extend(llama.validate());
     errors
 }
