@@ -108,7 +108,45 @@ impl ObjectScope for kube::core::ClusterResourceScope {
 
 /// Stops the build of a program that serves `K` when `K::INFO.namespaced` disagrees with the
 /// scope `K`'s type declares ([`ObjectScope`]): the check runs when the compiler instantiates it
-/// for `K`, so a mismatch is a compile error, not a server answering at the wrong paths.
+/// for `K`, so a mismatch is a compile error, not a server answering at the wrong paths. The
+/// builder calls it for every resource it mounts. A namespaced type said to be cluster-scoped
+/// does not build:
+///
+/// ```compile_fail,E0080
+/// use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo, check_scope};
+/// use apiserver_kit::machinery::verb::Verb;
+///
+/// #[derive(kube::CustomResource, serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+/// #[kube(group = "example.com", version = "v1", kind = "Thing", namespaced, derive = "PartialEq")]
+/// pub struct ThingSpec {
+///     size: i64,
+/// }
+///
+/// impl ApiResource for Thing {
+///     const INFO: ResourceInfo = ResourceInfo {
+///         group: "example.com",
+///         kind: "Thing",
+///         list_kind: "ThingList",
+///         plural: "things",
+///         singular: "thing",
+///         short_names: &[],
+///         categories: &[],
+///         namespaced: false, // kube's derive says `namespaced`
+///         verbs: Verb::ALL,
+///         description: "A thing.",
+///         selectable_fields: &[],
+///         subresources: &[],
+///     };
+///
+///     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
+///         (serde_json::Map::new(), Vec::new())
+///     }
+/// }
+///
+/// fn main() {
+///     check_scope::<Thing>();
+/// }
+/// ```
 pub const fn check_scope<K: ApiResource>() {
     const {
         assert!(
