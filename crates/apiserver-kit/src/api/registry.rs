@@ -269,12 +269,17 @@ fn check_body_name(body: &serde_json::Value, name: &str) -> Result<()> {
 /// [`check_namespace`] on a body not yet decoded, as the kube-apiserver checks it before it
 /// validates the object (any namespace passes for a cluster-scoped resource: it is cleared).
 pub fn check_body_namespace(body: &serde_json::Value, namespace: &str) -> Result<()> {
-    match body.get("metadata").and_then(|m| m.get("namespace")).and_then(serde_json::Value::as_str) {
-        Some(ns) if !namespace.is_empty() && !ns.is_empty() && ns != namespace => {
-            Err(Error::BadRequest(NAMESPACE_MISMATCH.into()))
-        }
-        _ => Ok(()),
+    match conflicting_namespace(body, namespace) {
+        Some(_) => Err(Error::BadRequest(NAMESPACE_MISMATCH.into())),
+        None => Ok(()),
     }
+}
+
+/// The namespace a body not yet decoded names when it is another than the request's: never for
+/// a cluster-scoped request (`""`, whose objects' namespace is cleared) nor for a body naming none.
+fn conflicting_namespace<'a>(body: &'a serde_json::Value, namespace: &str) -> Option<&'a str> {
+    let named = body.get("metadata").and_then(|m| m.get("namespace")).and_then(serde_json::Value::as_str)?;
+    (!namespace.is_empty() && !named.is_empty() && named != namespace).then_some(named)
 }
 
 /// Adds the metadata errors of `object` to `errors` and answers one 422 with all of them, or
@@ -728,11 +733,9 @@ fn other_namespace(other: &str, namespace: &str) -> Error {
 /// Refuses a patched object, not yet decoded, that names another namespace than the request's,
 /// as the kube-apiserver's patcher does right after the patch, before it validates.
 fn check_patched_namespace(body: &serde_json::Value, namespace: &str) -> Result<()> {
-    match body.get("metadata").and_then(|m| m.get("namespace")).and_then(serde_json::Value::as_str) {
-        Some(other) if !namespace.is_empty() && !other.is_empty() && other != namespace => {
-            Err(other_namespace(other, namespace))
-        }
-        _ => Ok(()),
+    match conflicting_namespace(body, namespace) {
+        Some(other) => Err(other_namespace(other, namespace)),
+        None => Ok(()),
     }
 }
 
