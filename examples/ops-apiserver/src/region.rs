@@ -25,8 +25,10 @@ use serde_json::{Map, Value, json};
 )]
 pub struct RegionSpec {
     /// The zones of the region, at least one.
+    #[schemars(length(min = 1))]
     pub zones: Vec<String>,
     /// How many machines the region may hold: 1 or more.
+    #[schemars(range(min = 1))]
     pub capacity: i64,
 }
 
@@ -34,6 +36,7 @@ pub struct RegionSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct RegionStatus {
     /// How many machines the region holds.
+    #[schemars(range(min = 0))]
     pub machines: i64,
 }
 

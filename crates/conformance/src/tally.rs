@@ -1,19 +1,22 @@
 //! What a run found, and the rules that judge each difference:
 //!
-//! - A 5xx of farm-apiserver's that differs from the reference's answer is never allowed, unless
+//! - A 5xx of ours's that differs from the reference's answer is never allowed, unless
 //!   the reference failed (5xx) too.
 //! - A difference is allowed only by an entry of [`allowed::ON_PURPOSE`] that compares both
 //!   answers; each entry may fire at most [`Allowed::corpus`] times on the hand-written corpus
 //!   and [`Allowed::per_thousand`] times per 1,000 generated requests, and the run fails when an
-//!   entry never fires (it is stale: its requests now answer alike, or its requests are gone).
+//!   entry never fires (it is stale: its requests now answer alike, or its requests are gone),
+//!   when the run says every entry must fire ([`Tally::new`]): the run of the resource the
+//!   tables were written for does, a run of another resource only bounds them.
 //! - A difference that follows an earlier one in the same generated case is skipped only when
 //!   that earlier one was a defect (unexplained or [`allowed::TO_FIX`]) of a write: the read
 //!   after it depends on what the write stored. After an allowed difference of a write, the read
-//!   of the llama is compared as any request; when it differs, each side must have stored what
+//!   of the object is compared as any request; when it differs, each side must have stored what
 //!   it answered ([`stored_as_answered`]), or an entry must allow it.
 
 use crate::allowed::{self, Allowed};
 use crate::exchange::{Answer, Request};
+use crate::subject::Subject;
 use std::collections::BTreeMap;
 
 /// The part of a run a request belongs to.
@@ -37,8 +40,10 @@ struct Case {
 }
 
 /// What a run found.
-#[derive(Default)]
 pub struct Tally {
+    subject: &'static Subject,
+    /// Whether an entry that never fires fails the run.
+    every_entry_fires: bool,
     pub compared: usize,
     pub same: usize,
     pub generated: usize,
@@ -62,11 +67,31 @@ fn is_write(request: &Request) -> bool {
 }
 
 impl Tally {
+    /// An empty tally for a run on `subject`; with `every_entry_fires`, an entry of the tables
+    /// that explains nothing in the run is reported stale.
+    pub fn new(subject: &'static Subject, every_entry_fires: bool) -> Self {
+        Self {
+            subject,
+            every_entry_fires,
+            compared: 0,
+            same: 0,
+            generated: 0,
+            allowed: BTreeMap::new(),
+            to_fix: BTreeMap::new(),
+            stored_as_answered: 0,
+            follow_ups: 0,
+            case: Case::default(),
+            unexplained: Vec::new(),
+            details: String::new(),
+            allowed_details: String::new(),
+        }
+    }
+
     pub fn record(
         &mut self,
         part: Part,
         request: &Request,
-        farm: Result<Answer, String>,
+        tested: Result<Answer, String>,
         reference: Result<Answer, String>,
     ) {
         self.compared += 1;
@@ -77,13 +102,13 @@ impl Tally {
         if part == Part::Generated && case_name != self.case.name {
             self.case = Case { name: case_name.to_string(), ..Case::default() };
         }
-        let difference = match (&farm, &reference) {
+        let difference = match (&tested, &reference) {
             (Ok(f), Ok(r)) => crate::difference(f, r),
-            (f, r) => (f != r).then(|| format!("no answer: farm-apiserver {f:?} / reference {r:?}")),
+            (f, r) => (f != r).then(|| format!("no answer: ours {f:?} / reference {r:?}")),
         };
-        let (Ok(f), Ok(r)) = (&farm, &reference) else {
+        let (Ok(f), Ok(r)) = (&tested, &reference) else {
             if let Some(difference) = difference {
-                self.unexplained(request, &difference, &farm, &reference);
+                self.unexplained(request, &difference, &tested, &reference);
             }
             return;
         };
@@ -105,24 +130,24 @@ impl Tally {
         if part == Part::Generated && is_write(request) {
             self.case.defective_write = true;
         }
-        match allowed::to_fix(request, f, r) {
+        match allowed::to_fix(self.subject, request, f, r) {
             Some(name) => {
                 *self.to_fix.entry(name).or_default() += 1;
                 self.details += &format!(
-                    "TO FIX ({name}): {}\n  {difference}\n  farm-apiserver: {f:?}\n  reference:      {r:?}\n\n",
+                    "TO FIX ({name}): {}\n  {difference}\n  ours: {f:?}\n  reference:      {r:?}\n\n",
                     crate::describe(request)
                 );
             }
-            None => self.unexplained(request, &difference, &farm, &reference),
+            None => self.unexplained(request, &difference, &tested, &reference),
         }
     }
 
     /// Whether an entry of the tables, or what each side stored after an allowed write, explains
     /// the difference (counted).
     fn explained(&mut self, part: Part, request: &Request, f: &Answer, r: &Answer, difference: &str) -> bool {
-        if let Some(entry) = allowed::ON_PURPOSE.iter().find(|a| (a.applies)(request, f, r)) {
+        if let Some(entry) = allowed::ON_PURPOSE.iter().find(|a| (a.applies)(self.subject, request, f, r)) {
             self.allowed_details += &format!(
-                "ON PURPOSE ({}): {}\n  {difference}\n  farm-apiserver: {f:?}\n  reference:      {r:?}\n\n",
+                "ON PURPOSE ({}): {}\n  {difference}\n  ours: {f:?}\n  reference:      {r:?}\n\n",
                 entry.name,
                 crate::describe(request)
             );
@@ -139,8 +164,8 @@ impl Tally {
         let setup = self.case.setup.as_ref();
         let stored = part == Part::Generated
             && self.case.allowed_write.as_ref().is_some_and(|(write, fw, rw)| {
-                stored_as_answered(write, fw, setup.map(|s| &s.0), f)
-                    && stored_as_answered(write, rw, setup.map(|s| &s.1), r)
+                stored_as_answered(self.subject, write, fw, setup.map(|s| &s.0), f)
+                    && stored_as_answered(self.subject, write, rw, setup.map(|s| &s.1), r)
             });
         if stored {
             self.stored_as_answered += 1;
@@ -152,13 +177,13 @@ impl Tally {
         &mut self,
         request: &Request,
         difference: &str,
-        farm: &Result<Answer, String>,
+        tested: &Result<Answer, String>,
         reference: &Result<Answer, String>,
     ) {
         let described = crate::describe(request);
         self.unexplained.push(format!("{described}\n    {difference}"));
         self.details +=
-            &format!("{described}\n  {difference}\n  farm-apiserver: {farm:?}\n  reference:      {reference:?}\n\n");
+            &format!("{described}\n  {difference}\n  ours: {tested:?}\n  reference:      {reference:?}\n\n");
     }
 
     /// The entries that fired more often than they may, or never: each with why.
@@ -167,7 +192,7 @@ impl Tally {
         for entry in allowed::ON_PURPOSE {
             let (corpus, generated) = self.allowed.get(entry.name).copied().unwrap_or_default();
             let bound = entry.generated_bound(self.generated);
-            if corpus + generated == 0 {
+            if self.every_entry_fires && corpus + generated == 0 {
                 out.push(format!("stale (never fired; remove it or restore its requests): {}", entry.name));
             }
             if corpus > entry.corpus {
@@ -183,7 +208,7 @@ impl Tally {
                 ));
             }
         }
-        for name in allowed::no_longer_seen(&self.to_fix) {
+        for name in allowed::no_longer_seen(&self.to_fix).into_iter().filter(|_| self.every_entry_fires) {
             out.push(format!("no longer differs (remove it from TO_FIX): {name}"));
         }
         out
@@ -242,14 +267,20 @@ impl Allowed {
     }
 }
 
-/// Whether `read` (a GET of the case's llama) shows what `side_write` answered to `write`: the
-/// object it answered, when it wrote that llama (for a delete, the object still terminating, or
+/// Whether `read` (a GET of the case's object) shows what `side_write` answered to `write`: the
+/// object it answered, when it wrote that object (for a delete, the object still terminating, or
 /// none); the object the setup made (or none, when there was no setup), when it refused the write,
-/// only tried it (dryRun) or wrote another llama.
-fn stored_as_answered(write: &Request, side_write: &Answer, setup: Option<&Answer>, read: &Answer) -> bool {
+/// only tried it (dryRun) or wrote another object.
+fn stored_as_answered(
+    subject: &Subject,
+    write: &Request,
+    side_write: &Answer,
+    setup: Option<&Answer>,
+    read: &Answer,
+) -> bool {
     let dry_run = write.query.split('&').any(|p| p.starts_with("dryRun=") && p != "dryRun=");
     let name = read.body["metadata"]["name"].as_str().or_else(|| read.body["details"]["name"].as_str());
-    let answered = answered_object(side_write).filter(|o| o["metadata"]["name"].as_str() == name);
+    let answered = answered_object(subject, side_write).filter(|o| o["metadata"]["name"].as_str() == name);
     let written = answered.filter(|_| (200..300).contains(&side_write.code) && !dry_run);
     let not_found = read.code == 404;
     match written {
@@ -264,12 +295,15 @@ fn stored_as_answered(write: &Request, side_write: &Answer, setup: Option<&Answe
     }
 }
 
-/// The llama an answer to a write carries: the object, or the one item of a deleted collection.
-fn answered_object(answer: &Answer) -> Option<&serde_json::Value> {
+/// The object an answer to a write carries: the object, or the one item of a deleted collection.
+fn answered_object<'a>(subject: &Subject, answer: &'a Answer) -> Option<&'a serde_json::Value> {
     let body = &answer.body;
-    match body["kind"].as_str() {
-        Some("Llama") => Some(body),
-        Some("LlamaList") => body["items"].as_array().filter(|items| items.len() == 1).and_then(|items| items.first()),
-        _ => None,
+    let kind = body["kind"].as_str()?;
+    if kind == subject.kind {
+        Some(body)
+    } else if kind == subject.list_kind() {
+        body["items"].as_array().filter(|items| items.len() == 1).and_then(|items| items.first())
+    } else {
+        None
     }
 }

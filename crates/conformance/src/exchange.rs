@@ -1,21 +1,17 @@
 //! One request and the two answers to it: how a request is written once and sent to either
-//! side (farm-apiserver's `farm.example.com`, or the reference CustomResourceDefinition's
-//! `ref.example.com`, both through the kube-apiserver), and how an answer is made comparable:
-//! the reference's group named as farm-apiserver's, and what must differ between two servers
-//! (uids, timestamps, resourceVersion values, continue tokens, ages, generated names) replaced by
-//! placeholders.
+//! side (the server under test's group, or the reference CustomResourceDefinition's, both
+//! through the kube-apiserver), and how an answer is made comparable: the reference's group
+//! named as the tested one, and what must differ between two servers (uids, timestamps,
+//! resourceVersion values, continue tokens, ages, generated names) replaced by placeholders.
 
+use crate::subject::Subject;
 use serde_json::{Map, Value};
 use std::time::Duration;
 
-/// The group farm-apiserver serves; the reference's answers are rewritten to name it.
-pub const GROUP: &str = "farm.example.com";
-/// The group of the reference CustomResourceDefinition.
-pub const REFERENCE_GROUP: &str = "ref.example.com";
-
-/// A request, written for farm-apiserver's group. In `path`, `{gv}` stands for
-/// `/apis/<group>/v1alpha` and `{gv1}` for `/apis/<group>/v1`; in the query and the body, `$RV`, `$LISTRV` and `$CONTINUE` stand for
-/// the last resourceVersion of an object, of a list, and the last continue token the side sent.
+/// A request, written for the tested group. In `path`, `{gv}` stands for
+/// `/apis/<group>/<first version>` and `{gv2}` for the second version's (see [`Subject::expand`]);
+/// in the query and the body, `$RV`, `$LISTRV` and `$CONTINUE` stand for the last
+/// resourceVersion of an object, of a list, and the last continue token the side sent.
 #[derive(Clone, Debug)]
 pub struct Request {
     /// What the request checks, for the report.
@@ -101,6 +97,7 @@ struct Remembered {
 
 /// One side: a group served through the kube-apiserver.
 pub struct Side {
+    subject: &'static Subject,
     group: &'static str,
     base: String,
     client: reqwest::Client,
@@ -108,27 +105,39 @@ pub struct Side {
 }
 
 impl Side {
-    pub fn new(group: &'static str, base: &str, client: reqwest::Client) -> Self {
-        Self { group, base: base.into(), client, remembered: Remembered::default() }
+    /// The server under test's side of `subject`, reached at `base` (the kube-apiserver).
+    pub fn tested(subject: &'static Subject, base: &str, client: reqwest::Client) -> Self {
+        Self { subject, group: subject.group, base: base.into(), client, remembered: Remembered::default() }
     }
 
-    /// `text` with its placeholders filled in and the group renamed, but for the annotation that
-    /// carries v1's coat at v1alpha: the conversion names it the same for every group.
+    /// The reference CRD's side of `subject`.
+    pub fn reference(subject: &'static Subject, base: &str, client: reqwest::Client) -> Self {
+        Self { group: subject.reference_group, ..Self::tested(subject, base, client) }
+    }
+
+    /// `text` with its placeholders filled in and the group renamed, but for the subject's texts
+    /// that both sides name alike (see [`Subject::unrenamed`]).
     fn fill_in(&self, text: &str) -> String {
-        const COAT: &str = "farm.example.com/v1-coat";
-        text.replace("$LISTRV", &self.remembered.list_rv)
+        let mut text = text
+            .replace("$LISTRV", &self.remembered.list_rv)
             .replace("$RV", &self.remembered.rv)
-            .replace("$CONTINUE", &self.remembered.continue_token)
-            .replace(COAT, "\u{0}coat")
-            .replace(GROUP, self.group)
-            .replace("\u{0}coat", COAT)
+            .replace("$CONTINUE", &self.remembered.continue_token);
+        for (i, kept) in self.subject.unrenamed.iter().enumerate() {
+            text = text.replace(kept, &format!("\u{0}{i}\u{0}"));
+        }
+        text = text.replace(self.subject.group, self.group);
+        for (i, kept) in self.subject.unrenamed.iter().enumerate() {
+            text = text.replace(&format!("\u{0}{i}\u{0}"), kept);
+        }
+        text
     }
 
     /// Sends `request` and returns the normalised answer, or why no answer came.
     pub async fn send(&mut self, request: &Request) -> Result<Answer, String> {
-        let path = request.path.replace("{gv}", &format!("/apis/{}/v1alpha", self.group));
-        let path = path.replace("{gv1}", &format!("/apis/{}/v1", self.group));
-        let mut url = format!("{}{}", self.base, path.replace(GROUP, self.group));
+        // Renamed before the placeholders are filled in: the reference's group may contain the
+        // tested one (`crd.ops.example.com`, `ops.example.com`).
+        let path = self.subject.expand(&request.path.replace(self.subject.group, self.group), self.group);
+        let mut url = format!("{}{}", self.base, path);
         if !request.query.is_empty() {
             url = format!("{url}?{}", self.fill_in(&request.query));
         }
@@ -144,19 +153,20 @@ impl Side {
         }
         let response = builder.send().await.map_err(|e| format!("{e:?}"))?;
         let code = response.status().as_u16();
+        let tested = self.subject.group;
         let header = |name: &str| -> Vec<String> {
             let values = response.headers().get_all(name).iter();
-            values.map(|v| String::from_utf8_lossy(v.as_bytes()).replace(self.group, GROUP)).collect()
+            values.map(|v| String::from_utf8_lossy(v.as_bytes()).replace(self.group, tested)).collect()
         };
         let content_type = header("content-type").join(", ");
         let warnings = header("warning");
         let content_encoding = header("content-encoding").join(", ");
         let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
         let bytes = decoded(bytes.to_vec(), &content_encoding)?;
-        let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, GROUP), request);
+        let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, tested), request);
         let body = parse(&text, &content_type, request.is_watch() && code == 200);
         self.remember(&body);
-        Ok(Answer { code, content_type, content_encoding, warnings, body: normalise(body) })
+        Ok(Answer { code, content_type, content_encoding, warnings, body: normalise(body, self.subject.plural) })
     }
 
     fn remember(&mut self, body: &Value) {
@@ -224,16 +234,17 @@ fn parse(text: &str, content_type: &str, watch: bool) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.trim_end().into()))
 }
 
-/// `value` with what must differ between two servers replaced by placeholders.
-pub fn normalise(value: Value) -> Value {
+/// `value` with what must differ between two servers replaced by placeholders, and discovery
+/// documents with the resource `plural` (and its subresources) only.
+pub fn normalise(value: Value, plural: &str) -> Value {
     match value {
-        Value::Object(map) => Value::Object(normalise_object(map)),
-        Value::Array(items) => Value::Array(items.into_iter().map(normalise).collect()),
+        Value::Object(map) => Value::Object(normalise_object(map, plural)),
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| normalise(v, plural)).collect()),
         other => other,
     }
 }
 
-fn normalise_object(map: Map<String, Value>) -> Map<String, Value> {
+fn normalise_object(map: Map<String, Value>, plural: &str) -> Map<String, Value> {
     let generated = map.get("generateName").is_some_and(|g| g.as_str().is_some_and(|g| !g.is_empty()));
     let table = map.get("kind").and_then(Value::as_str) == Some("Table");
     let age_column = table.then(|| age_column(&map)).flatten();
@@ -259,12 +270,12 @@ fn normalise_object(map: Map<String, Value>) -> Map<String, Value> {
                 ("resources", Value::Array(resources)) if resource_list => Value::Array(
                     resources
                         .into_iter()
-                        .filter(|r| r["name"].as_str().is_some_and(|n| n.starts_with("llamas")))
+                        .filter(|r| r["name"].as_str().is_some_and(|n| n.split('/').next() == Some(plural)))
                         .collect(),
                 ),
                 (_, value) => value,
             };
-            (key, normalise(value))
+            (key, normalise(value, plural))
         })
         .collect()
 }
@@ -305,14 +316,14 @@ fn without_age(mut row: Value, column: usize) -> Value {
 }
 
 /// Where two values first differ, as a JSON path with both values, or `None` when they are equal.
-pub fn first_difference(path: &str, farm: &Value, reference: &Value) -> Option<String> {
-    match (farm, reference) {
+pub fn first_difference(path: &str, ours: &Value, reference: &Value) -> Option<String> {
+    match (ours, reference) {
         (Value::Object(a), Value::Object(b)) => {
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             keys.into_iter().find_map(|k| {
                 let (x, y) = (a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null));
                 match (a.contains_key(k), b.contains_key(k)) {
-                    (true, false) => Some(format!("{path}.{k}: only farm-apiserver has it ({})", short(x))),
+                    (true, false) => Some(format!("{path}.{k}: only ours has it ({})", short(x))),
                     (false, true) => Some(format!("{path}.{k}: only the reference has it ({})", short(y))),
                     _ => first_difference(&format!("{path}.{k}"), x, y),
                 }
@@ -322,7 +333,7 @@ pub fn first_difference(path: &str, farm: &Value, reference: &Value) -> Option<S
             a.iter().zip(b).enumerate().find_map(|(i, (x, y))| first_difference(&format!("{path}[{i}]"), x, y))
         }
         (a, b) if a == b => None,
-        (a, b) => Some(format!("{path}: farm-apiserver {} / reference {}", short(a), short(b))),
+        (a, b) => Some(format!("{path}: ours {} / reference {}", short(a), short(b))),
     }
 }
 

@@ -1,17 +1,18 @@
 //! The reviewed tables of differences from the reference.
 //!
-//! [`ON_PURPOSE`]: farm-apiserver answers differently by design: kube-apiserver 1.20 (the
-//! reference) predates a behaviour of current Kubernetes that farm-apiserver follows (the entry
+//! [`ON_PURPOSE`]: the tested server answers differently by design: kube-apiserver 1.20 (the
+//! reference) predates a behaviour of current Kubernetes that the tested server follows (the entry
 //! names the version), or a CustomResourceDefinition behaves unlike a built-in resource and
-//! farm-apiserver behaves as the built-in (and as servers on k8s.io/apiserver do).
+//! the tested server behaves as the built-in (and as servers on k8s.io/apiserver do).
 //!
-//! [`TO_FIX`]: differences the suite found that are defects of farm-apiserver, not yet fixed.
+//! [`TO_FIX`]: differences the suite found that are defects of the tested server, not yet fixed.
 //! Each is a piece of work; the issue of this suite stays open while this table has entries.
 //!
 //! An entry matches only the requests and answers it explains; a difference no entry explains
 //! fails the test.
 
 use crate::exchange::{Answer, Request};
+use crate::subject::Subject;
 use serde_json::Value;
 
 /// One allowed difference.
@@ -25,7 +26,7 @@ pub struct Allowed {
     /// How many of every 1,000 generated requests it may explain (see `Allowed::generated_bound`).
     pub per_thousand: usize,
     /// Whether this entry explains the difference between the answers to `request`.
-    pub applies: fn(request: &Request, farm: &Answer, reference: &Answer) -> bool,
+    pub applies: fn(subject: &Subject, request: &Request, tested: &Answer, reference: &Answer) -> bool,
 }
 
 /// The annotation client-side `kubectl apply` records its configuration in.
@@ -76,11 +77,11 @@ fn causes_without_messages(answer: &Answer, skip: impl Fn(&Value) -> bool) -> Ve
 }
 
 /// The two answers are the same but for the wording of their messages.
-fn only_wording(farm: &Answer, reference: &Answer) -> bool {
-    farm.code == reference.code
-        && farm.content_type == reference.content_type
-        && farm.warnings == reference.warnings
-        && without_messages(&farm.body) == without_messages(&reference.body)
+fn only_wording(tested: &Answer, reference: &Answer) -> bool {
+    tested.code == reference.code
+        && tested.content_type == reference.content_type
+        && tested.warnings == reference.warnings
+        && without_messages(&tested.body) == without_messages(&reference.body)
 }
 
 /// Whether the request's query has `name`.
@@ -93,11 +94,11 @@ fn warnings_of(answer: &Answer) -> Vec<&String> {
     answer.warnings.iter().filter(|w| !w.contains(" is deprecated; use ")).collect()
 }
 
-fn farm_warns_of_unknown_fields_only(farm: &Answer, reference: &Answer) -> bool {
-    !warnings_of(farm).is_empty()
-        && warnings_of(farm).iter().all(|w| w.contains("unknown field"))
+fn farm_warns_of_unknown_fields_only(tested: &Answer, reference: &Answer) -> bool {
+    !warnings_of(tested).is_empty()
+        && warnings_of(tested).iter().all(|w| w.contains("unknown field"))
         && warnings_of(reference).is_empty()
-        && Answer { warnings: reference.warnings.clone(), ..farm.clone() } == *reference
+        && Answer { warnings: reference.warnings.clone(), ..tested.clone() } == *reference
 }
 
 /// Whether `request` is an apply the reference answered with a 500 whose message starts with
@@ -111,13 +112,13 @@ fn text(answer: &Answer) -> String {
 }
 
 /// Both answers are watches whose events are the same but for their order.
-fn same_events_in_another_order(request: &Request, farm: &Answer, reference: &Answer) -> bool {
+fn same_events_in_another_order(request: &Request, tested: &Answer, reference: &Answer) -> bool {
     let sorted = |answer: &Answer| {
         let mut events: Vec<String> = answer.body.as_array().into_iter().flatten().map(Value::to_string).collect();
         events.sort();
         events
     };
-    request.is_watch() && farm.code == reference.code && sorted(farm) == sorted(reference)
+    request.is_watch() && tested.code == reference.code && sorted(tested) == sorted(reference)
 }
 
 /// `value` without any `managedFields` member, at any depth (items of lists, objects of events).
@@ -135,7 +136,7 @@ fn without_managed_fields(value: &Value) -> Value {
 }
 
 /// Both answers are lists whose items are the same but for their order.
-fn same_items_in_another_order(farm: &Answer, reference: &Answer) -> bool {
+fn same_items_in_another_order(tested: &Answer, reference: &Answer) -> bool {
     let sorted = |answer: &Answer| {
         let mut items: Vec<String> =
             answer.body["items"].as_array().into_iter().flatten().map(Value::to_string).collect();
@@ -149,7 +150,9 @@ fn same_items_in_another_order(farm: &Answer, reference: &Answer) -> bool {
         }
         body
     };
-    farm.code == reference.code && without_items(farm) == without_items(reference) && sorted(farm) == sorted(reference)
+    tested.code == reference.code
+        && without_items(tested) == without_items(reference)
+        && sorted(tested) == sorted(reference)
 }
 
 /// Whether `answer` is a Status of `code` and `why` whose message begins with `message`.
@@ -178,21 +181,30 @@ fn query_value<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
     request.query.split('&').find_map(|p| p.split_once('=').filter(|(n, _)| *n == name).map(|(_, v)| v))
 }
 
-/// What the request's field selector asks of `spec.color`, as a test of a colour; `None` when it
-/// does not select by it (or selects by another field as well).
-fn color_selector(request: &Request) -> Option<impl Fn(&str) -> bool> {
+/// The field of the request's field selector and a test of that field's value, when it selects
+/// by one of `fields` alone; `None` otherwise (no selector, another field, or more than one).
+fn field_selector(request: &Request, fields: &[&str]) -> Option<(String, impl Fn(&str) -> bool)> {
     let selector = query_value(request, "fieldSelector")?.replace("%3D", "=").replace("%21", "!");
-    let terms: Vec<(String, bool)> = selector
+    let terms: Vec<(String, String, bool)> = selector
         .split(',')
         .map(|term| {
             let (field, value, equal) = match term.split_once("!=") {
                 Some((f, v)) => (f, v, false),
                 None => term.split_once("==").or_else(|| term.split_once('=')).map(|(f, v)| (f, v, true))?,
             };
-            (field == "spec.color").then(|| (value.to_string(), equal))
+            fields.contains(&field).then(|| (field.to_string(), value.to_string(), equal))
         })
         .collect::<Option<_>>()?;
-    Some(move |color: &str| terms.iter().all(|(value, equal)| (color == value) == *equal))
+    let field = terms.first()?.0.clone();
+    if terms.iter().any(|(f, _, _)| *f != field) {
+        return None;
+    }
+    Some((field, move |actual: &str| terms.iter().all(|(_, value, equal)| (actual == value) == *equal)))
+}
+
+/// The string at the dotted `field` (`spec.color`) of `object` (empty when absent).
+fn string_at<'a>(object: &'a Value, field: &str) -> &'a str {
+    field.split('.').fold(object, |at, name| &at[name]).as_str().unwrap_or_default()
 }
 
 /// `value` with every `managedFields` (at any depth) as kube-apiserver 1.20 would record it for
@@ -326,7 +338,7 @@ fn subresources_only_of_status(value: &Value) -> bool {
 const EXPORT_STRIPS: [&str; 4] = ["creationTimestamp", "namespace", "resourceVersion", "uid"];
 
 /// kube-apiserver 1.20's 500s for a client's mistake (a phrase of its message), and the codes
-/// farm-apiserver answers the same mistake with.
+/// the tested server answers the same mistake with.
 const CLIENT_MISTAKES_1_20_FAILS: &[(&str, &[u16])] = &[
     // resourceVersion=bogus or -1 on a read; an update carrying resourceVersion "bogus" (ours:
     // the precondition cannot hold, 409; or the patched object is of another type first, 422).
@@ -337,11 +349,11 @@ const CLIENT_MISTAKES_1_20_FAILS: &[(&str, &[u16])] = &[
     ("Object 'apiVersion' is missing in", &[400, 422]),
     ("Invalid JSON Patch", &[400]),
     ("couldn't get version/kind; json parse error", &[400]),
-    ("no kind \"Llama\" is registered for version", &[400]),
+    ("is registered for version", &[400]),
     // An apply whose values do not match the schema (ours: 400 or 422 as a write of that body,
     // 409 when its conflicts come first) or that declares no type.
     ("failed to create typed patch object", &[400, 409, 422]),
-    // A list's representation asked of one object (a GET of a llama accepting only
+    // A list's representation asked of one object (a GET of an object accepting only
     // PartialObjectMetadataList): ours is the 406 of a representation it cannot give.
     ("content is not a list", &[406]),
 ];
@@ -351,42 +363,42 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "the order of a list served from the watch cache",
         corpus: 6,
         per_thousand: 0,
-        reason: "kube-apiserver 1.20 serves a list with resourceVersion=0 or NotOlderThan from its watch cache in no order; current Kubernetes' B-tree watch cache (1.32), like etcd and farm-apiserver, in key order.",
-        applies: |request, farm, reference| {
-            has_param(request, "resourceVersion") && same_items_in_another_order(farm, reference)
+        reason: "kube-apiserver 1.20 serves a list with resourceVersion=0 or NotOlderThan from its watch cache in no order; current Kubernetes' B-tree watch cache (1.32), like etcd and the tested server, in key order.",
+        applies: |_, request, tested, reference| {
+            has_param(request, "resourceVersion") && same_items_in_another_order(tested, reference)
         },
     },
     Allowed {
         name: "the order of a watch's initial ADDED events",
         corpus: 6,
         per_thousand: 5,
-        reason: "A watch without a resourceVersion starts with an ADDED event per object, in no promised order: the kube-apiserver's watch cache sends them in its own; farm-apiserver in key order.",
-        applies: same_events_in_another_order,
+        reason: "A watch without a resourceVersion starts with an ADDED event per object, in no promised order: the kube-apiserver's watch cache sends them in its own; the tested server in key order.",
+        applies: |_, request, tested, reference| same_events_in_another_order(request, tested, reference),
     },
     Allowed {
         name: "the wording of an error message (code, reason, details and causes equal)",
         corpus: 80,
         per_thousand: 92,
-        reason: "Parse errors name their cause in Go's words in the reference (`strconv.ParseInt: parsing \"x\": invalid syntax`, json-iterator's byte offsets, `unable to parse requirement: found ''`); farm-apiserver says the same in its own. Clients act on the code, reason and causes' fields, never on this text.",
-        applies: |_, farm, reference| only_wording(farm, reference),
+        reason: "Parse errors name their cause in Go's words in the reference (`strconv.ParseInt: parsing \"x\": invalid syntax`, json-iterator's byte offsets, `unable to parse requirement: found ''`); the tested server says the same in its own. Clients act on the code, reason and causes' fields, never on this text.",
+        applies: |_, _, tested, reference| only_wording(tested, reference),
     },
     Allowed {
         name: "Warning headers for unknown fields",
         corpus: 7,
         per_thousand: 1,
         reason: "Kubernetes 1.27 made fieldValidation=Warn the default: unknown and duplicate fields are dropped with a Warning header. 1.20 drops them silently.",
-        applies: |_, farm, reference| farm_warns_of_unknown_fields_only(farm, reference),
+        applies: |_, _, tested, reference| farm_warns_of_unknown_fields_only(tested, reference),
     },
     Allowed {
         name: "fieldValidation=Strict: our 400 strict decoding error where 1.20 ignores the parameter and drops the unknown fields",
         corpus: 2,
         per_thousand: 1,
         reason: "fieldValidation (Ignore, Warn, Strict) is Kubernetes 1.25 (beta) / 1.27 (GA): under Strict an unknown field is a 400 `strict decoding error`. 1.20 ignores the parameter, drops the field and writes (the suite's Strict writes are dry runs).",
-        applies: |request, farm, reference| {
+        applies: |s, request, tested, reference| {
             query_value(request, "fieldValidation") == Some("Strict")
-                && refused_as(farm, 400, "BadRequest", "strict decoding error: unknown field")
+                && refused_as(tested, 400, "BadRequest", "strict decoding error: unknown field")
                 && (200..300).contains(&reference.code)
-                && reference.body["kind"] == "Llama"
+                && reference.body["kind"] == s.kind
         },
     },
     Allowed {
@@ -394,16 +406,16 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 3,
         per_thousand: 6,
         reason: "Since Kubernetes 1.25 a fieldValidation other than Ignore, Warn or Strict is an Invalid options object (422, one FieldValueNotSupported cause on `fieldValidation`), before the body is read; 1.20 ignores the parameter and answers the request as it would without it.",
-        applies: |request, farm, reference| {
+        applies: |_, request, tested, reference| {
             let value = query_value(request, "fieldValidation");
-            let ours = causes_without_messages(farm, |c| c["field"] == "fieldValidation");
-            let refused = causes_without_messages(farm, |c| c["field"] != "fieldValidation");
+            let ours = causes_without_messages(tested, |c| c["field"] == "fieldValidation");
+            let refused = causes_without_messages(tested, |c| c["field"] != "fieldValidation");
             value.is_some_and(|v| !["Ignore", "Warn", "Strict"].contains(&v))
-                && farm.code == 422
+                && tested.code == 422
                 && refused == [serde_json::json!({"field": "fieldValidation", "reason": "FieldValueNotSupported"})]
                 // The options' other mistakes, refused alike; or none, and the reference answered
                 // the request as it would without the parameter.
-                && if reference.code == 422 && reason(reference) == reason(farm) && reference.body["details"]["kind"] == farm.body["details"]["kind"] {
+                && if reference.code == 422 && reason(reference) == reason(tested) && reference.body["details"]["kind"] == tested.body["details"]["kind"] {
                     ours == causes_without_messages(reference, |_| false)
                 } else {
                     ours.is_empty()
@@ -415,27 +427,27 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 3,
         per_thousand: 0,
         reason: "Watch lists (sendInitialEvents=true with resourceVersionMatch=NotOlderThan and bookmarks) are Kubernetes 1.27 (alpha); sendInitialEvents on a list, or on a watch without those, is a 422 there. 1.20 ignores the parameter, so it lists or watches as without it, and refuses resourceVersionMatch on a watch.",
-        applies: |request, farm, reference| {
+        applies: |s, request, tested, reference| {
             if query_value(request, "sendInitialEvents").is_none() {
                 return false;
             }
             let forbidden_causes = |fields: &[&str]| {
-                let causes = causes_of(farm);
+                let causes = causes_of(tested);
                 !causes.is_empty()
                     && causes.iter().all(|c| {
                         c["reason"] == "FieldValueForbidden" && c["field"].as_str().is_some_and(|f| fields.contains(&f))
                     })
             };
-            let misused = farm.code == 422
+            let misused = tested.code == 422
                 && reference.code == 200
                 && forbidden_causes(&["sendInitialEvents", "resourceVersionMatch", "allowWatchBookmarks"]);
-            let events = farm.body.as_array().cloned().unwrap_or_default();
+            let events = tested.body.as_array().cloned().unwrap_or_default();
             let watch_list = request.is_watch()
-                && farm.code == 200
+                && tested.code == 200
                 && events.split_last().is_some_and(|(last, initial)| {
                     last["type"] == "BOOKMARK"
                         && last["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"] == "true"
-                        && initial.iter().all(|e| e["type"] == "ADDED" && e["object"]["kind"] == "Llama")
+                        && initial.iter().all(|e| e["type"] == "ADDED" && e["object"]["kind"] == s.kind)
                 })
                 && reference.code == 422
                 && causes_of(reference).iter().all(|c| c["field"] == "resourceVersionMatch");
@@ -443,23 +455,21 @@ pub const ON_PURPOSE: &[Allowed] = &[
         },
     },
     Allowed {
-        name: "a field selector on spec.color: our list or watch of the llamas that match it, where 1.20 refuses the field (400)",
+        name: "a field selector on a selectable field of the spec: our list or watch of the objects that match it, where 1.20 refuses the field (400)",
         corpus: 2,
         per_thousand: 0,
-        reason: "CRD selectableFields are Kubernetes 1.30 (1.32 GA); farm-apiserver declares spec.color selectable, which 1.20 cannot, so it refuses the selector with 400 `field label not supported`.",
-        applies: |request, farm, reference| {
-            let Some(wanted) = color_selector(request) else { return false };
+        reason: "CRD selectableFields are Kubernetes 1.30 (1.32 GA); the tested server declares spec fields selectable (farm-apiserver's Llamas: spec.color), which 1.20 cannot, so it refuses the selector with 400 `field label not supported`.",
+        applies: |s, request, tested, reference| {
+            let Some((field, wanted)) = field_selector(request, s.selectable_fields) else { return false };
             let objects: Vec<Value> = if request.is_watch() {
-                farm.body.as_array().into_iter().flatten().map(|e| e["object"].clone()).collect()
+                tested.body.as_array().into_iter().flatten().map(|e| e["object"].clone()).collect()
             } else {
-                farm.body["items"].as_array().cloned().unwrap_or_default()
+                tested.body["items"].as_array().cloned().unwrap_or_default()
             };
-            farm.code == 200
-                && objects
-                    .iter()
-                    .all(|o| o["kind"] == "Llama" && wanted(o["spec"]["color"].as_str().unwrap_or_default()))
+            tested.code == 200
+                && objects.iter().all(|o| o["kind"] == s.kind && wanted(string_at(o, &field)))
                 && reference.code == 400
-                && message(reference) == "field label not supported: spec.color"
+                && message(reference) == format!("field label not supported: {field}")
         },
     },
     Allowed {
@@ -467,10 +477,10 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 36,
         per_thousand: 4,
         reason: "Kubernetes 1.22 (reset fields) stopped recording in managedFields what a write of the main resource dropped from the status, and keyed the entries of status writes by `subresource: status`; 1.20 does neither. Compared: everything else, and managedFields with the entries of one manager, operation and version merged and their status fields left out.",
-        applies: |_, farm, reference| {
-            farm.code == reference.code
-                && managed_fields_without_status(&farm.body) == managed_fields_without_status(&reference.body)
-                && subresources_only_of_status(&farm.body)
+        applies: |_, _, tested, reference| {
+            tested.code == reference.code
+                && managed_fields_without_status(&tested.body) == managed_fields_without_status(&reference.body)
+                && subresources_only_of_status(&tested.body)
         },
     },
     Allowed {
@@ -478,14 +488,14 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 2,
         per_thousand: 1,
         reason: "A write of /status drops what it carries of the spec. Since Kubernetes 1.22 (reset fields) the field manager sees the object after the spec is reset; 1.20 sees it before, so it records spec fields the write set, and forgets spec fields the write removed, for that writer. Compared: everything else, and managedFields as in the entry above but for their spec fields.",
-        applies: |request, farm, reference| {
+        applies: |_, request, tested, reference| {
             let (ours, theirs) =
-                (managed_fields_without_status(&farm.body), managed_fields_without_status(&reference.body));
+                (managed_fields_without_status(&tested.body), managed_fields_without_status(&reference.body));
             request.path.ends_with("/status")
                 && request.body_text().contains("spec")
-                && farm.code == reference.code
-                && subresources_only_of_status(&farm.body)
-                && without_managed_fields(&farm.body) == without_managed_fields(&reference.body)
+                && tested.code == reference.code
+                && subresources_only_of_status(&tested.body)
+                && without_managed_fields(&tested.body) == without_managed_fields(&reference.body)
                 && same_but_for_spec(&ours["metadata"]["managedFields"], &theirs["metadata"]["managedFields"])
         },
     },
@@ -494,12 +504,12 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 1,
         per_thousand: 0,
         reason: "Since Kubernetes 1.22 (reset fields) the fields a write of /status cannot change are dropped before the apply, so they conflict with no one; 1.20 reports a conflict over them.",
-        applies: |request, farm, reference| {
+        applies: |s, request, tested, reference| {
             let conflicts = causes_of(reference);
             request.path.ends_with("/status")
                 && request.has_header("content-type", "apply-patch")
-                && farm.code == 200
-                && farm.body["kind"] == "Llama"
+                && tested.code == 200
+                && tested.body["kind"] == s.kind
                 && reference.code == 409
                 && !conflicts.is_empty()
                 && conflicts.iter().all(|c| {
@@ -513,66 +523,66 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 21,
         per_thousand: 0,
         reason: "Current Kubernetes names what it sent in the Content-Type (`application/json;as=Table;v=v1;g=meta.k8s.io`); 1.20 wrote `application/json`.",
-        applies: |_, farm, reference| {
+        applies: |_, _, tested, reference| {
             // 1.20's Name column still links the old page on names.
             let old_link = "http://kubernetes.io/docs/user-guide/identifiers#names";
             let new_link = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
             // managedFields of Table rows' objects differ as the entry on managedFields says.
             let comparable = |answer: &Answer| without_managed_fields(&answer.body).to_string();
-            farm.content_type.contains(";as=")
-                && farm.content_type.split(';').next() == Some(reference.content_type.as_str())
-                && farm.code == reference.code
-                && comparable(farm) == comparable(reference).replace(old_link, new_link)
+            tested.content_type.contains(";as=")
+                && tested.content_type.split(';').next() == Some(reference.content_type.as_str())
+                && tested.code == reference.code
+                && comparable(tested) == comparable(reference).replace(old_link, new_link)
         },
     },
     Allowed {
         name: "paths and methods no resource serves: our 404 or 405 Status where a CRD's group answers text, a discovery document, or treats the method as another verb",
         corpus: 36,
         per_thousand: 0,
-        reason: "A CRD's group answers an unknown path with the text `404 page not found`, serves its discovery document to any method, treats a POST to an object or a PUT to a collection as a create or an update, and ignores path segments after a subresource. Built-in groups (and servers on k8s.io/apiserver, whose routes are go-restful's) answer a 404 NotFound or 405 MethodNotAllowed Status, which farm-apiserver does.",
-        applies: |request, farm, reference| {
+        reason: "A CRD's group answers an unknown path with the text `404 page not found`, serves its discovery document to any method, treats a POST to an object or a PUT to a collection as a create or an update, and ignores path segments after a subresource. Built-in groups (and servers on k8s.io/apiserver, whose routes are go-restful's) answer a 404 NotFound or 405 MethodNotAllowed Status, which the tested server does.",
+        applies: |s, request, tested, reference| {
             let generic = |code: u16, why: &str, text: &str| {
-                farm.code == code
-                    && reason(farm) == why
-                    && message(farm) == text
-                    && farm.body["details"].as_object().is_some_and(|d| d.is_empty())
+                tested.code == code
+                    && reason(tested) == why
+                    && message(tested) == text
+                    && tested.body["details"].as_object().is_some_and(|d| d.is_empty())
             };
             let not_found = generic(404, "NotFound", "the server could not find the requested resource");
             let not_allowed =
                 generic(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
             let text_404 = reference.code == 404 && reference.body == "404 page not found";
             let discovery = reference.code == 200 && reference.body["kind"] == "APIResourceList";
-            let segments: Vec<&str> = request.path.trim_start_matches("{gv}/").split('/').collect();
-            let named = segments.len() == 4 && segments[0] == "namespaces" && segments[2] == "llamas";
-            let collection = request.path.ends_with("/llamas");
-            let llamas_not_allowed = reference.code == 405
+            let named = s.is_object_path(&request.path);
+            let collection = s.is_collection_path(&request.path);
+            let collection_not_allowed = reference.code == 405
                 && reason(reference) == "MethodNotAllowed"
-                && reference.body["details"]["kind"] == "llamas";
+                && reference.body["details"]["kind"] == s.plural;
             let other_verb = (request.method == reqwest::Method::POST && named)
                 || (request.method == reqwest::Method::PUT && collection);
-            let llama_not_found = reference.code == 404
+            let resource_not_found = reference.code == 404
                 && reason(reference) == "NotFound"
-                && reference.body["details"]["kind"] == "llamas";
-            (not_found && (text_404 || llama_not_found || (reference.code == 200 && request.path.contains("/status/"))))
+                && reference.body["details"]["kind"] == s.plural;
+            (not_found
+                && (text_404 || resource_not_found || (reference.code == 200 && request.path.contains("/status/"))))
                 || (not_allowed
-                    && (text_404 || discovery || llamas_not_allowed || (other_verb && reference.code < 500)))
+                    && (text_404 || discovery || collection_not_allowed || (other_verb && reference.code < 500)))
         },
     },
     Allowed {
         name: "protobuf: our 415 for a protobuf body where 1.20 reads it as protobuf (400), and our 406 written as JSON where 1.20 writes it as protobuf",
         corpus: 6,
         per_thousand: 0,
-        reason: "farm-apiserver reads and writes JSON and YAML only (a client offering protobuf also offers JSON: kubectl, client-go); a CRD reads a protobuf body (and refuses it, 400, as custom resources have no protobuf form) and answers an Accept of protobuf alone with a 406 Status in protobuf.",
-        applies: |request, farm, reference| {
+        reason: "The tested server reads and writes JSON and YAML only (a client offering protobuf also offers JSON: kubectl, client-go); a CRD reads a protobuf body (and refuses it, 400, as custom resources have no protobuf form) and answers an Accept of protobuf alone with a 406 Status in protobuf.",
+        applies: |_, request, tested, reference| {
             let body_in_protobuf = request.has_header("content-type", "protobuf")
-                && farm.code == 415
-                && reason(farm) == "UnsupportedMediaType"
+                && tested.code == 415
+                && reason(tested) == "UnsupportedMediaType"
                 && reference.code == 400
                 && message(reference).contains("does not appear to be a protobuf message");
             let accept_protobuf_only =
                 request.headers.iter().any(|(n, v)| n == "accept" && v == "application/vnd.kubernetes.protobuf")
-                    && farm.code == 406
-                    && reason(farm) == "NotAcceptable"
+                    && tested.code == 406
+                    && reason(tested) == "NotAcceptable"
                     && reference.code == 406
                     && reference.content_type == "application/vnd.kubernetes.protobuf";
             body_in_protobuf || accept_protobuf_only
@@ -582,14 +592,14 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "a kind or apiVersion other than the resource's",
         corpus: 7,
         per_thousand: 4,
-        reason: "A built-in resource's decoder refuses a body of another kind or version as BadRequest (`the kind in the data (Alpaca) does not match the expected kind (Llama)`) before it looks the object up, and its patcher refuses such a patched object as an Invalid `patch` (422), as farm-apiserver does. A CRD decodes any kind: it first answers what else is wrong (404, a missing resourceVersion), then refuses the kind as Invalid (422, `kind: Invalid value`), and a write of its status keeps the stored kind.",
-        applies: |request, farm, reference| {
+        reason: "A built-in resource's decoder refuses a body of another kind or version as BadRequest (`the kind in the data (Alpaca) does not match the expected kind (Llama)`) before it looks the object up, and its patcher refuses such a patched object as an Invalid `patch` (422), as the tested server does. A CRD decodes any kind: it first answers what else is wrong (404, a missing resourceVersion), then refuses the kind as Invalid (422, `kind: Invalid value`), and a write of its status keeps the stored kind.",
+        applies: |_, request, tested, reference| {
             let refused_type =
                 |text: &str| text.contains("does not match the expected") || text.contains("is missing in");
-            let by_decoder = farm.code == 400 && refused_type(message(farm));
-            let cause = &farm.body["details"]["causes"][0];
+            let by_decoder = tested.code == 400 && refused_type(message(tested));
+            let cause = &tested.body["details"]["causes"][0];
             let by_patcher =
-                farm.code == 422 && cause["field"] == "patch" && cause["message"].as_str().is_some_and(refused_type);
+                tested.code == 422 && cause["field"] == "patch" && cause["message"].as_str().is_some_and(refused_type);
             (by_decoder || by_patcher)
                 && ((400..500).contains(&reference.code) || (request.path.ends_with("/status") && reference.code < 300))
         },
@@ -598,50 +608,50 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "an empty PartialObjectMetadataList",
         corpus: 1,
         per_thousand: 0,
-        reason: "The kube-apiserver writes the nil slice of an empty metadata-only list as `\"items\": null` (every version so far); farm-apiserver writes `[]`, as for every other list. client-go and kube-rs read both as empty.",
-        applies: |_, farm, reference| {
+        reason: "The kube-apiserver writes the nil slice of an empty metadata-only list as `\"items\": null` (every version so far); the tested server writes `[]`, as for every other list. client-go and kube-rs read both as empty.",
+        applies: |_, _, tested, reference| {
             let with_empty_items = |answer: &Answer| {
                 let mut body = answer.body.clone();
                 body["items"] = Value::Array(Vec::new());
                 body
             };
-            farm.body["kind"] == "PartialObjectMetadataList"
+            tested.body["kind"] == "PartialObjectMetadataList"
                 && reference.body["items"].is_null()
-                && with_empty_items(farm) == with_empty_items(reference)
+                && with_empty_items(tested) == with_empty_items(reference)
         },
     },
     Allowed {
         name: "a limit with resourceVersion=0",
         corpus: 1,
         per_thousand: 0,
-        reason: "The kube-apiserver serves a list at resourceVersion=0 from its watch cache and ignores its limit there (which the API conventions allow); farm-apiserver honours the limit and sends a continue token.",
-        applies: |request, farm, reference| {
+        reason: "The kube-apiserver serves a list at resourceVersion=0 from its watch cache and ignores its limit there (which the API conventions allow); the tested server honours the limit and sends a continue token.",
+        applies: |_, request, tested, reference| {
             let items = |answer: &Answer| answer.body["items"].as_array().cloned().unwrap_or_default();
             request.query.contains("resourceVersion=0")
                 && has_param(request, "limit")
-                && farm.code == 200
+                && tested.code == 200
                 && reference.code == 200
-                && items(farm).len() < items(reference).len()
-                && items(farm).iter().all(|item| items(reference).contains(item))
+                && items(tested).len() < items(reference).len()
+                && items(tested).iter().all(|item| items(reference).contains(item))
         },
     },
     Allowed {
         name: "a watch from a resourceVersion before the reference's window: its 410 Expired event where ours sends the events since",
         corpus: 1,
         per_thousand: 0,
-        reason: "A watch from an old resourceVersion gets 410 Expired once it is older than the server's window of events: the kube-apiserver's watch cache starts when the CRD is established, farm-apiserver's window holds the events since it started; both send 410 for what has left theirs.",
-        applies: |request, farm, reference| {
+        reason: "A watch from an old resourceVersion gets 410 Expired once it is older than the server's window of events: the kube-apiserver's watch cache starts when the CRD is established, the tested server's window holds the events since it started; both send 410 for what has left theirs.",
+        applies: |s, request, tested, reference| {
             let expired = |answer: &Answer| answer.body[0]["object"]["code"] == 410;
             let namespace = request.path.split('/').skip_while(|s| *s != "namespaces").nth(1);
-            let events_of_the_namespace = farm.body.as_array().is_some_and(|events| {
+            let events_of_the_namespace = tested.body.as_array().is_some_and(|events| {
                 events.iter().all(|e| {
                     ["ADDED", "MODIFIED", "DELETED"].contains(&e["type"].as_str().unwrap_or_default())
-                        && e["object"]["kind"] == "Llama"
+                        && e["object"]["kind"] == s.kind
                         && e["object"]["metadata"]["namespace"].as_str() == namespace
                 })
             });
             request.is_watch()
-                && farm.code == 200
+                && tested.code == 200
                 && reference.code == 200
                 && expired(reference)
                 && reference.body.as_array().is_some_and(|events| events.len() == 1)
@@ -652,11 +662,11 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "resourceVersionMatch=Exact at a future resourceVersion: our 504 Too large resource version where 1.20 passes etcd's error on as a 500",
         corpus: 1,
         per_thousand: 0,
-        reason: "Both sides fail the read (the only difference of the tables where ours is a 5xx, allowed only because the reference's is too): kube-apiserver 1.20 passes etcd's `required revision is a future revision` on as a 500; farm-apiserver answers it as the kube-apiserver answers every other read of a future resourceVersion (1.20 included), 504 Timeout `Too large resource version` with retryAfterSeconds 1.",
-        applies: |request, farm, reference| {
+        reason: "Both sides fail the read (the only difference of the tables where ours is a 5xx, allowed only because the reference's is too): kube-apiserver 1.20 passes etcd's `required revision is a future revision` on as a 500; the tested server answers it as the kube-apiserver answers every other read of a future resourceVersion (1.20 included), 504 Timeout `Too large resource version` with retryAfterSeconds 1.",
+        applies: |_, request, tested, reference| {
             query_value(request, "resourceVersionMatch") == Some("Exact")
-                && refused_as(farm, 504, "Timeout", "Timeout: Too large resource version: ")
-                && farm.body["details"]["retryAfterSeconds"] == 1
+                && refused_as(tested, 504, "Timeout", "Timeout: Too large resource version: ")
+                && tested.body["details"]["retryAfterSeconds"] == 1
                 && reference.code == 500
                 && message(reference).contains("required revision is a future revision")
         },
@@ -665,8 +675,8 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "an empty string where the schema wants a string",
         corpus: 1,
         per_thousand: 1,
-        reason: "kube-apiserver 1.20 refuses an empty string (a condition's `message`, a `color`) as `null` (`must be of type string: \"null\"`), though the schema only asks for a string (and metav1.Condition says a message may be empty); later versions accept it, as farm-apiserver does.",
-        applies: |request, farm, reference| {
+        reason: "kube-apiserver 1.20 refuses an empty string (a condition's `message`, a `color`) as `null` (`must be of type string: \"null\"`), though the schema only asks for a string (and metav1.Condition says a message may be empty); later versions accept it, as the tested server does.",
+        applies: |s, request, tested, reference| {
             let empty_as_null = |cause: &Value| {
                 cause["message"]
                     .as_str()
@@ -679,9 +689,9 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 && reference.code == 422
                 && causes(reference, true).len() < causes(reference, false).len()
                 && if causes(reference, true).is_empty() {
-                    (200..300).contains(&farm.code) && farm.body["kind"] == "Llama"
+                    (200..300).contains(&tested.code) && tested.body["kind"] == s.kind
                 } else {
-                    farm.code == 422 && causes(reference, true) == causes(farm, false)
+                    tested.code == 422 && causes(reference, true) == causes(tested, false)
                 }
         },
     },
@@ -689,8 +699,8 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "the same set of causes, in another order or repeated",
         corpus: 6,
         per_thousand: 1,
-        reason: "A CRD's schema validator walks an object's properties, and server-side apply its managers' conflicts, in Go's map order, which is random; farm-apiserver lists them in the schema's order and by manager. The causes (and the message listing them) are the same set. A CRD's update also validates the object's metadata in more than one place (its strategy, its schema validator, the generic store), each adding the same cause; a built-in resource, like farm-apiserver, lists each cause once.",
-        applies: |_, farm, reference| {
+        reason: "A CRD's schema validator walks an object's properties, and server-side apply its managers' conflicts, in Go's map order, which is random; the tested server lists them in the schema's order and by manager. The causes (and the message listing them) are the same set. A CRD's update also validates the object's metadata in more than one place (its strategy, its schema validator, the generic store), each adding the same cause; a built-in resource, like the tested server, lists each cause once.",
+        applies: |_, _, tested, reference| {
             // The set of causes (repeated ones counted once), with or without their messages.
             let causes = |answer: &Answer, with_messages: bool| -> Vec<String> {
                 let all = if with_messages { causes_of(answer) } else { causes_without_messages(answer, |_| false) };
@@ -706,23 +716,24 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 }
                 body
             };
-            farm.code == reference.code
-                && farm.code >= 400
-                && !causes(farm, true).is_empty()
-                && without_causes(farm) == without_causes(reference)
-                && (causes(farm, true) == causes(reference, true) || causes(farm, false) == causes(reference, false))
+            tested.code == reference.code
+                && tested.code >= 400
+                && !causes(tested, true).is_empty()
+                && without_causes(tested) == without_causes(reference)
+                && (causes(tested, true) == causes(reference, true)
+                    || causes(tested, false) == causes(reference, false))
         },
     },
     Allowed {
         name: "an apply the reference cannot type: our 200/201 object (unknown fields dropped with a Warning, the status not applied) where 1.20 answers 500",
         corpus: 1,
         per_thousand: 2,
-        reason: "kube-apiserver 1.20 answers an apply carrying a field its schema does not declare, or a status that is not an object, with a 500 (`failed to create typed patch object`). farm-apiserver applies it as its other writes take such a body: an unknown field is dropped with a Warning (fieldValidation=Warn, Kubernetes 1.27) and the status, which a write of the object resets (Kubernetes 1.22), is not applied.",
-        applies: |request, farm, reference| {
+        reason: "kube-apiserver 1.20 answers an apply carrying a field its schema does not declare, or a status that is not an object, with a 500 (`failed to create typed patch object`). The tested server applies it as its other writes take such a body: an unknown field is dropped with a Warning (fieldValidation=Warn, Kubernetes 1.27) and the status, which a write of the object resets (Kubernetes 1.22), is not applied.",
+        applies: |s, request, tested, reference| {
             apply_failed_on_reference(request, reference, "failed to create typed patch object")
-                && (farm.code == 200 || farm.code == 201)
-                && farm.body["kind"] == "Llama"
-                && warnings_of(farm).iter().all(|w| w.contains("unknown field"))
+                && (tested.code == 200 || tested.code == 201)
+                && tested.body["kind"] == s.kind
+                && warnings_of(tested).iter().all(|w| w.contains("unknown field"))
         },
     },
     Allowed {
@@ -730,7 +741,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 2,
         per_thousand: 0,
         reason: "k8s.io/apiserver lists a resource's verbs sorted (as for every built-in resource); the CRD handler lists them in its own order.",
-        applies: |_, farm, reference| {
+        applies: |_, _, tested, reference| {
             let sorted_verbs = |answer: &Answer| {
                 let mut body = answer.body.clone();
                 for resource in body["resources"].as_array_mut().into_iter().flatten() {
@@ -740,20 +751,20 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 }
                 body
             };
-            farm.body["kind"] == "APIResourceList"
-                && farm.code == reference.code
-                && sorted_verbs(farm) == sorted_verbs(reference)
+            tested.body["kind"] == "APIResourceList"
+                && tested.code == reference.code
+                && sorted_verbs(tested) == sorted_verbs(reference)
         },
     },
     Allowed {
         name: "a client's mistake that 1.20 answers with 500: our 4xx, by the table of its 500s",
         corpus: 17,
         per_thousand: 15,
-        reason: "kube-apiserver 1.20 answers some malformed requests (an unparsable resourceVersion, a list's representation asked of one object, a merge patch that is `null`, an apply that does not match the schema, a resourceVersion on a create) with a 500; farm-apiserver answers the client's mistake with the 4xx of `CLIENT_MISTAKES_1_20_FAILS`, each listed with the reference's message.",
-        applies: |_, farm, reference| {
+        reason: "kube-apiserver 1.20 answers some malformed requests (an unparsable resourceVersion, a list's representation asked of one object, a merge patch that is `null`, an apply that does not match the schema, a resourceVersion on a create) with a 500; the tested server answers the client's mistake with the 4xx of `CLIENT_MISTAKES_1_20_FAILS`, each listed with the reference's message.",
+        applies: |_, _, tested, reference| {
             reference.code == 500
                 && CLIENT_MISTAKES_1_20_FAILS.iter().any(|(theirs, codes)| {
-                    message(reference).contains(theirs) && codes.contains(&farm.code) && !reason(farm).is_empty()
+                    message(reference).contains(theirs) && codes.contains(&tested.code) && !reason(tested).is_empty()
                 })
         },
     },
@@ -761,8 +772,8 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "a full last page without a continue token",
         corpus: 1,
         per_thousand: 3,
-        reason: "The kube-apiserver fills a page from etcd and sends a continue token whenever keys remain after it, even when none of them matches the selector (the next page is then empty); farm-apiserver sends none when nothing after the page matches. Clients follow a token until there is none, so both end the same.",
-        applies: |request, farm, reference| {
+        reason: "The kube-apiserver fills a page from etcd and sends a continue token whenever keys remain after it, even when none of them matches the selector (the next page is then empty); the tested server sends none when nothing after the page matches. Clients follow a token until there is none, so both end the same.",
+        applies: |_, request, tested, reference| {
             let without_continue = |answer: &Answer| {
                 let mut body = answer.body.clone();
                 if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -772,24 +783,24 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 body
             };
             has_param(request, "limit")
-                && farm.body["metadata"].get("continue").is_none()
+                && tested.body["metadata"].get("continue").is_none()
                 && reference.body["metadata"].get("continue").is_some()
-                && without_continue(farm) == without_continue(reference)
+                && without_continue(tested) == without_continue(reference)
         },
     },
     Allowed {
-        name: "DELETE: our answer the deleted Llama where a CRD answers a Success Status naming it",
+        name: "DELETE: our answer the deleted object where a CRD answers a Success Status naming it",
         corpus: 11,
         per_thousand: 32,
-        reason: "farm-apiserver answers a delete with the deleted object and the resourceVersion of its deletion, as the kube-apiserver does for Pods and Services (ReturnDeletedObject), so a client can match its delete with the watch's DELETED event; for a CRD (and ConfigMaps) it answers a `Success` Status. kubectl, client-go and kube-rs (`Either<K, Status>`) accept both.",
-        applies: |request, farm, reference| {
+        reason: "The tested server answers a delete with the deleted object and the resourceVersion of its deletion, as the kube-apiserver does for Pods and Services (ReturnDeletedObject), so a client can match its delete with the watch's DELETED event; for a CRD (and ConfigMaps) it answers a `Success` Status. kubectl, client-go and kube-rs (`Either<K, Status>`) accept both.",
+        applies: |s, request, tested, reference| {
             request.method == reqwest::Method::DELETE
-                && farm.code == reference.code
-                && farm.body["kind"] == "Llama"
+                && tested.code == reference.code
+                && tested.body["kind"] == s.kind
                 && reference.body["kind"] == "Status"
                 && reference.body["status"] == "Success"
-                && reference.body["details"]["kind"] == "llamas"
-                && reference.body["details"]["name"] == farm.body["metadata"]["name"]
+                && reference.body["details"]["kind"] == s.plural
+                && reference.body["details"]["name"] == tested.body["metadata"]["name"]
         },
     },
     Allowed {
@@ -797,21 +808,21 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 2,
         per_thousand: 2,
         reason: "structured-merge-diff v4.0.3 (Kubernetes 1.21, kubernetes-sigs/structured-merge-diff 2e74c28) records a field whose value is an empty map in the writer's field set (`f:spec: {}`), so that removing it from an apply removes the map; v4.0.2, in 1.20, records nothing for it. Compared: everything else, and managedFields with each leaf that stands for an object of the answer (an empty map) left out, entries left empty dropped.",
-        applies: |_, farm, reference| {
-            farm.code == reference.code
-                && farm.body != reference.body
-                && without_leaves_of_maps(&farm.body) == without_leaves_of_maps(&reference.body)
+        applies: |_, _, tested, reference| {
+            tested.code == reference.code
+                && tested.body != reference.body
+                && without_leaves_of_maps(&tested.body) == without_leaves_of_maps(&reference.body)
         },
     },
     Allowed {
         name: "managedFields kept through a write carrying an untypable status",
         corpus: 1,
         per_thousand: 2,
-        reason: "kube-apiserver 1.20 clears every managedFields entry of an object when a write carries a value its schema cannot type (a status that is not an object, which the write drops anyway); farm-apiserver keeps them, as later versions do.",
-        applies: |_, farm, reference| {
+        reason: "kube-apiserver 1.20 clears every managedFields entry of an object when a write carries a value its schema cannot type (a status that is not an object, which the write drops anyway); the tested server keeps them, as later versions do.",
+        applies: |_, _, tested, reference| {
             reference.body["metadata"].get("managedFields").is_none()
-                && farm.body["metadata"].get("managedFields").is_some()
-                && without_managed_fields(&farm.body) == without_managed_fields(&reference.body)
+                && tested.body["metadata"].get("managedFields").is_some()
+                && without_managed_fields(&tested.body) == without_managed_fields(&reference.body)
         },
     },
     Allowed {
@@ -819,16 +830,16 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 1,
         per_thousand: 0,
         reason: "The `export` parameter was removed in Kubernetes 1.21 (deprecated since 1.14) and is ignored since; 1.20 still strips the fields of `EXPORT_STRIPS` for it.",
-        applies: |request, farm, reference| {
-            let mut stripped = farm.body.clone();
+        applies: |_, request, tested, reference| {
+            let mut stripped = tested.body.clone();
             if let Some(metadata) = stripped["metadata"].as_object_mut() {
                 for field in EXPORT_STRIPS {
                     metadata.remove(field);
                 }
             }
             has_param(request, "export")
-                && farm.code == reference.code
-                && farm.body["metadata"].get("creationTimestamp").is_some()
+                && tested.code == reference.code
+                && tested.body["metadata"].get("creationTimestamp").is_some()
                 && stripped == reference.body
         },
     },
@@ -837,23 +848,23 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 2,
         per_thousand: 1,
         reason: "A built-in resource reads `\"color\": null` as an unset field (a required one is then missing); a 1.20 CRD refuses a null for a field its schema does not make nullable as being of type null.",
-        applies: |_, farm, reference| {
+        applies: |s, _, tested, reference| {
             let causes =
                 |answer: &Answer, skip_nulls: bool| causes_without_messages(answer, |c| skip_nulls && refuses_null(c));
-            let only_nulls_refused = (200..300).contains(&farm.code)
-                && farm.body["kind"] == "Llama"
+            let only_nulls_refused = (200..300).contains(&tested.code)
+                && tested.body["kind"] == s.kind
                 && reference.code == 422
                 && !causes_of(reference).is_empty()
                 && causes_of(reference).iter().all(refuses_null);
-            let other_causes_equal = farm.code == 422
+            let other_causes_equal = tested.code == 422
                 && reference.code == 422
-                && causes(reference, false).len() > causes(farm, false).len()
-                && causes(reference, true) == causes(farm, false);
-            // A required field sent as null: missing to farm-apiserver, of type null to the CRD.
+                && causes(reference, false).len() > causes(tested, false).len()
+                && causes(reference, true) == causes(tested, false);
+            // A required field sent as null: missing to the tested server, of type null to the CRD.
             let field_reason = |c: &Value| (c["field"].clone(), c["reason"].clone());
             // (Each cause once: 1.20 may repeat the metadata's, as the entry on the order of causes says.)
-            let (ours, theirs) = (distinct_causes(farm), distinct_causes(reference));
-            let required_not_null = farm.code == 422
+            let (ours, theirs) = (distinct_causes(tested), distinct_causes(reference));
+            let required_not_null = tested.code == 422
                 && reference.code == 422
                 && ours.len() == theirs.len()
                 && ours.iter().zip(&theirs).all(|(f, r)| {
@@ -867,32 +878,55 @@ pub const ON_PURPOSE: &[Allowed] = &[
         name: "integers beyond 2^53 in a number field: our float64 value where a CRD keeps the int64",
         corpus: 1,
         per_thousand: 0,
-        reason: "The schema says `number` (a double): farm-apiserver keeps what a float64 keeps, as a built-in float64 field does; a CRD keeps a JSON integer as an int64 exactly.",
-        applies: |_, farm, reference| {
-            let ours = text(farm);
+        reason: "The schema says `number` (a double): the tested server keeps what a float64 keeps, as a built-in float64 field does; a CRD keeps a JSON integer as an int64 exactly.",
+        applies: |_, _, tested, reference| {
+            let ours = text(tested);
             ours.contains("9223372036854775808")
-                && farm.code == reference.code
+                && tested.code == reference.code
                 && ours.replace("9223372036854775808", "N") == text(reference).replace("9223372036854775807", "N")
+        },
+    },
+    Allowed {
+        name: "an integer beyond int64 in an integer field: our 400 (or the patcher's 422 on `patch`) as a built-in resource's decoder answers, where a CRD reads it as a number and refuses its type (422)",
+        corpus: 1,
+        per_thousand: 6,
+        reason: "A built-in resource decodes an int64 field as an int64, and beyond its range the decoder refuses the body before validation: 400 BadRequest `Pod in version \"v1\" cannot be handled as a Pod: … ReadInt64: overflow` (the reference's own answer for a Pod's activeDeadlineSeconds); for a patch whose result does not decode, the patcher's 422 Invalid with one cause on `patch`. A CRD reads a JSON integer beyond int64 as a float, which its schema then refuses as `must be of type integer: \"number\"` (422). The tested server decodes as a built-in resource does.",
+        applies: |_, _, tested, reference| {
+            let by_decoder =
+                refused_as(tested, 400, "BadRequest", "") && message(tested).contains(" cannot be handled as a ");
+            let cause = &tested.body["details"]["causes"][0];
+            let by_patcher = tested.code == 422
+                && causes_of(tested).len() == 1
+                && cause["field"] == "patch"
+                && cause["message"].as_str().is_some_and(|m| m.contains(" cannot be handled as a "));
+            let refusal = if by_decoder { message(tested) } else { cause["message"].as_str().unwrap_or_default() };
+            let overflow = |cause: &Value| {
+                cause["message"].as_str().is_some_and(|m| m.contains("must be of type integer: \"number\""))
+                    && cause["field"]
+                        .as_str()
+                        .is_some_and(|f| refusal.contains(&format!("{f}: invalid value: integer")))
+            };
+            (by_decoder || by_patcher) && reference.code == 422 && causes_of(reference).iter().any(overflow)
         },
     },
     Allowed {
         name: "server-side apply by a manager whose last apply was at another version: our write where 1.20 answers 500 `failed to prune fields`",
         corpus: 1,
         per_thousand: 10,
-        reason: "structured-merge-diff prunes what an applier stopped sending at the version of its last apply, converting the merged object there; 1.20's field manager converts it without the webhook's conversion and fails on the fields of the other version (kubernetes/kubernetes#117260 and #117356 report the same step failing with webhooks in 1.27). farm-apiserver converts as the resource does and prunes.",
-        applies: |request, farm, reference| {
-            apply_failed_on_reference(request, reference, "failed to prune fields") && (200..300).contains(&farm.code)
+        reason: "structured-merge-diff prunes what an applier stopped sending at the version of its last apply, converting the merged object there; 1.20's field manager converts it without the webhook's conversion and fails on the fields of the other version (kubernetes/kubernetes#117260 and #117356 report the same step failing with webhooks in 1.27). The tested server converts as the resource does and prunes.",
+        applies: |_, request, tested, reference| {
+            apply_failed_on_reference(request, reference, "failed to prune fields") && (200..300).contains(&tested.code)
         },
     },
     Allowed {
         name: "an apply with an invalid label: our 422 where 1.20, converting by webhook, answers 500 with the same cause",
         corpus: 1,
         per_thousand: 5,
-        reason: "1.20 converts an applied configuration through the CRD's conversion webhook and validates the converted object's metadata there, so an invalid label key fails as the webhook's 500 `returned invalid metadata` (the same CRD with `strategy: None` answers 422, as farm-apiserver does, from validation).",
-        applies: |request, farm, reference| {
-            let cause = farm.body["details"]["causes"][0]["message"].as_str().unwrap_or("<none>");
+        reason: "1.20 converts an applied configuration through the CRD's conversion webhook and validates the converted object's metadata there, so an invalid label key fails as the webhook's 500 `returned invalid metadata` (the same CRD with `strategy: None` answers 422, as the tested server does, from validation).",
+        applies: |_, request, tested, reference| {
+            let cause = tested.body["details"]["causes"][0]["message"].as_str().unwrap_or("<none>");
             apply_failed_on_reference(request, reference, "conversion webhook for ")
-                && farm.code == 422
+                && tested.code == 422
                 && message(reference).contains("returned invalid metadata: metadata.labels")
                 && message(reference).ends_with(cause)
         },
@@ -902,7 +936,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         corpus: 1,
         per_thousand: 0,
         reason: "Since Kubernetes 1.22 (\"Respect annotation size limit for SSA last-applied\") an empty kubectl.kubernetes.io/last-applied-configuration is how a user opts out of server-side applies keeping it current; 1.20 rewrote the annotation whenever it was present.",
-        applies: |request, farm, reference| {
+        applies: |_, request, tested, reference| {
             let record = |answer: &Answer| answer.body["metadata"]["annotations"][LAST_APPLIED].clone();
             let without_record = |answer: &Answer| {
                 let mut body = answer.body.clone();
@@ -913,10 +947,10 @@ pub const ON_PURPOSE: &[Allowed] = &[
             };
             request.has_header("content-type", "apply-patch")
                 && request.query.split('&').any(|p| p == "fieldManager=kubectl")
-                && farm.code == reference.code
-                && record(farm) == ""
+                && tested.code == reference.code
+                && record(tested) == ""
                 && record(reference).as_str().is_some_and(|r| serde_json::from_str::<Value>(r).is_ok())
-                && without_record(farm) == without_record(reference)
+                && without_record(tested) == without_record(reference)
         },
     },
 ];
@@ -935,9 +969,9 @@ pub fn no_longer_seen(seen: &std::collections::BTreeMap<&'static str, usize>) ->
 }
 
 /// Whether `request` and its answers show a known defect; its name.
-pub fn to_fix(request: &Request, farm: &Answer, reference: &Answer) -> Option<&'static str> {
+pub fn to_fix(subject: &Subject, request: &Request, tested: &Answer, reference: &Answer) -> Option<&'static str> {
     let by_label = TO_FIX_LABELS.iter().find(|(_, labels)| labels.contains(&request.label.as_str()));
     by_label
         .map(|(name, _)| *name)
-        .or_else(|| TO_FIX.iter().find(|a| (a.applies)(request, farm, reference)).map(|a| a.name))
+        .or_else(|| TO_FIX.iter().find(|a| (a.applies)(subject, request, tested, reference)).map(|a| a.name))
 }
