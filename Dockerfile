@@ -9,12 +9,14 @@ WORKDIR /src
 # needed to load the workspace; only farm-apiserver is built.
 COPY Cargo.toml Cargo.lock ./
 COPY crates/apiserver-kit/Cargo.toml crates/apiserver-kit/
+COPY crates/conformance/Cargo.toml crates/conformance/
 COPY examples/ops-apiserver/Cargo.toml examples/ops-apiserver/
-RUN mkdir -p src crates/apiserver-kit/src examples/ops-apiserver/src && echo 'fn main() {}' > src/main.rs \
+RUN mkdir -p src crates/apiserver-kit/src crates/conformance/src examples/ops-apiserver/src \
+    && echo 'fn main() {}' > src/main.rs \
     && cp src/main.rs examples/ops-apiserver/src/main.rs \
-    && touch src/lib.rs crates/apiserver-kit/src/lib.rs \
+    && touch src/lib.rs crates/apiserver-kit/src/lib.rs crates/conformance/src/lib.rs \
     && cargo build --release --locked -p farm-apiserver \
-    && rm -rf src crates/apiserver-kit/src
+    && rm -rf src crates/apiserver-kit/src crates/conformance/src
 COPY crates ./crates
 COPY src ./src
 RUN touch src/main.rs src/lib.rs crates/apiserver-kit/src/lib.rs && cargo build --release --locked -p farm-apiserver \

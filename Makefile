@@ -38,10 +38,11 @@ ha: ## Only the replica tests: several servers over one real etcd (tests/ha.rs).
 	bash scripts/control-plane.sh etcd
 	$(CARGO) test --locked --test ha
 
-conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default 3000) generated requests: every answer compared with a Llama CRD's on the real kube-apiserver.
+conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default 3000) generated requests: every answer compared with a Llama CRD's on the real kube-apiserver, then the example's Regions with a cluster-scoped CRD's.
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
 	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) $(CARGO) test --locked --test conformance -- --nocapture
+	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) $(CARGO) test --locked -p ops-apiserver --test aggregated regions_answer -- --nocapture
 
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	bash scripts/install-tools.sh

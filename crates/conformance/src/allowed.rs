@@ -21,6 +21,9 @@ pub struct Allowed {
     pub name: &'static str,
     /// Why, and since which Kubernetes version the kube-apiserver does the same (when it does).
     pub reason: &'static str,
+    /// The subjects (by plural) whose run must see it fire: their hand-written corpus has a
+    /// request it explains. In a run of another subject it is only bounded.
+    pub seen_in: &'static [&'static str],
     /// How many requests of the hand-written corpus it may explain.
     pub corpus: usize,
     /// How many of every 1,000 generated requests it may explain (see `Allowed::generated_bound`).
@@ -28,6 +31,9 @@ pub struct Allowed {
     /// Whether this entry explains the difference between the answers to `request`.
     pub applies: fn(subject: &Subject, request: &Request, tested: &Answer, reference: &Answer) -> bool,
 }
+
+/// The farm server's Llamas, whose corpus exercises most entries.
+const LLAMAS: &[&str] = &["llamas"];
 
 /// The annotation client-side `kubectl apply` records its configuration in.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -174,6 +180,25 @@ fn distinct_causes(answer: &Answer) -> Vec<Value> {
 /// Whether a cause is a 1.20 CRD's refusal of a null as being of type null.
 fn refuses_null(cause: &Value) -> bool {
     cause["message"].as_str().is_some_and(|m| m.contains("must be of type") && m.contains("\"null\""))
+}
+
+/// A field path without the indices of list items (`spec.zones[0]` is `spec.zones`).
+fn without_list_indices(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut rest = field;
+    while let Some(open) = rest.find('[') {
+        let (before, after) = rest.split_at(open);
+        out.push_str(before);
+        match after.find(']').filter(|&close| close > 1 && after[1..close].bytes().all(|b| b.is_ascii_digit())) {
+            Some(close) => rest = &after[close + 1..],
+            None => {
+                out.push('[');
+                rest = &after[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The value of the request's query parameter `name` (the first, when repeated).
@@ -361,6 +386,7 @@ const CLIENT_MISTAKES_1_20_FAILS: &[(&str, &[u16])] = &[
 pub const ON_PURPOSE: &[Allowed] = &[
     Allowed {
         name: "the order of a list served from the watch cache",
+        seen_in: LLAMAS,
         corpus: 6,
         per_thousand: 0,
         reason: "kube-apiserver 1.20 serves a list with resourceVersion=0 or NotOlderThan from its watch cache in no order; current Kubernetes' B-tree watch cache (1.32), like etcd and the tested server, in key order.",
@@ -370,6 +396,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "the order of a watch's initial ADDED events",
+        seen_in: LLAMAS,
         corpus: 6,
         per_thousand: 5,
         reason: "A watch without a resourceVersion starts with an ADDED event per object, in no promised order: the kube-apiserver's watch cache sends them in its own; the tested server in key order.",
@@ -377,6 +404,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "the wording of an error message (code, reason, details and causes equal)",
+        seen_in: LLAMAS,
         corpus: 80,
         per_thousand: 92,
         reason: "Parse errors name their cause in Go's words in the reference (`strconv.ParseInt: parsing \"x\": invalid syntax`, json-iterator's byte offsets, `unable to parse requirement: found ''`); the tested server says the same in its own. Clients act on the code, reason and causes' fields, never on this text.",
@@ -384,6 +412,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "Warning headers for unknown fields",
+        seen_in: LLAMAS,
         corpus: 7,
         per_thousand: 1,
         reason: "Kubernetes 1.27 made fieldValidation=Warn the default: unknown and duplicate fields are dropped with a Warning header. 1.20 drops them silently.",
@@ -391,6 +420,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "fieldValidation=Strict: our 400 strict decoding error where 1.20 ignores the parameter and drops the unknown fields",
+        seen_in: LLAMAS,
         corpus: 2,
         per_thousand: 1,
         reason: "fieldValidation (Ignore, Warn, Strict) is Kubernetes 1.25 (beta) / 1.27 (GA): under Strict an unknown field is a 400 `strict decoding error`. 1.20 ignores the parameter, drops the field and writes (the suite's Strict writes are dry runs).",
@@ -403,6 +433,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an unsupported fieldValidation value: our 422 naming it where 1.20 ignores the parameter",
+        seen_in: LLAMAS,
         corpus: 3,
         per_thousand: 6,
         reason: "Since Kubernetes 1.25 a fieldValidation other than Ignore, Warn or Strict is an Invalid options object (422, one FieldValueNotSupported cause on `fieldValidation`), before the body is read; 1.20 ignores the parameter and answers the request as it would without it.",
@@ -424,6 +455,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "sendInitialEvents: our watch list (initial ADDED events, then the initial-events-end bookmark) or our 422 for its misuse, where 1.20 ignores the parameter",
+        seen_in: LLAMAS,
         corpus: 3,
         per_thousand: 0,
         reason: "Watch lists (sendInitialEvents=true with resourceVersionMatch=NotOlderThan and bookmarks) are Kubernetes 1.27 (alpha); sendInitialEvents on a list, or on a watch without those, is a 422 there. 1.20 ignores the parameter, so it lists or watches as without it, and refuses resourceVersionMatch on a watch.",
@@ -456,6 +488,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "a field selector on a selectable field of the spec: our list or watch of the objects that match it, where 1.20 refuses the field (400)",
+        seen_in: LLAMAS,
         corpus: 2,
         per_thousand: 0,
         reason: "CRD selectableFields are Kubernetes 1.30 (1.32 GA); the tested server declares spec fields selectable (farm-apiserver's Llamas: spec.color), which 1.20 cannot, so it refuses the selector with 400 `field label not supported`.",
@@ -474,6 +507,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "managedFields: our status fields recorded only by status writes (with `subresource: status`), where 1.20 also records them for writes of the object",
+        seen_in: LLAMAS,
         corpus: 36,
         per_thousand: 4,
         reason: "Kubernetes 1.22 (reset fields) stopped recording in managedFields what a write of the main resource dropped from the status, and keyed the entries of status writes by `subresource: status`; 1.20 does neither. Compared: everything else, and managedFields with the entries of one manager, operation and version merged and their status fields left out.",
@@ -485,6 +519,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "managedFields after a write of /status that carried spec fields: the status writer's spec fields as 1.20 records them (from the object before its spec is reset)",
+        seen_in: LLAMAS,
         corpus: 2,
         per_thousand: 1,
         reason: "A write of /status drops what it carries of the spec. Since Kubernetes 1.22 (reset fields) the field manager sees the object after the spec is reset; 1.20 sees it before, so it records spec fields the write set, and forgets spec fields the write removed, for that writer. Compared: everything else, and managedFields as in the entry above but for their spec fields.",
@@ -501,6 +536,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an apply of the status carrying other fields: our 200 object where 1.20 answers 409 over those other fields",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "Since Kubernetes 1.22 (reset fields) the fields a write of /status cannot change are dropped before the apply, so they conflict with no one; 1.20 reports a conflict over them.",
@@ -520,6 +556,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "Content-Type of Table and metadata-only answers",
+        seen_in: LLAMAS,
         corpus: 21,
         per_thousand: 0,
         reason: "Current Kubernetes names what it sent in the Content-Type (`application/json;as=Table;v=v1;g=meta.k8s.io`); 1.20 wrote `application/json`.",
@@ -537,6 +574,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "paths and methods no resource serves: our 404 or 405 Status where a CRD's group answers text, a discovery document, or treats the method as another verb",
+        seen_in: LLAMAS,
         corpus: 36,
         per_thousand: 0,
         reason: "A CRD's group answers an unknown path with the text `404 page not found`, serves its discovery document to any method, treats a POST to an object or a PUT to a collection as a create or an update, and ignores path segments after a subresource. Built-in groups (and servers on k8s.io/apiserver, whose routes are go-restful's) answer a 404 NotFound or 405 MethodNotAllowed Status, which the tested server does.",
@@ -570,6 +608,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "protobuf: our 415 for a protobuf body where 1.20 reads it as protobuf (400), and our 406 written as JSON where 1.20 writes it as protobuf",
+        seen_in: LLAMAS,
         corpus: 6,
         per_thousand: 0,
         reason: "The tested server reads and writes JSON and YAML only (a client offering protobuf also offers JSON: kubectl, client-go); a CRD reads a protobuf body (and refuses it, 400, as custom resources have no protobuf form) and answers an Accept of protobuf alone with a 406 Status in protobuf.",
@@ -590,6 +629,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "a kind or apiVersion other than the resource's",
+        seen_in: LLAMAS,
         corpus: 7,
         per_thousand: 4,
         reason: "A built-in resource's decoder refuses a body of another kind or version as BadRequest (`the kind in the data (Alpaca) does not match the expected kind (Llama)`) before it looks the object up, and its patcher refuses such a patched object as an Invalid `patch` (422), as the tested server does. A CRD decodes any kind: it first answers what else is wrong (404, a missing resourceVersion), then refuses the kind as Invalid (422, `kind: Invalid value`), and a write of its status keeps the stored kind.",
@@ -606,6 +646,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an empty PartialObjectMetadataList",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "The kube-apiserver writes the nil slice of an empty metadata-only list as `\"items\": null` (every version so far); the tested server writes `[]`, as for every other list. client-go and kube-rs read both as empty.",
@@ -622,6 +663,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "a limit with resourceVersion=0",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "The kube-apiserver serves a list at resourceVersion=0 from its watch cache and ignores its limit there (which the API conventions allow); the tested server honours the limit and sends a continue token.",
@@ -637,6 +679,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "a watch from a resourceVersion before the reference's window: its 410 Expired event where ours sends the events since",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "A watch from an old resourceVersion gets 410 Expired once it is older than the server's window of events: the kube-apiserver's watch cache starts when the CRD is established, the tested server's window holds the events since it started; both send 410 for what has left theirs.",
@@ -660,6 +703,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "resourceVersionMatch=Exact at a future resourceVersion: our 504 Too large resource version where 1.20 passes etcd's error on as a 500",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "Both sides fail the read (the only difference of the tables where ours is a 5xx, allowed only because the reference's is too): kube-apiserver 1.20 passes etcd's `required revision is a future revision` on as a 500; the tested server answers it as the kube-apiserver answers every other read of a future resourceVersion (1.20 included), 504 Timeout `Too large resource version` with retryAfterSeconds 1.",
@@ -673,6 +717,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an empty string where the schema wants a string",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 1,
         reason: "kube-apiserver 1.20 refuses an empty string (a condition's `message`, a `color`) as `null` (`must be of type string: \"null\"`), though the schema only asks for a string (and metav1.Condition says a message may be empty); later versions accept it, as the tested server does.",
@@ -697,6 +742,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "the same set of causes, in another order or repeated",
+        seen_in: LLAMAS,
         corpus: 6,
         per_thousand: 1,
         reason: "A CRD's schema validator walks an object's properties, and server-side apply its managers' conflicts, in Go's map order, which is random; the tested server lists them in the schema's order and by manager. The causes (and the message listing them) are the same set. A CRD's update also validates the object's metadata in more than one place (its strategy, its schema validator, the generic store), each adding the same cause; a built-in resource, like the tested server, lists each cause once.",
@@ -726,6 +772,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an apply the reference cannot type: our 200/201 object (unknown fields dropped with a Warning, the status not applied) where 1.20 answers 500",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 2,
         reason: "kube-apiserver 1.20 answers an apply carrying a field its schema does not declare, or a status that is not an object, with a 500 (`failed to create typed patch object`). The tested server applies it as its other writes take such a body: an unknown field is dropped with a Warning (fieldValidation=Warn, Kubernetes 1.27) and the status, which a write of the object resets (Kubernetes 1.22), is not applied.",
@@ -738,6 +785,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "the order of verbs in discovery",
+        seen_in: LLAMAS,
         corpus: 2,
         per_thousand: 0,
         reason: "k8s.io/apiserver lists a resource's verbs sorted (as for every built-in resource); the CRD handler lists them in its own order.",
@@ -758,6 +806,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "a client's mistake that 1.20 answers with 500: our 4xx, by the table of its 500s",
+        seen_in: LLAMAS,
         corpus: 17,
         per_thousand: 15,
         reason: "kube-apiserver 1.20 answers some malformed requests (an unparsable resourceVersion, a list's representation asked of one object, a merge patch that is `null`, an apply that does not match the schema, a resourceVersion on a create) with a 500; the tested server answers the client's mistake with the 4xx of `CLIENT_MISTAKES_1_20_FAILS`, each listed with the reference's message.",
@@ -770,6 +819,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "a full last page without a continue token",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 3,
         reason: "The kube-apiserver fills a page from etcd and sends a continue token whenever keys remain after it, even when none of them matches the selector (the next page is then empty); the tested server sends none when nothing after the page matches. Clients follow a token until there is none, so both end the same.",
@@ -790,6 +840,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "DELETE: our answer the deleted object where a CRD answers a Success Status naming it",
+        seen_in: LLAMAS,
         corpus: 11,
         per_thousand: 32,
         reason: "The tested server answers a delete with the deleted object and the resourceVersion of its deletion, as the kube-apiserver does for Pods and Services (ReturnDeletedObject), so a client can match its delete with the watch's DELETED event; for a CRD (and ConfigMaps) it answers a `Success` Status. kubectl, client-go and kube-rs (`Either<K, Status>`) accept both.",
@@ -805,6 +856,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "managedFields: an applied or written empty map (`spec: {}`) recorded as owned, where 1.20 records nothing for it",
+        seen_in: LLAMAS,
         corpus: 2,
         per_thousand: 2,
         reason: "structured-merge-diff v4.0.3 (Kubernetes 1.21, kubernetes-sigs/structured-merge-diff 2e74c28) records a field whose value is an empty map in the writer's field set (`f:spec: {}`), so that removing it from an apply removes the map; v4.0.2, in 1.20, records nothing for it. Compared: everything else, and managedFields with each leaf that stands for an object of the answer (an empty map) left out, entries left empty dropped.",
@@ -816,6 +868,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "managedFields kept through a write carrying an untypable status",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 2,
         reason: "kube-apiserver 1.20 clears every managedFields entry of an object when a write carries a value its schema cannot type (a status that is not an object, which the write drops anyway); the tested server keeps them, as later versions do.",
@@ -827,6 +880,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "export=true: our object with its creationTimestamp, namespace, resourceVersion and uid where 1.20 strips them",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "The `export` parameter was removed in Kubernetes 1.21 (deprecated since 1.14) and is ignored since; 1.20 still strips the fields of `EXPORT_STRIPS` for it.",
@@ -845,6 +899,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "null for a field",
+        seen_in: LLAMAS,
         corpus: 2,
         per_thousand: 1,
         reason: "A built-in resource reads `\"color\": null` as an unset field (a required one is then missing); a 1.20 CRD refuses a null for a field its schema does not make nullable as being of type null.",
@@ -876,6 +931,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "integers beyond 2^53 in a number field: our float64 value where a CRD keeps the int64",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "The schema says `number` (a double): the tested server keeps what a float64 keeps, as a built-in float64 field does; a CRD keeps a JSON integer as an int64 exactly.",
@@ -888,6 +944,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an integer beyond int64 in an integer field: our 400 (or the patcher's 422 on `patch`) as a built-in resource's decoder answers, where a CRD reads it as a number and refuses its type (422)",
+        seen_in: &["llamas", "regions"],
         corpus: 1,
         per_thousand: 6,
         reason: "A built-in resource decodes an int64 field as an int64, and beyond its range the decoder refuses the body before validation: 400 BadRequest `Pod in version \"v1\" cannot be handled as a Pod: … ReadInt64: overflow` (the reference's own answer for a Pod's activeDeadlineSeconds); for a patch whose result does not decode, the patcher's 422 Invalid with one cause on `patch`. A CRD reads a JSON integer beyond int64 as a float, which its schema then refuses as `must be of type integer: \"number\"` (422). The tested server decodes as a built-in resource does.",
@@ -910,7 +967,66 @@ pub const ON_PURPOSE: &[Allowed] = &[
         },
     },
     Allowed {
+        name: "an item of a list named by its index (`spec.zones[0]`), where 1.20 names the list",
+        seen_in: &["regions"],
+        corpus: 1,
+        per_thousand: 6,
+        reason: "Since Kubernetes 1.24 (kube-openapi d5a90d6 and 4c65bda, \"Set path for all specific validators\" and \"Use JSONPath syntax for path indices\") a CRD's schema validator names an item of a list by its index; 1.20's names the list (`spec.zones in body must be of type string`). Compared: everything but the messages, and the causes as sets with the indices left out of our fields.",
+        applies: |_, _, tested, reference| {
+            let causes = |answer: &Answer, without_indices: bool| {
+                let mut causes: Vec<String> = causes_without_messages(answer, |_| false)
+                    .into_iter()
+                    .map(|mut cause| {
+                        if let Some(field) = cause["field"].as_str().filter(|_| without_indices) {
+                            cause["field"] = Value::String(without_list_indices(field));
+                        }
+                        cause.to_string()
+                    })
+                    .collect();
+                causes.sort();
+                causes
+            };
+            let without_causes = |answer: &Answer| {
+                let mut body = without_messages(&answer.body);
+                if let Some(details) = body.get_mut("details").and_then(Value::as_object_mut) {
+                    details.remove("causes");
+                }
+                body
+            };
+            tested.code == 422
+                && reference.code == 422
+                && causes(tested, false) != causes(reference, false)
+                && causes(tested, true) == causes(reference, false)
+                && without_causes(tested) == without_causes(reference)
+        },
+    },
+    Allowed {
+        name: "an apply whose labels carry a null: our 422 for the invalid label keys, where a 1.20 CRD without conversion skips the labels' validation and stores them",
+        seen_in: &["regions"],
+        corpus: 1,
+        per_thousand: 6,
+        reason: "A custom resource's metadata is validated from its unstructured form, whose labels read as no labels at all when one of them is not a string (a `null` in an applied configuration), so 1.20 stores invalid label keys as empty labels, or refuses only the body's other mistakes (with a conversion webhook the converted object's metadata is validated, as the entry on invalid labels through a webhook says). A built-in resource decodes the null as an empty value and validates the keys, as the tested server does.",
+        applies: |_, request, tested, reference| {
+            let applied: Value = serde_json::from_str(&request.body_text()).unwrap_or_default();
+            let null_label = applied["metadata"]["labels"].as_object().is_some_and(|l| l.values().any(Value::is_null));
+            let labels = |c: &Value| c["field"] == "metadata.labels";
+            let ours_but_labels = causes_without_messages(tested, labels);
+            // The other mistakes of the body refused alike; or none, and the reference wrote it.
+            let rest_alike = if reference.code == 422 {
+                ours_but_labels == causes_without_messages(reference, |_| false)
+            } else {
+                (200..300).contains(&reference.code) && ours_but_labels.is_empty()
+            };
+            request.has_header("content-type", "apply-patch")
+                && null_label
+                && tested.code == 422
+                && causes_of(tested).iter().any(labels)
+                && rest_alike
+        },
+    },
+    Allowed {
         name: "server-side apply by a manager whose last apply was at another version: our write where 1.20 answers 500 `failed to prune fields`",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 10,
         reason: "structured-merge-diff prunes what an applier stopped sending at the version of its last apply, converting the merged object there; 1.20's field manager converts it without the webhook's conversion and fails on the fields of the other version (kubernetes/kubernetes#117260 and #117356 report the same step failing with webhooks in 1.27). The tested server converts as the resource does and prunes.",
@@ -920,6 +1036,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an apply with an invalid label: our 422 where 1.20, converting by webhook, answers 500 with the same cause",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 5,
         reason: "1.20 converts an applied configuration through the CRD's conversion webhook and validates the converted object's metadata there, so an invalid label key fails as the webhook's 500 `returned invalid metadata` (the same CRD with `strategy: None` answers 422, as the tested server does, from validation).",
@@ -933,6 +1050,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
     },
     Allowed {
         name: "an empty last-applied annotation: ours left empty by kubectl's server-side apply where 1.20 writes the configuration in it",
+        seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 0,
         reason: "Since Kubernetes 1.22 (\"Respect annotation size limit for SSA last-applied\") an empty kubectl.kubernetes.io/last-applied-configuration is how a user opts out of server-side applies keeping it current; 1.20 rewrote the annotation whenever it was present.",
@@ -974,4 +1092,17 @@ pub fn to_fix(subject: &Subject, request: &Request, tested: &Answer, reference: 
     by_label
         .map(|(name, _)| *name)
         .or_else(|| TO_FIX.iter().find(|a| (a.applies)(subject, request, tested, reference)).map(|a| a.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_indices_leave_field_paths() {
+        assert_eq!(without_list_indices("spec.zones[0]"), "spec.zones");
+        assert_eq!(without_list_indices("a[12].b[3].c"), "a.b.c");
+        assert_eq!(without_list_indices("a[x].b[]"), "a[x].b[]");
+        assert_eq!(without_list_indices("plain"), "plain");
+    }
 }

@@ -5,9 +5,9 @@
 //! - A difference is allowed only by an entry of [`allowed::ON_PURPOSE`] that compares both
 //!   answers; each entry may fire at most [`Allowed::corpus`] times on the hand-written corpus
 //!   and [`Allowed::per_thousand`] times per 1,000 generated requests, and the run fails when an
-//!   entry never fires (it is stale: its requests now answer alike, or its requests are gone),
-//!   when the run says every entry must fire ([`Tally::new`]): the run of the resource the
-//!   tables were written for does, a run of another resource only bounds them.
+//!   entry never fires in the run of a subject it names in [`Allowed::seen_in`] (it is stale:
+//!   its requests now answer alike, or its requests are gone); in another subject's run it is
+//!   only bounded.
 //! - A difference that follows an earlier one in the same generated case is skipped only when
 //!   that earlier one was a defect (unexplained or [`allowed::TO_FIX`]) of a write: the read
 //!   after it depends on what the write stored. After an allowed difference of a write, the read
@@ -42,8 +42,6 @@ struct Case {
 /// What a run found.
 pub struct Tally {
     subject: &'static Subject,
-    /// Whether an entry that never fires fails the run.
-    every_entry_fires: bool,
     pub compared: usize,
     pub same: usize,
     pub generated: usize,
@@ -67,12 +65,10 @@ fn is_write(request: &Request) -> bool {
 }
 
 impl Tally {
-    /// An empty tally for a run on `subject`; with `every_entry_fires`, an entry of the tables
-    /// that explains nothing in the run is reported stale.
-    pub fn new(subject: &'static Subject, every_entry_fires: bool) -> Self {
+    /// An empty tally for a run on `subject`.
+    pub fn new(subject: &'static Subject) -> Self {
         Self {
             subject,
-            every_entry_fires,
             compared: 0,
             same: 0,
             generated: 0,
@@ -192,7 +188,7 @@ impl Tally {
         for entry in allowed::ON_PURPOSE {
             let (corpus, generated) = self.allowed.get(entry.name).copied().unwrap_or_default();
             let bound = entry.generated_bound(self.generated);
-            if self.every_entry_fires && corpus + generated == 0 {
+            if entry.seen_in.contains(&self.subject.plural) && corpus + generated == 0 {
                 out.push(format!("stale (never fired; remove it or restore its requests): {}", entry.name));
             }
             if corpus > entry.corpus {
@@ -208,7 +204,7 @@ impl Tally {
                 ));
             }
         }
-        for name in allowed::no_longer_seen(&self.to_fix).into_iter().filter(|_| self.every_entry_fires) {
+        for name in allowed::no_longer_seen(&self.to_fix) {
             out.push(format!("no longer differs (remove it from TO_FIX): {name}"));
         }
         out

@@ -87,9 +87,20 @@ async fn an_invalid_region_is_a_422_status_naming_every_field() {
     assert_eq!(r.status(), 422);
     let status: Value = r.json().await.unwrap();
     assert_eq!(status["reason"], "Invalid");
-    let fields: Vec<&str> =
-        status["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
-    assert_eq!(fields, ["spec.zones", "spec.capacity"]);
+    // The bounds of the published schema, checked as a CustomResourceDefinition's are.
+    let causes: Vec<(&str, &str)> = status["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            ("spec.capacity", "Invalid value: 0: spec.capacity in body should be greater than or equal to 1"),
+            ("spec.zones", "Invalid value: 0: spec.zones in body should have at least 1 items"),
+        ]
+    );
 }
 
 #[tokio::test]

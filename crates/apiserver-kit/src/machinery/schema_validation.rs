@@ -2,7 +2,7 @@
 //! [`super::resource::body_schema`]), with the rules and words of the kube-apiserver's validation
 //! of a custom resource (`k8s.io/kube-openapi/pkg/validation` and apiextensions' list checks):
 //! JSON types, required properties, `minimum`/`maximum`, `enum`, `pattern`, `minLength`/`maxLength`,
-//! and unique entries in lists of `x-kubernetes-list-type` `set` and `map` (keyed by
+//! `minItems`/`maxItems`, and unique entries in lists of `x-kubernetes-list-type` `set` and `map` (keyed by
 //! `x-kubernetes-list-map-keys`). Every error is collected, with its field path.
 
 use super::error::FieldError;
@@ -56,6 +56,7 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
                     check(&format!("{path}[{i}]"), v, s, errors);
                 }
             }
+            item_count(path, items.len(), schema, errors);
             unique_entries(path, items, schema, errors);
         }
         Value::Bool(_) | Value::Null => {}
@@ -105,6 +106,23 @@ fn bounds(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError
             let bound = FieldError::invalid("", &schema["maximum"], "").value.unwrap_or_default();
             errors.push(FieldError::invalid(path, value, format!("{path} in body should be {words} {bound}")));
         }
+    }
+}
+
+/// Checks a list's length against the schema's `minItems` and `maxItems`.
+fn item_count(path: &str, count: usize, schema: &Value, errors: &mut Vec<FieldError>) {
+    let count = count as u64;
+    if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+        && count < min
+    {
+        let message = format!("{path} in body should have at least {min} items");
+        errors.push(FieldError::invalid(path, &Value::from(count), message));
+    }
+    if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+        && count > max
+    {
+        let message = format!("{path} in body should have at most {max} items");
+        errors.push(FieldError::invalid(path, &Value::from(count), message));
     }
 }
 
@@ -239,6 +257,20 @@ mod tests {
         assert_eq!(errors(json!(["a", "b", "a"]), set.clone()), ["f[2]: Duplicate value: \"a\""]);
         assert!(errors(json!(["a", "b"]), set).is_empty());
         assert!(errors(json!([1, 1]), json!({"type": "array"})).is_empty(), "atomic lists may repeat");
+    }
+
+    #[test]
+    fn lists_meet_min_and_max_items() {
+        let schema = json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2});
+        assert_eq!(errors(json!([]), schema.clone()), ["f: Invalid value: 0: f in body should have at least 1 items"]);
+        assert_eq!(
+            errors(json!(["a", 1, "c"]), schema.clone()),
+            [
+                "f[1]: Invalid value: \"integer\": f[1] in body must be of type string: \"integer\"",
+                "f: Invalid value: 3: f in body should have at most 2 items",
+            ]
+        );
+        assert!(errors(json!(["a"]), schema).is_empty());
     }
 
     #[test]
