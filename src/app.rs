@@ -89,17 +89,9 @@ pub fn options(args: &ServeArgs) -> ServerOptions {
                 ..Default::default()
             }),
         },
-        cluster: match (&args.kubeconfig, args.standalone) {
-            (Some(path), _) => ClusterConnection::Kubeconfig(path.clone()),
-            (None, true) => ClusterConnection::None,
-            (None, false) => ClusterConnection::InCluster,
-        },
+        cluster: ClusterConnection::from_flags(args.kubeconfig.clone(), args.standalone),
         tls: TlsOptions {
-            files: args
-                .tls_cert_file
-                .clone()
-                .zip(args.tls_private_key_file.clone())
-                .map(|(certificate, private_key)| CertificateFiles { certificate, private_key }),
+            files: CertificateFiles::from_pair(args.tls_cert_file.clone(), args.tls_private_key_file.clone()),
             extra_sans: args.tls_sans.clone(),
             reload_interval: Duration::from_secs(args.tls_reload_interval_seconds),
         },

@@ -63,6 +63,15 @@ fn without_messages(value: &Value) -> Value {
     value
 }
 
+/// A `Status` body without its message and its causes.
+fn without_messages_or_causes(value: &Value) -> Value {
+    let mut body = without_messages(value);
+    if let Some(details) = body.get_mut("details").and_then(Value::as_object_mut) {
+        details.remove("causes");
+    }
+    body
+}
+
 /// A cause without its message.
 fn cause_without_message(cause: &Value) -> Value {
     let mut cause = cause.clone();
@@ -755,17 +764,10 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 set.dedup();
                 set
             };
-            let without_causes = |answer: &Answer| {
-                let mut body = without_messages(&answer.body);
-                if let Some(details) = body.get_mut("details").and_then(Value::as_object_mut) {
-                    details.remove("causes");
-                }
-                body
-            };
             tested.code == reference.code
                 && tested.code >= 400
                 && !causes(tested, true).is_empty()
-                && without_causes(tested) == without_causes(reference)
+                && without_messages_or_causes(&tested.body) == without_messages_or_causes(&reference.body)
                 && (causes(tested, true) == causes(reference, true)
                     || causes(tested, false) == causes(reference, false))
         },
@@ -986,18 +988,11 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 causes.sort();
                 causes
             };
-            let without_causes = |answer: &Answer| {
-                let mut body = without_messages(&answer.body);
-                if let Some(details) = body.get_mut("details").and_then(Value::as_object_mut) {
-                    details.remove("causes");
-                }
-                body
-            };
             tested.code == 422
                 && reference.code == 422
                 && causes(tested, false) != causes(reference, false)
                 && causes(tested, true) == causes(reference, false)
-                && without_causes(tested) == without_causes(reference)
+                && without_messages_or_causes(&tested.body) == without_messages_or_causes(&reference.body)
         },
     },
     Allowed {

@@ -16,6 +16,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 const NAMES: &[&str] = &["g-1", "g-2", "g-3", "g-4", "g-5", "g-6"];
+/// A body that is no JSON: an object never closed (also a recorded configuration's apiVersion
+/// that makes the record no JSON).
+const UNCLOSED: &str = "{";
 /// The namespace of generated requests to a namespaced subject.
 pub const NAMESPACE: &str = "generated";
 
@@ -316,7 +319,7 @@ fn patch_mutations(subject: &'static Subject) -> Vec<(u32, BoxedStrategy<Mutatio
         return Vec::new();
     }
     let mut versions: Vec<String> = subject.versions.iter().map(|v| subject.api_version(v)).collect();
-    versions.push("{".into());
+    versions.push(UNCLOSED.into());
     let operation = prop::sample::select(vec!["add", "replace", "remove", "test"]);
     vec![
         (1, (number(), prop::sample::select(versions)).prop_map(|(v, at)| Mutation::Recorded(v, at)).boxed()),
@@ -385,7 +388,7 @@ fn mutation(subject: &'static Subject) -> impl Strategy<Value = Mutation> {
         ),
         (
             1,
-            prop_oneof![Just(String::new()), Just("{".to_string()), Just("null".to_string()), "[ -~]{0,20}"]
+            prop_oneof![Just(String::new()), Just(UNCLOSED.to_string()), Just("null".to_string()), "[ -~]{0,20}"]
                 .prop_map(Mutation::NotJson)
                 .boxed(),
         ),
@@ -400,7 +403,7 @@ fn mutation(subject: &'static Subject) -> impl Strategy<Value = Mutation> {
 }
 
 /// A record of an object at `api_version` with the first field `value`, as client-side
-/// `kubectl apply` writes it, or text that is no JSON when `api_version` is `{`.
+/// `kubectl apply` writes it, or text that is no JSON when `api_version` is [`UNCLOSED`].
 fn recorded(subject: &Subject, value: &Value, api_version: &str) -> String {
     let Some(version) = api_version.strip_prefix(&format!("{}/", subject.group)) else {
         return api_version.into();

@@ -48,16 +48,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             true => Authentication::Standalone { write_kubeconfig: args.write_kubeconfig },
             false => Authentication::Delegated(Default::default()),
         },
-        cluster: match (args.kubeconfig, args.standalone) {
-            (Some(path), _) => ClusterConnection::Kubeconfig(path),
-            (None, true) => ClusterConnection::None,
-            (None, false) => ClusterConnection::InCluster,
-        },
+        cluster: ClusterConnection::from_flags(args.kubeconfig, args.standalone),
         tls: TlsOptions {
-            files: args
-                .tls_cert_file
-                .zip(args.tls_private_key_file)
-                .map(|(certificate, private_key)| CertificateFiles { certificate, private_key }),
+            files: CertificateFiles::from_pair(args.tls_cert_file, args.tls_private_key_file),
             ..TlsOptions::default()
         },
         ..ServerOptions::default()

@@ -40,10 +40,8 @@ pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>, deprecation
     let base = format!("/apis/{}", <V as kube::Resource>::api_version(&()));
     let allowed = |verb: Verb| info.allows(verb);
 
-    let mut all_namespaces: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
     let mut collection: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
     if allowed(Verb::List) {
-        all_namespaces = all_namespaces.get(list::<K, V>);
         collection = collection.get(list::<K, V>);
     }
     if allowed(Verb::Create) {
@@ -58,6 +56,10 @@ pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>, deprecation
     // namespace's at `<plural>`; a cluster-scoped one: its collection at `<plural>`.
     let (collection_path, mut router) = if info.namespaced {
         let path = format!("{base}/namespaces/{{namespace}}/{}", info.plural);
+        let mut all_namespaces: MethodRouter<Arc<Registry<K>>> = MethodRouter::new();
+        if allowed(Verb::List) {
+            all_namespaces = all_namespaces.get(list::<K, V>);
+        }
         (path, Router::new().route(&format!("{base}/{}", info.plural), finish(all_namespaces)))
     } else {
         (format!("{base}/{}", info.plural), Router::new())

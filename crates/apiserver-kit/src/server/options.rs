@@ -94,6 +94,18 @@ pub enum ClusterConnection {
     InCluster,
 }
 
+impl ClusterConnection {
+    /// The connection a command line asks for: the kubeconfig when one is given; otherwise none
+    /// for a standalone server, and the cluster the server runs in for any other.
+    pub fn from_flags(kubeconfig: Option<PathBuf>, standalone: bool) -> Self {
+        match (kubeconfig, standalone) {
+            (Some(path), _) => Self::Kubeconfig(path),
+            (None, true) => Self::None,
+            (None, false) => Self::InCluster,
+        }
+    }
+}
+
 /// The serving certificate.
 #[derive(Clone, Debug)]
 pub struct TlsOptions {
@@ -119,6 +131,14 @@ pub struct CertificateFiles {
     pub certificate: PathBuf,
     /// Its private key.
     pub private_key: PathBuf,
+}
+
+impl CertificateFiles {
+    /// The certificate and key files a command line names, when it names both (a command line
+    /// should require each flag with the other, as `clap`'s `requires` does).
+    pub fn from_pair(certificate: Option<PathBuf>, private_key: Option<PathBuf>) -> Option<Self> {
+        certificate.zip(private_key).map(|(certificate, private_key)| Self { certificate, private_key })
+    }
 }
 
 /// How watches, and the events kept for them, behave.
@@ -202,5 +222,23 @@ pub struct ShutdownOptions {
 impl Default for ShutdownOptions {
     fn default() -> Self {
         Self { delay: Duration::ZERO, grace: Duration::from_secs(20) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_names_the_cluster_and_the_certificate() {
+        let path = PathBuf::from("k.yaml");
+        assert!(
+            matches!(ClusterConnection::from_flags(Some(path.clone()), true), ClusterConnection::Kubeconfig(p) if p == path)
+        );
+        assert!(matches!(ClusterConnection::from_flags(None, true), ClusterConnection::None));
+        assert!(matches!(ClusterConnection::from_flags(None, false), ClusterConnection::InCluster));
+        let files = CertificateFiles::from_pair(Some("c.pem".into()), Some("k.pem".into())).unwrap();
+        assert_eq!((files.certificate, files.private_key), ("c.pem".into(), "k.pem".into()));
+        assert!(CertificateFiles::from_pair(Some("c.pem".into()), None).is_none());
     }
 }
