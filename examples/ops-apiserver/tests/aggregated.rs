@@ -120,15 +120,31 @@ async fn region_crd(c: &Cluster, group: &str) -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("regions.{group}")},
         "spec": {"group": group, "scope": "Cluster",
-            "names": {"plural": "regions", "singular": "region", "kind": "Region", "listKind": "RegionList", "shortNames": ["rg"]},
+            "names": {"plural": "regions", "singular": "region", "kind": "Region", "listKind": "RegionList",
+                "shortNames": ["rg"], "categories": ["ops"]},
             "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema},
-                "subresources": {"status": {}}}]}})
+                "subresources": {"status": {}}, "additionalPrinterColumns": columns()}]}})
+}
+
+/// The CRD's Table columns: the example's (Region's `Strategy::columns`), and the age.
+fn columns() -> Value {
+    let column = |name: &str, kind: &str, path: &str, description: &str| json!({"name": name, "type": kind, "jsonPath": path, "description": description, "priority": 0});
+    let age = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+    json!([
+        column("Zones", "string", ".spec.zones", "Its zones."),
+        column("Capacity", "integer", ".spec.capacity", "Machines it may hold."),
+        column("Machines", "integer", ".status.machines", "Machines it holds."),
+        column("Age", "date", ".metadata.creationTimestamp", age),
+    ])
 }
 
 /// The hand-written requests: a create whose body names a namespace, a second create, the
 /// namespaced paths a cluster-scoped resource does not have, status, merge patch, server-side
 /// apply by two managers of one field, selectors, list, delete and a read after it, and the
 /// mistakes the tables' entries for Regions explain.
+/// kubectl's Accept for a Table.
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
 fn corpus() -> Vec<Request> {
     let (json, merge, apply) = ("application/json", "application/merge-patch+json", "application/apply-patch+yaml");
     let west = json!({"apiVersion": "ops.example.com/v1", "kind": "Region", "metadata": {"name": "west", "namespace": "elsewhere"},
@@ -171,6 +187,9 @@ fn corpus() -> Vec<Request> {
             .query("fieldManager=rival")
             .content_type(apply)
             .json(&applied("west-c")),
+        request("discovery", Method::GET, ""),
+        request("a Table", Method::GET, "/regions").accept(TABLE),
+        request("a Table of one", Method::GET, "/regions/west").accept(TABLE),
         request("list by a label", Method::GET, "/regions").query("labelSelector=missing"),
         request("list", Method::GET, "/regions"),
         request("delete", Method::DELETE, "/regions/west"),
