@@ -318,17 +318,17 @@ fn merged_without_status(entries: &Value) -> Value {
 }
 
 /// Whether the managedFields entries `ours` and `theirs` are the same but for their spec fields
-/// (the entries compared by manager, operation and apiVersion, in order).
+/// (the entries compared by manager, operation and apiVersion, in order; an entry of spec
+/// fields alone, which 1.20 makes for a status writer that sent only spec fields, left out).
 fn same_but_for_spec(ours: &Value, theirs: &Value) -> bool {
     let without_spec = |entries: &Value| -> Vec<Value> {
         let entries = entries.as_array().cloned().unwrap_or_default();
         entries
             .into_iter()
-            .map(|mut entry| {
-                if let Some(fields) = entry["fieldsV1"].as_object_mut() {
-                    fields.remove("f:spec");
-                }
-                entry
+            .filter_map(|mut entry| {
+                let fields = member_mut(&mut entry, &["fieldsV1"]).and_then(Value::as_object_mut)?;
+                fields.remove("f:spec");
+                (!fields.is_empty()).then_some(entry)
             })
             .collect()
     };
