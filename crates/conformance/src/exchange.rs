@@ -51,7 +51,7 @@ impl Request {
         self
     }
 
-    /// A JSON body, with `application/json` unless a content type is given later.
+    /// A JSON body (its Content-Type is set apart, with [`Request::content_type`]).
     pub fn json(self, body: &Value) -> Self {
         self.body(body.to_string())
     }

@@ -1,6 +1,6 @@
 //! What a run found, and the rules that judge each difference:
 //!
-//! - A 5xx of ours's that differs from the reference's answer is never allowed, unless
+//! - A 5xx of ours that differs from the reference's answer is never allowed, unless
 //!   the reference failed (5xx) too.
 //! - A difference is allowed only by an entry of [`allowed::ON_PURPOSE`] that compares both
 //!   answers; each entry may fire at most [`Allowed::corpus`] times on the hand-written corpus
@@ -130,7 +130,7 @@ impl Tally {
             Some(name) => {
                 *self.to_fix.entry(name).or_default() += 1;
                 self.details += &format!(
-                    "TO FIX ({name}): {}\n  {difference}\n  ours: {f:?}\n  reference:      {r:?}\n\n",
+                    "TO FIX ({name}): {}\n  {difference}\n  ours:      {f:?}\n  reference: {r:?}\n\n",
                     crate::describe(request)
                 );
             }
@@ -143,7 +143,7 @@ impl Tally {
     fn explained(&mut self, part: Part, request: &Request, f: &Answer, r: &Answer, difference: &str) -> bool {
         if let Some(entry) = allowed::ON_PURPOSE.iter().find(|a| (a.applies)(self.subject, request, f, r)) {
             self.allowed_details += &format!(
-                "ON PURPOSE ({}): {}\n  {difference}\n  ours: {f:?}\n  reference:      {r:?}\n\n",
+                "ON PURPOSE ({}): {}\n  {difference}\n  ours:      {f:?}\n  reference: {r:?}\n\n",
                 entry.name,
                 crate::describe(request)
             );
@@ -179,7 +179,7 @@ impl Tally {
         let described = crate::describe(request);
         self.unexplained.push(format!("{described}\n    {difference}"));
         self.details +=
-            &format!("{described}\n  {difference}\n  ours: {tested:?}\n  reference:      {reference:?}\n\n");
+            &format!("{described}\n  {difference}\n  ours:      {tested:?}\n  reference: {reference:?}\n\n");
     }
 
     /// The entries that fired more often than they may, or never: each with why.
