@@ -466,12 +466,12 @@ pub const ON_PURPOSE: &[Allowed] = &[
         seen_in: LLAMAS,
         corpus: 2,
         per_thousand: 1,
-        reason: "fieldValidation (Ignore, Warn, Strict) is Kubernetes 1.25 (beta) / 1.27 (GA): under Strict an unknown field is a 400 `strict decoding error`. 1.20 ignores the parameter, drops the field and writes (the suite's Strict writes are dry runs).",
+        reason: "fieldValidation (Ignore, Warn, Strict) is Kubernetes 1.25 (beta) / 1.27 (GA): under Strict an unknown field is a 400 `strict decoding error`, before validation. 1.20 ignores the parameter, drops the field and writes (the suite's Strict writes are dry runs), or refuses what validation finds in the rest (422).",
         applies: |s, request, tested, reference| {
+            let written = (200..300).contains(&reference.code) && reference.body["kind"] == s.kind;
             query_value(request, "fieldValidation") == Some("Strict")
                 && refused_as(tested, 400, "BadRequest", "strict decoding error: unknown field")
-                && (200..300).contains(&reference.code)
-                && reference.body["kind"] == s.kind
+                && (written || refused_as(reference, 422, "Invalid", ""))
         },
     },
     Allowed {
@@ -1135,6 +1135,44 @@ pub fn to_fix(subject: &Subject, request: &Request, tested: &Answer, reference: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn status(code: u16, reason: &str, message: &str) -> Answer {
+        let body = serde_json::json!({"kind": "Status", "code": code, "reason": reason, "message": message});
+        Answer {
+            code,
+            content_type: "application/json".into(),
+            content_encoding: String::new(),
+            warnings: vec![],
+            body,
+        }
+    }
+
+    #[test]
+    fn strict_decoding_is_allowed_where_1_20_validates_the_rest_instead() {
+        fn object(_: &str, _: &str) -> Value {
+            Value::Null
+        }
+        static WIDGETS: Subject = Subject {
+            group: "test.example.com",
+            reference_group: "ref.example.com",
+            kind: "Widget",
+            plural: "widgets",
+            namespaced: false,
+            versions: &["v1"],
+            object,
+            fields: &[],
+            statuses: Vec::new,
+            selectable_fields: &[],
+            unrenamed: &[],
+        };
+        let request = Request::new("create", reqwest::Method::POST, "{gv}/widgets").query("fieldValidation=Strict");
+        let ours = status(400, "BadRequest", "strict decoding error: unknown field \"spec.horns\"");
+        let entry = ON_PURPOSE.iter().find(|e| e.name.starts_with("fieldValidation=Strict")).unwrap();
+        assert!((entry.applies)(&WIDGETS, &request, &ours, &status(422, "Invalid", "Widget \"w\" is invalid")));
+        assert!(!(entry.applies)(&WIDGETS, &request, &ours, &status(404, "NotFound", "not found")));
+        let without = Request { query: String::new(), ..request };
+        assert!(!(entry.applies)(&WIDGETS, &without, &ours, &status(422, "Invalid", "")));
+    }
 
     #[test]
     fn list_indices_leave_field_paths() {
