@@ -54,11 +54,11 @@ static LLAMAS: Subject = Subject {
     versions: &["v1alpha", "v1"],
     object: llama,
     fields: &[
-        Field { name: "weight", path: weight, values: Values::Number },
-        Field { name: "height", path: height, values: Values::Number },
-        Field { name: "color", path: color, values: Values::Text },
+        Field { path: weight, values: Values::Number },
+        Field { path: height, values: Values::Number },
+        Field { path: color, values: Values::Text },
         // Striped is not one of the enum's values.
-        Field { name: "pattern", path: pattern, values: Values::OneOf(&["Spotted", "Solid", "Striped"]) },
+        Field { path: pattern, values: Values::OneOf(&["Spotted", "Solid", "Striped"]) },
     ],
     statuses: || vec![json!({"observedGeneration": 1}), json!({"observedGeneration": -1}), json!("ready")],
     selectable_fields: &["spec.color"],

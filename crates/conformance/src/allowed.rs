@@ -12,7 +12,7 @@
 //! fails the test.
 
 use crate::exchange::{Answer, Request};
-use crate::subject::Subject;
+use crate::subject::{Subject, member_mut};
 use serde_json::Value;
 
 /// One allowed difference.
@@ -98,12 +98,6 @@ fn with_lists_joined(body: &Value) -> Value {
         }
     }
     body
-}
-
-/// The member at `path` of `value`, when each step is an object that has it (indexing a
-/// `Value` mutably panics on anything but an object or null, and answers may be text or lists).
-fn member_mut<'a>(value: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
-    path.iter().try_fold(value, |at, key| at.get_mut(*key))
 }
 
 /// A cause without its message.
@@ -1171,29 +1165,23 @@ mod tests {
 
     #[test]
     fn strict_decoding_is_allowed_where_1_20_validates_the_rest_instead() {
-        fn object(_: &str, _: &str) -> Value {
-            Value::Null
-        }
-        static WIDGETS: Subject = Subject {
-            group: "test.example.com",
-            reference_group: "ref.example.com",
-            kind: "Widget",
-            plural: "widgets",
-            namespaced: false,
-            versions: &["v1"],
-            object,
-            fields: &[],
-            statuses: Vec::new,
-            selectable_fields: &[],
-            unrenamed: &[],
-        };
         let request = Request::new("create", reqwest::Method::POST, "{gv}/widgets").query("fieldValidation=Strict");
         let ours = status(400, "BadRequest", "strict decoding error: unknown field \"spec.horns\"");
         let entry = ON_PURPOSE.iter().find(|e| e.name.starts_with("fieldValidation=Strict")).unwrap();
-        assert!((entry.applies)(&WIDGETS, &request, &ours, &status(422, "Invalid", "Widget \"w\" is invalid")));
-        assert!(!(entry.applies)(&WIDGETS, &request, &ours, &status(404, "NotFound", "not found")));
+        assert!((entry.applies)(
+            &crate::subject::tests::WIDGETS,
+            &request,
+            &ours,
+            &status(422, "Invalid", "Widget \"w\" is invalid")
+        ));
+        assert!(!(entry.applies)(
+            &crate::subject::tests::WIDGETS,
+            &request,
+            &ours,
+            &status(404, "NotFound", "not found")
+        ));
         let without = Request { query: String::new(), ..request };
-        assert!(!(entry.applies)(&WIDGETS, &without, &ours, &status(422, "Invalid", "")));
+        assert!(!(entry.applies)(&crate::subject::tests::WIDGETS, &without, &ours, &status(422, "Invalid", "")));
     }
 
     #[test]

@@ -74,7 +74,7 @@ fn case(subject: &Subject, i: usize, request: Request, name: &str, version: usiz
     requests.push(Request::new(format!("generated #{i}: the object after it"), Method::GET, item));
 }
 
-/// A verb, its method and path, and the query parameters that belong to it.
+/// The method and path of `verb` on the object `name` of the collection `base`.
 fn target(verb: &str, name: &str, base: &str, to_status: bool) -> (Method, String) {
     let item = format!("{base}/{name}");
     match verb {

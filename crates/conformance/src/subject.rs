@@ -33,8 +33,6 @@ pub struct Subject {
 
 /// A field of the object generated requests give other values.
 pub struct Field {
-    /// Its name, for the report.
-    pub name: &'static str,
     /// Where it is at a version (`None`: the version has no such field).
     pub path: fn(version: &str) -> Option<&'static [&'static str]>,
     pub values: Values,
@@ -53,11 +51,14 @@ pub enum Values {
     Strings,
 }
 
+/// The placeholders of the first and second versions' `/apis/<group>/<version>` in a path.
+const PLACEHOLDERS: [&str; 2] = ["{gv}", "{gv2}"];
+
 impl Subject {
     /// `/apis/<group>/<version>` of `{gv}` or `{gv2}` at the start of `path`, for `group`.
     pub fn expand(&self, path: &str, group: &str) -> String {
         let mut path = path.to_string();
-        for (placeholder, version) in ["{gv}", "{gv2}"].into_iter().zip(self.versions) {
+        for (placeholder, version) in PLACEHOLDERS.into_iter().zip(self.versions) {
             path = path.replace(placeholder, &format!("/apis/{group}/{version}"));
         }
         path
@@ -65,7 +66,7 @@ impl Subject {
 
     /// The placeholder of the `index`th version (`{gv}`, `{gv2}`).
     pub fn placeholder(index: usize) -> &'static str {
-        if index == 0 { "{gv}" } else { "{gv2}" }
+        PLACEHOLDERS[index.min(PLACEHOLDERS.len() - 1)]
     }
 
     /// The collection path under `gv` (a placeholder), in `namespace` when the resource is namespaced.
@@ -123,8 +124,7 @@ impl Field {
     pub fn remove(&self, object: &mut Value, version: &str) {
         let Some(path) = (self.path)(version) else { return };
         let Some((last, parents)) = path.split_last() else { return };
-        let parent = parents.iter().try_fold(&mut *object, |at, p| at.get_mut(*p));
-        if let Some(map) = parent.and_then(Value::as_object_mut) {
+        if let Some(map) = member_mut(object, parents).and_then(Value::as_object_mut) {
             map.remove(*last);
         }
     }
@@ -140,29 +140,30 @@ impl Field {
     pub fn pointer(&self, version: &str) -> String {
         (self.path)(version).unwrap_or_default().iter().map(|p| format!("/{p}")).collect()
     }
+}
 
-    /// The field's value in `object` at `version`, as a string (empty when absent or not a string).
-    pub fn text_in<'a>(&self, object: &'a Value, version: &str) -> &'a str {
-        let path = (self.path)(version).unwrap_or_default();
-        path.iter().fold(object, |at, p| &at[*p]).as_str().unwrap_or_default()
-    }
+/// The member at `path` of `value`, when each step is an object that has it (indexing a
+/// `Value` mutably panics on anything but an object or null, and answers may be text or lists).
+pub(crate) fn member_mut<'a>(value: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    path.iter().try_fold(value, |at, key| at.get_mut(*key))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn nested(version: &str) -> Option<&'static [&'static str]> {
         (version == "v2").then_some(&["spec", "coat", "color"][..])
     }
 
-    const COLOR: Field = Field { name: "color", path: nested, values: Values::Text };
+    const COLOR: Field = Field { path: nested, values: Values::Text };
 
     fn widget(name: &str, version: &str) -> Value {
         json!({"apiVersion": format!("test.example.com/{version}"), "kind": "Widget", "metadata": {"name": name}})
     }
 
-    const WIDGETS: Subject = Subject {
+    /// A cluster-scoped subject of two versions, for the crate's unit tests.
+    pub(crate) const WIDGETS: Subject = Subject {
         group: "test.example.com",
         reference_group: "ref.example.com",
         kind: "Widget",
@@ -181,7 +182,6 @@ mod tests {
         let mut object = json!({"spec": {"size": 1}});
         COLOR.set(&mut object, "v2", json!("white"));
         assert_eq!(object, json!({"spec": {"size": 1, "coat": {"color": "white"}}}));
-        assert_eq!(COLOR.text_in(&object, "v2"), "white");
         COLOR.set(&mut object, "v1", json!("black"));
         COLOR.remove(&mut object, "v2");
         assert_eq!(object, json!({"spec": {"size": 1, "coat": {}}}));

@@ -82,10 +82,7 @@ static REGIONS: Subject = Subject {
     namespaced: false,
     versions: &["v1"],
     object: region,
-    fields: &[
-        Field { name: "capacity", path: capacity, values: Values::Number },
-        Field { name: "zones", path: zones, values: Values::Strings },
-    ],
+    fields: &[Field { path: capacity, values: Values::Number }, Field { path: zones, values: Values::Strings }],
     statuses: || vec![json!({"machines": 3}), json!({"machines": -1}), json!({}), json!("ready")],
     selectable_fields: &[],
     unrenamed: &[],
