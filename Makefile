@@ -8,6 +8,7 @@ CARGO ?= cargo
 SOAK_SECONDS ?= 60
 FUZZ_SECONDS ?= 15
 CONFORMANCE_GENERATED ?= 3000
+CONFORMANCE_SEED ?= random
 
 .PHONY: build run test unit e2e ha conformance bench soak fuzz fmt lint openapi certs manifests image clean
 
@@ -38,11 +39,11 @@ ha: ## Only the replica tests: several servers over one real etcd (tests/ha.rs).
 	bash scripts/control-plane.sh etcd
 	$(CARGO) test --locked --test ha
 
-conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default 3000) generated requests: every answer compared with a Llama CRD's on the real kube-apiserver, then the example's Regions with a cluster-scoped CRD's.
+conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default 3000) generated requests from a new seed (CONFORMANCE_SEED=<seed> replays one): every answer compared with a Llama CRD's on the real kube-apiserver, then the example's Regions with a cluster-scoped CRD's. `make test` runs it with 300 from a fixed seed.
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
-	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) $(CARGO) test --locked --test conformance -- --nocapture
-	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) $(CARGO) test --locked -p ops-apiserver --test aggregated regions_answer -- --nocapture
+	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) CONFORMANCE_SEED=$(CONFORMANCE_SEED) $(CARGO) test --locked --test conformance -- --nocapture
+	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) CONFORMANCE_SEED=$(CONFORMANCE_SEED) $(CARGO) test --locked -p ops-apiserver --test aggregated regions_answer -- --nocapture
 
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	bash scripts/install-tools.sh

@@ -402,6 +402,10 @@ fn creates() -> Vec<Request> {
     }
     requests.push(create("create: again (exists)", &llama("create-1", 10.0)));
     requests.push(create("create: again, dry run", &llama("create-1", 10.0)).query("dryRun=All"));
+    // A dry run answers the object as it came, the resourceVersion sent included.
+    let mut with_rv = llama("dry-with-rv", 10.0);
+    with_rv["metadata"]["resourceVersion"] = json!("5");
+    requests.push(create("create: dry run carrying a resourceVersion", &with_rv).query("dryRun=All"));
     requests
 }
 
@@ -944,6 +948,18 @@ fn applies() -> Vec<Request> {
         apply("empty fieldManager", "applied", "fieldManager=", &body("applied", "42")),
         apply("force=false", "applied", "fieldManager=alice&force=false", &body("applied", "43")),
         apply("dry run", "applied", "fieldManager=alice&dryRun=All", &body("applied", "44")),
+        apply(
+            "dry run creating, carrying a resourceVersion",
+            "applied-with-rv",
+            "fieldManager=alice&dryRun=All",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-with-rv\n  resourceVersion: \"7\"\nspec:\n  weight: 1\n  height: 3\n",
+        ),
+        apply(
+            "creating, carrying a resourceVersion",
+            "applied-with-rv",
+            "fieldManager=alice",
+            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-with-rv\n  resourceVersion: \"7\"\nspec:\n  weight: 1\n  height: 3\n",
+        ),
         apply("name differs", "applied", "fieldManager=alice", &body("other", "44")),
         apply(
             "no name",
@@ -1235,6 +1251,10 @@ fn status() -> Vec<Request> {
             "spec": {"weight": 1, "height": 1}, "status": {"conditions": [{"type": "Ready", "status": "Maybe"}]}})),
         patch_status("status: merge patch", MERGE, r#"{"status": {"observedGeneration": 2}, "spec": {"weight": 1}}"#),
         patch_status("status: merge patch removing the status", MERGE, r#"{"status": null}"#),
+        // A write of the status keeps the stored metadata: an invalid label it carries is neither
+        // stored nor reported, with a valid status or an invalid one.
+        patch_status("status: merge patch with an invalid label", MERGE, &format!(r#"{{"metadata": {{"labels": {{"{}": "x"}}}}, "status": {{"observedGeneration": 3}}}}"#, "v".repeat(64))),
+        patch_status("status: merge patch with an invalid label and status", MERGE, &format!(r#"{{"metadata": {{"labels": {{"{}": "x"}}}}, "status": {{"observedGeneration": -1}}}}"#, "v".repeat(64))),
         // Beyond int64: a built-in resource's decoder refuses it (400), a CRD reads it as a float (see ON_PURPOSE).
         patch_status("status: an observedGeneration beyond int64", MERGE, r#"{"status": {"observedGeneration": 18446744073709551615}}"#),
 

@@ -322,8 +322,9 @@ pub fn decode_patched<K: ApiResource>(
     value: &Value,
     namespace: &str,
     validation: FieldValidation,
+    subresource: Subresource,
 ) -> Result<Decoded<K>> {
-    decode_object::<K>(value, namespace, validation).map_err(|error| as_patch_error(value, error))
+    decode_write::<K>(value, namespace, validation, subresource).map_err(|error| as_patch_error(value, error))
 }
 
 /// [`check_kind`] and [`check_metadata`] on the result of a patch, refusing it as
@@ -355,6 +356,18 @@ pub fn decode_object<K: ApiResource>(
     namespace: &str,
     validation: FieldValidation,
 ) -> Result<Decoded<K>> {
+    decode_write::<K>(value, namespace, validation, Subresource::Main)
+}
+
+/// Decodes the body of a write of `subresource` as [`decode_object`] does, except that a write
+/// of the status reports no errors of the body's metadata: it keeps the stored metadata, which
+/// the kube-apiserver's status strategies put in place before they validate.
+pub fn decode_write<K: ApiResource>(
+    value: &Value,
+    namespace: &str,
+    validation: FieldValidation,
+    subresource: Subresource,
+) -> Result<Decoded<K>> {
     let map = check_kind::<K>(value)?;
 
     let schema = crate::machinery::resource::body_schema::<K>();
@@ -370,7 +383,10 @@ pub fn decode_object<K: ApiResource>(
         }
     }
     if !errors.is_empty() {
-        let mut all = metadata_errors(value, namespace);
+        let mut all = match subresource {
+            Subresource::Status => Vec::new(),
+            Subresource::Main => metadata_errors(value, namespace),
+        };
         all.append(&mut errors);
         let errors = all;
         let name =
@@ -454,6 +470,11 @@ mod tests {
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["metadata.name", "spec.size"]);
         assert_eq!(causes[1].to_string(), "spec.size: Invalid value: -1: spec.size in body should be greater than 0");
+        v["metadata"]["labels"] = json!({"v".repeat(64): "x"});
+        let err = decode_write::<Widget>(&v, "default", FieldValidation::Strict, Subresource::Status).unwrap_err();
+        let Error::Invalid { causes, .. } = &err else { panic!("{err:?}") };
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["spec.size"], "a write of the status keeps the stored metadata: its own is not validated");
     }
 
     #[test]

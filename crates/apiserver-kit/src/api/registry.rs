@@ -525,14 +525,17 @@ impl<K: Strategy> Registry<K> {
         };
         let meta = object.meta_mut();
         // A numeric resourceVersion is refused after validation, where the kube-apiserver's
-        // storage refuses it (with a 500); one that is no number it cannot read and ignores, and
-        // a dry run never reaches it.
+        // storage refuses it (with a 500); one that is no number it cannot read and ignores. A
+        // dry run never reaches that storage: its answer is the object as it came, with the
+        // resourceVersion sent (the kube-apiserver's DryRunnableStorage answers a copy of it).
         let resource_version_set =
             meta.resource_version.as_deref().is_some_and(|rv| rv.parse::<u64>().is_ok_and(|rv| rv != 0));
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
         meta.creation_timestamp = Some(now());
         meta.generation = Some(1);
-        meta.resource_version = None;
+        if !ctx.dry_run {
+            meta.resource_version = None;
+        }
         meta.deletion_timestamp = None;
         meta.deletion_grace_period_seconds = None;
         meta.self_link = None;
@@ -591,7 +594,7 @@ impl<K: Strategy> Registry<K> {
                 check_uid_precondition::<K>(metadata("uid"), current.meta())?;
                 let stored = stored_reset_fields::<K, V>(current.object(), subresource)?;
                 let body = super::decode::with_fields(body, stored);
-                let decoded = super::decode::decode_object::<V>(&body, namespace, ctx.field_validation)?;
+                let decoded = super::decode::decode_write::<V>(&body, namespace, ctx.field_validation, subresource)?;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings = decoded.warnings;
                 warnings.extend(object.warnings());
@@ -637,7 +640,8 @@ impl<K: Strategy> Registry<K> {
                 check_body_name(&patched, name)?;
                 check_patched_namespace(&patched, namespace)?;
                 check_resource_version::<K>(resource_version_in(&patched), current.meta(), true)?;
-                let decoded = super::decode::decode_patched::<V>(&patched, namespace, ctx.field_validation)?;
+                let decoded =
+                    super::decode::decode_patched::<V>(&patched, namespace, ctx.field_validation, subresource)?;
                 warnings = decoded.warnings;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings.extend(object.warnings());
@@ -1009,7 +1013,12 @@ mod tests {
         );
         let dry_run = WriteContext { dry_run: true, ..WriteContext::default() };
         let tried = r.create("default", with_rv, &dry_run).await.unwrap().object.decode().unwrap();
-        assert_eq!(tried.metadata.resource_version, None, "a dry run reaches no storage, which would refuse it");
+        assert_eq!(
+            tried.metadata.resource_version.as_deref(),
+            Some("999"),
+            "a dry run reaches no storage, which would refuse it, and answers the object as it came"
+        );
+        assert!(r.get("default", "dolly").await.is_err(), "a dry run stores nothing");
         let created = r.create("default", l, &WriteContext::default()).await.unwrap().object.decode().unwrap();
         assert_ne!(created.metadata.uid.as_deref(), Some("mine"));
         assert_eq!(created.metadata.resource_version.as_deref(), Some("1"));

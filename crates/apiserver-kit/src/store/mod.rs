@@ -249,7 +249,8 @@ pub trait Store<K: crate::machinery::resource::ApiResource>: Send + Sync + 'stat
     async fn subscribe(&self, namespace: Option<&str>, from: WatchFrom, capacity: usize) -> Result<Subscription<K>>;
 
     /// Stores a new object; 409 `AlreadyExists` if its key is taken. With `dry_run` the checks
-    /// run but nothing is stored.
+    /// run but nothing is stored, and the answer is `object` as given (no resourceVersion is
+    /// stamped; one it carries stays).
     async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>>;
 
     /// Runs `update` on the current object at `key` and applies its decision atomically;

@@ -122,9 +122,12 @@ impl<K: Strategy> Registry<K> {
         let mut object = applied.object.unwrap_or_else(|| config.clone());
         object["metadata"]["name"] = Value::String(name.to_string());
         let decoded = decode::decode_object::<V>(&object, namespace, ctx.field_validation)?;
-        // An apply that creates ignores the resourceVersion its configuration may carry.
+        // An apply that creates ignores the resourceVersion its configuration may carry; a dry
+        // run answers it as sent, as the kube-apiserver's dry-run storage answers the object.
         let mut object = V::object_to_hub(decoded.object)?;
-        object.meta_mut().resource_version = None;
+        if !ctx.dry_run {
+            object.meta_mut().resource_version = None;
+        }
         let created = self.create_tracked(namespace, object, ctx, Tracking::Given(applied.managed.encode())).await?;
         Ok(Written { object: created.object, warnings: [decoded.warnings, created.warnings].concat() })
     }
@@ -160,7 +163,7 @@ impl<K: Strategy> Registry<K> {
                 let object = match applied.object {
                     Some(value) => {
                         super::check_resource_version::<K>(super::resource_version_in(&value), current.meta(), true)?;
-                        let decoded = decode::decode_object::<V>(&value, namespace, ctx.field_validation)?;
+                        let decoded = decode::decode_write::<V>(&value, namespace, ctx.field_validation, subresource)?;
                         warnings = decoded.warnings;
                         // An emptied namespace is the request's, as for a patch.
                         let mut object = V::object_to_hub(decoded.object)?;
