@@ -646,6 +646,13 @@ async fn dry_run_validates_everything_and_stores_nothing(#[case] backend: Backen
     assert_eq!(created.code, 201);
     assert_eq!(created.body["metadata"]["name"], "dolly");
     assert_status(&s.get_json(&llama_path("default", "dolly")).await.body, 404, "NotFound");
+    // A dry run answers the object as it came, with the resourceVersion it was sent (the real
+    // create refuses one, 400), as the kube-apiserver's dry-run storage answers a copy of it.
+    let mut with_rv = llama("dolly", 1.0, 1.0);
+    with_rv["metadata"]["resourceVersion"] = json!("42");
+    let tried = send(s.client.post(s.url(&dry(&llamas("default")))).json(&with_rv)).await;
+    assert_eq!((tried.code.as_u16(), &tried.body["metadata"]["resourceVersion"]), (201, &json!("42")));
+    assert_status(&send(s.client.post(s.url(&llamas("default"))).json(&with_rv)).await.body, 400, "BadRequest");
 
     let real = s.create("default", &llama("dolly", 1.0, 1.0)).await.body;
     let path = llama_path("default", "dolly");

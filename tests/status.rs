@@ -110,6 +110,16 @@ async fn the_main_resource_keeps_the_stored_status_and_the_generation_follows_th
     assert_eq!((code, &dry["status"]["observedGeneration"]), (200, &json!(5)));
     let (_, stored) = send(s.client.get(s.url(&llama_path("default", "dolly")))).await;
     assert_eq!(stored, patched);
+
+    // A status write keeps the stored metadata: an invalid label it carries is neither stored
+    // nor reported, beside a valid status or an invalid one (as a custom resource's status).
+    let labelled = |generation: i64| json!({"metadata": {"labels": {"v".repeat(64): "x"}}, "status": {"observedGeneration": generation}});
+    let (code, written) = merge_patch(&s, &status_path("default", "dolly"), labelled(3)).await;
+    assert_eq!((code, &written["metadata"]["labels"]), (200, &patched["metadata"]["labels"]), "{written}");
+    let (code, refused) = merge_patch(&s, &status_path("default", "dolly"), labelled(-1)).await;
+    let fields: Vec<&Value> =
+        refused["details"]["causes"].as_array().into_iter().flatten().map(|c| &c["field"]).collect();
+    assert_eq!((code, fields), (422, vec![&json!("status.observedGeneration")]), "{refused}");
 }
 
 #[apply(backends)]
