@@ -762,7 +762,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         seen_in: LLAMAS,
         corpus: 1,
         per_thousand: 1,
-        reason: "kube-apiserver 1.20 refuses an empty string (a condition's `message`, a `color`) as `null` (`must be of type string: \"null\"`), though the schema only asks for a string (and metav1.Condition says a message may be empty); later versions accept it, as the tested server does.",
+        reason: "kube-apiserver 1.20 refuses an empty string (a condition's `message`, a `color`) as `null` (`must be of type string: \"null\"`), though the schema only asks for a string (and metav1.Condition says a message may be empty); later versions accept it, as the tested server does, and then answer what comes after validation (a create of a name already taken: 409 AlreadyExists). Found on Regions too (seed 11487498181896365225).",
         applies: |s, request, tested, reference| {
             let empty_as_null = |cause: &Value| {
                 cause["message"]
@@ -770,13 +770,18 @@ pub const ON_PURPOSE: &[Allowed] = &[
                     .is_some_and(|m| m.starts_with("Invalid value: \"null\": ") && m.contains("must be of type string"))
             };
             let causes = |answer: &Answer, skip: bool| causes_without_messages(answer, |c| skip && empty_as_null(c));
-            // When the empty string was all the reference refused, our write succeeded; otherwise
-            // we refused the rest alike.
-            request.body_text().contains(r#":"""#)
+            // An empty string in the body (a field's value, or a list's item). When it was all
+            // the reference refused, our write succeeded, or our create met what the
+            // kube-apiserver checks after validation (the name is taken, 409); otherwise we
+            // refused the rest alike.
+            let taken = request.method == reqwest::Method::POST
+                && tested.code == 409
+                && tested.body["reason"] == "AlreadyExists";
+            request.body_text().contains(r#""""#)
                 && reference.code == 422
                 && causes(reference, true).len() < causes(reference, false).len()
                 && if causes(reference, true).is_empty() {
-                    (200..300).contains(&tested.code) && tested.body["kind"] == s.kind
+                    ((200..300).contains(&tested.code) && tested.body["kind"] == s.kind) || taken
                 } else {
                     tested.code == 422 && causes(reference, true) == causes(tested, false)
                 }
