@@ -938,6 +938,7 @@ fn applies() -> Vec<Request> {
             "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: {name}\nspec:\n  weight: {weight}\n  height: 3\n"
         )
     };
+    let with_rv = "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-with-rv\n  resourceVersion: \"7\"\nspec:\n  weight: 1\n  height: 3\n";
     vec![
         apply("creates", "applied", "fieldManager=alice", &body("applied", "40")),
         apply("same again", "applied", "fieldManager=alice", &body("applied", "40")),
@@ -948,18 +949,8 @@ fn applies() -> Vec<Request> {
         apply("empty fieldManager", "applied", "fieldManager=", &body("applied", "42")),
         apply("force=false", "applied", "fieldManager=alice&force=false", &body("applied", "43")),
         apply("dry run", "applied", "fieldManager=alice&dryRun=All", &body("applied", "44")),
-        apply(
-            "dry run creating, carrying a resourceVersion",
-            "applied-with-rv",
-            "fieldManager=alice&dryRun=All",
-            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-with-rv\n  resourceVersion: \"7\"\nspec:\n  weight: 1\n  height: 3\n",
-        ),
-        apply(
-            "creating, carrying a resourceVersion",
-            "applied-with-rv",
-            "fieldManager=alice",
-            "apiVersion: farm.example.com/v1alpha\nkind: Llama\nmetadata:\n  name: applied-with-rv\n  resourceVersion: \"7\"\nspec:\n  weight: 1\n  height: 3\n",
-        ),
+        apply("dry run creating, carrying a resourceVersion", "applied-with-rv", "fieldManager=alice&dryRun=All", with_rv),
+        apply("creating, carrying a resourceVersion", "applied-with-rv", "fieldManager=alice", with_rv),
         apply("name differs", "applied", "fieldManager=alice", &body("other", "44")),
         apply(
             "no name",
@@ -1227,6 +1218,10 @@ fn status() -> Vec<Request> {
             "conditions": [{"type": "Ready", "status": "True", "reason": "Fed", "message": "fed", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}})
     };
     let put = |label: &str, body: &Value| Request::new(label, Method::PUT, &path).content_type(JSON).json(body);
+    // A status merge patch carrying an invalid (64-character) label key.
+    let labelled = |generation: i64| {
+        json!({"metadata": {"labels": {"v".repeat(64): "x"}}, "status": {"observedGeneration": generation}}).to_string()
+    };
     let patch_status = |label: &str, content_type: &str, body: &str| {
         Request::new(label, Method::PATCH, &path).content_type(content_type).body(body)
     };
@@ -1253,8 +1248,8 @@ fn status() -> Vec<Request> {
         patch_status("status: merge patch removing the status", MERGE, r#"{"status": null}"#),
         // A write of the status keeps the stored metadata: an invalid label it carries is neither
         // stored nor reported, with a valid status or an invalid one.
-        patch_status("status: merge patch with an invalid label", MERGE, &format!(r#"{{"metadata": {{"labels": {{"{}": "x"}}}}, "status": {{"observedGeneration": 3}}}}"#, "v".repeat(64))),
-        patch_status("status: merge patch with an invalid label and status", MERGE, &format!(r#"{{"metadata": {{"labels": {{"{}": "x"}}}}, "status": {{"observedGeneration": -1}}}}"#, "v".repeat(64))),
+        patch_status("status: merge patch with an invalid label", MERGE, &labelled(3)),
+        patch_status("status: merge patch with an invalid label and status", MERGE, &labelled(-1)),
         // Beyond int64: a built-in resource's decoder refuses it (400), a CRD reads it as a float (see ON_PURPOSE).
         patch_status("status: an observedGeneration beyond int64", MERGE, r#"{"status": {"observedGeneration": 18446744073709551615}}"#),
 

@@ -775,9 +775,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
             // the reference refused, our write succeeded, or our create met what the
             // kube-apiserver checks after validation (the name is taken, 409); otherwise we
             // refused the rest alike.
-            let taken = request.method == reqwest::Method::POST
-                && tested.code == 409
-                && tested.body["reason"] == "AlreadyExists";
+            let taken = request.method == reqwest::Method::POST && refused_as(tested, 409, "AlreadyExists", "");
             request.body_text().contains(r#""""#)
                 && reference.code == 422
                 && causes(reference, true).len() < causes(reference, false).len()
