@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 15
 CONFORMANCE_GENERATED ?= 3000
 CONFORMANCE_SEED ?= random
 
-.PHONY: build run test unit e2e ha conformance bench soak fuzz fmt lint openapi certs manifests image clean
+.PHONY: build run test unit e2e ha conformance bench soak fuzz fmt lint openapi certs manifests image node node-down node-test clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -69,8 +69,18 @@ openapi: ## Regenerate the checked-in OpenAPI documents under openapi/.
 certs manifests: ## Make certs/ (CA, serving cert, caBundle) and manifests/app.yaml for `kubectl apply -f`.
 	$(CARGO) run --locked --quiet -- certs --out-dir certs --manifests-dir manifests --app-yaml manifests/app.yaml
 
-image: ## Build the container image $(IMAGE) (needs a Docker engine).
-	docker build -t $(IMAGE) .
+image: ## Build the container image $(IMAGE): `docker build` where a Docker engine answers, else buildah with bases made locally (scripts/image.sh).
+	if docker info >/dev/null 2>&1; then docker build -t $(IMAGE) .; else bash scripts/image.sh build $(IMAGE); fi
+
+node: ## Start the one-node cluster of the node tests (scripts/node.sh up; KUBECONFIG in target/node/env) and load the images the manifests name.
+	bash scripts/node.sh up
+	bash scripts/node.sh image
+
+node-down: ## Stop and remove the one-node cluster.
+	bash scripts/node.sh down
+
+node-test: ## Only the tests on the node (tests/node.rs): the image, the install, FarmPods of real Pods.
+	$(CARGO) test --locked --test node -- --nocapture
 
 clean:
 	$(CARGO) clean

@@ -3,8 +3,10 @@
 # with the aggregation layer configured, and on request kube-controller-manager, as
 # ../shared/DESIGN.md describes.
 #
-#   scripts/control-plane.sh binaries      print the etcd, kube-apiserver and kube-controller-manager
-#                                          paths, building the last two when the cache lacks them
+#   scripts/control-plane.sh binaries      print the paths of etcd and of the Kubernetes binaries
+#                                          (kube-apiserver, kube-controller-manager, and for
+#                                          scripts/node.sh kube-scheduler, kubelet, kube-proxy),
+#                                          building the Kubernetes ones when the cache lacks them
 #   scripts/control-plane.sh check         the same without building: exit 1, saying why, when the
 #                                          cache holds no binaries of this recipe
 #   scripts/control-plane.sh etcd          print the etcd path (installing it if needed) and nothing else
@@ -17,8 +19,9 @@
 #   scripts/control-plane.sh rotate-front-proxy DIR
 #                                          new front-proxy CA and proxy certificate; kube-apiserver restarted
 #
-# Binaries: $ETCD, $KUBE_APISERVER and $KUBE_CONTROLLER_MANAGER when set (kind, envtest, ...);
-# otherwise Debian's etcd-server, and kube-apiserver and kube-controller-manager 1.20.2 built by
+# Binaries: $ETCD, $KUBE_APISERVER, $KUBE_CONTROLLER_MANAGER (and $KUBE_SCHEDULER, $KUBELET,
+# $KUBE_PROXY) when set (kind, envtest, ...);
+# otherwise Debian's etcd-server, and the five Kubernetes 1.20.2 binaries built by
 # the Kubernetes tree's own `make` (code generators first) from Debian's source package. They are
 # cached in $FARM_CACHE (default ~/.cache/farm-apiserver) under a folder named after a hash of the
 # recipe (the version and every build step below), so a changed recipe builds anew, and each
@@ -29,7 +32,7 @@ set -euo pipefail
 
 CACHE="${FARM_CACHE:-$HOME/.cache/farm-apiserver}"
 K8S_VERSION="1.20.2"
-K8S_COMPONENTS="kube-apiserver kube-controller-manager"
+K8S_COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy"
 log() { echo "control-plane: $*" >&2; }
 
 apt_install() {
@@ -367,18 +370,21 @@ down() {
   done
 }
 
-case "${1:-}" in
-  binaries | check)
-    mode=${1/binaries/}
-    if [ -n "$mode" ] && [ -z "${ETCD:-}" ] && ! command -v etcd >/dev/null 2>&1; then
-      log "no etcd: run scripts/control-plane.sh binaries to install it"; exit 1
-    fi
-    ensure_etcd
-    for component in $K8S_COMPONENTS; do kubernetes_binary "$component" "$mode"; done ;;
-  etcd) ensure_etcd ;;
-  recipe) kubernetes_dir ;;
-  up) up "${2:?directory}" "${3:-}" ;;
-  down) down "${2:?directory}" ;;
-  rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-  *) echo "usage: $0 binaries | check | etcd | recipe | up DIR [--controller-manager] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
-esac
+# Sourced (scripts/node.sh reuses its functions), it only defines them.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  case "${1:-}" in
+    binaries | check)
+      mode=${1/binaries/}
+      if [ -n "$mode" ] && [ -z "${ETCD:-}" ] && ! command -v etcd >/dev/null 2>&1; then
+        log "no etcd: run scripts/control-plane.sh binaries to install it"; exit 1
+      fi
+      ensure_etcd
+      for component in $K8S_COMPONENTS; do kubernetes_binary "$component" "$mode"; done ;;
+    etcd) ensure_etcd ;;
+    recipe) kubernetes_dir ;;
+    up) up "${2:?directory}" "${3:-}" ;;
+    down) down "${2:?directory}" ;;
+    rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
+    *) echo "usage: $0 binaries | check | etcd | recipe | up DIR [--controller-manager] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+  esac
+fi

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh");
-const COMPONENTS: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
+const COMPONENTS: [&str; 5] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"];
 
 /// Runs `script` with `args`, the cache in `cache`, no binaries named by the environment, and a
 /// stand-in etcd (these tests are about the Kubernetes binaries).
@@ -31,7 +31,7 @@ fn recipe_dir(script: &Path, cache: &Path) -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-/// Stand-ins for both binaries in `dir` that print `version` as `--version` does.
+/// Stand-ins for every Kubernetes binary in `dir` that print `version` as `--version` does.
 fn stand_ins(dir: &Path, version: &str) {
     std::fs::create_dir_all(dir).unwrap();
     for component in COMPONENTS {

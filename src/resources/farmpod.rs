@@ -2,7 +2,8 @@
 //!
 //! Keeps the seed tutorial's `spec.containers` (the number of containers) and adds what a user
 //! wants at a glance: node, phase, ready containers (`2/3`), restarts, pod IP, QoS class, images,
-//! the controlling owner (`Kind/name`) and the Pod's labels. Its resourceVersion is the Pod's.
+//! the controlling owner (`Kind/name`) and the Pod's labels, and carries what the kubelet reports:
+//! the start time, the conditions and each container's state. Its resourceVersion is the Pod's.
 //! Projections are made by the Pod cache (`crate::pods`); this file only describes the type.
 //! [`v1`] is the same view at `farm.example.com/v1`.
 
@@ -13,8 +14,8 @@ use crate::machinery::error::FieldError;
 use crate::machinery::resource::{ApiResource, ResourceInfo};
 use crate::machinery::strategy::Strategy;
 use crate::machinery::verb::Verb;
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -71,6 +72,54 @@ pub struct FarmPodStatus {
     /// The Pod's QoS class: Guaranteed, Burstable or BestEffort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos_class: Option<String>,
+    /// When the kubelet acknowledged the Pod (before any image was pulled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+    /// The Pod's conditions as the kubelet reports them (PodScheduled, Initialized, ContainersReady, Ready).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<PodCondition>,
+    /// Each regular container as the kubelet reports it, in the Pod's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub container_statuses: Vec<FarmContainerStatus>,
+}
+
+/// FarmContainerStatus is one container of the Pod as the kubelet reports it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FarmContainerStatus {
+    /// The container's name in the Pod.
+    pub name: String,
+    /// The image the container runs.
+    #[serde(default)]
+    pub image: String,
+    /// Whether the container passes its readiness probe.
+    pub ready: bool,
+    /// Whether the container has started (passed its startup probe, if any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<bool>,
+    /// How many times the kubelet has restarted the container.
+    pub restart_count: i32,
+    /// What the container is doing now: waiting (with its reason), running (since when) or terminated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ContainerState>,
+    /// How the container's previous run ended, after a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_state: Option<ContainerState>,
+}
+
+impl From<&ContainerStatus> for FarmContainerStatus {
+    fn from(c: &ContainerStatus) -> Self {
+        Self {
+            name: c.name.clone(),
+            image: c.image.clone(),
+            ready: c.ready,
+            started: c.started,
+            restart_count: c.restart_count,
+            state: c.state.clone(),
+            // The kubelet writes an empty lastState before any restart; shown only when it says something.
+            last_state: c.last_state.clone().filter(|s| s != &ContainerState::default()),
+        }
+    }
 }
 
 const COLUMNS: &[Column] = &[
@@ -118,30 +167,13 @@ impl FarmPod {
         let meta = &pod.metadata;
         let (name, namespace) = (meta.name.clone()?, meta.namespace.clone()?);
         let spec = pod.spec.as_ref();
-        let status = pod.status.as_ref();
         let containers = spec.map(|s| s.containers.len()).unwrap_or_default() as i64;
-        let statuses = status.and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
-        let ready_containers = statuses.iter().filter(|c| c.ready).count() as i64;
-        let restarts = statuses.iter().map(|c| i64::from(c.restart_count)).sum();
         let owner = meta
             .owner_references
             .iter()
             .flatten()
             .find(|o| o.controller == Some(true))
             .map(|o| format!("{}/{}", o.kind, o.name));
-        let phase = status.and_then(|s| s.phase.clone());
-        let mut reason = status.and_then(|s| s.reason.clone()).or_else(|| phase.clone());
-        for c in statuses {
-            let state = c.state.as_ref();
-            if let Some(r) = state.and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.clone()) {
-                reason = Some(r);
-            } else if let Some(t) = state.and_then(|s| s.terminated.as_ref()) {
-                reason = Some(t.reason.clone().unwrap_or_else(|| format!("ExitCode:{}", t.exit_code)));
-            }
-        }
-        if meta.deletion_timestamp.is_some() {
-            reason = Some("Terminating".into());
-        }
         let uid = meta.uid.as_deref().map(|u| uuid::Uuid::new_v5(&UID_NAMESPACE, u.as_bytes()).to_string());
         Some(Self {
             metadata: ObjectMeta {
@@ -161,16 +193,41 @@ impl FarmPod {
                 images: spec.map(|s| s.containers.iter().filter_map(|c| c.image.clone()).collect()).unwrap_or_default(),
                 owner,
             },
-            status: Some(FarmPodStatus {
-                phase,
-                reason,
-                ready: format!("{ready_containers}/{containers}"),
-                ready_containers,
-                restarts,
-                pod_ip: status.and_then(|s| s.pod_ip.clone()),
-                qos_class: status.and_then(|s| s.qos_class.clone()),
-            }),
+            status: Some(FarmPodStatus::project(pod.status.as_ref(), containers, meta.deletion_timestamp.is_some())),
         })
+    }
+}
+
+impl FarmPodStatus {
+    /// The summary of a Pod's `status` for a Pod of `containers` regular containers.
+    fn project(status: Option<&PodStatus>, containers: i64, deleting: bool) -> Self {
+        let statuses = status.and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+        let ready_containers = statuses.iter().filter(|c| c.ready).count() as i64;
+        let phase = status.and_then(|s| s.phase.clone());
+        let mut reason = status.and_then(|s| s.reason.clone()).or_else(|| phase.clone());
+        for c in statuses {
+            let state = c.state.as_ref();
+            if let Some(r) = state.and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.clone()) {
+                reason = Some(r);
+            } else if let Some(t) = state.and_then(|s| s.terminated.as_ref()) {
+                reason = Some(t.reason.clone().unwrap_or_else(|| format!("ExitCode:{}", t.exit_code)));
+            }
+        }
+        if deleting {
+            reason = Some("Terminating".into());
+        }
+        Self {
+            phase,
+            reason,
+            ready: format!("{ready_containers}/{containers}"),
+            ready_containers,
+            restarts: statuses.iter().map(|c| i64::from(c.restart_count)).sum(),
+            pod_ip: status.and_then(|s| s.pod_ip.clone()),
+            qos_class: status.and_then(|s| s.qos_class.clone()),
+            start_time: status.and_then(|s| s.start_time.clone()),
+            conditions: status.and_then(|s| s.conditions.clone()).unwrap_or_default(),
+            container_statuses: statuses.iter().map(FarmContainerStatus::from).collect(),
+        }
     }
 }
 

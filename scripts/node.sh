@@ -1,0 +1,375 @@
+#!/usr/bin/env bash
+# A one-node Kubernetes 1.20.2 cluster inside a network namespace of its own, for the tests that
+# install farm-apiserver as users do: etcd, kube-apiserver (aggregation configured),
+# kube-controller-manager, kube-scheduler, Debian's containerd 1.6 + runc + CNI bridge, kubelet and
+# kube-proxy (iptables), as kind and kubeadm run a single node.
+#
+#   scripts/node.sh up          start it (idempotent: a running node is left as it is); writes
+#                               $NODE_DIR/kubeconfig and $NODE_DIR/env (KUBECONFIG, SERVER_IMAGE,
+#                               WORKLOAD_IMAGE, NODE_NETNS, NODE_IP)
+#   scripts/node.sh exec CMD…   run CMD inside the node's network namespace, where its addresses are
+#   scripts/node.sh image       build every image the install manifests name (scripts/image.sh) and
+#                               load them into the node under those names
+#   scripts/node.sh down        stop and remove everything `up` made
+#   scripts/node.sh status      exit 0 when the node runs
+#
+# NODE_DIR defaults to target/node. Everything runs inside the network namespace `farmnode-<hash
+# of NODE_DIR>`: the node's address (10.200.0.1 on a bridge), the Pods' bridge (10.244.0.0/24)
+# and the Services' range (10.96.0.0/16) exist only there, and it has no default route, so
+# nothing is sent outside it (loopback is its own). The daemons also share a private mount
+# namespace, where the folders containerd and the kubelet use whatever they are told
+# (/run/containerd, /var/lib/cni, /var/lib/kubelet/device-plugins, /var/log/pods,
+# /var/log/containers, /run/netns) are folders of NODE_DIR: every mount they make
+# disappears with them. Every process lives in the cgroup `<this shell's>/farmnode-<hash>`
+# (daemons in `daemons`, containers in `pods`, the kubelet's --cgroup-root), which `down` freezes,
+# kills and removes. A failed `up` runs `down`.
+#
+# Binaries: kube-* from scripts/control-plane.sh (built once into $FARM_CACHE), etcd, containerd,
+# runc, the CNI plugins, iptables, conntrack and buildah from Debian, installed when missing.
+set -Eeuo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/control-plane.sh
+. "$ROOT/scripts/control-plane.sh"
+NODE_DIR=$(realpath -m "${NODE_DIR:-$ROOT/target/node}")
+ID=$(printf %s "$NODE_DIR" | sha256sum | cut -c1-8)
+NS=farmnode-$ID
+NETNS=/var/run/netns/$NS
+NODE_NAME=farm-node
+NODE_IP=10.200.0.1
+POD_SUBNET=10.244.0.0/24
+SERVICE_RANGE=10.96.0.0/16
+PAUSE_IMAGE=k8s.gcr.io/pause:3.2
+WORKLOAD_IMAGE=localhost/farm-workload:1
+log() { echo "node: $*" >&2; }
+image_sh() { bash "$ROOT/scripts/image.sh" "$@"; }
+# `sh -c "$JOIN" FILE CMD…`: joins the cgroups listed in FILE, then becomes CMD (same process id).
+# shellcheck disable=SC2016
+JOIN='while read -r f; do echo $$ > "$f"; done < "$0"; exec "$@"'
+
+# In the node's network and mount namespaces (those of the holder process).
+in_node() { nsenter --target "$(cat "$NODE_DIR/pids/holder")" --net --mount -- "$@"; }
+kubectl_() { nsenter --net="$NETNS" -- kubectl --kubeconfig "$NODE_DIR/kubeconfig" "$@"; }
+
+ensure_packages() {
+  local wanted=(containerd runc containernetworking-plugins iptables conntrack buildah busybox-static) missing=() p
+  for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then log "installing Debian's ${missing[*]}"; apt_install "${missing[@]}"; fi
+}
+
+# --- cgroups ---------------------------------------------------------------------------------
+
+# Every cgroup (v1 and the hybrid v2) hierarchy mounted, one folder each.
+hierarchies() { awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts | sort -u; }
+
+# This node's cgroup path, the same in every hierarchy (the kubelet's --cgroup-root needs one):
+# under the deepest cgroup this shell is in, so the node stays inside whatever limits it has.
+cgroup_path() {
+  local base
+  base=$(awk -F: '{ print length($3), $3 }' /proc/self/cgroup | sort -n | tail -n1 | cut -d' ' -f2)
+  echo "${base%/}/farmnode-$ID"
+}
+
+make_cgroups() {
+  local h path d f
+  path=$(cgroup_path)
+  echo "$path" > "$NODE_DIR/cgroup"
+  for h in $(hierarchies); do
+    # Each folder made is recorded, parents first, so `down` removes those and no other.
+    mkdir -pv "$h$path/daemons" "$h$path/pods" | sed -n "s/^mkdir: created directory '\(.*\)'$/\1/p" >> "$NODE_DIR/cgroup-dirs"
+    echo "$h$path/daemons/cgroup.procs" >> "$NODE_DIR/cgroup-procs"
+  done
+  # A new cpuset cgroup has no CPUs or memory nodes, and no process can join it until it has.
+  while read -r d; do
+    for f in cpuset.cpus cpuset.mems; do if [ -f "$d/$f" ]; then cat "$(dirname "$d")/$f" > "$d/$f"; fi; done
+  done < "$NODE_DIR/cgroup-dirs"
+}
+
+# Kills every process in the node's cgroups (frozen first, so none forks meanwhile).
+kill_cgroups() {
+  local path freezer h
+  path=$(cat "$NODE_DIR/cgroup" 2>/dev/null) || return 0
+  freezer=$(hierarchies | grep '/freezer$' || true)
+  if [ -n "$freezer" ] && [ -d "$freezer$path" ]; then echo FROZEN > "$freezer$path/freezer.state"; fi
+  for _ in $(seq 1 50); do
+    local pids
+    pids=$(for h in $(hierarchies); do find "$h$path" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u)
+    if [ -z "$pids" ]; then break; fi
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+    if [ -n "$freezer" ] && [ -d "$freezer$path" ]; then echo THAWED > "$freezer$path/freezer.state"; fi
+    sleep 0.1
+  done
+}
+
+remove_cgroups() {
+  [ -f "$NODE_DIR/cgroup-dirs" ] || return 0
+  local path h
+  path=$(cat "$NODE_DIR/cgroup")
+  # Folders below ours that runc and the kubelet made, deepest first, then the ones we made.
+  for h in $(hierarchies); do
+    if [ -d "$h$path" ]; then find "$h$path" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
+  done
+  tac "$NODE_DIR/cgroup-dirs" | while read -r d; do rmdir "$d" 2>/dev/null || true; done
+}
+
+# --- certificates and kubeconfigs -------------------------------------------------------------
+
+cert() {  # cert NAME SUBJECT EXTENSIONS: a certificate signed by the node's CA
+  local d=$NODE_DIR/pki
+  openssl req -newkey rsa:2048 -nodes -keyout "$d/$1.key" -out "$d/$1.csr" -subj "$2" 2>/dev/null
+  printf '[ext]\nbasicConstraints = CA:FALSE\n%s\n' "$3" > "$d/$1.cnf"
+  openssl x509 -req -in "$d/$1.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 30 \
+    -extfile "$d/$1.cnf" -extensions ext -out "$d/$1.crt" 2>/dev/null
+}
+
+make_certs() {
+  local d=$NODE_DIR/pki client='extendedKeyUsage = clientAuth'
+  mkdir -p "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -keyout "$d/ca.key" -out "$d/ca.crt" -subj "/CN=farm-node-ca" 2>/dev/null
+  cert apiserver "/CN=kube-apiserver" "extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,IP:$NODE_IP,IP:${SERVICE_RANGE%.0/*}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert admin "/O=system:masters/CN=farm-node-admin" "$client"
+  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
+  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+  cert controller-manager "/CN=system:kube-controller-manager" "$client"
+  cert scheduler "/CN=system:kube-scheduler" "$client"
+  cert proxy "/CN=system:kube-proxy" "$client"
+  openssl genrsa -out "$d/sa.key" 2048 2>/dev/null && openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+  # The aggregator's client certificate and its CA (control-plane.sh's, which reads client.cnf).
+  printf '[ext]\n%s\n' "$client" > "$d/client.cnf"
+  make_front_proxy_certs "$d" farm-node-front-proxy-ca
+}
+
+kubeconfig() {  # kubeconfig FILE CERT: a kubeconfig of the node's kube-apiserver for CERT's identity
+  local b64='base64 -w0' d=$NODE_DIR/pki
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: farm-node
+  cluster:
+    server: https://$NODE_IP:6443
+    certificate-authority-data: $($b64 < "$d/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $($b64 < "$d/$2.crt")
+    client-key-data: $($b64 < "$d/$2.key")
+contexts:
+- name: farm-node
+  context: {cluster: farm-node, user: $2, namespace: default}
+current-context: farm-node
+EOF
+}
+
+# --- the daemons --------------------------------------------------------------------------------
+
+start() {  # start NAME CMD…: CMD in the node's namespaces and cgroup, logging to logs/NAME.log
+  local name=$1; shift
+  (exec nsenter --target "$(cat "$NODE_DIR/pids/holder")" --net --mount -- sh -c "$JOIN" "$NODE_DIR/cgroup-procs" "$@" \
+    < /dev/null > "$NODE_DIR/logs/$name.log" 2>&1) &
+  echo $! > "$NODE_DIR/pids/$name"
+  disown
+}
+
+wait_for() {  # wait_for WHAT SECONDS CMD…: until CMD succeeds; on timeout, what the logs end with
+  local what=$1 seconds=$2; shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      log "$what: not after ${seconds}s"; tail -n 15 "$NODE_DIR"/logs/*.log >&2; return 1
+    fi
+    sleep 0.2
+  done
+}
+
+own_mount_namespace() { [ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]; }
+
+# The network namespace, and the holder: a process whose only job is to keep the private mount
+# namespace (and its bind mounts) alive; every daemon enters both through it.
+make_namespaces() {
+  ip netns add "$NS"
+  nsenter --net="$NETNS" sh -c "ip link set lo up && ip link add br-node type bridge &&
+    ip addr add $NODE_IP/24 dev br-node && ip link set br-node up && sysctl -qw net.ipv4.ip_forward=1"
+  gcc -static -O2 -o "$NODE_DIR/bin/pause" "$ROOT/scripts/node/pause.c"
+  nsenter --net="$NETNS" unshare --mount --propagation private -- sh -c "$JOIN" "$NODE_DIR/cgroup-procs" "$NODE_DIR/bin/pause" \
+    < /dev/null > /dev/null 2>&1 &
+  echo $! > "$NODE_DIR/pids/holder"
+  disown
+  wait_for "the holder's own mount namespace" 5 own_mount_namespace "$(cat "$NODE_DIR/pids/holder")"
+  local dir
+  for dir in /run/containerd /var/lib/cni /var/lib/kubelet /var/log/pods /var/log/containers /run/netns; do
+    if [ ! -d "$dir" ]; then mkdir -p "$dir" && echo "$dir" >> "$NODE_DIR/host-dirs"; fi
+    mkdir -p "$NODE_DIR/host$dir"
+    in_node mount --bind "$NODE_DIR/host$dir" "$dir"
+  done
+}
+
+write_configs() {
+  cat > "$NODE_DIR/containerd.toml" <<EOF
+version = 2
+root = "$NODE_DIR/containerd/root"
+state = "$NODE_DIR/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "$NODE_DIR/containerd.sock"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$NODE_DIR/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # Root here lacks CAP_SYS_RESOURCE: the kubelet's -998 for sandboxes would make runc fail.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$NODE_DIR/cni"
+EOF
+  mkdir -p "$NODE_DIR/cni"
+  cat > "$NODE_DIR/cni/10-bridge.conflist" <<EOF
+{"cniVersion": "0.4.0", "name": "farm-node", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "$NODE_DIR/cni-ipam", "ranges": [[{"subnet": "$POD_SUBNET"}]],
+            "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}},
+  {"type": "loopback"}]}
+EOF
+}
+
+start_control_plane() {
+  local p=$NODE_DIR/pki
+  start etcd "$(ensure_etcd)" --data-dir "$NODE_DIR/etcd" --name farm-node \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster farm-node=http://127.0.0.1:2380
+  start kube-apiserver "$(kubernetes_binary kube-apiserver)" --etcd-servers http://127.0.0.1:2379 \
+    --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$NODE_IP" \
+    --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range "$SERVICE_RANGE" \
+    --authorization-mode Node,RBAC --allow-privileged=true \
+    --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
+    --requestheader-client-ca-file "$p/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$p/front-proxy-client.crt" --proxy-client-key-file "$p/front-proxy-client.key" \
+    --enable-aggregator-routing=true
+  kubeconfig "$NODE_DIR/kubeconfig" admin
+  wait_for "kube-apiserver /readyz" 90 kubectl_ get --raw /readyz
+  kubeconfig "$NODE_DIR/controller-manager.kubeconfig" controller-manager
+  start kube-controller-manager "$(kubernetes_binary kube-controller-manager)" \
+    --kubeconfig "$NODE_DIR/controller-manager.kubeconfig" --use-service-account-credentials=true \
+    --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
+    --leader-elect=false --secure-port=0 --port=0
+  kubeconfig "$NODE_DIR/scheduler.kubeconfig" scheduler
+  start kube-scheduler "$(kubernetes_binary kube-scheduler)" --kubeconfig "$NODE_DIR/scheduler.kubeconfig" \
+    --leader-elect=false --port=0
+}
+
+start_node() {
+  start containerd containerd --config "$NODE_DIR/containerd.toml"
+  wait_for containerd 30 ctr --address "$NODE_DIR/containerd.sock" version
+  image_sh node-images "$NODE_DIR/images" "$PAUSE_IMAGE" "$WORKLOAD_IMAGE"
+  load_images "$NODE_DIR/images"/*.tar
+  kubeconfig "$NODE_DIR/kubelet.kubeconfig" kubelet
+  start kubelet "$(kubernetes_binary kubelet)" --kubeconfig "$NODE_DIR/kubelet.kubeconfig" \
+    --container-runtime remote --container-runtime-endpoint "unix://$NODE_DIR/containerd.sock" \
+    --cgroup-driver cgroupfs --cgroups-per-qos=true --enforce-node-allocatable= \
+    --cgroup-root "$(cat "$NODE_DIR/cgroup")/pods" \
+    --root-dir "$NODE_DIR/kubelet" --cert-dir "$NODE_DIR/kubelet/pki" \
+    --volume-plugin-dir "$NODE_DIR/kubelet/volume-plugins" \
+    --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" --fail-swap-on=false \
+    --pod-infra-container-image "$PAUSE_IMAGE" --resolv-conf /dev/null \
+    --anonymous-auth=false --client-ca-file "$NODE_DIR/pki/ca.crt" --authorization-mode AlwaysAllow \
+    --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
+    --eviction-hard 'memory.available<100Mi' --runtime-request-timeout 2m
+  kubeconfig "$NODE_DIR/proxy.kubeconfig" proxy
+  start kube-proxy "$(kubernetes_binary kube-proxy)" --kubeconfig "$NODE_DIR/proxy.kubeconfig" \
+    --hostname-override "$NODE_NAME" --proxy-mode iptables --cluster-cidr "$POD_SUBNET" \
+    --conntrack-max-per-core 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
+}
+
+load_images() {
+  local f
+  for f in "$@"; do ctr --address "$NODE_DIR/containerd.sock" -n k8s.io images import "$f" >/dev/null; done
+}
+
+node_ready() {
+  [ "$(kubectl_ get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ] &&
+    [ -z "$(kubectl_ get node "$NODE_NAME" -o 'jsonpath={.spec.taints}')" ] &&
+    kubectl_ get serviceaccount default -n default &&
+    in_node iptables -t nat -S KUBE-SERVICES | grep -q "${SERVICE_RANGE%.0/*}.1/32"
+}
+
+running() {
+  [ -f "$NODE_DIR/pids/kube-apiserver" ] && [ -e "$NETNS" ] && kill -0 "$(cat "$NODE_DIR/pids/holder")" 2>/dev/null &&
+    kubectl_ get --raw /readyz >/dev/null 2>&1
+}
+
+up() {
+  if running; then log "already up ($NODE_DIR)"; return; fi
+  if [ -e "$NODE_DIR" ]; then down; fi
+  local start=$SECONDS
+  ensure_packages
+  # The binaries first (a first run builds them): nothing is made before they exist.
+  ensure_etcd >/dev/null
+  for component in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+    kubernetes_binary "$component" >/dev/null
+  done
+  local made=$SECONDS
+  mkdir -p "$NODE_DIR"/{pids,logs,bin,images}
+  trap 'log "up failed; removing what it made"; down' ERR
+  make_certs
+  make_cgroups
+  make_namespaces
+  write_configs
+  start_control_plane
+  start_node
+  wait_for "node $NODE_NAME Ready, untainted, with its Services routed" 120 node_ready
+  printf 'KUBECONFIG=%s\nSERVER_IMAGE=%s\nWORKLOAD_IMAGE=%s\nNODE_NETNS=%s\nNODE_IP=%s\n' \
+    "$NODE_DIR/kubeconfig" "$(image_sh default-name)" "$WORKLOAD_IMAGE" "$NETNS" "$NODE_IP" > "$NODE_DIR/env"
+  trap - ERR
+  log "up in $((SECONDS - made)) s (binaries and packages checked in $((made - start)) s); KUBECONFIG=$NODE_DIR/kubeconfig"
+}
+
+down() {
+  if [ -f "$NODE_DIR/pids/kubelet" ]; then  # the kubelet first, so nothing restarts what is stopped
+    kill "$(cat "$NODE_DIR/pids/kubelet")" 2>/dev/null || true
+  fi
+  kill_cgroups
+  remove_cgroups
+  ip netns delete "$NS" 2>/dev/null || true
+  if [ -f "$NODE_DIR/host-dirs" ]; then tac "$NODE_DIR/host-dirs" | xargs -r rmdir 2>/dev/null || true; fi
+  # Whatever is still mounted below NODE_DIR (nothing, unless a mount escaped the namespace).
+  grep -F " $NODE_DIR/" /proc/self/mounts | awk '{ print $2 }' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  rm -rf "$NODE_DIR"
+  log "down: $NODE_DIR and namespace $NS removed"
+}
+
+# Builds the images the install manifests name and loads them into the running node.
+images() {
+  running || { log "the node is not up: scripts/node.sh up first"; return 1; }
+  local name
+  for name in $(image_sh manifest-images); do
+    image_sh build "$name"
+    image_sh archive "$name" "$NODE_DIR/images/server.tar"
+    load_images "$NODE_DIR/images/server.tar"
+    rm -f "$NODE_DIR/images/server.tar"
+    log "loaded $name"
+  done
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  image) images ;;
+  status) running ;;
+  exec) shift; if [ -f "$NODE_DIR/env" ]; then set -a && . "$NODE_DIR/env" && set +a; fi; exec nsenter --net="$NETNS" -- "$@" ;;
+  *) echo "usage: $0 up | down | image | status | exec CMD…" >&2; exit 2 ;;
+esac

@@ -1,0 +1,325 @@
+//! On a real node (`scripts/node.sh`: kube-apiserver, kube-controller-manager, kube-scheduler,
+//! kubelet, kube-proxy and containerd in a network namespace of their own): farm-apiserver's
+//! image built from the Dockerfile, installed as a user installs it with one `kubectl apply` of
+//! the manifest its `certs` command writes, answering through the aggregator with its own
+//! ServiceAccount, and FarmPods that show what the kubelet reports about the Pods it runs.
+//!
+//! The node is shared: a node already up is used and left up; one this test started is removed
+//! when it ends, also when it fails.
+
+mod common;
+
+use common::{EVENT_DEADLINE, LineStream};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The one-node cluster of `scripts/node.sh`; removed when dropped if this test started it.
+struct Node {
+    dir: PathBuf,
+    started_here: bool,
+}
+
+impl Node {
+    fn up() -> Self {
+        let script = |verb: &str| Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).arg(verb).status();
+        let running = script("status").is_ok_and(|s| s.success());
+        if !running {
+            assert!(script("up").expect("run scripts/node.sh up").success(), "the node did not start");
+        }
+        let node = Self { dir: PathBuf::from(format!("{ROOT}/target/node")), started_here: !running };
+        assert!(script("image").expect("run scripts/node.sh image").success(), "the images were not built");
+        node
+    }
+
+    /// `CMD…` inside the node's network namespace.
+    fn exec(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write;
+        let mut child = Command::new("bash")
+            .arg(format!("{ROOT}/scripts/node.sh"))
+            .arg("exec")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run scripts/node.sh exec");
+        let mut input = child.stdin.take().expect("stdin");
+        input.write_all(stdin.unwrap_or_default().as_bytes()).expect("write stdin");
+        drop(input);
+        child.wait_with_output().expect("wait for scripts/node.sh exec")
+    }
+
+    /// kubectl with the node's admin kubeconfig: (succeeded, stdout, stderr).
+    fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
+        self.kubectl_with_stdin(args, None)
+    }
+
+    fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        let kubeconfig = self.dir.join("kubeconfig");
+        let mut all = vec!["kubectl", "--kubeconfig", kubeconfig.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = self.exec(&all, stdin);
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    }
+
+    /// kubectl that must succeed; its standard output.
+    fn must(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.kubectl(args);
+        assert!(ok, "kubectl {args:?} failed: {err}{out}");
+        out
+    }
+
+    fn apply(&self, yaml: &str) {
+        let (ok, out, err) = self.kubectl_with_stdin(&["apply", "-f", "-"], Some(yaml));
+        assert!(ok, "kubectl apply failed: {err}{out}");
+    }
+
+    /// An object as JSON (`kubectl get -o json`).
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["get", "-o", "json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.must(&all)).expect("kubectl's JSON")
+    }
+
+    /// A watch of the kube-apiserver's `path` (through the aggregator for our group), one JSON
+    /// event per line, read with the admin's certificate as any client would.
+    fn watch(&self, path: &str) -> LineStream {
+        let pki = self.dir.join("pki");
+        let file = |name: &str| pki.join(name).display().to_string();
+        let mut command = Command::new("bash");
+        command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", "curl", "-sfN", "--cacert"]);
+        command.args([file("ca.crt"), "--cert".into(), file("admin.crt"), "--key".into(), file("admin.key")]);
+        command.arg(format!("https://10.200.0.1:6443{path}"));
+        LineStream::spawn(command)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if self.started_here {
+            let _ = Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).arg("down").status();
+        }
+    }
+}
+
+/// Polls `check` until it gives a value; panics, naming `what`, after [`EVENT_DEADLINE`].
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + EVENT_DEADLINE;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out after {EVENT_DEADLINE:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Writes the install manifest as a user does (`farm-apiserver certs`, what `make manifests` runs).
+fn install_manifest(dir: &Path) -> PathBuf {
+    let app = dir.join("app.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        .args(["certs", "--out-dir"])
+        .arg(dir.join("certs"))
+        .args(["--manifests-dir", &format!("{ROOT}/manifests"), "--app-yaml"])
+        .arg(&app)
+        .args(["--ha-app-yaml", "-"])
+        .output()
+        .expect("run farm-apiserver certs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    app
+}
+
+#[test]
+fn installed_from_its_manifests_it_serves_through_the_aggregator_and_shows_the_kubelets_pods() {
+    let node = Node::up();
+    let dir = tempfile::tempdir().unwrap();
+    let app = install_manifest(dir.path());
+    let app = app.to_str().unwrap();
+    // What an earlier run on this node may have left (the names are the manifest's).
+    node.must(&["delete", "-f", app, "--ignore-not-found", "--wait=true"]);
+    let installed = Instant::now();
+    node.must(&["apply", "-f", app]);
+    eventually("kubectl get llamas to answer through the aggregator", || {
+        node.kubectl(&["get", "llamas"]).0.then_some(())
+    });
+    eprintln!("from kubectl apply to the first kubectl get llamas: {:.1} s", installed.elapsed().as_secs_f64());
+    the_install_is_ready_and_available(&node);
+    llamas_are_served_by_the_pod(&node);
+    farmpods_show_what_the_kubelet_reports(&node);
+    // Uninstalled as a user uninstalls it: the group leaves discovery.
+    node.must(&["delete", "-f", app, "--wait=true"]);
+    let (found, out, _) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
+    assert!(found && !out.contains("llamas"), "{out}");
+}
+
+fn the_install_is_ready_and_available(node: &Node) {
+    node.must(&["-n", "farm-system", "rollout", "status", "deployment/farm-apiserver", "--timeout=60s"]);
+    let pods = node.json(&["pods", "-n", "farm-system", "-l", "app.kubernetes.io/name=farm-apiserver"]);
+    for pod in pods["items"].as_array().unwrap() {
+        let container = &pod["spec"]["containers"][0];
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz", "ready through its probe");
+        assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+        assert!(container["env"].as_array().unwrap().iter().all(|e| e["name"] != "FARM_KUBECONFIG"), "no kubeconfig");
+        assert_eq!(pod["status"]["containerStatuses"][0]["ready"], true);
+        assert_eq!(pod["status"]["containerStatuses"][0]["restartCount"], 0, "{pod}");
+    }
+    for version in ["v1", "v1alpha"] {
+        let apiservice = node.json(&["apiservice", &format!("{version}.farm.example.com")]);
+        let available =
+            apiservice["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Available");
+        assert_eq!(available.unwrap()["status"], "True", "{apiservice}");
+    }
+}
+
+fn llamas_are_served_by_the_pod(node: &Node) {
+    node.apply(
+        "apiVersion: farm.example.com/v1\nkind: Llama\nmetadata: {name: dolly, namespace: default}\nspec: {weight: 120, height: 170.5}\n",
+    );
+    let dolly = node.json(&["llama", "dolly"]);
+    assert_eq!(dolly["spec"]["weight"], 120);
+    let listed = node.must(&["get", "llamas"]);
+    assert!(listed.contains("dolly"), "{listed}");
+    // The FarmPods of the server's own Pods: read from the cluster with its ServiceAccount.
+    let listed = node.must(&["get", "farmpods", "-A"]);
+    assert!(listed.lines().any(|l| l.starts_with("farm-system") && l.contains("Running")), "{listed}");
+    node.must(&["delete", "llama", "dolly"]);
+}
+
+/// A Deployment of the workload image in `namespace`, whose container runs `script`.
+fn workload(name: &str, namespace: &str, image: &str, script: &str) -> String {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{
+                        "name": "main", "image": image, "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", script],
+                    }],
+                },
+            },
+        },
+    })
+    .to_string()
+}
+
+/// The workload image the node was given (`target/node/env`).
+fn workload_image(node: &Node) -> String {
+    let env = std::fs::read_to_string(node.dir.join("env")).expect("target/node/env");
+    env.lines().find_map(|l| l.strip_prefix("WORKLOAD_IMAGE=")).expect("WORKLOAD_IMAGE").to_string()
+}
+
+fn farmpods_show_what_the_kubelet_reports(node: &Node) {
+    node.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "herd"}}).to_string());
+    let image = workload_image(node);
+    // Runs until told to stop, then exits 3: a restart the test causes from inside.
+    node.apply(&workload("grazer", "herd", &image, "while [ ! -e /tmp/stop ]; do sleep 0.2; done; exit 3"));
+    node.must(&["-n", "herd", "rollout", "status", "deployment/grazer", "--timeout=60s"]);
+    let pod = node.json(&["pods", "-n", "herd", "-l", "app=grazer"])["items"][0].clone();
+    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    let farmpod = node.json(&["farmpod", "-n", "herd", &name]);
+    same_as_the_pod(&farmpod, &pod);
+    assert_eq!(farmpod["spec"]["nodeName"], "farm-node");
+    assert_eq!(farmpod["status"]["phase"], "Running");
+    assert!(farmpod["status"]["podIP"].as_str().unwrap().starts_with("10.244.0."), "{farmpod}");
+
+    let list = node.json(&["farmpods", "-n", "herd"]);
+    let since = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let watch =
+        node.watch(&format!("/apis/farm.example.com/v1/namespaces/herd/farmpods?watch=1&resourceVersion={since}"));
+    node.must(&["exec", "-n", "herd", &name, "--", "touch", "/tmp/stop"]);
+    let events =
+        events_until(&watch, |e| e["object"]["status"]["restarts"] == 1 && e["object"]["status"]["ready"] == "1/1");
+    let restarted = &events.last().unwrap()["object"];
+    assert_eq!(restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 3);
+    same_as_the_pod(restarted, &node.json(&["pod", "-n", "herd", &name]));
+
+    node.apply(&workload("stumbler", "herd", &image, "exit 1"));
+    waiting_reason_of("stumbler", "CrashLoopBackOff", node);
+    node.apply(&workload("ghost", "herd", "localhost/farm-absent:1", "true"));
+    waiting_reason_of("ghost", "ErrImageNeverPull", node);
+
+    node.must(&["-n", "herd", "scale", "deployment/grazer", "--replicas=0"]);
+    events_until(&watch, |e| e["type"] == "DELETED" && e["object"]["metadata"]["name"] == name.as_str());
+    node.must(&["delete", "namespace", "herd", "--wait=false"]);
+}
+
+/// Events of `watch` up to the first that `last` accepts; every one in resourceVersion order.
+fn events_until(watch: &LineStream, last: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut events: Vec<Value> = Vec::new();
+    loop {
+        let event: Value = serde_json::from_str(&watch.next_line(EVENT_DEADLINE)).expect("a JSON watch event");
+        let rv = |e: &Value| e["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>().unwrap();
+        if let Some(previous) = events.last() {
+            assert!(rv(&event) > rv(previous), "out of order: {previous} then {event}");
+        }
+        events.push(event);
+        if last(events.last().unwrap()) {
+            return events;
+        }
+    }
+}
+
+/// Waits until the FarmPod of `deployment`'s Pod shows `reason`, as the kubelet put it in the Pod.
+fn waiting_reason_of(deployment: &str, reason: &str, node: &Node) {
+    let selector = format!("app={deployment}");
+    let (farmpod, pod) = eventually(&format!("{deployment}'s FarmPod to show {reason}"), || {
+        let farmpod = node.json(&["farmpods", "-n", "herd", "-l", &selector])["items"][0].clone();
+        (farmpod["status"]["reason"] == reason).then_some(())?;
+        let pod = node.json(&["pod", "-n", "herd", farmpod["metadata"]["name"].as_str()?]);
+        (pod["metadata"]["resourceVersion"] == farmpod["metadata"]["resourceVersion"]).then_some((farmpod, pod))
+    });
+    assert_eq!(pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"], reason);
+    same_as_the_pod(&farmpod, &pod);
+}
+
+/// What a FarmPod shows of its Pod (`pod`, at the same resourceVersion) is what the kubelet
+/// reported in it: node, IP, phase, start time, conditions, each container's state, and the
+/// summaries computed from those.
+fn same_as_the_pod(farmpod: &Value, pod: &Value) {
+    let (status, reported) = (&farmpod["status"], &pod["status"]);
+    assert_eq!(farmpod["metadata"]["resourceVersion"], pod["metadata"]["resourceVersion"]);
+    assert_eq!(farmpod["spec"]["nodeName"], pod["spec"]["nodeName"]);
+    for (ours, theirs) in [("podIP", "podIP"), ("phase", "phase"), ("startTime", "startTime"), ("qosClass", "qosClass")]
+    {
+        assert_eq!(status[ours], reported[theirs], "{ours}");
+    }
+    assert_eq!(status["conditions"], without_nulls(&reported["conditions"]));
+    let containers = reported["containerStatuses"].as_array().unwrap();
+    let shown = status["containerStatuses"].as_array().unwrap();
+    assert_eq!(shown.len(), containers.len());
+    for (ours, theirs) in shown.iter().zip(containers) {
+        for field in ["name", "image", "ready", "started", "restartCount", "state"] {
+            assert_eq!(ours[field], without_nulls(&theirs[field]), "containerStatuses[].{field}");
+        }
+        if theirs["lastState"] != json!({}) {
+            assert_eq!(ours["lastState"], without_nulls(&theirs["lastState"]));
+        }
+    }
+    let ready = containers.iter().filter(|c| c["ready"] == true).count();
+    assert_eq!(status["ready"], format!("{ready}/{}", pod["spec"]["containers"].as_array().unwrap().len()));
+    let restarts: i64 = containers.iter().map(|c| c["restartCount"].as_i64().unwrap()).sum();
+    assert_eq!(status["restarts"], restarts);
+}
+
+/// `value` without its null fields: the kube-apiserver 1.20 writes a Pod condition's empty
+/// `lastProbeTime` as null, where a FarmPod leaves it out; both mean "not set".
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
+}
