@@ -151,6 +151,7 @@ fn installed_from_its_manifests_it_serves_through_the_aggregator_and_shows_the_k
     the_install_is_ready_and_available(&node);
     llamas_are_served_by_the_pod(&node);
     farmpods_show_what_the_kubelet_reports(&node);
+    when_every_replica_is_gone_it_all_recovers_once_one_is_back(&node);
     // Uninstalled as a user uninstalls it: the group leaves discovery.
     node.must(&["delete", "-f", app, "--wait=true"]);
     let (found, out, _) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
@@ -252,6 +253,54 @@ fn farmpods_show_what_the_kubelet_reports(node: &Node) {
     node.must(&["-n", "herd", "scale", "deployment/grazer", "--replicas=0"]);
     events_until(&watch, |e| e["type"] == "DELETED" && e["object"]["metadata"]["name"] == name.as_str());
     node.must(&["delete", "namespace", "herd", "--wait=false"]);
+}
+
+/// The condition `kind` of the object `args` names (`kubectl get -o json`), if it has one.
+fn condition(node: &Node, args: &[&str], kind: &str) -> Option<Value> {
+    let object = node.json(args);
+    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind).cloned()
+}
+
+/// With no replica, what users see: both APIServices unavailable for want of endpoints, the
+/// group's requests answered 503 by the aggregator, discovery incomplete, a namespace deletion
+/// held back by the namespace controller; once a replica is back, all of it recovers on its own.
+fn when_every_replica_is_gone_it_all_recovers_once_one_is_back(node: &Node) {
+    node.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "paddock"}}).to_string());
+    node.apply(
+        "apiVersion: farm.example.com/v1\nkind: Llama\nmetadata: {name: dolly, namespace: paddock}\nspec: {weight: 120, height: 170.5}\n",
+    );
+    node.must(&["-n", "farm-system", "scale", "deployment/farm-apiserver", "--replicas=0"]);
+    for version in ["v1", "v1alpha"] {
+        let apiservice = format!("{version}.farm.example.com");
+        let available = eventually(&format!("{apiservice} to be unavailable"), || {
+            condition(node, &["apiservice", &apiservice], "Available").filter(|c| c["status"] == "False")
+        });
+        assert_eq!(available["reason"], "MissingEndpoints", "{available}");
+    }
+    let (ok, _, err) = node.kubectl(&["get", "llamas", "-n", "paddock"]);
+    assert!(!ok && err.contains("(ServiceUnavailable): the server is currently unable to handle the request"), "{err}");
+    let (ok, out, err) = node.kubectl(&["api-resources"]);
+    assert!(!ok && out.contains("pods") && !out.contains("llamas"), "{out}");
+    assert!(err.contains("unable to retrieve the complete list of server APIs: farm.example.com/v1"), "{err}");
+    node.must(&["delete", "namespace", "paddock", "--wait=false"]);
+    let held = eventually("the namespace controller to report the discovery failure", || {
+        condition(node, &["namespace", "paddock"], "NamespaceDeletionDiscoveryFailure")
+            .filter(|c| c["status"] == "True")
+    });
+    assert!(held["message"].as_str().unwrap().contains("farm.example.com/v1"), "{held}");
+    assert_eq!(node.json(&["namespace", "paddock"])["status"]["phase"], "Terminating");
+
+    node.must(&["-n", "farm-system", "scale", "deployment/farm-apiserver", "--replicas=1"]);
+    let back = Instant::now();
+    eventually("kubectl get llamas to answer again", || node.kubectl(&["get", "llamas"]).0.then_some(()));
+    eprintln!("a replica back: kubectl get llamas answered after {:.1} s", back.elapsed().as_secs_f64());
+    eventually("the namespace to be deleted", || {
+        let (_, _, err) = node.kubectl(&["get", "namespace", "paddock"]);
+        err.contains("NotFound").then_some(())
+    });
+    eprintln!("a replica back: the namespace was deleted after {:.1} s", back.elapsed().as_secs_f64());
+    let (ok, out, err) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
+    assert!(ok && out.contains("llamas") && out.contains("farmpods"), "{err}{out}");
 }
 
 /// Events of `watch` up to the first that `last` accepts; every one in resourceVersion order.
