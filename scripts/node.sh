@@ -345,7 +345,11 @@ down() {
   kill_cgroups
   remove_cgroups
   ip netns delete "$NS" 2>/dev/null || true
-  if [ -f "$NODE_DIR/host-dirs" ]; then tac "$NODE_DIR/host-dirs" | xargs -r rmdir 2>/dev/null || true; fi
+  # The empty mount points `up` made, unless another node runs: removing a folder that is a mount
+  # point in another mount namespace would unmount it there.
+  if [ -f "$NODE_DIR/host-dirs" ] && ! ls /run/netns 2>/dev/null | grep -v "^$NS$" | grep -q '^farmnode-'; then
+    tac "$NODE_DIR/host-dirs" | xargs -r rmdir 2>/dev/null || true
+  fi
   # Whatever is still mounted below NODE_DIR (nothing, unless a mount escaped the namespace).
   grep -F " $NODE_DIR/" /proc/self/mounts | awk '{ print $2 }' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   rm -rf "$NODE_DIR"

@@ -30,7 +30,8 @@ impl Node {
         if !running {
             assert!(script("up").expect("run scripts/node.sh up").success(), "the node did not start");
         }
-        let node = Self { dir: PathBuf::from(format!("{ROOT}/target/node")), started_here: !running };
+        let dir = std::env::var("NODE_DIR").unwrap_or_else(|_| format!("{ROOT}/target/node"));
+        let node = Self { dir: PathBuf::from(dir), started_here: !running };
         assert!(script("image").expect("run scripts/node.sh image").success(), "the images were not built");
         node
     }
@@ -51,6 +52,13 @@ impl Node {
         input.write_all(stdin.unwrap_or_default().as_bytes()).expect("write stdin");
         drop(input);
         child.wait_with_output().expect("wait for scripts/node.sh exec")
+    }
+
+    /// A value of the node's `env` file (`KUBECONFIG`, `WORKLOAD_IMAGE`, `NODE_IP`, …).
+    fn env(&self, key: &str) -> String {
+        let env = std::fs::read_to_string(self.dir.join("env")).expect("the node's env file");
+        let prefix = format!("{key}=");
+        env.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {key} in {env}")).to_string()
     }
 
     /// kubectl with the node's admin kubeconfig: (succeeded, stdout, stderr).
@@ -94,7 +102,7 @@ impl Node {
         let mut command = Command::new("bash");
         command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", "curl", "-sfN", "--cacert"]);
         command.args([file("ca.crt"), "--cert".into(), file("admin.crt"), "--key".into(), file("admin.key")]);
-        command.arg(format!("https://10.200.0.1:6443{path}"));
+        command.arg(format!("https://{}:6443{path}", self.env("NODE_IP")));
         LineStream::spawn(command)
     }
 }
@@ -214,15 +222,9 @@ fn workload(name: &str, namespace: &str, image: &str, script: &str) -> String {
     .to_string()
 }
 
-/// The workload image the node was given (`target/node/env`).
-fn workload_image(node: &Node) -> String {
-    let env = std::fs::read_to_string(node.dir.join("env")).expect("target/node/env");
-    env.lines().find_map(|l| l.strip_prefix("WORKLOAD_IMAGE=")).expect("WORKLOAD_IMAGE").to_string()
-}
-
 fn farmpods_show_what_the_kubelet_reports(node: &Node) {
     node.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "herd"}}).to_string());
-    let image = workload_image(node);
+    let image = node.env("WORKLOAD_IMAGE");
     // Runs until told to stop, then exits 3: a restart the test causes from inside.
     node.apply(&workload("grazer", "herd", &image, "while [ ! -e /tmp/stop ]; do sleep 0.2; done; exit 3"));
     node.must(&["-n", "herd", "rollout", "status", "deployment/grazer", "--timeout=60s"]);
