@@ -53,7 +53,10 @@ kubectl_() { nsenter --net="$NETNS" -- kubectl --kubeconfig "$NODE_DIR/kubeconfi
 
 ensure_packages() {
   local wanted=(containerd runc containernetworking-plugins iptables conntrack buildah busybox-static) missing=() p
-  for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  # Installed, not merely known to dpkg (a removed package keeps its configuration and its status).
+  for p in "${wanted[@]}"; do
+    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
   if [ ${#missing[@]} -gt 0 ]; then log "installing Debian's ${missing[*]}"; apt_install "${missing[@]}"; fi
 }
 
@@ -289,6 +292,8 @@ start_node() {
     --anonymous-auth=false --client-ca-file "$NODE_DIR/pki/ca.crt" --authorization-mode AlwaysAllow \
     --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
     --eviction-hard 'memory.available<100Mi' --runtime-request-timeout 2m
+  # (--eviction-hard replaces the default thresholds, so a machine with little free disk does not
+  # taint the node with DiskPressure and evict the tests' Pods.)
   kubeconfig "$NODE_DIR/proxy.kubeconfig" proxy
   start kube-proxy "$(kubernetes_binary kube-proxy)" --kubeconfig "$NODE_DIR/proxy.kubeconfig" \
     --hostname-override "$NODE_NAME" --proxy-mode iptables --cluster-cidr "$POD_SUBNET" \
@@ -325,6 +330,7 @@ up() {
   local made=$SECONDS
   mkdir -p "$NODE_DIR"/{pids,logs,bin,images}
   trap 'log "up failed; removing what it made"; down' ERR
+  trap 'log "up interrupted; removing what it made"; down; exit 130' INT TERM
   make_certs
   make_cgroups
   make_namespaces
@@ -334,7 +340,7 @@ up() {
   wait_for "node $NODE_NAME Ready, untainted, with its Services routed" 120 node_ready
   printf 'KUBECONFIG=%s\nSERVER_IMAGE=%s\nWORKLOAD_IMAGE=%s\nNODE_NETNS=%s\nNODE_IP=%s\n' \
     "$NODE_DIR/kubeconfig" "$(image_sh default-name)" "$WORKLOAD_IMAGE" "$NETNS" "$NODE_IP" > "$NODE_DIR/env"
-  trap - ERR
+  trap - ERR INT TERM
   log "up in $((SECONDS - made)) s (binaries and packages checked in $((made - start)) s); KUBECONFIG=$NODE_DIR/kubeconfig"
 }
 
@@ -356,15 +362,19 @@ down() {
   log "down: $NODE_DIR and namespace $NS removed"
 }
 
-# Builds the images the install manifests name and loads them into the running node.
+# Builds the images the install manifests name and loads them into the running node. The
+# Deployment's image is the server's, from the Dockerfile; a name without a recipe here fails.
 images() {
   running || { log "the node is not up: scripts/node.sh up first"; return 1; }
-  local name
+  local name server archive
+  server=$(image_sh default-name)
   for name in $(image_sh manifest-images); do
+    if [ "$name" != "$server" ]; then log "no recipe for the image $name that the manifests name"; return 1; fi
     image_sh build "$name"
-    image_sh archive "$name" "$NODE_DIR/images/server.tar"
-    load_images "$NODE_DIR/images/server.tar"
-    rm -f "$NODE_DIR/images/server.tar"
+    archive="$NODE_DIR/images/$(basename "${name%%:*}").tar"
+    image_sh archive "$name" "$archive"
+    load_images "$archive"
+    rm -f "$archive"
     log "loaded $name"
   done
 }
