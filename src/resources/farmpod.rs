@@ -341,6 +341,34 @@ mod tests {
     }
 
     #[test]
+    fn what_the_kubelet_reports_is_carried_as_it_was_written() {
+        let mut pod = pod();
+        let status = pod.status.as_mut().unwrap();
+        status.start_time = Some(Time(k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap()));
+        status.conditions =
+            Some(vec![PodCondition { type_: "Ready".into(), status: "False".into(), ..Default::default() }]);
+        let restarted = &mut status.container_statuses.as_mut().unwrap()[1];
+        let exited = k8s_openapi::api::core::v1::ContainerStateTerminated { exit_code: 3, ..Default::default() };
+        restarted.last_state = Some(ContainerState { terminated: Some(exited), ..Default::default() });
+        status.container_statuses.as_mut().unwrap()[0].last_state = Some(ContainerState::default());
+        let shown = FarmPod::project(&pod).unwrap().status.unwrap();
+        let reported = pod.status.unwrap();
+        assert_eq!(shown.start_time, reported.start_time);
+        assert_eq!(Some(shown.conditions), reported.conditions);
+        let containers = reported.container_statuses.unwrap();
+        assert_eq!(shown.container_statuses.len(), 3);
+        for (ours, theirs) in shown.container_statuses.iter().zip(&containers) {
+            assert_eq!(
+                (&ours.name, ours.ready, ours.restart_count),
+                (&theirs.name, theirs.ready, theirs.restart_count)
+            );
+            assert_eq!(ours.state, theirs.state);
+        }
+        assert_eq!(shown.container_statuses[0].last_state, None, "an empty lastState is left out");
+        assert_eq!(shown.container_statuses[1].last_state, containers[1].last_state);
+    }
+
+    #[test]
     fn uids_are_stable_per_pod() {
         let a = FarmPod::project(&pod()).unwrap().metadata.uid;
         assert_eq!(a, FarmPod::project(&pod()).unwrap().metadata.uid);
