@@ -160,6 +160,7 @@ fn installed_from_its_manifests_it_serves_through_the_aggregator_and_shows_the_k
     llamas_are_served_by_the_pod(&node);
     farmpods_show_what_the_kubelet_reports(&node);
     when_every_replica_is_gone_it_all_recovers_once_one_is_back(&node);
+    a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(&node, dir.path(), app);
     // Uninstalled as a user uninstalls it: the group leaves discovery.
     node.must(&["delete", "-f", app, "--wait=true"]);
     let (found, out, _) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
@@ -303,6 +304,108 @@ fn when_every_replica_is_gone_it_all_recovers_once_one_is_back(node: &Node) {
     eprintln!("a replica back: the namespace was deleted after {:.1} s", back.elapsed().as_secs_f64());
     let (ok, out, err) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
     assert!(ok && out.contains("llamas") && out.contains("farmpods"), "{err}{out}");
+}
+
+/// A base64 field of a Secret, decoded.
+fn secret_field(node: &Node, namespace: &str, name: &str, key: &str) -> Vec<u8> {
+    use base64::Engine;
+    let secret = node.json(&["secret", "-n", namespace, name]);
+    base64::engine::general_purpose::STANDARD.decode(secret["data"][key].as_str().unwrap()).unwrap()
+}
+
+/// The development loop of docs/high-availability.md without mirrord: the Pod's configuration
+/// and files copied out with kubectl, a local binary started with them and a kubeconfig of the
+/// ServiceAccount's token, and the aggregator's traffic sent to it (what `--steal` does).
+fn a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(node: &Node, dir: &Path, app: &str) {
+    let d = dir.join("outside");
+    std::fs::create_dir_all(&d).unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        std::fs::write(d.join(name), bytes).unwrap();
+        d.join(name).display().to_string()
+    };
+    let deployment = node.json(&["deployment", "-n", "farm-system", "farm-apiserver"]);
+    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap().clone();
+    let policy = node.json(&["configmap", "-n", "farm-system", "farm-apiserver-audit-policy"]);
+    let token_secret =
+        node.json(&["serviceaccount", "-n", "farm-system", "farm-apiserver"])["secrets"][0]["name"].clone();
+    let token_secret = token_secret.as_str().unwrap();
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: node, cluster: {{server: \"https://{}:6443\", certificate-authority: {}}}}}]\nusers: [{{name: sa, user: {{tokenFile: {}}}}}]\ncontexts: [{{name: c, context: {{cluster: node, user: sa}}}}]\ncurrent-context: c\n",
+        node.env("NODE_IP"),
+        file("ca.crt", &secret_field(node, "farm-system", token_secret, "ca.crt")),
+        file("token", &secret_field(node, "farm-system", token_secret, "token")),
+    );
+    let mut command = Command::new("bash");
+    command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", env!("CARGO_BIN_EXE_farm-apiserver"), "serve"]);
+    for variable in &env {
+        command.env(variable["name"].as_str().unwrap(), variable["value"].as_str().unwrap());
+    }
+    let log = d.join("server.log");
+    command
+        .env(
+            "FARM_TLS_CERT_FILE",
+            file("tls.crt", &secret_field(node, "farm-system", "farm-apiserver-serving-cert", "tls.crt")),
+        )
+        .env(
+            "FARM_TLS_PRIVATE_KEY_FILE",
+            file("tls.key", &secret_field(node, "farm-system", "farm-apiserver-serving-cert", "tls.key")),
+        )
+        .env("FARM_AUDIT_POLICY_FILE", file("policy.yaml", policy["data"]["policy.yaml"].as_str().unwrap().as_bytes()))
+        .env("FARM_KUBECONFIG", file("kubeconfig", kubeconfig.as_bytes()))
+        .env("FARM_AUDIT_LOG_PATH", d.join("audit.log"))
+        .env("FARM_BIND_ADDRESS", node.env("NODE_IP"))
+        .stdout(std::fs::File::create(d.join("stdout")).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut outside = KillOnDrop(command.spawn().expect("start the local binary"));
+    eventually("the local binary to serve", || {
+        std::fs::read_to_string(&log).unwrap().contains("\"serving\"").then_some(())
+    });
+    node.must(&["-n", "farm-system", "scale", "deployment/farm-apiserver", "--replicas=0"]);
+    node.must(&[
+        "-n",
+        "farm-system",
+        "patch",
+        "service",
+        "farm-apiserver",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/selector"}]"#,
+    ]);
+    let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "farm-apiserver", "namespace": "farm-system"},
+        "subsets": [{"addresses": [{"ip": node.env("NODE_IP")}], "ports": [{"name": "https", "port": 8443, "protocol": "TCP"}]}]});
+    node.must(&["-n", "farm-system", "delete", "endpoints", "farm-apiserver"]);
+    node.apply(&endpoints.to_string());
+    let outsider = "apiVersion: farm.example.com/v1\nkind: Llama\nmetadata: {name: outsider, namespace: default}\nspec: {weight: 80, height: 150}\n";
+    eventually("the local binary to answer the aggregator", || {
+        node.kubectl_with_stdin(&["apply", "-f", "-"], Some(outsider)).0.then_some(())
+    });
+    let audit = std::fs::read_to_string(d.join("audit.log")).unwrap();
+    let created = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["verb"] == "create")
+        .expect("the create, audited");
+    assert_eq!(created["user"]["username"], "farm-node-admin", "the identity the aggregator named: {created}");
+    assert!(node.must(&["get", "farmpods", "-A"]).contains("farm-system"), "FarmPods with the ServiceAccount's token");
+    let (ok, _, err) = node.kubectl(&["--as", "bob", "get", "llamas"]);
+    assert!(
+        !ok && err.contains(r#"User "bob" cannot list resource "llamas" in API group "farm.example.com""#),
+        "{err}"
+    );
+    outside.0.kill().unwrap();
+    node.must(&["apply", "-f", app]);
+    node.must(&["-n", "farm-system", "rollout", "status", "deployment/farm-apiserver", "--timeout=60s"]);
+    eventually("the Pod to serve again", || node.kubectl(&["get", "llamas"]).0.then_some(()));
+}
+
+/// A child process killed when dropped (also when the test fails).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Events of `watch` up to the first that `last` accepts; every one in resourceVersion order.
