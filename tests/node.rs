@@ -319,43 +319,9 @@ fn secret_field(node: &Node, namespace: &str, name: &str, key: &str) -> Vec<u8> 
 fn a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(node: &Node, dir: &Path, app: &str) {
     let d = dir.join("outside");
     std::fs::create_dir_all(&d).unwrap();
-    let file = |name: &str, bytes: &[u8]| {
-        std::fs::write(d.join(name), bytes).unwrap();
-        d.join(name).display().to_string()
-    };
-    let deployment = node.json(&["deployment", "-n", "farm-system", "farm-apiserver"]);
-    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap().clone();
-    let policy = node.json(&["configmap", "-n", "farm-system", "farm-apiserver-audit-policy"]);
-    let token_secret =
-        node.json(&["serviceaccount", "-n", "farm-system", "farm-apiserver"])["secrets"][0]["name"].clone();
-    let token_secret = token_secret.as_str().unwrap();
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters: [{{name: node, cluster: {{server: \"https://{}:6443\", certificate-authority: {}}}}}]\nusers: [{{name: sa, user: {{tokenFile: {}}}}}]\ncontexts: [{{name: c, context: {{cluster: node, user: sa}}}}]\ncurrent-context: c\n",
-        node.env("NODE_IP"),
-        file("ca.crt", &secret_field(node, "farm-system", token_secret, "ca.crt")),
-        file("token", &secret_field(node, "farm-system", token_secret, "token")),
-    );
-    let mut command = Command::new("bash");
-    command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", env!("CARGO_BIN_EXE_farm-apiserver"), "serve"]);
-    for variable in &env {
-        command.env(variable["name"].as_str().unwrap(), variable["value"].as_str().unwrap());
-    }
     let log = d.join("server.log");
-    command
-        .env(
-            "FARM_TLS_CERT_FILE",
-            file("tls.crt", &secret_field(node, "farm-system", "farm-apiserver-serving-cert", "tls.crt")),
-        )
-        .env(
-            "FARM_TLS_PRIVATE_KEY_FILE",
-            file("tls.key", &secret_field(node, "farm-system", "farm-apiserver-serving-cert", "tls.key")),
-        )
-        .env("FARM_AUDIT_POLICY_FILE", file("policy.yaml", policy["data"]["policy.yaml"].as_str().unwrap().as_bytes()))
-        .env("FARM_KUBECONFIG", file("kubeconfig", kubeconfig.as_bytes()))
-        .env("FARM_AUDIT_LOG_PATH", d.join("audit.log"))
-        .env("FARM_BIND_ADDRESS", node.env("NODE_IP"))
-        .stdout(std::fs::File::create(d.join("stdout")).unwrap())
-        .stderr(std::fs::File::create(&log).unwrap());
+    let mut command = with_what_kubectl_copies_out_of_the_pod(node, &d);
+    command.stdout(std::fs::File::create(d.join("stdout")).unwrap()).stderr(std::fs::File::create(&log).unwrap());
     let mut outside = KillOnDrop(command.spawn().expect("start the local binary"));
     eventually("the local binary to serve", || {
         std::fs::read_to_string(&log).unwrap().contains("\"serving\"").then_some(())
@@ -396,6 +362,42 @@ fn a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(n
     node.must(&["apply", "-f", app]);
     node.must(&["-n", "farm-system", "rollout", "status", "deployment/farm-apiserver", "--timeout=60s"]);
     eventually("the Pod to serve again", || node.kubectl(&["get", "llamas"]).0.then_some(()));
+}
+
+/// `farm-apiserver serve` in the node's network namespace with the Deployment's environment,
+/// the files of its Secret and ConfigMap and its ServiceAccount's token copied into `d` (as a
+/// kubeconfig), all read with kubectl: the image has no shell for `kubectl exec cat`.
+fn with_what_kubectl_copies_out_of_the_pod(node: &Node, d: &Path) -> Command {
+    let file = |name: &str, bytes: &[u8]| {
+        std::fs::write(d.join(name), bytes).unwrap();
+        d.join(name).display().to_string()
+    };
+    let deployment = node.json(&["deployment", "-n", "farm-system", "farm-apiserver"]);
+    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap().clone();
+    let policy = node.json(&["configmap", "-n", "farm-system", "farm-apiserver-audit-policy"]);
+    let token_secret =
+        node.json(&["serviceaccount", "-n", "farm-system", "farm-apiserver"])["secrets"][0]["name"].clone();
+    let token_secret = token_secret.as_str().unwrap();
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: node, cluster: {{server: \"https://{}:6443\", certificate-authority: {}}}}}]\nusers: [{{name: sa, user: {{tokenFile: {}}}}}]\ncontexts: [{{name: c, context: {{cluster: node, user: sa}}}}]\ncurrent-context: c\n",
+        node.env("NODE_IP"),
+        file("ca.crt", &secret_field(node, "farm-system", token_secret, "ca.crt")),
+        file("token", &secret_field(node, "farm-system", token_secret, "token")),
+    );
+    let mut command = Command::new("bash");
+    command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", env!("CARGO_BIN_EXE_farm-apiserver"), "serve"]);
+    for variable in &env {
+        command.env(variable["name"].as_str().unwrap(), variable["value"].as_str().unwrap());
+    }
+    let serving = |key: &str| secret_field(node, "farm-system", "farm-apiserver-serving-cert", key);
+    command
+        .env("FARM_TLS_CERT_FILE", file("tls.crt", &serving("tls.crt")))
+        .env("FARM_TLS_PRIVATE_KEY_FILE", file("tls.key", &serving("tls.key")))
+        .env("FARM_AUDIT_POLICY_FILE", file("policy.yaml", policy["data"]["policy.yaml"].as_str().unwrap().as_bytes()))
+        .env("FARM_KUBECONFIG", file("kubeconfig", kubeconfig.as_bytes()))
+        .env("FARM_AUDIT_LOG_PATH", d.join("audit.log"))
+        .env("FARM_BIND_ADDRESS", node.env("NODE_IP"));
+    command
 }
 
 /// A child process killed when dropped (also when the test fails).
