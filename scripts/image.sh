@@ -22,7 +22,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CACHE="${FARM_CACHE:-$HOME/.cache/farm-apiserver}"
+# shellcheck source=scripts/control-plane.sh
+. "$ROOT/scripts/control-plane.sh"  # apt_install and CACHE
 SUITE=bookworm
 log() { echo "image: $*" >&2; }
 
@@ -39,8 +40,7 @@ ensure_tools() {
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing Debian's ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+    apt_install "${missing[@]}"
   fi
 }
 
@@ -67,12 +67,12 @@ PY
 }
 
 # The names of the two bases: a hash of everything that shapes them.
-recipe_hash() {
+bases_hash() {
   { rustc --version; cat "${CARGO_HOME:-$HOME/.cargo}/config.toml" /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; declare -f make_bases runtime_files; } |
     sha256sum | cut -c1-12
 }
-build_base() { echo "localhost/farm-build-base:$(recipe_hash)"; }
-runtime_base() { echo "localhost/farm-runtime-base:$(recipe_hash)"; }
+build_base() { echo "localhost/farm-build-base:$(bases_hash)"; }
+runtime_base() { echo "localhost/farm-runtime-base:$(bases_hash)"; }
 
 # The files of the runtime base, from a rootfs: the dynamic loader, libc, libgcc_s and the CA
 # certificates, with their symbolic links.
@@ -119,7 +119,7 @@ make_bases() {
 # Removes the bases of other recipes.
 remove_old_bases() {
   local image
-  for image in $(buildah_ images --format '{{.Name}}:{{.Tag}}' | grep -E '/farm-(build|runtime)-base:' | grep -v ":$(recipe_hash)$"); do
+  for image in $(buildah_ images --format '{{.Name}}:{{.Tag}}' | grep -E '/farm-(build|runtime)-base:' | grep -v ":$(bases_hash)$"); do
     buildah_ rmi "$image" >/dev/null
   done
   buildah_ rmi --prune >/dev/null 2>&1 || true
