@@ -15,6 +15,8 @@
 #                                        resolves it (docker.io/library/... for a short name)
 #   scripts/image.sh size NAME           print NAME's size (its layers, uncompressed)
 #   scripts/image.sh bases               build the two bases only and print their names
+#   scripts/image.sh etcd NAME           build etcd's image NAME (quay.io/coreos/etcd:vX.Y.Z) from
+#                                        the runtime base and Debian's etcd of that version
 #
 # Everything buildah keeps (images, layers, the Dockerfile's cache mounts) lives in
 # $FARM_CACHE/containers (FARM_CACHE defaults to ~/.cache/farm-apiserver), so an empty cache is
@@ -162,6 +164,24 @@ build() {
   log "built $name in $((SECONDS - start)) s: $(size "$name")"
 }
 
+# etcd's image as the StatefulSet of manifests/ha names it (quay.io/coreos/etcd:vX.Y.Z, etcd's own
+# release image, with the binary at /usr/local/bin/etcd): the runtime base and Debian's etcd,
+# which must be the version the name says.
+etcd_image() {
+  local name=$1 etcd version c
+  etcd=$(ensure_etcd)
+  version=$("$etcd" --version | sed -n 's/^etcd Version: //p')
+  if [ "v$version" != "${name##*:}" ]; then
+    log "the manifests name $name, but Debian's etcd is $version: change the tag in manifests/ha/etcd.yaml"; return 1
+  fi
+  ensure_bases
+  c=$(buildah_ from "$(runtime_base)")
+  buildah_ copy -q --chmod 0755 "$c" "$etcd" /usr/local/bin/etcd >/dev/null
+  buildah_ config --cmd '["/usr/local/bin/etcd"]' "$c"
+  buildah_ commit -q --rm "$c" "$name" >/dev/null
+  log "built $name (Debian's etcd $version): $(size "$name")"
+}
+
 # The node's own images (scripts/node.sh), as OCI archives in DIR: the Pods' pause container (a
 # static build of scripts/node/pause.c) and a workload image with a shell (Debian's busybox-static).
 node_images() {
@@ -200,6 +220,7 @@ archive() {
 
 case "${1:-}" in
   build) build "${2:-}" ;;
+  etcd) etcd_image "${2:?name}" ;;
   archive) archive "${2:?name}" "${3:?file}" ;;
   size) size "${2:?name}" ;;
   bases) ensure_bases; build_base; runtime_base ;;

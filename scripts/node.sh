@@ -10,6 +10,7 @@
 #   scripts/node.sh exec CMD…   run CMD inside the node's network namespace, where its addresses are
 #   scripts/node.sh image       build every image the install manifests name (scripts/image.sh) and
 #                               load them into the node under those names
+#   scripts/node.sh recycle     empty the node's released persistent volumes and offer them again
 #   scripts/node.sh down        stop and remove everything `up` made
 #   scripts/node.sh status      exit 0 when the node runs
 #
@@ -41,6 +42,8 @@ POD_SUBNET=10.244.0.0/24
 SERVICE_RANGE=10.96.0.0/16
 PAUSE_IMAGE=k8s.gcr.io/pause:3.2
 WORKLOAD_IMAGE=localhost/farm-workload:1
+CLUSTER_DOMAIN=cluster.local
+VOLUMES=4
 log() { echo "node: $*" >&2; }
 image_sh() { bash "$ROOT/scripts/image.sh" "$@"; }
 # `sh -c "$JOIN" FILE CMD…`: joins the cgroups listed in FILE, then becomes CMD (same process id).
@@ -265,6 +268,9 @@ start_control_plane() {
     --enable-aggregator-routing=true
   kubeconfig "$NODE_DIR/kubeconfig" admin
   wait_for "kube-apiserver /readyz" 90 kubectl_ get --raw /readyz
+  # The cluster DNS (what CoreDNS is to kubeadm): Services and StatefulSet Pods by name.
+  start node-dns env KUBECONFIG="$NODE_DIR/kubeconfig" "$(node_dns_binary)" --listen "$NODE_IP:53" --zone "$CLUSTER_DOMAIN"
+  wait_for "node-dns serving" 30 grep -q serving "$NODE_DIR/logs/node-dns.log"
   kubeconfig "$NODE_DIR/controller-manager.kubeconfig" controller-manager
   start kube-controller-manager "$(kubernetes_binary kube-controller-manager)" \
     --kubeconfig "$NODE_DIR/controller-manager.kubeconfig" --use-service-account-credentials=true \
@@ -289,6 +295,7 @@ start_node() {
     --volume-plugin-dir "$NODE_DIR/kubelet/volume-plugins" \
     --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" --fail-swap-on=false \
     --pod-infra-container-image "$PAUSE_IMAGE" --resolv-conf /dev/null \
+    --cluster-dns "$NODE_IP" --cluster-domain "$CLUSTER_DOMAIN" \
     --anonymous-auth=false --client-ca-file "$NODE_DIR/pki/ca.crt" --authorization-mode AlwaysAllow \
     --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
     --eviction-hard 'memory.available<100Mi' --runtime-request-timeout 2m
@@ -298,6 +305,47 @@ start_node() {
   start kube-proxy "$(kubernetes_binary kube-proxy)" --kubeconfig "$NODE_DIR/proxy.kubeconfig" \
     --hostname-override "$NODE_NAME" --proxy-mode iptables --cluster-cidr "$POD_SUBNET" \
     --conntrack-max-per-core 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
+}
+
+# crates/node-dns, built by cargo into the workspace's target directory; prints its path.
+node_dns_binary() {
+  (cd "$ROOT" && cargo build --locked --quiet -p farm-node-dns) >&2
+  echo "${CARGO_TARGET_DIR:-$ROOT/target}/debug/farm-node-dns"
+}
+
+# Local persistent volumes, as a single-node kubeadm cluster provides them (kind provisions
+# the same kind of folders on demand): a default StorageClass without a provisioner and
+# VOLUMES PersistentVolumes, folders of NODE_DIR open to any user as local-path-provisioner's are.
+make_volumes() {
+  local i
+  {
+    printf 'apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: standard\n'
+    printf '  annotations: {storageclass.kubernetes.io/is-default-class: "true"}\n'
+    printf 'provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n'
+    for i in $(seq 1 "$VOLUMES"); do
+      mkdir -p "$NODE_DIR/volumes/pv-$i" && chmod 0777 "$NODE_DIR/volumes/pv-$i"
+      printf -- '---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: farm-node-pv-%s}\n' "$i"
+      printf 'spec:\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOnce]\n'
+      printf '  persistentVolumeReclaimPolicy: Retain\n  storageClassName: standard\n  local: {path: %s}\n' "$NODE_DIR/volumes/pv-$i"
+      printf '  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [%s]}]}]}}\n' "$NODE_NAME"
+    done
+  } | kubectl_ apply -f - >/dev/null
+}
+
+# The volumes whose claims were deleted (Released: their reclaim policy is Retain), emptied and
+# offered again, as a provisioner's Delete policy would give a new volume.
+recycle() {
+  running || { log "the node is not up: scripts/node.sh up first"; return 1; }
+  local pv path
+  for pv in $(kubectl_ get pv -o 'jsonpath={range .items[?(@.status.phase=="Released")]}{.metadata.name}{"\n"}{end}'); do
+    path=$(kubectl_ get pv "$pv" -o 'jsonpath={.spec.local.path}')
+    case "$path" in
+      "$NODE_DIR/volumes/"*)
+        find "$path" -mindepth 1 -delete
+        kubectl_ patch pv "$pv" --type json -p '[{"op": "remove", "path": "/spec/claimRef"}]' >/dev/null
+        log "recycled $pv" ;;
+    esac
+  done
 }
 
 load_images() {
@@ -327,6 +375,7 @@ up() {
   for component in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
     kubernetes_binary "$component" >/dev/null
   done
+  node_dns_binary >/dev/null
   local made=$SECONDS
   mkdir -p "$NODE_DIR"/{pids,logs,bin,images}
   trap 'log "up failed; removing what it made"; down' ERR
@@ -338,6 +387,7 @@ up() {
   start_control_plane
   start_node
   wait_for "node $NODE_NAME Ready, untainted, with its Services routed" 120 node_ready
+  make_volumes
   printf 'KUBECONFIG=%s\nSERVER_IMAGE=%s\nWORKLOAD_IMAGE=%s\nNODE_NETNS=%s\nNODE_IP=%s\n' \
     "$NODE_DIR/kubeconfig" "$(image_sh default-name)" "$WORKLOAD_IMAGE" "$NETNS" "$NODE_IP" > "$NODE_DIR/env"
   trap - ERR INT TERM
@@ -362,15 +412,18 @@ down() {
   log "down: $NODE_DIR and namespace $NS removed"
 }
 
-# Builds the images the install manifests name and loads them into the running node. The
-# Deployment's image is the server's, from the Dockerfile; a name without a recipe here fails.
+# Builds the images the install manifests name and loads them into the running node: the
+# Deployment's, from the Dockerfile, and etcd's for manifests/ha. A name without a recipe here fails.
 images() {
   running || { log "the node is not up: scripts/node.sh up first"; return 1; }
   local name server archive
   server=$(image_sh default-name)
   for name in $(image_sh manifest-images); do
-    if [ "$name" != "$server" ]; then log "no recipe for the image $name that the manifests name"; return 1; fi
-    image_sh build "$name"
+    case "$name" in
+      "$server") image_sh build "$name" ;;
+      */etcd:v*) image_sh etcd "$name" ;;
+      *) log "no recipe for the image $name that the manifests name"; return 1 ;;
+    esac
     archive="$NODE_DIR/images/$(basename "${name%%:*}").tar"
     image_sh archive "$name" "$archive"
     load_images "$archive"
@@ -383,7 +436,8 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   image) images ;;
+  recycle) recycle ;;
   status) running ;;
   exec) shift; if [ -f "$NODE_DIR/env" ]; then set -a && . "$NODE_DIR/env" && set +a; fi; exec nsenter --net="$NETNS" -- "$@" ;;
-  *) echo "usage: $0 up | down | image | status | exec CMD…" >&2; exit 2 ;;
+  *) echo "usage: $0 up | down | image | recycle | status | exec CMD…" >&2; exit 2 ;;
 esac

@@ -10,122 +10,11 @@
 mod common;
 
 use common::{EVENT_DEADLINE, LineStream};
+use common::node::{KillOnDrop, Node, ROOT, eventually};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
-
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The one-node cluster of `scripts/node.sh`; removed when dropped if this test started it.
-struct Node {
-    dir: PathBuf,
-    started_here: bool,
-}
-
-impl Node {
-    fn up() -> Self {
-        let script = |verb: &str| Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).arg(verb).status();
-        let running = script("status").is_ok_and(|s| s.success());
-        if !running {
-            assert!(script("up").expect("run scripts/node.sh up").success(), "the node did not start");
-        }
-        let dir = std::env::var("NODE_DIR").unwrap_or_else(|_| format!("{ROOT}/target/node"));
-        let node = Self { dir: PathBuf::from(dir), started_here: !running };
-        assert!(script("image").expect("run scripts/node.sh image").success(), "the images were not built");
-        node
-    }
-
-    /// `CMD…` inside the node's network namespace.
-    fn exec(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        use std::io::Write;
-        let mut child = Command::new("bash")
-            .arg(format!("{ROOT}/scripts/node.sh"))
-            .arg("exec")
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run scripts/node.sh exec");
-        let mut input = child.stdin.take().expect("stdin");
-        input.write_all(stdin.unwrap_or_default().as_bytes()).expect("write stdin");
-        drop(input);
-        child.wait_with_output().expect("wait for scripts/node.sh exec")
-    }
-
-    /// A value of the node's `env` file (`KUBECONFIG`, `WORKLOAD_IMAGE`, `NODE_IP`, …).
-    fn env(&self, key: &str) -> String {
-        let env = std::fs::read_to_string(self.dir.join("env")).expect("the node's env file");
-        let prefix = format!("{key}=");
-        env.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {key} in {env}")).to_string()
-    }
-
-    /// kubectl with the node's admin kubeconfig: (succeeded, stdout, stderr).
-    fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
-        self.kubectl_with_stdin(args, None)
-    }
-
-    fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-        let kubeconfig = self.dir.join("kubeconfig");
-        let mut all = vec!["kubectl", "--kubeconfig", kubeconfig.to_str().unwrap()];
-        all.extend_from_slice(args);
-        let out = self.exec(&all, stdin);
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        (out.status.success(), text(&out.stdout), text(&out.stderr))
-    }
-
-    /// kubectl that must succeed; its standard output.
-    fn must(&self, args: &[&str]) -> String {
-        let (ok, out, err) = self.kubectl(args);
-        assert!(ok, "kubectl {args:?} failed: {err}{out}");
-        out
-    }
-
-    fn apply(&self, yaml: &str) {
-        let (ok, out, err) = self.kubectl_with_stdin(&["apply", "-f", "-"], Some(yaml));
-        assert!(ok, "kubectl apply failed: {err}{out}");
-    }
-
-    /// An object as JSON (`kubectl get -o json`).
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = vec!["get", "-o", "json"];
-        all.extend_from_slice(args);
-        serde_json::from_str(&self.must(&all)).expect("kubectl's JSON")
-    }
-
-    /// A watch of the kube-apiserver's `path` (through the aggregator for our group), one JSON
-    /// event per line, read with the admin's certificate as any client would.
-    fn watch(&self, path: &str) -> LineStream {
-        let pki = self.dir.join("pki");
-        let file = |name: &str| pki.join(name).display().to_string();
-        let mut command = Command::new("bash");
-        command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", "curl", "-sfN", "--cacert"]);
-        command.args([file("ca.crt"), "--cert".into(), file("admin.crt"), "--key".into(), file("admin.key")]);
-        command.arg(format!("https://{}:6443{path}", self.env("NODE_IP")));
-        LineStream::spawn(command)
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        if self.started_here {
-            let _ = Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).arg("down").status();
-        }
-    }
-}
-
-/// Polls `check` until it gives a value; panics, naming `what`, after [`EVENT_DEADLINE`].
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + EVENT_DEADLINE;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out after {EVENT_DEADLINE:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use std::process::Command;
+use std::time::Instant;
 
 /// Writes the install manifest as a user does (`farm-apiserver certs`, what `make manifests` runs).
 fn install_manifest(dir: &Path) -> PathBuf {
@@ -398,16 +287,6 @@ fn with_what_kubectl_copies_out_of_the_pod(node: &Node, d: &Path) -> Command {
         .env("FARM_AUDIT_LOG_PATH", d.join("audit.log"))
         .env("FARM_BIND_ADDRESS", node.env("NODE_IP"));
     command
-}
-
-/// A child process killed when dropped (also when the test fails).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Events of `watch` up to the first that `last` accepts; every one in resourceVersion order.

@@ -8,6 +8,7 @@ pub mod apply_migration;
 pub mod clients;
 pub mod control_plane;
 pub mod etcd;
+pub mod node;
 
 pub use etcd::Backend;
 use std::path::PathBuf;

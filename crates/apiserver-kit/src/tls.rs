@@ -74,14 +74,35 @@ pub fn new_ca(name: &str) -> Result<Ca> {
     Ok(Ca { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
 }
 
+/// What an issued certificate may be used for (its extended key usages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// A server's certificate (TLS server authentication).
+    Server,
+    /// A client's certificate (TLS client authentication), such as an etcd client's.
+    Client,
+    /// Both, as an etcd member presents to clients and to its peers.
+    ServerAndClient,
+}
+
 /// Issues a serving certificate for `names` (DNS names or IP addresses; the first is the CN) from `ca`.
 pub fn issue(ca: &Ca, names: &[String]) -> Result<Certs> {
+    issue_for(ca, names.first().map_or("localhost", String::as_str), names, Usage::Server)
+}
+
+/// Issues a certificate named `common_name` with the subject alternative `names` (DNS names,
+/// wildcards such as `*.etcd.ns.svc`, or IP addresses; none for a client) for `usage` from `ca`.
+pub fn issue_for(ca: &Ca, common_name: &str, names: &[String], usage: Usage) -> Result<Certs> {
     let ca_key = KeyPair::from_pem(&ca.key_pem)?;
     let issuer = Issuer::from_ca_cert_pem(&ca.cert_pem, ca_key)?;
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::new(names.to_vec())?;
-    params.distinguished_name.push(DnType::CommonName, names.first().cloned().unwrap_or_else(|| "localhost".into()));
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.distinguished_name.push(DnType::CommonName, common_name);
+    params.extended_key_usages = match usage {
+        Usage::Server => vec![ExtendedKeyUsagePurpose::ServerAuth],
+        Usage::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
+        Usage::ServerAndClient => vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth],
+    };
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
     let cert = params.signed_by(&key, &issuer)?;
     Ok(Certs { ca_pem: ca.cert_pem.clone(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })

@@ -1,0 +1,460 @@
+//! On a real node (`scripts/node.sh`), the high-availability install as a user makes it: one
+//! `kubectl apply -k` of manifests/ha (three replicas over an etcd StatefulSet of three members
+//! on the node's persistent volumes, certificates by `farm-apiserver certs`). Then, under load
+//! through the aggregator (kube-rs writers, readers and a watch; kubectl readers; the
+//! kube-controller-manager's garbage collector following every Llama): a `kubectl rollout
+//! restart` loses no acknowledged write and no watch event and fails no request, and a killed
+//! replica's container is measured until every request succeeds again.
+
+mod common;
+
+use common::EVENT_DEADLINE;
+use common::node::{Node, ROOT, eventually};
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{WatchEvent, WatchParams};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The namespace of the load's Llamas.
+const NS: &str = "stampede";
+const SERVER: &str = "app.kubernetes.io/name=farm-apiserver";
+
+#[test]
+fn with_etcd_and_three_replicas_a_rollout_loses_nothing_and_a_killed_replica_recovers() {
+    let node = Node::up();
+    let dir = tempfile::tempdir().unwrap();
+    let ha = ha_overlay(dir.path());
+    let ha = ha.to_str().unwrap();
+    uninstall(&node, ha);
+    let installed = Instant::now();
+    apply_overlay(&node, ha);
+    for workload in ["statefulset/etcd", "deployment/farm-apiserver"] {
+        node.must(&["-n", "farm-system", "rollout", "status", workload, "--timeout=180s"]);
+    }
+    eventually("kubectl get llamas to answer", || node.kubectl(&["get", "llamas", "-A"]).0.then_some(()));
+    eprintln!("from kubectl apply -k to the first kubectl get llamas: {:.1} s", installed.elapsed().as_secs_f64());
+    each_replica_is_ready_with_etcd(&node);
+
+    node.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}).to_string());
+    node.apply(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "herd", "namespace": NS}}).to_string());
+    let owner = node.json(&["configmap", "-n", NS, "herd"])["metadata"]["uid"].as_str().unwrap().to_string();
+    a_rollout_restart_under_load_loses_nothing(&node, &owner);
+    a_killed_replica_is_measured_until_every_request_succeeds(&node);
+
+    // The garbage collector's informers saw every Llama: deleting their owner deletes them all.
+    let owned = node.json(&["llamas", "-n", NS, "-l", "owned=true"])["items"].as_array().unwrap().len();
+    node.must(&["delete", "configmap", "-n", NS, "herd"]);
+    let deleting = Instant::now();
+    eventually("the garbage collector to delete every Llama of the owner", || {
+        node.json(&["llamas", "-n", NS, "-l", "owned=true"])["items"].as_array().unwrap().is_empty().then_some(())
+    });
+    eprintln!("the garbage collector deleted the {owned} owned Llamas in {:.1} s", deleting.elapsed().as_secs_f64());
+    node.must(&["delete", "namespace", NS, "--timeout=60s"]);
+    uninstall(&node, ha);
+}
+
+/// The overlay as a user has it after `make manifests`: manifests/ha's own files, and the two
+/// that `farm-apiserver certs` writes there, in a folder of the test (the repository's are the
+/// user's).
+fn ha_overlay(dir: &Path) -> PathBuf {
+    let ha = dir.join("ha");
+    std::fs::create_dir_all(&ha).unwrap();
+    for entry in std::fs::read_dir(format!("{ROOT}/manifests/ha")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name.ends_with(".yaml") && name != "app.yaml" && name != "etcd-certs.yaml" {
+            std::fs::copy(&path, ha.join(name)).unwrap();
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        .args(["certs", "--out-dir"])
+        .arg(dir.join("certs"))
+        .args(["--manifests-dir", &format!("{ROOT}/manifests"), "--app-yaml", "-", "--ha-app-yaml"])
+        .arg(ha.join("app.yaml"))
+        .arg("--etcd-certs-yaml")
+        .arg(ha.join("etcd-certs.yaml"))
+        .output()
+        .expect("run farm-apiserver certs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ha
+}
+
+/// `kubectl apply -k`. Kubernetes 1.20 (the node's) serves PodDisruptionBudgets as
+/// `policy/v1beta1` only, where every release since 1.25 serves `policy/v1` only: there, the
+/// same two budgets are applied at the older version, and nothing else may have failed.
+fn apply_overlay(node: &Node, ha: &str) {
+    if kubectl_k(node, &["apply", "-k", ha]) {
+        let rendered = node.must(&["kustomize", ha]);
+        for doc in rendered.split("\n---\n").filter(|d| d.contains("kind: PodDisruptionBudget")) {
+            node.apply(&doc.replace("apiVersion: policy/v1\n", "apiVersion: policy/v1beta1\n"));
+        }
+    }
+}
+
+/// `kubectl VERB -k DIR`; true when it failed for the two `policy/v1` PodDisruptionBudgets that
+/// Kubernetes 1.20 cannot map, and for nothing else (discovery of our group failing while the
+/// server's Pods go away, reported by kubectl on the way, aside).
+fn kubectl_k(node: &Node, args: &[&str]) -> bool {
+    let (ok, out, err) = node.kubectl(args);
+    if ok {
+        return false;
+    }
+    let v1 = r#"no matches for kind "PodDisruptionBudget" in version "policy/v1""#;
+    let noise = |l: &&str| l.contains("ensure CRDs are installed first") || l.contains("couldn't get resource list for farm.example.com");
+    let refused: Vec<_> = err.lines().filter(|l| !noise(l)).collect();
+    assert!(err.matches(v1).count() == 2 && refused.iter().all(|l| l.contains(v1)), "kubectl {args:?} failed: {err}{out}");
+    true
+}
+
+/// Removes the install and its etcd's data (the claims' volumes emptied for the next install).
+fn uninstall(node: &Node, ha: &str) {
+    kubectl_k(node, &["delete", "-k", ha, "--ignore-not-found", "--wait=true"]);
+    // (kubectl does not wait when some of its objects failed.)
+    node.must(&["delete", "namespace", "farm-system", NS, "--ignore-not-found", "--wait=true"]);
+    let recycled = node.exec(&["bash", &format!("{ROOT}/scripts/node.sh"), "recycle"], None);
+    assert!(recycled.status.success(), "{}", String::from_utf8_lossy(&recycled.stderr));
+}
+
+/// The server's Pods, as JSON.
+fn replicas(node: &Node) -> Vec<Value> {
+    node.json(&["pods", "-n", "farm-system", "-l", SERVER])["items"].as_array().unwrap().clone()
+}
+
+fn each_replica_is_ready_with_etcd(node: &Node) {
+    let claims = node.json(&["pvc", "-n", "farm-system"]);
+    let bound = claims["items"].as_array().unwrap().iter().filter(|c| c["status"]["phase"] == "Bound").count();
+    assert_eq!(bound, 3, "a volume per etcd member: {claims}");
+    let pods = replicas(node);
+    assert_eq!(pods.len(), 3);
+    for pod in pods {
+        let url = format!("https://{}:8443/readyz?verbose", pod["status"]["podIP"].as_str().unwrap());
+        let out = node.exec(&["curl", "-sk", &url], None);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("[+]etcd ok") && text.contains("readyz check passed"), "{text}");
+    }
+}
+
+/// What the load saw.
+#[derive(Default, Debug)]
+struct Tally {
+    /// Llamas whose create was acknowledged, with the resourceVersion of the answer.
+    acknowledged: BTreeMap<String, u64>,
+    /// Llamas a watch saw ADDED.
+    watched: BTreeSet<String>,
+    /// Requests answered with success.
+    succeeded: u64,
+    /// Failed requests by what failed them.
+    failures: BTreeMap<String, u64>,
+    /// Reads that missed a write acknowledged before they began.
+    stale_reads: Vec<String>,
+    /// Times the watch was resumed from its last resourceVersion.
+    resumed: u64,
+}
+
+impl Tally {
+    fn fail(&mut self, what: String) {
+        *self.failures.entry(what).or_default() += 1;
+    }
+}
+
+/// What failed a request: the Status's code and reason, or the connection's error.
+fn failure(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => format!("{} {}", status.code, status.reason),
+        other => format!("connection: {}", other.to_string().chars().take(80).collect::<String>()),
+    }
+}
+
+fn llamas(client: kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("farm.example.com", "v1", "Llama");
+    Api::namespaced_with(client, NS, &ApiResource::from_gvk_with_plural(&gvk, "llamas"))
+}
+
+fn rv_of(object: &DynamicObject) -> u64 {
+    object.metadata.resource_version.as_deref().and_then(|rv| rv.parse().ok()).unwrap_or_default()
+}
+
+/// The load: writers, a reader and a watch (kube-rs, inside the node's namespace), until `stop`;
+/// then the watch goes on until it has seen every acknowledged write.
+struct Load {
+    tally: Arc<Mutex<Tally>>,
+    stop: Arc<AtomicBool>,
+    running: std::thread::JoinHandle<()>,
+}
+
+impl Load {
+    fn start(node: &Node, owner: &str) -> Self {
+        let (tally, stop) = (Arc::new(Mutex::new(Tally::default())), Arc::new(AtomicBool::new(false)));
+        let (t, s, kubeconfig, owner) = (tally.clone(), stop.clone(), node.dir.join("kubeconfig"), owner.to_string());
+        let running = node.in_netns(move || async move {
+            let api = llamas(Node::kube_client(kubeconfig).await);
+            let since = api.list(&ListParams::default()).await.expect("the first list").metadata.resource_version;
+            let mut tasks: Vec<_> = (0..3).map(|id| writer(api.clone(), id, owner.clone(), t.clone(), s.clone())).collect();
+            tasks.push(Box::pin(reader(api.clone(), t.clone(), s.clone())));
+            tasks.push(Box::pin(watch(api, since.unwrap_or_default(), t, s)));
+            futures::future::join_all(tasks).await;
+        });
+        Self { tally, stop, running }
+    }
+
+    /// Waits until `more` further writes are acknowledged.
+    fn until_more_writes(&self, more: usize) {
+        let start = self.tally.lock().unwrap().acknowledged.len();
+        let deadline = Instant::now() + EVENT_DEADLINE;
+        while self.tally.lock().unwrap().acknowledged.len() < start + more {
+            assert!(Instant::now() < deadline, "no {more} more writes acknowledged: {:?}", self.tally.lock().unwrap().failures);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(self) -> Tally {
+        self.stop.store(true, Ordering::SeqCst);
+        self.running.join().expect("the load");
+        Arc::try_unwrap(self.tally).expect("the load's tally").into_inner().unwrap()
+    }
+}
+
+type Task = std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
+/// Creates Llamas owned by the ConfigMap `owner` one after another; a failed create is sent
+/// again, and an AlreadyExists after a failure means the failed one was stored.
+fn writer(api: Api<DynamicObject>, id: usize, owner: String, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) -> Task {
+    Box::pin(async move {
+        for n in 0.. {
+            let name = format!("w{id}-{n}");
+            let mut llama = json!({
+                "apiVersion": "farm.example.com/v1", "kind": "Llama",
+                "metadata": {"name": name},
+                "spec": {"weight": 1 + n % 500, "height": 150},
+            });
+            // Every tenth owned by the ConfigMap, with a label to find them by: the garbage
+            // collector deletes a few Llamas a second (the kube-controller-manager's default
+            // client rate limit of 20 requests a second, a GET and a DELETE each).
+            if n % 10 == 0 {
+                llama["metadata"]["labels"] = json!({"owned": "true"});
+                llama["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "herd", "uid": owner}]);
+            }
+            let llama: DynamicObject = serde_json::from_value(llama).unwrap();
+            let mut failed = false;
+            loop {
+                let created = api.create(&PostParams::default(), &llama).await;
+                let mut tally = tally.lock().unwrap();
+                match created {
+                    Ok(object) => {
+                        tally.succeeded += 1;
+                        tally.acknowledged.insert(name, rv_of(&object));
+                        break;
+                    }
+                    Err(kube::Error::Api(status)) if failed && status.code == 409 => {
+                        tally.acknowledged.insert(name, 0);
+                        break;
+                    }
+                    Err(error) => tally.fail(format!("create: {}", failure(&error))),
+                }
+                failed = true;
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    })
+}
+
+/// Lists the Llamas again and again: each list must hold every write acknowledged before it began.
+async fn reader(api: Api<DynamicObject>, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        let before: Vec<String> = tally.lock().unwrap().acknowledged.keys().cloned().collect();
+        let listed = api.list(&ListParams::default()).await;
+        let mut tally = tally.lock().unwrap();
+        match listed {
+            Ok(list) => {
+                tally.succeeded += 1;
+                let names: BTreeSet<_> = list.items.iter().filter_map(|o| o.metadata.name.clone()).collect();
+                let missing: Vec<_> = before.into_iter().filter(|n| !names.contains(n)).collect();
+                if !missing.is_empty() {
+                    tally.stale_reads.push(format!("a list at {:?} missed {missing:?}", list.metadata.resource_version));
+                }
+            }
+            Err(error) => tally.fail(format!("list: {}", failure(&error))),
+        }
+    }
+}
+
+/// Watches from `since`, resuming from the last resourceVersion seen whenever the watch ends
+/// or fails, until `stop` and every acknowledged write seen (or [`EVENT_DEADLINE`] after `stop`).
+async fn watch(api: Api<DynamicObject>, since: String, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) {
+    let (mut rv, mut last) = (since, 0u64);
+    let mut stopped_at: Option<Instant> = None;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            let seen_all = {
+                let t = tally.lock().unwrap();
+                t.acknowledged.keys().all(|n| t.watched.contains(n))
+            };
+            let since_stop = stopped_at.get_or_insert_with(Instant::now).elapsed();
+            if seen_all || since_stop > EVENT_DEADLINE {
+                return;
+            }
+        }
+        let stream = match api.watch(&WatchParams::default().timeout(20), &rv).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                tally.lock().unwrap().fail(format!("watch: {}", failure(&error)));
+                continue;
+            }
+        };
+        let mut stream = std::pin::pin!(stream);
+        while let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(1), stream.next()).await {
+            let mut t = tally.lock().unwrap();
+            let object = match event {
+                Ok(WatchEvent::Added(o)) => {
+                    t.watched.insert(o.metadata.name.clone().unwrap_or_default());
+                    o
+                }
+                Ok(WatchEvent::Modified(o) | WatchEvent::Deleted(o)) => o,
+                Ok(WatchEvent::Bookmark(b)) => {
+                    rv = b.metadata.resource_version;
+                    continue;
+                }
+                Ok(WatchEvent::Error(status)) => {
+                    t.fail(format!("watch event: {} {}", status.code, status.reason));
+                    break;
+                }
+                Err(error) => {
+                    t.fail(format!("watch stream: {}", failure(&error)));
+                    break;
+                }
+            };
+            let at = rv_of(&object);
+            assert!(at > last, "watch events out of order: {at} after {last}");
+            (last, rv) = (at, at.to_string());
+        }
+        tally.lock().unwrap().resumed += 1;
+    }
+}
+
+/// kubectl reading Llamas over and over until `stop`: (succeeded, failures with their messages).
+fn kubectl_reader(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, Vec<String>)> {
+    let kubeconfig = node.dir.join("kubeconfig");
+    std::thread::spawn(move || {
+        let (mut succeeded, mut failures) = (0, Vec::new());
+        while !stop.load(Ordering::SeqCst) {
+            let out = Command::new("bash")
+                .arg(format!("{ROOT}/scripts/node.sh"))
+                .args(["exec", "kubectl", "--kubeconfig", kubeconfig.to_str().unwrap(), "get", "llamas", "-n", NS])
+                .args(["-o", "name"])
+                .output()
+                .expect("run kubectl");
+            if out.status.success() {
+                succeeded += 1;
+            } else {
+                failures.push(String::from_utf8_lossy(&out.stderr).into_owned());
+            }
+        }
+        (succeeded, failures)
+    })
+}
+
+fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
+    let before: BTreeSet<String> = replicas(node).iter().map(|p| p["metadata"]["name"].to_string()).collect();
+    let load = Load::start(node, owner);
+    let kubectl = kubectl_reader(node, load.stop.clone());
+    load.until_more_writes(50);
+    let restarted = Instant::now();
+    node.must(&["-n", "farm-system", "rollout", "restart", "deployment/farm-apiserver"]);
+    node.must(&["-n", "farm-system", "rollout", "status", "deployment/farm-apiserver", "--timeout=180s"]);
+    // The old replicas' servers have exited (their Pods may linger: the kubelet 1.20 sometimes
+    // removes a stopped container before it records the kill, and takes a minute more to
+    // delete the Pod; nothing of it serves by then).
+    eventually("the old replicas to have stopped", || {
+        let pods = replicas(node);
+        let running = |p: &&Value| p["status"]["containerStatuses"][0]["state"]["running"].is_object();
+        let names: BTreeSet<String> = pods.iter().filter(running).map(|p| p["metadata"]["name"].to_string()).collect();
+        (names.len() == 3 && names.is_disjoint(&before)).then_some(())
+    });
+    let rolled = restarted.elapsed();
+    load.until_more_writes(50);
+    let tally = load.stop();
+    let (kubectl_reads, kubectl_failures) = kubectl.join().unwrap();
+    eprintln!(
+        "rollout restart in {:.1} s under load: {} writes acknowledged, {} requests succeeded, failures {:?}, \
+         watch resumed {} times, kubectl reads {kubectl_reads} succeeded, {} failed",
+        rolled.as_secs_f64(),
+        tally.acknowledged.len(),
+        tally.succeeded,
+        tally.failures,
+        tally.resumed,
+        kubectl_failures.len()
+    );
+    assert!(tally.stale_reads.is_empty(), "{:?}", tally.stale_reads);
+    let unseen: Vec<_> = tally.acknowledged.keys().filter(|n| !tally.watched.contains(*n)).collect();
+    assert!(unseen.is_empty(), "acknowledged writes the watch never saw: {unseen:?}");
+    let stored: BTreeSet<String> = node.json(&["llamas", "-n", NS])["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let lost: Vec<_> = tally.acknowledged.keys().filter(|n| !stored.contains(*n)).collect();
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    assert!(tally.failures.is_empty() && kubectl_failures.is_empty(), "{:?} {kubectl_failures:?}", tally.failures);
+}
+
+/// One replica's container killed (SIGKILL, as the kernel's OOM killer does): requests through
+/// the aggregator go on; the time from the kill to the last failed request is measured.
+fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node) {
+    let pod = replicas(node).remove(0);
+    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    let container = pod["status"]["containerStatuses"][0]["containerID"].as_str().unwrap();
+    let container = container.trim_start_matches("containerd://").to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s, kubeconfig) = (stop.clone(), node.dir.join("kubeconfig"));
+    let outcomes = node.in_netns(move || async move {
+        let api = llamas(Node::kube_client(kubeconfig).await);
+        let mut outcomes: Vec<(Instant, Option<String>)> = Vec::new();
+        while !s.load(Ordering::SeqCst) {
+            let listed = api.list(&ListParams::default().limit(1)).await;
+            outcomes.push((Instant::now(), listed.err().map(|e| failure(&e))));
+        }
+        outcomes
+    });
+    let socket = node.dir.join("containerd.sock");
+    let killed = Instant::now();
+    let out = Command::new("ctr")
+        .args(["--address", socket.to_str().unwrap(), "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", &container])
+        .output()
+        .expect("run ctr");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    eventually("the killed replica to be restarted and ready", || {
+        let pod = node.json(&["pod", "-n", "farm-system", &name]);
+        let status = &pod["status"]["containerStatuses"][0];
+        (status["restartCount"] == 1 && status["ready"] == true).then_some(())
+    });
+    let ready_again = killed.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let outcomes = outcomes.join().unwrap();
+    let failed: Vec<_> = outcomes.iter().filter(|(_, f)| f.is_some()).collect();
+    let last_failure = failed.last().map(|(at, _)| at.duration_since(killed));
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    for (_, f) in &failed {
+        *kinds.entry(f.as_deref().unwrap()).or_default() += 1;
+    }
+    eprintln!(
+        "a replica killed: {} of {} requests failed {kinds:?}, the last {last_failure:?} after the kill; \
+         the replica restarted and ready after {:.1} s",
+        failed.len(),
+        outcomes.len(),
+        ready_again.as_secs_f64()
+    );
+    let after_ready = outcomes.iter().filter(|(at, _)| at.duration_since(killed) > ready_again).count();
+    assert!(after_ready > 0, "requests went on after the replica was back");
+}
