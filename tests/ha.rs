@@ -305,7 +305,8 @@ async fn an_etcd_outage_makes_replicas_unready_and_they_recover_by_themselves() 
     }
 
     etcd.restart();
-    readyz_becomes(&s, 200, Duration::from_secs(30)).await;
+    let ready = readyz_becomes(&s, 200, Duration::from_secs(30)).await;
+    assert!(ready.contains("[+]etcd ok") && ready.contains("[+]watch-cache-llamas ok"), "{ready}");
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("after", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 201);
     let (_, list) = get_json(&s, &llamas("default")).await;
@@ -400,11 +401,16 @@ async fn a_replica_started_before_etcd_becomes_ready_when_etcd_comes() {
     let mut etcd = Etcd::unstarted();
     let flags = common::etcd::storage_flags(&etcd, &unique_prefix(), &[]);
     let s = Server::start_unready(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await;
-    assert_eq!(s.anonymous().get(s.url("/readyz")).send().await.unwrap().status(), 500);
+    let unready = s.anonymous().get(s.url("/readyz?verbose")).send().await.unwrap();
+    assert_eq!(unready.status(), 500);
+    let unready = unready.text().await.unwrap();
+    // The watch cache has not listed the Llamas either: a replica takes traffic with its cache filled.
+    assert!(unready.contains("[-]etcd failed") && unready.contains("[-]watch-cache-llamas failed"), "{unready}");
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("early", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 503);
     etcd.restart();
-    readyz_becomes(&s, 200, Duration::from_secs(30)).await;
+    let ready = readyz_becomes(&s, 200, Duration::from_secs(30)).await;
+    assert!(ready.contains("[+]etcd ok") && ready.contains("[+]watch-cache-llamas ok"), "{ready}");
     let r = s.client.post(s.url(&llamas("default"))).json(&llama("later", 1.0, 1.0)).send().await.unwrap();
     assert_eq!(r.status(), 201);
     let (_, list) = get_json(&s, &llamas("default")).await;

@@ -136,7 +136,8 @@ fn each_replica_is_ready_with_etcd(node: &Node) {
         let url = format!("https://{}:8443/readyz?verbose", pod["status"]["podIP"].as_str().unwrap());
         let out = node.exec(&["curl", "-sk", &url], None);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("[+]etcd ok") && text.contains("readyz check passed"), "{text}");
+        let ready = ["[+]etcd ok", "[+]watch-cache-llamas ok", "readyz check passed"];
+        assert!(ready.iter().all(|check| text.contains(check)), "{text}");
     }
 }
 
@@ -233,10 +234,10 @@ fn writer(api: Api<DynamicObject>, id: usize, owner: String, tally: Arc<Mutex<Ta
                 "metadata": {"name": name},
                 "spec": {"weight": 1 + n % 500, "height": 150},
             });
-            // Every tenth owned by the ConfigMap, with a label to find them by: the garbage
+            // One in 25 owned by the ConfigMap, with a label to find them by: the garbage
             // collector deletes a few Llamas a second (the kube-controller-manager's default
-            // client rate limit of 20 requests a second, a GET and a DELETE each).
-            if n % 10 == 0 {
+            // client rate limit of 20 requests a second, shared with its informers' lists).
+            if n % 25 == 0 {
                 llama["metadata"]["labels"] = json!({"owned": "true"});
                 llama["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "herd", "uid": owner}]);
             }
@@ -412,21 +413,22 @@ fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
 /// One replica's container killed (SIGKILL, as the kernel's OOM killer does): requests through
 /// the aggregator go on; the time from the kill to the last failed request is measured.
 fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node) {
-    let pod = replicas(node).remove(0);
+    let ready = |p: &Value| p["status"]["containerStatuses"][0]["ready"] == true && p["metadata"]["deletionTimestamp"].is_null();
+    let pod = replicas(node).into_iter().find(ready).expect("a ready replica");
     let name = pod["metadata"]["name"].as_str().unwrap().to_string();
     let container = pod["status"]["containerStatuses"][0]["containerID"].as_str().unwrap();
     let container = container.trim_start_matches("containerd://").to_string();
     let stop = Arc::new(AtomicBool::new(false));
-    let (s, kubeconfig) = (stop.clone(), node.dir.join("kubeconfig"));
-    let outcomes = node.in_netns(move || async move {
+    let outcomes: Arc<Mutex<Vec<(Instant, Option<String>)>>> = Arc::default();
+    let (s, o, kubeconfig) = (stop.clone(), outcomes.clone(), node.dir.join("kubeconfig"));
+    let reading = node.in_netns(move || async move {
         let api = llamas(Node::kube_client(kubeconfig).await);
-        let mut outcomes: Vec<(Instant, Option<String>)> = Vec::new();
         while !s.load(Ordering::SeqCst) {
             let listed = api.list(&ListParams::default().limit(1)).await;
-            outcomes.push((Instant::now(), listed.err().map(|e| failure(&e))));
+            o.lock().unwrap().push((Instant::now(), listed.err().map(|e| failure(&e))));
         }
-        outcomes
     });
+    eventually("the reader to be under way", || (outcomes.lock().unwrap().len() >= 20).then_some(()));
     let socket = node.dir.join("containerd.sock");
     let killed = Instant::now();
     let out = Command::new("ctr")
@@ -441,7 +443,8 @@ fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node) {
     });
     let ready_again = killed.elapsed();
     stop.store(true, Ordering::SeqCst);
-    let outcomes = outcomes.join().unwrap();
+    reading.join().unwrap();
+    let outcomes = std::mem::take(&mut *outcomes.lock().unwrap());
     let failed: Vec<_> = outcomes.iter().filter(|(_, f)| f.is_some()).collect();
     let last_failure = failed.last().map(|(at, _)| at.duration_since(killed));
     let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();

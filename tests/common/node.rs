@@ -123,12 +123,15 @@ impl Node {
         })
     }
 
-    /// A kube-rs client of the node's kube-apiserver with the admin's kubeconfig; use it inside
-    /// [`Node::in_netns`].
+    /// A kube-rs client of the node's kube-apiserver with the admin's kubeconfig, without
+    /// kube-rs's default retries of 429, 503 and 504 (so a test sees every failed request); use
+    /// it inside [`Node::in_netns`].
     pub async fn kube_client(kubeconfig: PathBuf) -> kube::Client {
         let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("the node's kubeconfig");
         let options = kube::config::KubeConfigOptions::default();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.expect("a client configuration");
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.expect("a client configuration");
+        config.default_retry = false;
         kube::Client::try_from(config).expect("a kube client")
     }
 }

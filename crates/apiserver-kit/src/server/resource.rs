@@ -261,7 +261,12 @@ impl<K: Strategy> Mountable for StoredResource<K> {
     }
 
     fn mount(self: Box<Self>, mount: &Mount<'_>, into: &mut Mounted) {
-        let mut registry = Registry::new(mount.storage.store::<K>(), mount.settings.clone());
+        let (store, readiness) = mount.storage.store::<K>();
+        if let Some(check) = readiness {
+            let health = std::mem::take(&mut into.health);
+            into.health = health.with_required(format!("watch-cache-{}", K::INFO.plural), check);
+        }
+        let mut registry = Registry::new(store, mount.settings.clone());
         if !self.managed_fields {
             registry = registry.without_managed_fields();
         }

@@ -3,7 +3,7 @@
 //! every resource mounted from it a store of its own type (over etcd, behind a watch cache).
 
 use super::StartError;
-use crate::health::Health;
+use crate::health::{Check, Health};
 use crate::machinery::resource::ApiResource;
 use crate::store::etcd::{self, EtcdStore, cache::WatchCache, client::EtcdClient, connection::EtcdConfig};
 use crate::store::{Revision, Store, memory::MemoryStore};
@@ -78,13 +78,16 @@ impl StorageFactory {
         Ok((etcd, health))
     }
 
-    /// A store of `K` in this backend.
-    pub fn store<K: ApiResource>(&self) -> Arc<dyn Store<K>> {
+    /// A store of `K` in this backend, and the readiness check it needs, if any: a watch cache
+    /// over etcd is ready once it has listed the resource (until then every read goes to etcd).
+    pub fn store<K: ApiResource>(&self) -> (Arc<dyn Store<K>>, Option<Check>) {
         match self {
-            Self::Memory { revision, history } => Arc::new(MemoryStore::<K>::new(revision.clone(), *history)),
+            Self::Memory { revision, history } => (Arc::new(MemoryStore::<K>::new(revision.clone(), *history)), None),
             Self::Etcd { client, prefix, history, stopping } => {
                 let etcd = EtcdStore::<K>::new((**client).clone(), prefix);
-                Arc::new(WatchCache::start(etcd, *history, stopping))
+                let cache = WatchCache::start(etcd, *history, stopping);
+                let ready = cache.readiness();
+                (Arc::new(cache), Some(ready))
             }
         }
     }

@@ -118,6 +118,13 @@ impl<K: ApiResource> WatchCache<K> {
     fn has_listed(&self) -> bool {
         *self.listed.borrow()
     }
+
+    /// A readiness check that passes once the cache has listed the resource from etcd.
+    pub fn readiness(&self) -> crate::health::Check {
+        let listed = self.listed.clone();
+        let plural = K::INFO.plural;
+        Arc::new(move || if *listed.borrow() { Ok(()) } else { Err(format!("{plural} not listed from etcd yet")) })
+    }
 }
 
 #[async_trait::async_trait]
