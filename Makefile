@@ -79,7 +79,7 @@ node: ## Start the one-node cluster of the node tests (scripts/node.sh up; KUBEC
 node-down: ## Stop and remove the one-node cluster.
 	bash scripts/node.sh down
 
-node-test: ## Only the tests on the node (tests/node.rs): the image, the install, FarmPods of real Pods.
+node-test: ## Only the tests on the node (tests/node.rs): the image, the install, FarmPods of real Pods, the high-availability install under rollouts and crashes.
 	$(CARGO) test --locked --test node -- --nocapture
 
 clean:

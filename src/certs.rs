@@ -39,9 +39,10 @@ pub struct CertsArgs {
     pub ha_app_yaml: PathBuf,
     /// The etcd of the high-availability overlay: the Secrets of its members' certificate (for
     /// clients and peers) and of the server's etcd client certificate, from a CA of their own
-    /// (`etcd-ca.crt` in `--out-dir`); `-` to skip them.
-    #[arg(long, default_value = "manifests/ha/etcd-certs.yaml")]
-    pub etcd_certs_yaml: PathBuf,
+    /// (`etcd-ca.crt` in `--out-dir`). Default: `etcd-certs.yaml` beside `--ha-app-yaml`, none
+    /// when that is `-`; `-` to skip them.
+    #[arg(long)]
+    pub etcd_certs_yaml: Option<PathBuf>,
     /// The headless Service of the etcd StatefulSet, in `--namespace`.
     #[arg(long, default_value = "etcd")]
     pub etcd_service: String,
@@ -143,10 +144,20 @@ pub fn run(args: &CertsArgs) -> Result<String, Error> {
             write(path, &manifest, true)?;
         }
     }
-    if args.etcd_certs_yaml.as_os_str() != "-" {
-        write(&args.etcd_certs_yaml, &etcd_certs_yaml(args)?, true)?;
+    if let Some(path) = etcd_certs_path(args) {
+        write(&path, &etcd_certs_yaml(args)?, true)?;
     }
     Ok(bundle)
+}
+
+/// Where the etcd Secrets go, if anywhere.
+pub fn etcd_certs_path(args: &CertsArgs) -> Option<PathBuf> {
+    match &args.etcd_certs_yaml {
+        Some(path) if path.as_os_str() == "-" => None,
+        Some(path) => Some(path.clone()),
+        None if args.ha_app_yaml.as_os_str() == "-" => None,
+        None => Some(args.ha_app_yaml.with_file_name("etcd-certs.yaml")),
+    }
 }
 
 /// The names of the etcd members' certificate: every member of the headless Service (a
@@ -169,8 +180,7 @@ fn etcd_certs_yaml(args: &CertsArgs) -> Result<String, Error> {
     let names = etcd_member_names(&args.etcd_service, &args.namespace);
     let member = tls::issue_for(&ca, &args.etcd_service, &names, tls::Usage::ServerAndClient)
         .map_err(|e| Error::Ca(e.to_string()))?;
-    let client =
-        tls::issue_for(&ca, &args.service, &[], tls::Usage::Client).map_err(|e| Error::Ca(e.to_string()))?;
+    let client = tls::issue_for(&ca, &args.service, &[], tls::Usage::Client).map_err(|e| Error::Ca(e.to_string()))?;
     let docs = [
         tls_secret(&format!("{}-certs", args.etcd_service), &args.namespace, &args.etcd_service, &member)?,
         tls_secret(ETCD_CLIENT_SECRET_NAME, &args.namespace, &args.service, &client)?,
@@ -229,7 +239,7 @@ mod tests {
             manifests_dir: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")),
             app_yaml: dir.join("app.yaml"),
             ha_app_yaml: dir.join("ha/app.yaml"),
-            etcd_certs_yaml: dir.join("ha/etcd-certs.yaml"),
+            etcd_certs_yaml: None,
             etcd_service: "etcd".into(),
         }
     }
@@ -266,8 +276,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         run(&args(dir.path())).unwrap();
         let text = std::fs::read_to_string(dir.path().join("ha/etcd-certs.yaml")).unwrap();
-        let secrets: Vec<Secret> =
-            text.split("\n---\n").map(|doc| serde_saphyr::from_str(doc).unwrap()).collect();
+        let secrets: Vec<Secret> = text.split("\n---\n").map(|doc| serde_saphyr::from_str(doc).unwrap()).collect();
         let names: Vec<_> = secrets.iter().map(|s| s.metadata.name.clone().unwrap()).collect();
         assert_eq!(names, ["etcd-certs", ETCD_CLIENT_SECRET_NAME]);
         let pem = |secret: &Secret, key: &str| String::from_utf8(secret.data.as_ref().unwrap()[key].0.clone()).unwrap();

@@ -67,8 +67,10 @@ async fn main() -> ExitCode {
         Command::Certs(args) => match farm_apiserver::certs::run(&args) {
             Ok(bundle) => {
                 println!("{bundle}");
+                let etcd = farm_apiserver::certs::etcd_certs_path(&args);
                 let written: Vec<String> = [&args.out_dir, &args.app_yaml, &args.ha_app_yaml]
                     .into_iter()
+                    .chain(etcd.as_ref())
                     .filter(|p| p.as_os_str() != "-")
                     .map(|p| p.display().to_string())
                     .collect();

@@ -167,7 +167,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     // The high-availability overlay, copied beside its generated base.
     let ha = dir.path().join("ha");
     std::fs::create_dir(&ha).unwrap();
-    for file in ["kustomization.yaml", "deployment-patch.yaml", "poddisruptionbudget.yaml"] {
+    for file in ["kustomization.yaml", "deployment-patch.yaml", "poddisruptionbudget.yaml", "etcd.yaml"] {
         std::fs::copy(format!("{}/manifests/ha/{file}", env!("CARGO_MANIFEST_DIR")), ha.join(file)).unwrap();
     }
     let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
@@ -209,13 +209,21 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     }
     // policy/v1 PodDisruptionBudgets (every supported cluster; v1beta1 is gone since 1.25) came
     // in 1.21, after this test's kube-apiserver 1.20: it validates the same fields as v1beta1.
-    assert!(rendered.contains("apiVersion: policy/v1\nkind: PodDisruptionBudget"));
+    assert_eq!(rendered.matches("apiVersion: policy/v1\nkind: PodDisruptionBudget").count(), 2);
     let rendered = rendered.replace(
         "apiVersion: policy/v1\nkind: PodDisruptionBudget",
         "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget",
     );
     let applied = cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&rendered));
-    for object in ["deployment.apps/farm-apiserver", "poddisruptionbudget.policy/farm-apiserver"] {
+    for object in [
+        "deployment.apps/farm-apiserver",
+        "poddisruptionbudget.policy/farm-apiserver",
+        "statefulset.apps/etcd",
+        "service/etcd",
+        "secret/etcd-certs",
+        "secret/farm-apiserver-etcd-client",
+        "poddisruptionbudget.policy/etcd",
+    ] {
         assert!(applied.contains(object), "{object} missing from:\n{applied}");
     }
 }

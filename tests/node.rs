@@ -2,15 +2,18 @@
 //! kubelet, kube-proxy and containerd in a network namespace of their own): farm-apiserver's
 //! image built from the Dockerfile, installed as a user installs it with one `kubectl apply` of
 //! the manifest its `certs` command writes, answering through the aggregator with its own
-//! ServiceAccount, and FarmPods that show what the kubelet reports about the Pods it runs.
+//! ServiceAccount, and FarmPods that show what the kubelet reports about the Pods it runs; then
+//! the high-availability install ([`high_availability`]).
 //!
 //! The node is shared: a node already up is used and left up; one this test started is removed
 //! when it ends, also when it fails.
 
 mod common;
+#[path = "node/high_availability.rs"]
+mod high_availability;
 
-use common::{EVENT_DEADLINE, LineStream};
 use common::node::{KillOnDrop, Node, ROOT, eventually};
+use common::{EVENT_DEADLINE, LineStream};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,8 +34,10 @@ fn install_manifest(dir: &Path) -> PathBuf {
     app
 }
 
+/// The quick start (one replica, Llamas in memory), then the high-availability install (three
+/// replicas over an etcd StatefulSet): one node for both, as their installs share names.
 #[test]
-fn installed_from_its_manifests_it_serves_through_the_aggregator_and_shows_the_kubelets_pods() {
+fn installed_from_its_manifests_it_serves_shows_the_kubelets_pods_and_survives_rollouts_and_crashes() {
     let node = Node::up();
     let dir = tempfile::tempdir().unwrap();
     let app = install_manifest(dir.path());
@@ -54,6 +59,7 @@ fn installed_from_its_manifests_it_serves_through_the_aggregator_and_shows_the_k
     node.must(&["delete", "-f", app, "--wait=true"]);
     let (found, out, _) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
     assert!(found && !out.contains("llamas"), "{out}");
+    high_availability::with_etcd_and_three_replicas_a_rollout_loses_nothing_and_a_killed_replica_recovers(&node);
 }
 
 fn the_install_is_ready_and_available(node: &Node) {

@@ -145,13 +145,18 @@ impl Drop for Node {
 }
 
 /// Polls `check` until it gives a value; panics, naming `what`, after [`EVENT_DEADLINE`].
-pub fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + EVENT_DEADLINE;
+pub fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    eventually_within(what, EVENT_DEADLINE, check)
+}
+
+/// [`eventually`] with a deadline of its own.
+pub fn eventually_within<T>(what: &str, within: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
     loop {
         if let Some(value) = check() {
             return value;
         }
-        assert!(Instant::now() < deadline, "timed out after {EVENT_DEADLINE:?} waiting for {what}");
+        assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -165,4 +170,3 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
-

@@ -100,18 +100,30 @@ pub(crate) mod tests {
     pub(crate) fn cluster() -> Cluster {
         let (services, mut services_writer) = store::<Service>();
         let (endpoints, mut endpoints_writer) = store::<Endpoints>();
-        let service = |name: &str, spec: ServiceSpec| Service { metadata: meta("farm-system", name), spec: Some(spec), ..Default::default() };
+        let service = |name: &str, spec: ServiceSpec| Service {
+            metadata: meta("farm-system", name),
+            spec: Some(spec),
+            ..Default::default()
+        };
         for s in [
             service("farm-apiserver", ServiceSpec { cluster_ip: Some("10.96.7.8".into()), ..Default::default() }),
             service("etcd", ServiceSpec { cluster_ip: Some("None".into()), ..Default::default() }),
             service(
                 "outside",
-                ServiceSpec { type_: Some("ExternalName".into()), external_name: Some("db.example.org".into()), ..Default::default() },
+                ServiceSpec {
+                    type_: Some("ExternalName".into()),
+                    external_name: Some("db.example.org".into()),
+                    ..Default::default()
+                },
             ),
         ] {
             services_writer.apply_watcher_event(&Event::Apply(s));
         }
-        let address = |ip: &str, hostname: &str| EndpointAddress { ip: ip.into(), hostname: Some(hostname.into()), ..Default::default() };
+        let address = |ip: &str, hostname: &str| EndpointAddress {
+            ip: ip.into(),
+            hostname: Some(hostname.into()),
+            ..Default::default()
+        };
         endpoints_writer.apply_watcher_event(&Event::Apply(Endpoints {
             metadata: meta("farm-system", "etcd"),
             subsets: Some(vec![EndpointSubset {
@@ -126,9 +138,18 @@ pub(crate) mod tests {
     fn a_service_is_its_cluster_ip_and_a_headless_one_its_endpoints() {
         let cluster = cluster();
         let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
-        assert_eq!(cluster.resolve("farm-apiserver.farm-system.svc.cluster.local."), Answer::Addresses(vec![ip("10.96.7.8")]));
-        assert_eq!(cluster.resolve("ETCD.farm-system.svc.cluster.local"), Answer::Addresses(vec![ip("10.244.0.5"), ip("10.244.0.6")]));
-        assert_eq!(cluster.resolve("etcd-1.etcd.farm-system.svc.cluster.local"), Answer::Addresses(vec![ip("10.244.0.6")]));
+        assert_eq!(
+            cluster.resolve("farm-apiserver.farm-system.svc.cluster.local."),
+            Answer::Addresses(vec![ip("10.96.7.8")])
+        );
+        assert_eq!(
+            cluster.resolve("ETCD.farm-system.svc.cluster.local"),
+            Answer::Addresses(vec![ip("10.244.0.5"), ip("10.244.0.6")])
+        );
+        assert_eq!(
+            cluster.resolve("etcd-1.etcd.farm-system.svc.cluster.local"),
+            Answer::Addresses(vec![ip("10.244.0.6")])
+        );
         assert_eq!(cluster.resolve("outside.farm-system.svc.cluster.local"), Answer::Alias("db.example.org".into()));
     }
 

@@ -13,6 +13,8 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use lookup::{Answer, Cluster};
 use std::str::FromStr;
 
+const USAGE: &str = "farm-node-dns --listen ADDR [--zone ZONE]";
+
 /// Seconds a client may cache an answer: Pods come and go in seconds on the node.
 const TTL: u32 = 5;
 
@@ -55,7 +57,7 @@ fn arguments() -> Result<(String, String), Error> {
         match arg.as_str() {
             "--listen" => listen = args.next(),
             "--zone" => zone = args.next().ok_or("--zone needs a value")?,
-            other => return Err(format!("unknown argument {other}; usage: farm-node-dns --listen ADDR [--zone ZONE]").into()),
+            other => return Err(format!("unknown argument {other}; usage: {USAGE}").into()),
         }
     }
     Ok((listen.ok_or("--listen ADDR is required")?, zone.trim_matches('.').to_string()))
@@ -77,7 +79,9 @@ fn answer(cluster: &Cluster, datagram: &[u8]) -> Option<Vec<u8>> {
             match cluster.resolve(&name.to_ascii()) {
                 Answer::NoSuchName => reply.metadata.response_code = ResponseCode::NXDomain,
                 Answer::Addresses(ips) if query.query_type() == RecordType::A => {
-                    reply.add_answers(ips.into_iter().map(|ip| Record::from_rdata(name.clone(), TTL, RData::A(rdata::A(ip)))));
+                    reply.add_answers(
+                        ips.into_iter().map(|ip| Record::from_rdata(name.clone(), TTL, RData::A(rdata::A(ip)))),
+                    );
                 }
                 Answer::Alias(target) if matches!(query.query_type(), RecordType::A | RecordType::CNAME) => {
                     let target = Name::from_str(&format!("{target}.")).ok()?;

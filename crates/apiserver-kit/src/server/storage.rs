@@ -59,7 +59,12 @@ impl StorageFactory {
         health: Health,
     ) -> Result<(Self, Health), StartError> {
         let (config, compaction_interval) = match options {
-            StorageOptions::Memory => return Ok((Self::Memory { revision: Arc::default(), history }, health)),
+            StorageOptions::Memory => {
+                tracing::warn!(
+                    "objects are kept in this process's memory: a restart loses them all (--storage etcd keeps them)"
+                );
+                return Ok((Self::Memory { revision: Arc::default(), history }, health));
+            }
             StorageOptions::Etcd { config, compaction_interval } => {
                 let config = EtcdConfig { prefix: config.prefix.trim_end_matches('/').to_string(), ..config.clone() };
                 (config, *compaction_interval)

@@ -119,8 +119,9 @@ impl<K: ApiResource> WatchCache<K> {
         *self.listed.borrow()
     }
 
-    /// A readiness check that passes once the cache has listed the resource from etcd.
-    pub fn readiness(&self) -> crate::health::Check {
+    /// A readiness check (for `/readyz`) that passes once the cache has listed the resource
+    /// from etcd.
+    pub fn readiness(&self) -> Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync> {
         let listed = self.listed.clone();
         let plural = K::INFO.plural;
         Arc::new(move || if *listed.borrow() { Ok(()) } else { Err(format!("{plural} not listed from etcd yet")) })
