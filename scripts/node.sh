@@ -2,7 +2,9 @@
 # A one-node Kubernetes 1.20.2 cluster inside a network namespace of its own, for the tests that
 # install farm-apiserver as users do: etcd, kube-apiserver (aggregation configured),
 # kube-controller-manager, kube-scheduler, Debian's containerd 1.6 + runc + CNI bridge, kubelet and
-# kube-proxy (iptables), as kind and kubeadm run a single node.
+# kube-proxy (iptables), as kind and kubeadm run a single node, with what their add-ons give:
+# a cluster DNS (crates/node-dns, for Services and StatefulSet Pods by name) and local persistent
+# volumes of a default StorageClass.
 #
 #   scripts/node.sh up          start it (idempotent: a running node is left as it is); writes
 #                               $NODE_DIR/kubeconfig and $NODE_DIR/env (KUBECONFIG, SERVER_IMAGE,
