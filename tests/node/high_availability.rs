@@ -1,7 +1,7 @@
 //! The high-availability install on the node, as a user makes it: one
 //! `kubectl apply -k` of manifests/ha (three replicas over an etcd StatefulSet of three members
 //! on the node's persistent volumes, certificates by `farm-apiserver certs`). Then, under load
-//! through the aggregator (kube-rs writers, readers and a watch; kubectl readers; the
+//! through the aggregator (kube-rs writers, readers and a watch; kubectl writing and reading; the
 //! kube-controller-manager's garbage collector following every Llama): a `kubectl rollout
 //! restart` loses no acknowledged write and no watch event and fails no request, and a killed
 //! replica's container is measured until every request succeeds again.
@@ -360,32 +360,64 @@ async fn watch(api: Api<DynamicObject>, since: String, tally: Arc<Mutex<Tally>>,
     }
 }
 
-/// kubectl reading Llamas over and over until `stop`: (succeeded, failures with their messages).
-fn kubectl_reader(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, Vec<String>)> {
-    let kubeconfig = node.dir.join("kubeconfig");
+/// What kubectl did: the Llamas it created, its reads that succeeded, its failures' messages.
+#[derive(Default)]
+struct KubectlTally {
+    created: Vec<String>,
+    reads: u64,
+    failures: Vec<String>,
+}
+
+/// kubectl creating a Llama, then listing them, over and over until `stop`; a failed create is
+/// sent again, and AlreadyExists after a failure means the failed one was stored.
+fn kubectl_client(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<KubectlTally> {
+    let kubeconfig = node.dir.join("kubeconfig").display().to_string();
     std::thread::spawn(move || {
-        let (mut succeeded, mut failures) = (0, Vec::new());
-        while !stop.load(Ordering::SeqCst) {
-            let out = Command::new("bash")
+        let kubectl = |args: &[&str], stdin: Option<String>| {
+            use std::io::Write;
+            let mut child = Command::new("bash")
                 .arg(format!("{ROOT}/scripts/node.sh"))
-                .args(["exec", "kubectl", "--kubeconfig", kubeconfig.to_str().unwrap(), "get", "llamas", "-n", NS])
-                .args(["-o", "name"])
-                .output()
+                .args(["exec", "kubectl", "--kubeconfig", &kubeconfig, "-n", NS])
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
                 .expect("run kubectl");
-            if out.status.success() {
-                succeeded += 1;
-            } else {
-                failures.push(String::from_utf8_lossy(&out.stderr).into_owned());
+            child.stdin.take().unwrap().write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+            let out = child.wait_with_output().expect("kubectl");
+            (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        };
+        let mut tally = KubectlTally::default();
+        for n in 0.. {
+            let name = format!("k-{n}");
+            let llama = json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "metadata": {"name": name}, "spec": {"weight": 7, "height": 7}});
+            let mut failed = false;
+            loop {
+                match kubectl(&["create", "-f", "-"], Some(llama.to_string())) {
+                    (true, _) => break tally.created.push(name.clone()),
+                    (false, err) if failed && err.contains("AlreadyExists") => break tally.created.push(name.clone()),
+                    (false, err) => tally.failures.push(err),
+                }
+                failed = true;
+            }
+            match kubectl(&["get", "llamas", "-o", "name"], None) {
+                (true, _) => tally.reads += 1,
+                (false, err) => tally.failures.push(err),
+            }
+            if stop.load(Ordering::SeqCst) {
+                return tally;
             }
         }
-        (succeeded, failures)
+        tally
     })
 }
 
 fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
     let before: BTreeSet<String> = replicas(node).iter().map(|p| p["metadata"]["name"].to_string()).collect();
     let load = Load::start(node, owner);
-    let kubectl = kubectl_reader(node, load.stop.clone());
+    let kubectl_stop = Arc::new(AtomicBool::new(false));
+    let kubectl = kubectl_client(node, kubectl_stop.clone());
     load.until_more_writes(50);
     let restarted = Instant::now();
     node.must(&["-n", "farm-system", "rollout", "restart", "deployment/farm-apiserver"]);
@@ -401,17 +433,22 @@ fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
     });
     let rolled = restarted.elapsed();
     load.until_more_writes(50);
+    kubectl_stop.store(true, Ordering::SeqCst);
+    let by_kubectl = kubectl.join().unwrap();
+    // kubectl's writes are acknowledged writes too: the watch goes on until it has seen them.
+    load.tally.lock().unwrap().acknowledged.extend(by_kubectl.created.iter().map(|n| (n.clone(), 0)));
     let tally = load.stop();
-    let (kubectl_reads, kubectl_failures) = kubectl.join().unwrap();
     eprintln!(
-        "rollout restart in {:.1} s under load: {} writes acknowledged, {} requests succeeded, failures {:?}, \
-         watch resumed {} times, kubectl reads {kubectl_reads} succeeded, {} failed",
+        "rollout restart in {:.1} s under load: {} writes acknowledged ({} by kubectl), {} kube-rs requests \
+         and {} kubectl reads succeeded, failures {:?} and {:?}, watch resumed {} times",
         rolled.as_secs_f64(),
         tally.acknowledged.len(),
+        by_kubectl.created.len(),
         tally.succeeded,
+        by_kubectl.reads,
         tally.failures,
+        by_kubectl.failures,
         tally.resumed,
-        kubectl_failures.len()
     );
     assert!(tally.stale_reads.is_empty(), "{:?}", tally.stale_reads);
     let unseen: Vec<_> = tally.acknowledged.keys().filter(|n| !tally.watched.contains(*n)).collect();
@@ -424,7 +461,12 @@ fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
         .collect();
     let lost: Vec<_> = tally.acknowledged.keys().filter(|n| !stored.contains(*n)).collect();
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
-    assert!(tally.failures.is_empty() && kubectl_failures.is_empty(), "{:?} {kubectl_failures:?}", tally.failures);
+    assert!(
+        tally.failures.is_empty() && by_kubectl.failures.is_empty(),
+        "{:?} {:?}",
+        tally.failures,
+        by_kubectl.failures
+    );
 }
 
 /// When a request ended, and what failed it, if anything.
