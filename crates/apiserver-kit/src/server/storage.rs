@@ -60,8 +60,9 @@ impl StorageFactory {
     ) -> Result<(Self, Health), StartError> {
         let (config, compaction_interval) = match options {
             StorageOptions::Memory => {
-                tracing::warn!(
-                    "objects are kept in this process's memory: a restart loses them all (--storage etcd keeps them)"
+                // Info, as "storing objects in etcd" is: a normal start logs no warning.
+                tracing::info!(
+                    "storing objects in this process's memory: a restart loses them all (--storage etcd keeps them)"
                 );
                 return Ok((Self::Memory { revision: Arc::default(), history }, health));
             }
