@@ -4,7 +4,7 @@
 
 use super::{EVENT_DEADLINE, LineStream};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -33,20 +33,7 @@ impl Node {
 
     /// `CMD…` inside the node's network namespace.
     pub fn exec(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        use std::io::Write;
-        let mut child = Command::new("bash")
-            .arg(format!("{ROOT}/scripts/node.sh"))
-            .arg("exec")
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("run scripts/node.sh exec");
-        let mut input = child.stdin.take().expect("stdin");
-        input.write_all(stdin.unwrap_or_default().as_bytes()).expect("write stdin");
-        drop(input);
-        child.wait_with_output().expect("wait for scripts/node.sh exec")
+        exec_in_node(args, stdin)
     }
 
     /// A value of the node's `env` file (`KUBECONFIG`, `WORKLOAD_IMAGE`, `NODE_IP`, …).
@@ -62,12 +49,7 @@ impl Node {
     }
 
     pub fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-        let kubeconfig = self.dir.join("kubeconfig");
-        let mut all = vec!["kubectl", "--kubeconfig", kubeconfig.to_str().unwrap()];
-        all.extend_from_slice(args);
-        let out = self.exec(&all, stdin);
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        (out.status.success(), text(&out.stdout), text(&out.stderr))
+        kubectl_in_node(&self.dir.join("kubeconfig"), args, stdin)
     }
 
     /// kubectl that must succeed; its standard output.
@@ -142,6 +124,34 @@ impl Drop for Node {
             let _ = Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).arg("down").status();
         }
     }
+}
+
+/// `CMD…` inside the node's network namespace (`scripts/node.sh exec`), with `stdin`; for
+/// threads that cannot borrow the [`Node`].
+pub fn exec_in_node(args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new("bash")
+        .arg(format!("{ROOT}/scripts/node.sh"))
+        .arg("exec")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run scripts/node.sh exec");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.unwrap_or_default().as_bytes()).expect("write stdin");
+    drop(input);
+    child.wait_with_output().expect("wait for scripts/node.sh exec")
+}
+
+/// kubectl in the node's network namespace with `kubeconfig`: (succeeded, stdout, stderr).
+pub fn kubectl_in_node(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let mut all = vec!["kubectl", "--kubeconfig", kubeconfig.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = exec_in_node(&all, stdin);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
 /// Polls `check` until it gives a value; panics, naming `what`, after [`EVENT_DEADLINE`].

@@ -7,7 +7,7 @@
 //! replica's container is measured until every request succeeds again.
 
 use crate::common::EVENT_DEADLINE;
-use crate::common::node::{Node, ROOT, eventually, eventually_within};
+use crate::common::node::{Node, ROOT, eventually, eventually_within, kubectl_in_node};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::api::{WatchEvent, WatchParams};
@@ -371,22 +371,12 @@ struct KubectlTally {
 /// kubectl creating a Llama, then listing them, over and over until `stop`; a failed create is
 /// sent again, and AlreadyExists after a failure means the failed one was stored.
 fn kubectl_client(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<KubectlTally> {
-    let kubeconfig = node.dir.join("kubeconfig").display().to_string();
+    let kubeconfig = node.dir.join("kubeconfig");
     std::thread::spawn(move || {
         let kubectl = |args: &[&str], stdin: Option<String>| {
-            use std::io::Write;
-            let mut child = Command::new("bash")
-                .arg(format!("{ROOT}/scripts/node.sh"))
-                .args(["exec", "kubectl", "--kubeconfig", &kubeconfig, "-n", NS])
-                .args(args)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("run kubectl");
-            child.stdin.take().unwrap().write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
-            let out = child.wait_with_output().expect("kubectl");
-            (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+            let in_namespace = [&["-n", NS], args].concat();
+            let (ok, _, err) = kubectl_in_node(&kubeconfig, &in_namespace, stdin.as_deref());
+            (ok, err)
         };
         let mut tally = KubectlTally::default();
         for n in 0.. {
