@@ -153,8 +153,8 @@ fn each_replica_is_ready_with_etcd(node: &Node) {
 /// What the load saw.
 #[derive(Default, Debug)]
 struct Tally {
-    /// Llamas whose create was acknowledged, with the resourceVersion of the answer.
-    acknowledged: BTreeMap<String, u64>,
+    /// Llamas whose create was acknowledged.
+    acknowledged: BTreeSet<String>,
     /// Llamas a watch saw ADDED.
     watched: BTreeSet<String>,
     /// Requests answered with success.
@@ -262,13 +262,13 @@ fn writer(api: Api<DynamicObject>, id: usize, owner: String, tally: Arc<Mutex<Ta
                 let created = api.create(&PostParams::default(), &llama).await;
                 let mut tally = tally.lock().unwrap();
                 match created {
-                    Ok(object) => {
+                    Ok(_) => {
                         tally.succeeded += 1;
-                        tally.acknowledged.insert(name, rv_of(&object));
+                        tally.acknowledged.insert(name);
                         break;
                     }
                     Err(kube::Error::Api(status)) if failed && status.code == 409 => {
-                        tally.acknowledged.insert(name, 0);
+                        tally.acknowledged.insert(name);
                         break;
                     }
                     Err(error) => tally.fail(format!("create: {}", failure(&error))),
@@ -288,7 +288,7 @@ fn writer(api: Api<DynamicObject>, id: usize, owner: String, tally: Arc<Mutex<Ta
 /// Lists the Llamas again and again: each list must hold every write acknowledged before it began.
 async fn reader(api: Api<DynamicObject>, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::SeqCst) {
-        let before: Vec<String> = tally.lock().unwrap().acknowledged.keys().cloned().collect();
+        let before: Vec<String> = tally.lock().unwrap().acknowledged.iter().cloned().collect();
         let listed = api.list(&ListParams::default()).await;
         let mut tally = tally.lock().unwrap();
         match listed {
@@ -316,7 +316,7 @@ async fn watch(api: Api<DynamicObject>, since: String, tally: Arc<Mutex<Tally>>,
         if stop.load(Ordering::SeqCst) {
             let seen_all = {
                 let t = tally.lock().unwrap();
-                t.acknowledged.keys().all(|n| t.watched.contains(n))
+                t.acknowledged.iter().all(|n| t.watched.contains(n))
             };
             let since_stop = stopped_at.get_or_insert_with(Instant::now).elapsed();
             if seen_all || since_stop > EVENT_DEADLINE {
@@ -426,7 +426,7 @@ fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
     kubectl_stop.store(true, Ordering::SeqCst);
     let by_kubectl = kubectl.join().unwrap();
     // kubectl's writes are acknowledged writes too: the watch goes on until it has seen them.
-    load.tally.lock().unwrap().acknowledged.extend(by_kubectl.created.iter().map(|n| (n.clone(), 0)));
+    load.tally.lock().unwrap().acknowledged.extend(by_kubectl.created.iter().cloned());
     let tally = load.stop();
     eprintln!(
         "rollout restart in {:.1} s under load: {} writes acknowledged ({} by kubectl), {} kube-rs requests \
@@ -441,7 +441,7 @@ fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
         tally.resumed,
     );
     assert!(tally.stale_reads.is_empty(), "{:?}", tally.stale_reads);
-    let unseen: Vec<_> = tally.acknowledged.keys().filter(|n| !tally.watched.contains(*n)).collect();
+    let unseen: Vec<_> = tally.acknowledged.iter().filter(|n| !tally.watched.contains(*n)).collect();
     assert!(unseen.is_empty(), "acknowledged writes the watch never saw: {unseen:?}");
     let stored: BTreeSet<String> = node.json(&["llamas", "-n", NS])["items"]
         .as_array()
@@ -449,7 +449,7 @@ fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
         .iter()
         .map(|l| l["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
-    let lost: Vec<_> = tally.acknowledged.keys().filter(|n| !stored.contains(*n)).collect();
+    let lost: Vec<_> = tally.acknowledged.iter().filter(|n| !stored.contains(*n)).collect();
     assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     assert!(
         tally.failures.is_empty() && by_kubectl.failures.is_empty(),
