@@ -180,7 +180,7 @@ pid=$!
 echo "$pid" >"$data.pid"
 cat >/dev/null
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-[ "$remove" = 1 ] && rm -rf "$data" "$data.log"
+[ "$remove" = 1 ] && rm -rf "$data" "$data.log" "$data.pid"
 exit 0"#;
         let mut child = Command::new("sh")
             .args(["-c", script, "etcd-wrapper", &etcd_path()])
