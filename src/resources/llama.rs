@@ -42,11 +42,9 @@ use serde::{Deserialize, Serialize};
 pub struct LlamaSpec {
     /// Weight of the llama in kilograms. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
-    #[serde(serialize_with = "crate::machinery::number::go_float")]
     pub weight: f64,
     /// Height of the llama at the shoulder, in centimetres. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
-    #[serde(serialize_with = "crate::machinery::number::go_float")]
     pub height: f64,
     /// Colour of the llama's coat, free text (for example "white" or "brown and white").
     #[serde(default, skip_serializing_if = "Option::is_none")]

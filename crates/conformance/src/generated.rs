@@ -253,6 +253,10 @@ fn number() -> impl Strategy<Value = Value> {
         Just(json!(0)),
         Just(json!(-1)),
         Just(json!(-0.5)),
+        // Whole numbers written with a fraction, and Go's exponent forms.
+        Just(json!(12.0)),
+        Just(json!(2.5e-7)),
+        Just(json!(1e21)),
         Just(json!("5")),
         Just(json!(null)),
         Just(json!(true)),

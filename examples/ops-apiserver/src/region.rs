@@ -30,6 +30,11 @@ pub struct RegionSpec {
     /// How many machines the region may hold: 1 or more.
     #[schemars(range(min = 1))]
     pub capacity: i64,
+    /// How many times over the machines' CPUs may be promised (1.5 for half as much again),
+    /// at least 1; none when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub overcommit: Option<f64>,
 }
 
 /// RegionStatus is what the region's controller observed.

@@ -82,7 +82,11 @@ static REGIONS: Subject = Subject {
     namespaced: false,
     versions: &["v1"],
     object: region,
-    fields: &[Field { path: capacity, values: Values::Number }, Field { path: zones, values: Values::Strings }],
+    fields: &[
+        Field { path: capacity, values: Values::Number },
+        Field { path: overcommit, values: Values::Number },
+        Field { path: zones, values: Values::Strings },
+    ],
     statuses: || vec![json!({"machines": 3}), json!({"machines": -1}), json!({}), json!("ready")],
     selectable_fields: &[],
     unrenamed: &[],
@@ -95,6 +99,10 @@ fn region(name: &str, version: &str) -> Value {
 
 fn capacity(_: &str) -> Option<&'static [&'static str]> {
     Some(&["spec", "capacity"])
+}
+
+fn overcommit(_: &str) -> Option<&'static [&'static str]> {
+    Some(&["spec", "overcommit"])
 }
 
 fn zones(_: &str) -> Option<&'static [&'static str]> {

@@ -143,3 +143,23 @@ async fn config_digests_without_a_cluster_say_what_is_missing() {
     let err = common::kubectl(&s.kubeconfig, &["get", "configdigests", "-A"], None).unwrap_err();
     assert!(err.contains("ServiceUnavailable") && err.contains("start the server with --kubeconfig PATH"), "{err}");
 }
+
+#[tokio::test]
+async fn a_float_field_keeps_a_whole_number_whole_as_a_crd_does() {
+    let s = Standalone::start().await;
+    // The text of each write and of what every read gives back, as a CRD gives it.
+    for (sent, read) in [("12", "12"), ("12.0", "12"), ("1.5", "1.5"), ("1e21", "1e+21")] {
+        let body = format!(
+            r#"{{"apiVersion":"ops.example.com/v1","kind":"Region","metadata":{{"name":"n"}},"spec":{{"zones":["a"],"capacity":1,"overcommit":{sent}}}}}"#
+        );
+        let created =
+            s.client.post(s.url(REGIONS)).header("content-type", "application/json").body(body).send().await.unwrap();
+        assert_eq!(created.status(), 201, "{sent}");
+        let expected = format!(r#""overcommit":{read}}}"#);
+        assert!(created.text().await.unwrap().contains(&expected), "{sent}");
+        let got = s.client.get(s.url(&format!("{REGIONS}/n"))).send().await.unwrap().text().await.unwrap();
+        assert!(got.contains(&expected), "{sent}: {got}");
+        assert_eq!(s.kubectl(&["get", "region", "n", "-o", "jsonpath={.spec.overcommit}"], None), read, "{sent}");
+        s.client.delete(s.url(&format!("{REGIONS}/n"))).send().await.unwrap();
+    }
+}

@@ -110,7 +110,7 @@ struct RequestOut<'a> {
 
 /// The JSON body sent to the webhook.
 pub fn encode(request: &Request) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&ReviewOut {
+    crate::machinery::json::to_vec(&ReviewOut {
         api_version: API_VERSION,
         kind: KIND,
         request: RequestOut {

@@ -51,7 +51,8 @@ async fn convert(State(converter): State<Converter>, body: Bytes) -> Result<Resp
     let request = ConversionRequest::from_review(review)
         .map_err(|_| Error::BadRequest("the ConversionReview has no request".into()))?;
     let answer = answer(converter, request).into_review();
-    let encoded = serde_json::to_vec(&answer).map_err(|e| Error::Internal(format!("encoding the review: {e}")))?;
+    let encoded =
+        crate::machinery::json::to_vec(&answer).map_err(|e| Error::Internal(format!("encoding the review: {e}")))?;
     Ok(([(header::CONTENT_TYPE, "application/json")], encoded).into_response())
 }
 

@@ -16,6 +16,7 @@ use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{At, Registry, WriteContext};
 use super::table;
 use crate::machinery::error::{Error, FieldError, Result};
+use crate::machinery::json;
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::verb::Verb;
 use crate::machinery::version::{Served, hub_field};
@@ -118,7 +119,7 @@ async fn method_not_allowed() -> Error {
 
 /// Serializes `value` as JSON, indented when the client asked `pretty=true`.
 fn encode<T: Serialize + ?Sized>(value: &T, pretty: bool) -> Result<Vec<u8>> {
-    let out = if pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) };
+    let out = if pretty { json::to_vec_pretty(value) } else { json::to_vec(value) };
     out.map_err(|e| Error::Internal(format!("encoding the response: {e}")))
 }
 
@@ -602,7 +603,7 @@ mod tests {
             ..Default::default()
         };
         for items in [vec![], vec![object("a", 1.0)], vec![object("a", 1.5), object("b", 300.0), object("c", 0.0)]] {
-            let expected = serde_json::to_vec(&ObjectList {
+            let expected = json::to_vec(&ObjectList {
                 types: TypeMeta { api_version: "test.example.com/v1".into(), kind: "WidgetList".into() },
                 metadata: metadata.clone(),
                 items: items.iter().map(|o| o.decode().unwrap()).collect(),
@@ -650,7 +651,7 @@ mod tests {
             let whole = table::render(items.iter().map(|o| &**o), metadata.clone(), Default::default(), version, now);
             assert_eq!(
                 serde_json::from_slice::<serde_json::Value>(&table).unwrap(),
-                serde_json::to_value(whole.unwrap()).unwrap(),
+                json::to_value(&whole.unwrap()).unwrap(),
                 "{count} rows"
             );
             let partial = compact(&items, &metadata, Representation::Metadata(version)).await;

@@ -819,7 +819,7 @@ fn track_managers<K: Strategy>(
 
 /// `object` as JSON.
 fn to_value<K: Strategy>(object: &K) -> Result<serde_json::Value> {
-    serde_json::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))
+    crate::machinery::json::to_value(object).map_err(|e| Error::Internal(format!("encoding the object: {e}")))
 }
 
 /// `object` as JSON without its managedFields, for the field manager.

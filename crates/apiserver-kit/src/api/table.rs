@@ -167,7 +167,7 @@ pub fn write_row<K: Strategy>(
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let row = row(stored, include, version, now)?;
-    serde_json::to_writer(out, &row).map_err(|e| Error::Internal(format!("encoding a table row: {e}")))
+    crate::machinery::json::to_writer(out, &row).map_err(|e| Error::Internal(format!("encoding a table row: {e}")))
 }
 
 /// The row of `stored`.

@@ -55,7 +55,8 @@ struct Frame<'a, T: Serialize> {
 }
 
 fn frame<T: Serialize>(kind: &'static str, object: &T) -> Result<Bytes> {
-    let mut out = serde_json::to_vec(&Frame { kind, object }).map_err(|e| Error::Internal(e.to_string()))?;
+    let mut out =
+        crate::machinery::json::to_vec(&Frame { kind, object }).map_err(|e| Error::Internal(e.to_string()))?;
     out.push(b'\n');
     Ok(Bytes::from(out))
 }

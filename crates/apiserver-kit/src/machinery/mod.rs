@@ -10,6 +10,7 @@ pub mod conditions;
 pub mod error;
 pub mod fieldpath;
 pub mod identity;
+pub mod json;
 pub mod json_depth;
 pub mod json_scan;
 pub mod key;

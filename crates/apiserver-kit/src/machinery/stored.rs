@@ -133,7 +133,7 @@ pub struct Stored<K> {
 const FIELDS: usize = 2;
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| Error::Internal(format!("encoding an object: {e}")))
+    super::json::to_vec(value).map_err(|e| Error::Internal(format!("encoding an object: {e}")))
 }
 
 impl<K: ApiResource> Stored<K> {

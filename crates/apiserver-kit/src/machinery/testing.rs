@@ -73,7 +73,7 @@ impl Strategy for Widget {
     }
 
     fn cells(&self) -> Vec<serde_json::Value> {
-        vec![serde_json::json!(self.spec.size)]
+        vec![super::number::json(self.spec.size)]
     }
 }
 
@@ -121,7 +121,7 @@ impl Strategy for WidgetV1beta1 {
     }
 
     fn cells(&self) -> Vec<serde_json::Value> {
-        vec![serde_json::json!(self.spec.size)]
+        vec![super::number::json(self.spec.size)]
     }
 }
 

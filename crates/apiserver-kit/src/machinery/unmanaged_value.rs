@@ -19,6 +19,7 @@ pub fn to_value<T: Serialize + ?Sized>(object: &T) -> Result<Value, serde_json::
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
+    super::number::integral_as_integers(&mut value);
     Ok(value)
 }
 

@@ -68,7 +68,7 @@ pub fn through_values<Hub: Strategy, V: Served<Hub>>(stored: &Arc<Stored<Hub>>) 
 }
 
 fn to_value<T: serde::Serialize>(object: &T) -> Result<Value> {
-    serde_json::to_value(object).map_err(|e| Error::Internal(format!("encoding an object to convert it: {e}")))
+    super::json::to_value(object).map_err(|e| Error::Internal(format!("encoding an object to convert it: {e}")))
 }
 
 fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T> {

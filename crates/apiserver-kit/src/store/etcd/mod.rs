@@ -164,7 +164,8 @@ impl<K: ApiResource> EtcdStore<K> {
 /// stamped back on every read (taken out for the encoding and put back, not cloned).
 fn encode<K: ApiResource>(object: &mut K) -> Result<Vec<u8>> {
     let revision = object.meta_mut().resource_version.take();
-    let encoded = serde_json::to_vec(&*object).map_err(|e| Error::Internal(format!("encoding for storage: {e}")));
+    let encoded =
+        crate::machinery::json::to_vec(&*object).map_err(|e| Error::Internal(format!("encoding for storage: {e}")));
     object.meta_mut().resource_version = revision;
     encoded
 }
