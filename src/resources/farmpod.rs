@@ -10,8 +10,7 @@
 pub mod v1;
 
 use crate::machinery::columns::{Column, ColumnType};
-use crate::machinery::error::FieldError;
-use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
 use crate::machinery::verb::Verb;
 use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, Pod, PodCondition, PodStatus};
@@ -32,6 +31,8 @@ use serde::{Deserialize, Serialize};
     category = "farm",
     namespaced,
     status = "FarmPodStatus",
+    selectable = ".spec.nodeName",
+    selectable = ".status.phase",
     derive = "PartialEq",
     doc = "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name."
 )]
@@ -122,39 +123,75 @@ impl From<&ContainerStatus> for FarmContainerStatus {
     }
 }
 
-const COLUMNS: &[Column] = &[
-    Column {
-        name: "Ready",
-        kind: ColumnType::String,
-        format: "",
-        description: "Ready containers over containers.",
-        priority: 0,
-    },
-    Column {
-        name: "Status",
-        kind: ColumnType::String,
-        format: "",
-        description: "The Pod's status as kubectl shows it.",
-        priority: 0,
-    },
-    Column {
-        name: "Restarts",
-        kind: ColumnType::Integer,
-        format: "",
-        description: "Restarts of all containers.",
-        priority: 0,
-    },
-    Column {
-        name: "Containers",
-        kind: ColumnType::Integer,
-        format: "",
-        description: "Number of containers.",
-        priority: 0,
-    },
-    Column { name: "Node", kind: ColumnType::String, format: "", description: "Node the Pod runs on.", priority: 0 },
-    Column { name: "IP", kind: ColumnType::String, format: "", description: "The Pod's IP address.", priority: 1 },
-    Column { name: "QoS", kind: ColumnType::String, format: "", description: "The Pod's QoS class.", priority: 1 },
-    Column { name: "Owner", kind: ColumnType::String, format: "", description: "The controlling owner.", priority: 1 },
+/// The cells of both versions' columns, of the spec and status they share: what
+/// `kubectl get pods -o wide` shows.
+pub mod cells {
+    use super::{FarmPodSpec, FarmPodStatus};
+    use serde_json::Value;
+
+    /// `<none>` for what is unset, as `kubectl get pods` prints it.
+    fn or_none(text: Option<&str>) -> Value {
+        text.unwrap_or("<none>").into()
+    }
+
+    /// Ready containers over containers.
+    pub fn ready(status: Option<&FarmPodStatus>) -> Value {
+        status.map_or("", |s| s.ready.as_str()).into()
+    }
+
+    /// The status as kubectl shows it.
+    pub fn status(status: Option<&FarmPodStatus>) -> Value {
+        status.and_then(|s| s.reason.as_deref().or(s.phase.as_deref())).unwrap_or_default().into()
+    }
+
+    /// Restarts of all containers.
+    pub fn restarts(status: Option<&FarmPodStatus>) -> Value {
+        status.map_or(0, |s| s.restarts).into()
+    }
+
+    /// The number of containers.
+    pub fn containers(spec: &FarmPodSpec) -> Value {
+        spec.containers.into()
+    }
+
+    /// The node.
+    pub fn node(spec: &FarmPodSpec) -> Value {
+        or_none(spec.node_name.as_deref())
+    }
+
+    /// The Pod's IP.
+    pub fn ip(status: Option<&FarmPodStatus>) -> Value {
+        or_none(status.and_then(|s| s.pod_ip.as_deref()))
+    }
+
+    /// The QoS class.
+    pub fn qos(status: Option<&FarmPodStatus>) -> Value {
+        status.and_then(|s| s.qos_class.as_deref()).unwrap_or_default().into()
+    }
+
+    /// The controlling owner.
+    pub fn owner(spec: &FarmPodSpec) -> Value {
+        or_none(spec.owner.as_deref())
+    }
+}
+
+const COLUMNS: [Column<FarmPod>; 8] = [
+    Column::computed("Ready", ColumnType::String, "Ready containers over containers.", |p| {
+        cells::ready(p.status.as_ref())
+    }),
+    Column::computed("Status", ColumnType::String, "The Pod's status as kubectl shows it.", |p| {
+        cells::status(p.status.as_ref())
+    }),
+    Column::computed("Restarts", ColumnType::Integer, "Restarts of all containers.", |p| {
+        cells::restarts(p.status.as_ref())
+    }),
+    Column::computed("Containers", ColumnType::Integer, "Number of containers.", |p| cells::containers(&p.spec)),
+    Column::computed("Node", ColumnType::String, "Node the Pod runs on.", |p| cells::node(&p.spec)),
+    Column::computed("IP", ColumnType::String, "The Pod's IP address.", |p: &FarmPod| cells::ip(p.status.as_ref()))
+        .wide(),
+    Column::computed("QoS", ColumnType::String, "The Pod's QoS class.", |p: &FarmPod| cells::qos(p.status.as_ref()))
+        .wide(),
+    Column::computed("Owner", ColumnType::String, "The controlling owner.", |p: &FarmPod| cells::owner(&p.spec)).wide(),
 ];
 
 /// The namespace of FarmPod UIDs: a FarmPod's UID is the UUIDv5 of its Pod's UID in it, so it is
@@ -232,54 +269,12 @@ impl FarmPodStatus {
 }
 
 impl ApiResource for FarmPod {
-    const INFO: ResourceInfo = ResourceInfo {
-        group: super::GROUP,
-        kind: "FarmPod",
-        list_kind: "FarmPodList",
-        plural: "farmpods",
-        singular: "farmpod",
-        short_names: &["fp"],
-        categories: &["farm"],
-        namespaced: true,
-        verbs: &[Verb::Get, Verb::List, Verb::Watch],
-        description: "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name.",
-        selectable_fields: &["spec.nodeName", "status.phase"],
-        subresources: &[],
-    };
-
-    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-        let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<FarmPodSpec>());
-        properties.insert("status".into(), crate::machinery::schema::inline_schema::<FarmPodStatus>());
-        (properties, vec!["spec"])
-    }
+    const VERBS: &'static [Verb] = &[Verb::Get, Verb::List, Verb::Watch];
 }
 
 impl Strategy for FarmPod {
-    fn validate(&self) -> Vec<FieldError> {
-        Vec::new()
-    }
-
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        COLUMNS
-    }
-
-    fn cells(&self) -> Vec<serde_json::Value> {
-        let status = self.status.clone().unwrap_or_default();
-        vec![
-            serde_json::json!(status.ready),
-            serde_json::json!(status.reason.or(status.phase).unwrap_or_default()),
-            serde_json::json!(status.restarts),
-            serde_json::json!(self.spec.containers),
-            serde_json::json!(self.spec.node_name.as_deref().unwrap_or("<none>")),
-            serde_json::json!(status.pod_ip.as_deref().unwrap_or("<none>")),
-            serde_json::json!(status.qos_class.as_deref().unwrap_or("")),
-            serde_json::json!(self.spec.owner.as_deref().unwrap_or("<none>")),
-        ]
+    fn columns() -> Vec<Column<Self>> {
+        COLUMNS.to_vec()
     }
 }
 
@@ -323,10 +318,14 @@ mod tests {
         let stored = crate::machinery::stored::Stored::new(fp.clone()).unwrap();
         assert_eq!(stored.field("spec.nodeName").as_deref(), Some("node-a"), "selectable");
         assert_eq!(stored.field("status.phase").as_deref(), Some("Running"), "selectable");
-        assert_eq!(
-            fp.cells()[..5],
-            [serde_json::json!("2/3"), "CrashLoopBackOff".into(), 3.into(), 3.into(), "node-a".into()]
-        );
+        let cells: Vec<_> = COLUMNS[..5]
+            .iter()
+            .map(|c| match c.cell {
+                crate::machinery::columns::Cell::Computed(cell) => cell(&fp),
+                crate::machinery::columns::Cell::Path(_) => serde_json::Value::Null,
+            })
+            .collect();
+        assert_eq!(cells, [serde_json::json!("2/3"), "CrashLoopBackOff".into(), 3.into(), 3.into(), "node-a".into()]);
     }
 
     #[test]

@@ -13,10 +13,9 @@ pub mod v1;
 
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::{Error, FieldError, Result};
-use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::resource::ApiResource;
 use crate::machinery::stored::Stored;
-use crate::machinery::strategy::{Strategy, Subresource, status_subresource};
-use crate::machinery::verb::Verb;
+use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
@@ -35,6 +34,7 @@ use serde::{Deserialize, Serialize};
     category = "farm",
     namespaced,
     status = "LlamaStatus",
+    selectable = ".spec.color",
     derive = "PartialEq",
     doc = "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself."
 )]
@@ -65,37 +65,29 @@ pub struct LlamaStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// The columns every version shows: weight, height, readiness and colour.
-const WEIGHT: Column = Column {
-    name: "Weight",
-    kind: ColumnType::Number,
-    format: "",
-    description: "Weight of the llama in kilograms.",
-    priority: 0,
-};
-const HEIGHT: Column = Column {
-    name: "Height",
-    kind: ColumnType::Number,
-    format: "",
-    description: "Height of the llama at the shoulder, in centimetres.",
-    priority: 0,
-};
-const READY: Column = Column {
-    name: "Ready",
-    kind: ColumnType::String,
-    format: "",
-    description: "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.",
-    priority: 0,
-};
-const COLOR: Column = Column {
-    name: "Color",
-    kind: ColumnType::String,
-    format: "",
-    description: "Colour of the llama's coat.",
-    priority: 1,
-};
+/// The descriptions of the columns both versions show: weight, height, readiness and colour.
+const WEIGHT: &str = "Weight of the llama in kilograms.";
+const HEIGHT: &str = "Height of the llama at the shoulder, in centimetres.";
+const READY: &str =
+    "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.";
+const COLOR: &str = "Colour of the llama's coat.";
 
-const COLUMNS: &[Column] = &[WEIGHT, HEIGHT, READY, COLOR];
+/// A text cell: null (kubectl prints `<none>`) when unset, as a CRD's printer column.
+fn text(value: Option<&str>) -> serde_json::Value {
+    value.map_or(serde_json::Value::Null, serde_json::Value::from)
+}
+
+/// The status of a Ready condition, a text cell.
+fn ready(status: Option<&LlamaStatus>) -> serde_json::Value {
+    text(status.and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready")).map(|c| c.status.as_str()))
+}
+
+const COLUMNS: [Column<Llama>; 4] = [
+    Column::computed("Weight", ColumnType::Number, WEIGHT, |l| l.spec.weight.into()),
+    Column::computed("Height", ColumnType::Number, HEIGHT, |l| l.spec.height.into()),
+    Column::computed("Ready", ColumnType::String, READY, |l| ready(l.status.as_ref())),
+    Column::computed("Color", ColumnType::String, COLOR, |l: &Llama| text(l.spec.color.as_deref())).wide(),
+];
 
 impl Llama {
     /// The condition of `type_` in the status, if the controller wrote one.
@@ -117,63 +109,17 @@ pub fn validate_sizes(weight: f64, height: f64) -> Vec<FieldError> {
     errors
 }
 
-impl ApiResource for Llama {
-    const INFO: ResourceInfo = ResourceInfo {
-        group: super::GROUP,
-        kind: "Llama",
-        list_kind: "LlamaList",
-        plural: "llamas",
-        singular: "llama",
-        short_names: &["lm"],
-        categories: &["farm"],
-        namespaced: true,
-        verbs: Verb::ALL,
-        description: "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself.",
-        selectable_fields: &["spec.color"],
-        subresources: &[Subresource::Status],
-    };
-
-    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-        let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
-        properties.insert("status".into(), crate::machinery::schema::inline_schema::<LlamaStatus>());
-        (properties, vec!["spec"])
-    }
-}
+impl ApiResource for Llama {}
 
 impl Strategy for Llama {
-    /// A create may not set the status: only the controller writes it, through `/status`.
-    fn prepare_for_create(&mut self) {
-        status_subresource::prepare_for_create(self);
-    }
-
-    /// The object keeps its stored status; `/status` keeps the stored spec.
-    fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
-        status_subresource::prepare_for_update(self, old, subresource);
-    }
-
     fn validate(&self) -> Vec<FieldError> {
         let mut errors = validate_sizes(self.spec.weight, self.spec.height);
         errors.extend(conversion::annotation_error(self.metadata.annotations.as_ref()));
         errors
     }
 
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        COLUMNS
-    }
-
-    fn cells(&self) -> Vec<serde_json::Value> {
-        vec![
-            crate::machinery::number::json(self.spec.weight),
-            crate::machinery::number::json(self.spec.height),
-            self.condition("Ready").map_or(serde_json::Value::Null, |c| serde_json::json!(c.status)),
-            // An unset colour is a null cell (kubectl prints `<none>`), as a CRD's printer column.
-            self.spec.color.as_deref().map_or(serde_json::Value::Null, |c| serde_json::json!(c)),
-        ]
+    fn columns() -> Vec<Column<Self>> {
+        COLUMNS.to_vec()
     }
 }
 

@@ -25,62 +25,20 @@
 //! server; the repository's `examples/` has a whole one.
 //!
 //! ```
-//! use apiserver_kit::machinery::columns::{Column, ColumnType};
-//! use apiserver_kit::machinery::error::FieldError;
-//! use apiserver_kit::machinery::identity::Identity;
-//! use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo};
-//! use apiserver_kit::machinery::{schema::inline_schema, strategy::Strategy, verb::Verb};
-//! use apiserver_kit::server::{ApiServerBuilder, Authentication, ClusterConnection, ServerOptions, StoredResource};
+//! use apiserver_kit::prelude::*;
 //!
 //! /// A widget: how big it is.
-//! #[derive(kube::CustomResource, serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+//! #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 //! #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, derive = "PartialEq")]
+//! #[kube(shortname = "wd", printcolumn(name = "Size", type_ = "number", json_path = ".spec.size"))]
 //! pub struct WidgetSpec {
 //!     /// Its size, greater than 0.
+//!     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
 //!     pub size: f64,
 //! }
 //!
-//! impl ApiResource for Widget {
-//!     const INFO: ResourceInfo = ResourceInfo {
-//!         group: "example.com",
-//!         kind: "Widget",
-//!         list_kind: "WidgetList",
-//!         plural: "widgets",
-//!         singular: "widget",
-//!         short_names: &["wd"],
-//!         categories: &[],
-//!         namespaced: true,
-//!         verbs: Verb::ALL,
-//!         description: "A widget.",
-//!         selectable_fields: &[],
-//!         subresources: &[],
-//!     };
-//!
-//!     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-//!         (serde_json::Map::from_iter([("spec".into(), inline_schema::<WidgetSpec>())]), vec!["spec"])
-//!     }
-//! }
-//!
-//! impl Strategy for Widget {
-//!     fn validate(&self) -> Vec<FieldError> {
-//!         match self.spec.size > 0.0 {
-//!             true => vec![],
-//!             false => vec![FieldError::invalid("spec.size", &self.spec.size.into(), "must be greater than 0")],
-//!         }
-//!     }
-//!
-//!     fn spec_changed(&self, old: &Self) -> bool {
-//!         self.spec != old.spec
-//!     }
-//!
-//!     fn columns() -> &'static [Column] {
-//!         &[Column { name: "Size", kind: ColumnType::Number, format: "", description: "Its size.", priority: 0 }]
-//!     }
-//!
-//!     fn cells(&self) -> Vec<serde_json::Value> {
-//!         vec![self.spec.size.into()]
-//!     }
-//! }
+//! impl ApiResource for Widget {}
+//! impl Strategy for Widget {}
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -155,6 +113,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod namespaces;
 pub mod observe;
+pub mod prelude;
 pub mod server;
 pub mod store;
 pub mod tls;

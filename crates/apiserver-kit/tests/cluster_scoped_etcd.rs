@@ -4,63 +4,22 @@
 //! behave as with memory storage. etcd is `$ETCD` or the one on the PATH
 //! (`scripts/control-plane.sh etcd` installs it).
 
-use apiserver_kit::machinery::columns::Column;
-use apiserver_kit::machinery::error::FieldError;
-use apiserver_kit::machinery::identity::Identity;
-use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo};
-use apiserver_kit::machinery::{schema::inline_schema, strategy::Strategy, verb::Verb};
-use apiserver_kit::server::StoredResource;
-use apiserver_kit::server::{ApiServerBuilder, Authentication, ClusterConnection, ServerOptions, StorageOptions};
+use apiserver_kit::prelude::*;
+use apiserver_kit::server::StorageOptions;
 use apiserver_kit::store::etcd::connection::{EtcdConfig, connect};
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A gadget of the whole cluster: just a size.
-#[derive(kube::CustomResource, serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(group = "test.example.com", version = "v1", kind = "Gadget", derive = "PartialEq")]
 pub struct GadgetSpec {
     size: i64,
 }
 
-impl ApiResource for Gadget {
-    const INFO: ResourceInfo = ResourceInfo {
-        group: "test.example.com",
-        kind: "Gadget",
-        list_kind: "GadgetList",
-        plural: "gadgets",
-        singular: "gadget",
-        short_names: &[],
-        categories: &[],
-        namespaced: false,
-        verbs: Verb::ALL,
-        description: "A gadget of the whole cluster.",
-        selectable_fields: &[],
-        subresources: &[],
-    };
-
-    fn body_properties() -> (serde_json::Map<String, Value>, Vec<&'static str>) {
-        (serde_json::Map::from_iter([("spec".into(), inline_schema::<GadgetSpec>())]), vec!["spec"])
-    }
-}
-
-impl Strategy for Gadget {
-    fn validate(&self) -> Vec<FieldError> {
-        Vec::new()
-    }
-
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        &[]
-    }
-
-    fn cells(&self) -> Vec<Value> {
-        Vec::new()
-    }
-}
+impl ApiResource for Gadget {}
+impl Strategy for Gadget {}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

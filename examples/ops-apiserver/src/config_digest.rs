@@ -2,16 +2,9 @@
 //! with its namespace and name, telling at a glance what `kubectl get configmaps` does not: its
 //! keys, its size and a digest of its data (two ConfigMaps with one digest hold the same data).
 
-use apiserver_kit::machinery::columns::{Column, ColumnType};
-use apiserver_kit::machinery::error::FieldError;
-use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo};
-use apiserver_kit::machinery::{schema::inline_schema, strategy::Strategy, verb::Verb};
+use apiserver_kit::prelude::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::CustomResource;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 /// ConfigDigestSpec summarises a ConfigMap's data.
@@ -21,7 +14,11 @@ use sha2::{Digest, Sha256};
     version = "v1",
     kind = "ConfigDigest",
     shortname = "cd",
+    category = "ops",
     namespaced,
+    selectable = ".spec.digest",
+    printcolumn(name = "Bytes", type_ = "integer", json_path = ".spec.bytes", description = "Bytes of the values."),
+    printcolumn(name = "Digest", type_ = "string", json_path = ".spec.digest", description = "SHA-256 of the data."),
     derive = "PartialEq",
     doc = "ConfigDigest is a read-only view of a ConfigMap: its keys, size and a digest of its data."
 )]
@@ -71,58 +68,18 @@ impl ConfigDigest {
     }
 }
 
+/// A view: read-only.
 impl ApiResource for ConfigDigest {
-    const INFO: ResourceInfo = ResourceInfo {
-        group: "ops.example.com",
-        kind: "ConfigDigest",
-        list_kind: "ConfigDigestList",
-        plural: "configdigests",
-        singular: "configdigest",
-        short_names: &["cd"],
-        categories: &["ops"],
-        namespaced: true,
-        verbs: &[Verb::Get, Verb::List, Verb::Watch],
-        description: "ConfigDigest is a read-only view of a ConfigMap: its keys, size and a digest of its data.",
-        selectable_fields: &["spec.digest"],
-        subresources: &[],
-    };
-
-    fn body_properties() -> (Map<String, Value>, Vec<&'static str>) {
-        (Map::from_iter([("spec".into(), inline_schema::<ConfigDigestSpec>())]), vec!["spec"])
-    }
+    const VERBS: &'static [Verb] = &[Verb::Get, Verb::List, Verb::Watch];
 }
 
+/// Views are made by the server, never written by clients: nothing to refuse; the columns are
+/// the derive's printer columns but for the number of keys, which no path gives.
 impl Strategy for ConfigDigest {
-    /// Views are made by the server, never written by clients: nothing to refuse.
-    fn validate(&self) -> Vec<FieldError> {
-        Vec::new()
-    }
-
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        &[
-            Column { name: "Keys", kind: ColumnType::Integer, format: "", description: "Number of keys.", priority: 0 },
-            Column {
-                name: "Bytes",
-                kind: ColumnType::Integer,
-                format: "",
-                description: "Bytes of the values.",
-                priority: 0,
-            },
-            Column {
-                name: "Digest",
-                kind: ColumnType::String,
-                format: "",
-                description: "SHA-256 of the data.",
-                priority: 0,
-            },
-        ]
-    }
-
-    fn cells(&self) -> Vec<Value> {
-        vec![json!(self.spec.keys.len()), json!(self.spec.bytes), json!(self.spec.digest)]
+    fn columns() -> Vec<Column<Self>> {
+        let keys =
+            Column::computed("Keys", ColumnType::Integer, "Number of keys.", |d: &Self| d.spec.keys.len().into());
+        let printed = Column::of_definition(&apiserver_kit::machinery::resource::definition::<Self>());
+        std::iter::once(keys).chain(printed).collect()
     }
 }

@@ -2,10 +2,11 @@
 //! same view of a Pod as at v1alpha, field for field; only the `apiVersion` converts.
 
 use super::{FarmPodSpec as Summary, FarmPodStatus};
-use crate::machinery::columns::Column;
-use crate::machinery::error::{FieldError, Result};
-use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::error::Result;
+use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
+use crate::machinery::verb::Verb;
 use crate::machinery::version::Served;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -24,6 +25,8 @@ use serde_json::Value;
     category = "farm",
     namespaced,
     status = "FarmPodStatus",
+    selectable = ".spec.nodeName",
+    selectable = ".status.phase",
     derive = "PartialEq",
     doc = "FarmPod is a read-only view of a Pod of the cluster, with the facts a user wants at a glance. One FarmPod exists per Pod, with the same namespace and name."
 )]
@@ -43,36 +46,41 @@ impl FarmPod {
             status: at_v1alpha.status,
         })
     }
-
-    /// The same FarmPod at v1alpha.
-    fn at_v1alpha(&self) -> super::FarmPod {
-        super::FarmPod { metadata: self.metadata.clone(), spec: self.spec.summary.clone(), status: self.status.clone() }
-    }
 }
 
-impl ApiResource for FarmPod {
-    const INFO: ResourceInfo = <super::FarmPod as ApiResource>::INFO;
+use super::cells;
 
-    fn body_properties() -> (serde_json::Map<String, Value>, Vec<&'static str>) {
-        <super::FarmPod as ApiResource>::body_properties()
-    }
+const COLUMNS: [Column<FarmPod>; 8] = [
+    Column::computed("Ready", ColumnType::String, "Ready containers over containers.", |p| {
+        cells::ready(p.status.as_ref())
+    }),
+    Column::computed("Status", ColumnType::String, "The Pod's status as kubectl shows it.", |p| {
+        cells::status(p.status.as_ref())
+    }),
+    Column::computed("Restarts", ColumnType::Integer, "Restarts of all containers.", |p| {
+        cells::restarts(p.status.as_ref())
+    }),
+    Column::computed("Containers", ColumnType::Integer, "Number of containers.", |p| {
+        cells::containers(&p.spec.summary)
+    }),
+    Column::computed("Node", ColumnType::String, "Node the Pod runs on.", |p| cells::node(&p.spec.summary)),
+    Column::computed("IP", ColumnType::String, "The Pod's IP address.", |p: &FarmPod| cells::ip(p.status.as_ref()))
+        .wide(),
+    Column::computed("QoS", ColumnType::String, "The Pod's QoS class.", |p: &FarmPod| cells::qos(p.status.as_ref()))
+        .wide(),
+    Column::computed("Owner", ColumnType::String, "The controlling owner.", |p: &FarmPod| {
+        cells::owner(&p.spec.summary)
+    })
+    .wide(),
+];
+
+impl ApiResource for FarmPod {
+    const VERBS: &'static [Verb] = &[Verb::Get, Verb::List, Verb::Watch];
 }
 
 impl Strategy for FarmPod {
-    fn validate(&self) -> Vec<FieldError> {
-        Vec::new()
-    }
-
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        <super::FarmPod as Strategy>::columns()
-    }
-
-    fn cells(&self) -> Vec<Value> {
-        self.at_v1alpha().cells()
+    fn columns() -> Vec<Column<Self>> {
+        COLUMNS.to_vec()
     }
 }
 
@@ -98,6 +106,7 @@ impl Served<FarmPod> for super::FarmPod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machinery::resource::body_schema;
 
     #[test]
     fn a_farmpod_is_the_same_at_both_versions_but_for_its_api_version() {
@@ -109,9 +118,7 @@ mod tests {
         let converted: Value = serde_json::to_value(&old).unwrap();
         value["apiVersion"] = "farm.example.com/v1alpha".into();
         assert_eq!(converted, value);
-        assert_eq!(
-            <FarmPod as ApiResource>::body_properties(),
-            <super::super::FarmPod as ApiResource>::body_properties()
-        );
+        let (v1, v1alpha) = (body_schema::<FarmPod>(), body_schema::<super::super::FarmPod>());
+        assert_eq!((&v1.properties, &v1.required), (&v1alpha.properties, &v1alpha.required));
     }
 }

@@ -6,8 +6,8 @@ use super::LlamaStatus;
 use super::conversion::{self, COAT_ANNOTATION};
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
-use crate::machinery::resource::{ApiResource, ResourceInfo};
-use crate::machinery::strategy::{Strategy, Subresource, status_subresource};
+use crate::machinery::resource::ApiResource;
+use crate::machinery::strategy::Strategy;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,7 @@ pub const PATTERNS: &[&str] = &["Solid", "Spotted", "Patched"];
     category = "farm",
     namespaced,
     status = "LlamaStatus",
+    selectable = ".spec.coat.color",
     derive = "PartialEq",
     doc = "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself."
 )]
@@ -63,31 +64,18 @@ impl Llama {
     }
 }
 
-const COLUMNS: &[Column] = &[
-    super::WEIGHT,
-    super::HEIGHT,
-    super::READY,
-    super::COLOR,
-    Column {
-        name: "Pattern",
-        kind: ColumnType::String,
-        format: "",
-        description: "Pattern of the llama's coat.",
-        priority: 1,
-    },
+const COLUMNS: [Column<Llama>; 5] = [
+    Column::computed("Weight", ColumnType::Number, super::WEIGHT, |l| l.spec.weight.into()),
+    Column::computed("Height", ColumnType::Number, super::HEIGHT, |l| l.spec.height.into()),
+    Column::computed("Ready", ColumnType::String, super::READY, |l| super::ready(l.status.as_ref())),
+    Column::computed("Color", ColumnType::String, super::COLOR, |l: &Llama| super::text(l.color())).wide(),
+    Column::computed("Pattern", ColumnType::String, "Pattern of the llama's coat.", |l: &Llama| {
+        super::text(l.spec.coat.as_ref().and_then(|c| c.pattern.as_deref()))
+    })
+    .wide(),
 ];
 
 impl Strategy for Llama {
-    /// A create may not set the status: only the controller writes it, through `/status`.
-    fn prepare_for_create(&mut self) {
-        status_subresource::prepare_for_create(self);
-    }
-
-    /// The object keeps its stored status; `/status` keeps the stored spec.
-    fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
-        status_subresource::prepare_for_update(self, old, subresource);
-    }
-
     /// The spec's errors; the annotation that carries the coat at v1alpha is reserved to it.
     fn validate(&self) -> Vec<FieldError> {
         let mut errors = validate_spec(&self.spec);
@@ -102,38 +90,12 @@ impl Strategy for Llama {
         errors
     }
 
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        COLUMNS
-    }
-
-    fn cells(&self) -> Vec<serde_json::Value> {
-        let text = |t: Option<&str>| t.map_or(serde_json::Value::Null, |t| serde_json::json!(t));
-        let ready = self.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
-        vec![
-            crate::machinery::number::json(self.spec.weight),
-            crate::machinery::number::json(self.spec.height),
-            ready.map_or(serde_json::Value::Null, |c| serde_json::json!(c.status)),
-            text(self.color()),
-            text(self.spec.coat.as_ref().and_then(|c| c.pattern.as_deref())),
-        ]
+    fn columns() -> Vec<Column<Self>> {
+        COLUMNS.to_vec()
     }
 }
 
 impl ApiResource for Llama {
-    const INFO: ResourceInfo =
-        ResourceInfo { selectable_fields: &["spec.coat.color"], ..<super::Llama as ApiResource>::INFO };
-
-    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-        let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<LlamaSpec>());
-        properties.insert("status".into(), crate::machinery::schema::inline_schema::<LlamaStatus>());
-        (properties, vec!["spec"])
-    }
-
     /// Releases before v1 stored Llamas at v1alpha, under the same keys: those are converted.
     fn decode_stored(json: &[u8]) -> serde_json::Result<Self> {
         if Self::stored_current(json) {

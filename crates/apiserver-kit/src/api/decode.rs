@@ -142,7 +142,7 @@ pub struct Decoded<K> {
 }
 
 fn cannot_handle<K: ApiResource>(why: impl std::fmt::Display) -> Error {
-    let kind = K::INFO.kind;
+    let kind = K::info().kind;
     let version = K::version(&());
     Error::BadRequest(format!("{kind} in version \"{version}\" cannot be handled as a {kind}: {why}"))
 }
@@ -180,7 +180,7 @@ fn metadata_errors(value: &Value, namespace: &str) -> Vec<FieldError> {
 /// messages.
 fn check_type_meta<K: ApiResource>(map: &serde_json::Map<String, Value>, value: &Value) -> Result<()> {
     match map.get("kind") {
-        Some(Value::String(kind)) if kind == K::INFO.kind => {}
+        Some(Value::String(kind)) if kind == K::info().kind => {}
         None | Some(Value::Null) => {
             return Err(Error::BadRequest(format!("Object 'Kind' is missing in '{}'", excerpt(value))));
         }
@@ -191,7 +191,7 @@ fn check_type_meta<K: ApiResource>(map: &serde_json::Map<String, Value>, value: 
             let shown = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
             return Err(cannot_handle::<K>(format!(
                 "the kind in the data ({shown}) does not match the expected kind ({})",
-                K::INFO.kind
+                K::info().kind
             )));
         }
     }
@@ -289,18 +289,29 @@ pub fn drop_reset_fields<K: Strategy>(value: &mut Value, subresource: Subresourc
     }
 }
 
-/// `value` with `fields` (top-level members) in place of its own; `value` itself when there are none.
-pub fn with_fields<'a>(value: &'a Value, fields: Vec<(&'static str, Value)>) -> std::borrow::Cow<'a, Value> {
-    if fields.is_empty() {
+/// Top-level members of an object: each a value, or `None` for none.
+pub type Fields = Vec<(&'static str, Option<Value>)>;
+
+/// `value` with `fields` in place of its own; `value` itself when that changes nothing.
+pub fn with_fields(value: &Value, fields: Fields) -> std::borrow::Cow<'_, Value> {
+    if fields.iter().all(|(name, field)| field.is_none() && value.get(*name).is_none()) {
         return std::borrow::Cow::Borrowed(value);
     }
     let mut value = value.clone();
-    if let Some(map) = value.as_object_mut() {
+    set_fields(&mut value, fields);
+    std::borrow::Cow::Owned(value)
+}
+
+/// Puts `fields` in place of `value`'s own (removing those that are `None`).
+pub fn set_fields(value: &mut Value, fields: Fields) {
+    if let Some(members) = value.as_object_mut() {
         for (name, field) in fields {
-            map.insert(name.to_string(), field);
+            match field {
+                Some(field) => members.insert(name.to_string(), field),
+                None => members.remove(name),
+            };
         }
     }
-    std::borrow::Cow::Owned(value)
 }
 
 /// An empty finalizers list as none, as the kube-apiserver stores it (it sets the finalizers it
@@ -391,7 +402,7 @@ pub fn decode_write<K: ApiResource>(
         let errors = all;
         let name =
             map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
-        return Err(Error::Invalid { kind: K::INFO.kind, group: K::INFO.group, name, causes: errors });
+        return Err(Error::Invalid { kind: K::info().kind, group: K::info().group, name, causes: errors });
     }
 
     let mut unknown = Vec::new();

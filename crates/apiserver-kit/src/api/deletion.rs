@@ -110,7 +110,7 @@ pub fn finalizers_after_delete(current: &[String], options: &DeleteOptions) -> V
 /// kube-apiserver names the kind there, not the resource).
 fn precondition_failed<K: ApiResource>(name: &str, detail: String) -> Error {
     Error::Conflict {
-        resource: GroupResource { group: K::INFO.group, resource: K::INFO.kind },
+        resource: GroupResource { group: K::info().group, resource: K::info().kind },
         name: name.into(),
         detail,
     }

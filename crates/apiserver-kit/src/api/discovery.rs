@@ -95,7 +95,7 @@ fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
 }
 
 fn json_response<T: Serialize>(value: &T, content_type: &'static str) -> Response {
-    match serde_json::to_vec(value) {
+    match crate::machinery::json::to_vec(value) {
         Ok(body) => {
             let mut response = body.into_response();
             response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

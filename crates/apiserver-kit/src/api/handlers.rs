@@ -37,7 +37,7 @@ use std::sync::Arc;
 /// `registry`; when the version is deprecated, every answer carries `deprecation` as its first
 /// `Warning`, errors included, as the kube-apiserver warns before it serves a deprecated version.
 pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>, deprecation: Option<String>) -> Router {
-    let info = V::INFO;
+    let info = V::info();
     let base = format!("/apis/{}", <V as kube::Resource>::api_version(&()));
     let allowed = |verb: Verb| info.allows(verb);
 
@@ -96,7 +96,7 @@ fn warned_first(mut response: Response, warning: HeaderValue) -> Response {
 /// The methods on one object (`/…/{name}`) or one of its subresources (`/…/{name}/status`), by the
 /// verbs each serves.
 fn object_routes<K: Strategy, V: Served<K>>(subresource: Subresource) -> MethodRouter<Arc<Registry<K>>> {
-    let verbs = V::INFO.verbs_of(subresource);
+    let verbs = V::info().verbs_of(subresource);
     let mut item = MethodRouter::new();
     if verbs.contains(&Verb::Get) {
         item = item.get(get::<K, V>);
@@ -216,7 +216,7 @@ fn render_list<K: Strategy, V: Served<K>>(
     let body = match representation {
         Representation::Object => {
             let list = ObjectList {
-                types: TypeMeta { api_version: V::api_version(&()).into(), kind: V::INFO.list_kind.into() },
+                types: TypeMeta { api_version: V::api_version(&()).into(), kind: V::info().list_kind.into() },
                 metadata,
                 items: decode_all(items)?,
             };
@@ -292,7 +292,7 @@ async fn list<K: Strategy, V: Served<K>>(
 
 /// The list options of `query` at version `V`, their field selector naming the hub's fields.
 fn list_options<K: Strategy, V: Served<K>>(query: &Query) -> Result<ListOptions> {
-    let mut options = ListOptions::parse(query, V::INFO.selectable_fields)?;
+    let mut options = ListOptions::parse(query, V::info().selectable_fields)?;
     options.field_selector = options.field_selector.rename_fields(hub_field::<K, V>);
     Ok(options)
 }
@@ -385,7 +385,7 @@ async fn create<K: Strategy, V: Served<K>>(
     let (request, ()) =
         WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create, check_media_type, no_causes)?;
     let bytes = read_body(body).await?;
-    let mut value = parse_body(&headers, &bytes, V::INFO.kind)?;
+    let mut value = parse_body(&headers, &bytes, V::info().kind)?;
     check_kind::<V>(&value)?;
     prepare_body::<V>(&mut value, Subresource::Main);
     check_metadata::<V>(&value)?;
@@ -416,7 +416,7 @@ async fn update<K: Strategy, V: Served<K>>(
     // An update reads its options before its body's media type (a create the other way round).
     let (request, ()) = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update, |_| Ok(()), no_causes)?;
     let bytes = read_body(body).await?;
-    let mut value = parse_body(&headers, &bytes, V::INFO.kind)?;
+    let mut value = parse_body(&headers, &bytes, V::info().kind)?;
     // Another kind is refused before the object is looked up, as by a built-in resource's
     // decoder; the rest of the body is decoded and validated once the stored object is read.
     check_kind::<V>(&value)?;

@@ -60,7 +60,7 @@ pub fn list_body<K: Strategy, V: Served<K>>(
     items: Vec<Arc<Stored<K>>>,
     gzip: bool,
 ) -> Result<ListBody> {
-    let head = list_head(&V::api_version(&()), V::INFO.list_kind, metadata)?;
+    let head = list_head(&V::api_version(&()), V::info().list_kind, metadata)?;
     streamed(head, items, V::write_from_hub, gzip)
 }
 

@@ -794,7 +794,10 @@ pub struct Document {
 
 impl Document {
     fn new(value: &Value) -> Self {
-        let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+        let mut text = crate::machinery::json::to_vec_pretty(value)
+            .ok()
+            .and_then(|t| String::from_utf8(t).ok())
+            .unwrap_or_default();
         text.push('\n');
         let hash = hex::encode_upper(Sha512::digest(text.as_bytes()));
         Self { body: Bytes::from(text), hash }
@@ -884,8 +887,7 @@ mod tests {
 
     #[test]
     fn a_cluster_scoped_resource_has_paths_without_a_namespace_and_ids_without_namespaced() {
-        let info =
-            ResourceInfo { namespaced: false, subresources: &[Subresource::Status], ..<Widget as ApiResource>::INFO };
+        let info = ResourceInfo { namespaced: false, subresources: &[Subresource::Status], ..*Widget::info() };
         let versions = [("v1", vec![ResourceDescriptor { info, ..ResourceDescriptor::of::<Widget>() }])];
         let v2 = v2_document(&IDENTITY, GROUP, &versions);
         let paths: Vec<String> =

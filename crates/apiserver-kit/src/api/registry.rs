@@ -218,11 +218,11 @@ fn generated_name(prefix: &str) -> String {
 }
 
 fn invalid<K: ApiResource>(name: &str, causes: Vec<FieldError>) -> Error {
-    Error::Invalid { kind: K::INFO.kind, group: K::INFO.group, name: name.to_string(), causes }
+    Error::Invalid { kind: K::info().kind, group: K::info().group, name: name.to_string(), causes }
 }
 
 fn conflict<K: ApiResource>(name: &str, detail: impl Into<String>) -> Error {
-    Error::Conflict { resource: K::INFO.group_resource(), name: name.to_string(), detail: detail.into() }
+    Error::Conflict { resource: K::info().group_resource(), name: name.to_string(), detail: detail.into() }
 }
 
 /// The 400 of a body that names no object, where the URL names `name` (`checkName`).
@@ -285,7 +285,7 @@ fn conflicting_namespace<'a>(body: &'a serde_json::Value, namespace: &str) -> Op
 /// Adds the metadata errors of `object` to `errors` and answers one 422 with all of them, or
 /// nothing when there are none.
 fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Result<()> {
-    errors.extend(validation::object_meta(object.meta(), K::INFO.namespaced));
+    errors.extend(validation::object_meta(object.meta(), K::info().namespaced));
     if errors.is_empty() {
         Ok(())
     } else {
@@ -356,8 +356,8 @@ impl<K: Strategy> Registry<K> {
     /// without a cluster.
     pub async fn admit_create(&self, namespace: &str, name: &str) -> Result<()> {
         match &self.namespaces {
-            Some(namespaces) if K::INFO.namespaced => {
-                admit_create(namespaces.as_ref(), namespace, K::INFO.group_resource(), name).await
+            Some(namespaces) if K::info().namespaced => {
+                admit_create(namespaces.as_ref(), namespace, K::info().group_resource(), name).await
             }
             _ => Ok(()),
         }
@@ -383,7 +383,7 @@ impl<K: Strategy> Registry<K> {
             _ => Err(Error::Unavailable {
                 message: format!(
                     "{} are not available yet: the server's cache has not synced with the cluster",
-                    K::INFO.plural
+                    K::info().plural
                 ),
                 // client-go retries a 503 up to ten times, honouring Retry-After: keep it short.
                 retry_after: 1,
@@ -479,7 +479,7 @@ impl<K: Strategy> Registry<K> {
     }
 
     fn not_found(name: &str) -> Error {
-        Error::NotFound { resource: K::INFO.group_resource(), name: name.to_string() }
+        Error::NotFound { resource: K::info().group_resource(), name: name.to_string() }
     }
 
     /// One object; 404 when absent.
@@ -592,7 +592,7 @@ impl<K: Strategy> Registry<K> {
             .commit_update(&key, subresource, ctx, &mut |current| {
                 check_resource_version::<K>(metadata("resourceVersion"), current.meta(), true)?;
                 check_uid_precondition::<K>(metadata("uid"), current.meta())?;
-                let stored = stored_reset_fields::<K, V>(current.object(), subresource)?;
+                let stored = stored_reset_fields::<K, V>(current, subresource)?;
                 let body = super::decode::with_fields(body, stored);
                 let decoded = super::decode::decode_write::<V>(&body, namespace, ctx.field_validation, subresource)?;
                 let mut object = V::object_to_hub(decoded.object)?;
@@ -629,11 +629,8 @@ impl<K: Strategy> Registry<K> {
                     if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
                 let document = V::value_from_hub(current_value)?;
                 let mut patched = patch.apply(&document)?;
-                if let Some(map) = patched.as_object_mut() {
-                    let stored = stored_reset_fields::<K, V>(current.object(), subresource)?;
-                    map.extend(stored.into_iter().map(|(f, v)| (f.into(), v)));
-                }
                 super::decode::prepare_body::<V>(&mut patched, subresource);
+                super::decode::set_fields(&mut patched, stored_reset_fields::<K, V>(current, subresource)?);
                 // In the kube-apiserver's order: a result of another kind (422), name or namespace (400), then
                 // the storage's precondition, then the validation.
                 super::decode::check_patched_type::<V>(&patched)?;
@@ -839,20 +836,28 @@ fn write_of<'a>(
     managed::Write { manager, subresource, api_version, reset, now: now(), versions }
 }
 
-/// The fields a write of `subresource` must carry but may not change, as `current` has them (the
-/// spec, for a write of the status): the write's body is validated with these in place of its own.
-fn stored_reset_fields<K: Strategy, V: Served<K>>(
-    current: &K,
+/// The fields a write of `subresource` may not change ([`Strategy::reset_fields`]: the status,
+/// for a write of the object; the spec, for one of `/status`), as `current` has them at `V`; a
+/// field it does not have is left out. A write's body gets these in place of its own before it
+/// is validated and decoded, which is how the status rules of the status subresource apply to
+/// every write, as the kube-apiserver's custom resource strategies apply them.
+pub(super) fn stored_reset_fields<K: Strategy, V: Served<K>>(
+    current: &Current<K>,
     subresource: Subresource,
-) -> Result<Vec<(&'static str, serde_json::Value)>> {
-    let schema = crate::machinery::resource::body_schema::<V>();
-    let required: Vec<&'static str> =
-        V::reset_fields(subresource).iter().copied().filter(|f| schema.required.contains(f)).collect();
-    if required.is_empty() {
+) -> Result<super::decode::Fields> {
+    let fields = V::reset_fields(subresource);
+    if fields.is_empty() {
         return Ok(Vec::new());
     }
-    let mut stored = V::value_from_hub(object_value(current)?)?;
-    Ok(required.into_iter().map(|field| (field, stored[field].take())).collect())
+    let mut stored = if std::any::TypeId::of::<K>() == std::any::TypeId::of::<V>() {
+        // Only these fields are encoded.
+        unmanaged_value::top_level(current.object(), fields)
+            .map_err(|e| Error::Internal(format!("encoding the object: {e}")))?
+    } else {
+        V::value_from_hub(object_value(current.object())?)?
+    };
+    let mut taken = |field: &'static str| stored.get_mut(field).map(serde_json::Value::take).filter(|v| !v.is_null());
+    Ok(fields.iter().map(|field| (*field, taken(field))).collect())
 }
 
 /// The `metadata.resourceVersion` of a body, when it is a string.
@@ -887,8 +892,8 @@ fn check_resource_version<K: ApiResource>(new: Option<&str>, old: &ObjectMeta, r
             // resource (`widgets.example.com`) where validation names the kind.
             missing.value = Some("0x0".into());
             Err(Error::Invalid {
-                kind: K::INFO.plural,
-                group: K::INFO.group,
+                kind: K::info().plural,
+                group: K::info().group,
                 name: name.to_string(),
                 causes: vec![missing],
             })
@@ -1116,8 +1121,7 @@ mod tests {
 mod strategy_hooks {
     use super::tests::body;
     use super::*;
-    use crate::machinery::columns::Column;
-    use crate::machinery::resource::{ApiResource, ResourceInfo};
+    use crate::machinery::resource::ApiResource;
     use crate::machinery::verb::Verb;
     use crate::store::{Revision, memory::MemoryStore};
     use kube::CustomResource;
@@ -1126,7 +1130,7 @@ mod strategy_hooks {
 
     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
     #[kube(group = "test.example.com", version = "v1", kind = "Ewe", namespaced)]
-    #[kube(status = "EweStatus", derive = "PartialEq")]
+    #[kube(status = "EweStatus", derive = "PartialEq", doc = "A ewe, to test strategies.")]
     struct EweSpec {
         breed: String,
         fleece: u32,
@@ -1138,40 +1142,12 @@ mod strategy_hooks {
     }
 
     impl ApiResource for Ewe {
-        const INFO: ResourceInfo = ResourceInfo {
-            group: "test.example.com",
-            kind: "Ewe",
-            list_kind: "EweList",
-            plural: "ewes",
-            singular: "ewe",
-            short_names: &[],
-            categories: &[],
-            namespaced: true,
-            verbs: &[Verb::Create, Verb::Get, Verb::Update],
-            description: "A ewe, to test strategies.",
-            selectable_fields: &[],
-            subresources: &[Subresource::Status],
-        };
-
-        fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-            (serde_json::Map::new(), Vec::new())
-        }
+        const VERBS: &'static [Verb] = &[Verb::Create, Verb::Get, Verb::Update];
     }
 
     impl Strategy for Ewe {
         fn prepare_for_create(&mut self) {
             self.status = None;
-        }
-
-        fn prepare_for_update(&mut self, old: &Self, subresource: Subresource) {
-            match subresource {
-                Subresource::Main => self.status = old.status.clone(),
-                Subresource::Status => self.spec = old.spec.clone(),
-            }
-        }
-
-        fn validate(&self) -> Vec<FieldError> {
-            Vec::new()
         }
 
         fn validate_update(&self, old: &Self) -> Vec<FieldError> {
@@ -1183,18 +1159,6 @@ mod strategy_hooks {
 
         fn warnings(&self) -> Vec<String> {
             (self.spec.fleece > 20).then(|| "spec.fleece: more than 20 kg of fleece".to_string()).into_iter().collect()
-        }
-
-        fn spec_changed(&self, old: &Self) -> bool {
-            self.spec != old.spec
-        }
-
-        fn columns() -> &'static [Column] {
-            &[]
-        }
-
-        fn cells(&self) -> Vec<serde_json::Value> {
-            Vec::new()
         }
     }
 

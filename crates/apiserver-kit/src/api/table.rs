@@ -8,13 +8,17 @@
 //! fields (which no cell shows and which are most of decoding it), and the row's `object` copied
 //! as stored (its `metadata` alone for a `PartialObjectMetadata`), never decoded and encoded again.
 
-use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::columns::{Cell, Column, ColumnType};
 use crate::machinery::error::{Error, Result};
 use crate::machinery::stored::Stored;
 use crate::machinery::strategy::Strategy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use serde::Serialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// `TableColumnDefinition`.
 #[derive(Serialize, Debug)]
@@ -27,8 +31,8 @@ pub struct ColumnDefinition {
     priority: i32,
 }
 
-impl From<&Column> for ColumnDefinition {
-    fn from(c: &Column) -> Self {
+impl<K> From<&Column<K>> for ColumnDefinition {
+    fn from(c: &Column<K>) -> Self {
         Self { name: c.name, kind: c.kind.as_str(), format: c.format, description: c.description, priority: c.priority }
     }
 }
@@ -104,28 +108,57 @@ impl IncludeObject {
     }
 }
 
-const NAME_COLUMN: Column = Column {
+const NAME_COLUMN: ColumnDefinition = ColumnDefinition {
     name: "Name",
-    kind: ColumnType::String,
+    kind: "string",
     format: "name",
     description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
     priority: 0,
 };
 
-const AGE_COLUMN: Column = Column {
+const AGE_COLUMN: ColumnDefinition = ColumnDefinition {
     name: "Age",
-    kind: ColumnType::Date,
+    kind: "date",
     format: "",
     description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
     priority: 0,
 };
 
+/// A column of a table: NAME, AGE or one of the resource's.
+enum Slot<K: 'static> {
+    Name,
+    Age,
+    Own(&'static Column<K>),
+}
+
+/// `K`'s own columns ([`Strategy::columns`]), read once per type.
+fn own_columns<K: Strategy>() -> &'static [Column<K>] {
+    type Columns = parking_lot::RwLock<HashMap<TypeId, &'static (dyn Any + Send + Sync)>>;
+    static COLUMNS: LazyLock<Columns> = LazyLock::new(Columns::default);
+    let cached = COLUMNS.read().get(&TypeId::of::<K>()).copied();
+    let columns = cached.unwrap_or_else(|| {
+        let leaked: &'static Vec<Column<K>> = Box::leak(Box::new(K::columns()));
+        *COLUMNS.write().entry(TypeId::of::<K>()).or_insert(leaked)
+    });
+    columns.downcast_ref::<Vec<Column<K>>>().map_or(&[], Vec::as_slice)
+}
+
 /// The columns of `K`'s table, in order: NAME, K's default columns, AGE, K's wide columns.
-fn ordered_columns<K: Strategy>() -> impl Iterator<Item = (Option<usize>, &'static Column)> {
-    let own = K::columns();
-    let default = own.iter().enumerate().filter(|(_, c)| c.priority == 0).map(|(i, c)| (Some(i), c));
-    let wide = own.iter().enumerate().filter(|(_, c)| c.priority != 0).map(|(i, c)| (Some(i), c));
-    std::iter::once((None, &NAME_COLUMN)).chain(default).chain(std::iter::once((None, &AGE_COLUMN))).chain(wide)
+fn ordered_columns<K: Strategy>() -> impl Iterator<Item = Slot<K>> {
+    let own = own_columns::<K>();
+    let default = own.iter().filter(|c| c.priority == 0).map(Slot::Own);
+    let wide = own.iter().filter(|c| c.priority != 0).map(Slot::Own);
+    std::iter::once(Slot::Name).chain(default).chain(std::iter::once(Slot::Age)).chain(wide)
+}
+
+impl<K: Strategy> Slot<K> {
+    fn definition(&self) -> ColumnDefinition {
+        match self {
+            Self::Name => NAME_COLUMN,
+            Self::Age => AGE_COLUMN,
+            Self::Own(column) => (*column).into(),
+        }
+    }
 }
 
 /// Renders `objects` as a Table. `now` is passed in so ages are computed once per response.
@@ -136,7 +169,7 @@ pub fn render<'a, K: Strategy>(
     version: super::negotiate::MetaVersion,
     now: k8s_openapi::jiff::Timestamp,
 ) -> Result<Table> {
-    let column_definitions = ordered_columns::<K>().map(|(_, c)| c.into()).collect();
+    let column_definitions = ordered_columns::<K>().map(|c| c.definition()).collect();
     let rows = objects.into_iter().map(|stored| row(stored, include, version, now)).collect::<Result<_>>()?;
     Ok(Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows })
 }
@@ -153,7 +186,7 @@ struct TableHead<'a> {
 
 /// A Table of `K` encoded up to its rows' `[`: the rows follow, each as [`write_row`] writes it.
 pub fn head<K: Strategy>(metadata: &ListMeta, version: super::negotiate::MetaVersion) -> Result<Vec<u8>> {
-    let column_definitions = ordered_columns::<K>().map(|(_, c)| c.into()).collect();
+    let column_definitions = ordered_columns::<K>().map(|c| c.definition()).collect();
     let head = TableHead { kind: "Table", api_version: version.api_version(), metadata, column_definitions };
     super::list_body::open_array(&head, "rows")
 }
@@ -178,14 +211,24 @@ fn row<K: Strategy>(
     now: k8s_openapi::jiff::Timestamp,
 ) -> Result<Row> {
     let object = stored.decode_without_managed_fields()?;
-    let own = object.cells();
+    let mut json = None;
     let cells = ordered_columns::<K>()
-        .map(|(index, column)| match index {
-            Some(i) => own.get(i).cloned().unwrap_or(serde_json::Value::Null),
-            None if column.name == "Name" => serde_json::json!(object.meta().name.as_deref().unwrap_or("")),
-            None => serde_json::json!(age(object.meta(), now)),
+        .map(|slot| match slot {
+            Slot::Name => Ok(serde_json::json!(object.meta().name.as_deref().unwrap_or(""))),
+            Slot::Age => Ok(serde_json::json!(age(object.meta(), now))),
+            Slot::Own(Column { cell: Cell::Computed(cell), .. }) => Ok(cell(&object)),
+            Slot::Own(column @ Column { cell: Cell::Path(path), .. }) => {
+                let json = match &mut json {
+                    Some(json) => json,
+                    None => json.insert(
+                        serde_json::from_slice(&stored.json())
+                            .map_err(|e| Error::Internal(format!("a stored object's JSON: {e}")))?,
+                    ),
+                };
+                Ok(path_cell(column.kind, path, json, now))
+            }
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let object = match include {
         IncludeObject::None => return Ok(Row { cells, object: None }),
         IncludeObject::Metadata => {
@@ -213,6 +256,34 @@ struct PartialMetadata<'a> {
 fn raw_json(bytes: Vec<u8>) -> Result<Box<RawValue>> {
     let text = String::from_utf8(bytes).map_err(|e| Error::Internal(format!("a stored object is not UTF-8: {e}")))?;
     RawValue::from_string(text).map_err(|e| Error::Internal(format!("a stored object's JSON: {e}")))
+}
+
+/// The cell of a column whose values are at `path` of `object`, as the kube-apiserver's table
+/// of a custom resource makes it (apiextensions' `tableconvertor`): the first value found, none
+/// an empty cell; a string column prints what it finds (a list or an object as JSON), the
+/// others keep a value of their type (an integer column truncates a float), a date column shows
+/// the time since the timestamp.
+fn path_cell(kind: ColumnType, path: &str, object: &Value, now: k8s_openapi::jiff::Timestamp) -> Value {
+    use jsonpath_rust::JsonPath;
+    let found = object.query(&format!("${path}")).ok().and_then(|values| values.first().copied());
+    let Some(value) = found.filter(|v| !v.is_null()) else { return Value::Null };
+    match (kind, value) {
+        (ColumnType::String, Value::String(_)) => value.clone(),
+        (ColumnType::String, Value::Array(_) | Value::Object(_)) => crate::machinery::json::to_vec(value)
+            .ok()
+            .and_then(|t| String::from_utf8(t).ok())
+            .map_or(Value::Null, Value::String),
+        (ColumnType::String, other) => Value::String(other.to_string()),
+        (ColumnType::Integer, Value::Number(n)) => {
+            n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)).map_or(Value::Null, Value::from)
+        }
+        (ColumnType::Number, Value::Number(_)) | (ColumnType::Boolean, Value::Bool(_)) => value.clone(),
+        (ColumnType::Date, Value::String(text)) => match text.parse::<k8s_openapi::jiff::Timestamp>() {
+            Ok(at) => Value::String(human_duration(now.as_second().saturating_sub(at.as_second()))),
+            Err(_) => Value::String("<invalid>".into()),
+        },
+        _ => Value::Null,
+    }
 }
 
 fn age(meta: &ObjectMeta, now: k8s_openapi::jiff::Timestamp) -> String {

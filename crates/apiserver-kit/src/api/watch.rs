@@ -143,7 +143,7 @@ impl<K: Strategy, V: Served<K>> Encoder<K, V> {
 
     fn bookmark(&self, revision: u64, initial_events_end: bool) -> Result<Bytes> {
         let types = match self.representation {
-            Representation::Object => TypeMeta { api_version: V::api_version(&()).into(), kind: V::INFO.kind.into() },
+            Representation::Object => TypeMeta { api_version: V::api_version(&()).into(), kind: V::info().kind.into() },
             Representation::Metadata(v) => {
                 TypeMeta { api_version: v.api_version().into(), kind: "PartialObjectMetadata".into() }
             }
@@ -215,7 +215,7 @@ pub async fn serve<K: Strategy, V: Served<K>>(
     let settings = registry.watch_settings().clone();
     let rv = options.resource_version.filter(|rv| *rv != 0);
     let send_initial = options.send_initial_events.unwrap_or(rv.is_none());
-    tracing::debug!(resource = K::INFO.plural, ?namespace, ?rv, send_initial, "watch starts");
+    tracing::debug!(resource = K::info().plural, ?namespace, ?rv, send_initial, "watch starts");
     let deadline = deadline(&options, settings.min_request_timeout);
     if let Some(rv) = rv {
         // A watch that ends before the store reaches its resourceVersion ends without events,
@@ -240,7 +240,7 @@ pub async fn serve<K: Strategy, V: Served<K>>(
                 announce_end: options.send_initial_events == Some(true),
                 bookmarks: options.allow_watch_bookmarks,
             };
-            let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::INFO.plural)).clone();
+            let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::info().plural)).clone();
             let selects = move |o: &Stored<K>| Registry::<K>::selects(&options, o);
             let outbox = Outbox { encoder, selects, deadline, last_sent: subscription.revision, sent };
             Box::pin(UntilClientLeaves { frames: Box::pin(frames(outbox, subscription, settings, plan)), ended: false })
@@ -375,7 +375,7 @@ fn frames<K: Strategy, V: Served<K>, F: Fn(&Stored<K>) -> bool + Send + Sync + '
     plan: Plan,
 ) -> impl futures::Stream<Item = std::result::Result<Bytes, std::convert::Infallible>> + Send {
     async_stream::stream! {
-        let _open = OpenWatch::start(&settings.metrics, K::INFO.plural);
+        let _open = OpenWatch::start(&settings.metrics, K::info().plural);
         let stopping = settings.stopping.clone();
         let initial = if plan.send_initial { std::mem::take(&mut subscription.snapshot) } else { Vec::new() };
         for step in initial.iter().map(|object| out.initial(object, &stopping)) {

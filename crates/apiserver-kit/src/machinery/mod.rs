@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod columns;
 pub mod conditions;
+pub mod definition;
 pub mod error;
 pub mod fieldpath;
 pub mod identity;

@@ -2,44 +2,52 @@
 //! scope and verbs ([`ResourceInfo`]), its Rust type ([`ApiResource`]) and the type-erased
 //! description discovery and OpenAPI use ([`ResourceDescriptor`]).
 
+use super::definition::Definition;
 use super::verb::Verb;
-use kube::Resource;
+use kube::core::object::HasSpec;
+use kube::{CustomResourceExt, Resource};
 use serde::{Serialize, de::DeserializeOwned};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-/// Static facts about a resource, as advertised by discovery and OpenAPI.
+/// What a resource is, as discovery, OpenAPI, paths and errors say it: read from its
+/// CustomResourceDefinition ([`super::definition`]) the first time it is asked for
+/// ([`ApiResource::info`]), but for the verbs ([`ApiResource::VERBS`]) and the scope, which is the
+/// Rust type's ([`kube::Resource::Scope`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ResourceInfo {
-    /// The API group, e.g. `example.com`.
+    /// The API group, e.g. `example.com` (`#[kube(group)]`).
     pub group: &'static str,
-    /// Kind, e.g. `Widget`.
+    /// Kind, e.g. `Widget` (`#[kube(kind)]`).
     pub kind: &'static str,
     /// Kind of the list, e.g. `WidgetList`.
     pub list_kind: &'static str,
-    /// Plural name used in paths, e.g. `widgets`.
+    /// Plural name used in paths, e.g. `widgets` (`#[kube(plural)]`, or kube's plural of the kind).
     pub plural: &'static str,
     /// Singular name, e.g. `widget`.
     pub singular: &'static str,
-    /// Short names accepted by kubectl, e.g. `lm`.
+    /// Short names accepted by kubectl, e.g. `lm` (`#[kube(shortname)]`).
     pub short_names: &'static [&'static str],
-    /// Categories (`kubectl get all`).
+    /// Categories (`kubectl get all`; `#[kube(category)]`).
     pub categories: &'static [&'static str],
-    /// Whether objects live in namespaces: must agree with the type's
-    /// [`kube::Resource::Scope`] (kube's derive makes it `NamespaceResourceScope` with
-    /// `namespaced`, `ClusterResourceScope` without): [`check_scope`] makes a mismatch a
-    /// compile error where the resource is mounted.
+    /// Whether objects live in namespaces: the type's [`kube::Resource::Scope`] (kube's derive
+    /// makes it `NamespaceResourceScope` with `namespaced`, `ClusterResourceScope` without).
     pub namespaced: bool,
-    /// Verbs served, in discovery order.
+    /// Verbs served, in discovery order ([`ApiResource::VERBS`]).
     pub verbs: &'static [Verb],
-    /// One-paragraph description used as the schema's description (`kubectl explain`).
+    /// One-paragraph description used as the schema's description (`kubectl explain`; kube's
+    /// `doc`, or the doc comment of the type).
     pub description: &'static str,
-    /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`: dotted
-    /// paths of scalars (an unset field selects as the empty string), read from the stored
-    /// encoding ([`super::stored::Stored::field`]).
+    /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`
+    /// (`#[kube(selectable = ".spec.color")]`, listed here without the dot): dotted paths of
+    /// scalars (an unset field selects as the empty string), read from the stored encoding
+    /// ([`super::stored::Stored::field`]).
     pub selectable_fields: &'static [&'static str],
-    /// Subresources served besides the object itself (routes, discovery, OpenAPI follow this).
+    /// Subresources served besides the object itself (routes, discovery, OpenAPI and the status
+    /// rules of writes follow this): `status` when kube's derive has `status = "…"` and the
+    /// resource is written at all (a read-only view's status is a field like the others: nobody
+    /// writes it, so no subresource keeps writers apart).
     pub subresources: &'static [Subresource],
 }
 
@@ -64,6 +72,40 @@ impl Subresource {
 }
 
 impl ResourceInfo {
+    /// `K`'s facts, read from its definition on the first call and kept.
+    pub fn of<K: ApiResource>() -> &'static Self {
+        type Infos = parking_lot::RwLock<HashMap<TypeId, &'static ResourceInfo>>;
+        static INFOS: LazyLock<Infos> = LazyLock::new(Infos::default);
+        if let Some(info) = INFOS.read().get(&TypeId::of::<K>()) {
+            return info;
+        }
+        let info = Self::from_definition(&definition::<K>(), K::VERBS, <K::Scope as ObjectScope>::NAMESPACED);
+        INFOS.write().entry(TypeId::of::<K>()).or_insert_with(|| Box::leak(Box::new(info)))
+    }
+
+    /// The facts `definition` states, with `verbs` and the scope of the type.
+    fn from_definition(definition: &Definition, verbs: &'static [Verb], namespaced: bool) -> Self {
+        let kind = definition.name("kind").unwrap_or_default();
+        let lower = kind.to_ascii_lowercase();
+        Self {
+            group: leak(definition.group()),
+            kind: leak(kind),
+            list_kind: leak(&definition.name("listKind").map_or_else(|| format!("{kind}List"), str::to_string)),
+            plural: leak(definition.name("plural").unwrap_or(&format!("{lower}s"))),
+            singular: leak(definition.name("singular").unwrap_or(&lower)),
+            short_names: leak_all(definition.names("shortNames")),
+            categories: leak_all(definition.names("categories")),
+            namespaced,
+            verbs,
+            description: leak(definition.description()),
+            selectable_fields: leak_all(definition.selectable_fields()),
+            subresources: match definition.has_status() && verbs.iter().any(|v| v.is_write()) {
+                true => &[Subresource::Status],
+                false => &[],
+            },
+        }
+    }
+
     /// Whether this resource serves `verb`.
     pub fn allows(&self, verb: Verb) -> bool {
         self.verbs.contains(&verb)
@@ -106,63 +148,35 @@ impl ObjectScope for kube::core::ClusterResourceScope {
     const NAMESPACED: bool = false;
 }
 
-/// Stops the build of a program that serves `K` when `K::INFO.namespaced` disagrees with the
-/// scope `K`'s type declares ([`ObjectScope`]): the check runs when the compiler instantiates it
-/// for `K`, so a mismatch is a compile error, not a server answering at the wrong paths. The
-/// builder calls it for every resource it mounts. A namespaced type said to be cluster-scoped
-/// does not build:
-///
-/// ```compile_fail,E0080
-/// use apiserver_kit::machinery::resource::{ApiResource, ResourceInfo, check_scope};
-/// use apiserver_kit::machinery::verb::Verb;
-///
-/// #[derive(kube::CustomResource, serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
-/// #[kube(group = "example.com", version = "v1", kind = "Thing", namespaced, derive = "PartialEq")]
-/// pub struct ThingSpec {
-///     size: i64,
-/// }
-///
-/// impl ApiResource for Thing {
-///     const INFO: ResourceInfo = ResourceInfo {
-///         group: "example.com",
-///         kind: "Thing",
-///         list_kind: "ThingList",
-///         plural: "things",
-///         singular: "thing",
-///         short_names: &[],
-///         categories: &[],
-///         namespaced: false, // kube's derive says `namespaced`
-///         verbs: Verb::ALL,
-///         description: "A thing.",
-///         selectable_fields: &[],
-///         subresources: &[],
-///     };
-///
-///     fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-///         (serde_json::Map::new(), Vec::new())
-///     }
-/// }
-///
-/// fn main() {
-///     check_scope::<Thing>();
-/// }
-/// ```
-pub const fn check_scope<K: ApiResource>() {
-    const {
-        assert!(
-            K::INFO.namespaced == <K::Scope as ObjectScope>::NAMESPACED,
-            "ResourceInfo::namespaced disagrees with the type's kube::Resource::Scope"
-        )
-    }
-}
-
 /// What a resource is: its wire type, names and schema (its behaviour on writes is its
 /// [`super::strategy::Strategy`]).
 ///
-/// The Rust type is the wire type: it serializes with `apiVersion` and `kind` (kube's
-/// `CustomResource` derive does this), its `metadata` is k8s-openapi's `ObjectMeta`.
+/// The Rust type is the wire type, as kube's `CustomResource` derive makes it: it serializes
+/// with `apiVersion` and `kind`, its `metadata` is k8s-openapi's `ObjectMeta`, it has a spec,
+/// and its CustomResourceDefinition ([`CustomResourceExt::crd`]) says everything else once:
+/// the group, kind, plural, singular, short names, categories and scope, the description, the
+/// schema (with the status when there is one), the status subresource, the printer columns and
+/// the selectable fields. Only the verbs are said here, when they are not all of them:
+///
+/// ```
+/// # use apiserver_kit::prelude::*;
+/// /// A widget: how big it is.
+/// #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+/// #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, derive = "PartialEq")]
+/// pub struct WidgetSpec {
+///     size: i64,
+/// }
+///
+/// impl ApiResource for Widget {
+///     const VERBS: &'static [Verb] = &[Verb::Get, Verb::List, Verb::Watch];
+/// }
+///
+/// assert_eq!((Widget::info().plural, Widget::info().namespaced), ("widgets", true));
+/// ```
 pub trait ApiResource:
     Resource<DynamicType = (), Scope: ObjectScope>
+    + CustomResourceExt
+    + HasSpec<Spec: PartialEq>
     + Serialize
     + DeserializeOwned
     + Clone
@@ -172,13 +186,15 @@ pub trait ApiResource:
     + Sync
     + 'static
 {
-    /// Names, scope and verbs.
-    const INFO: ResourceInfo;
+    /// The verbs served on the object, in discovery order: all of them unless said otherwise (a
+    /// read-only view: `&[Verb::Get, Verb::List, Verb::Watch]`; other verbs are `405`).
+    const VERBS: &'static [Verb] = Verb::ALL;
 
-    /// JSON schema of the top-level fields other than `apiVersion`, `kind` and `metadata`
-    /// (e.g. `spec`), fully inlined, plus the names of the required ones. Used by OpenAPI and by
-    /// the structural check of request bodies.
-    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>);
+    /// Names, scope, verbs, subresources and selectable fields, read from the definition once
+    /// ([`ResourceInfo::of`]).
+    fn info() -> &'static ResourceInfo {
+        ResourceInfo::of::<Self>()
+    }
 
     /// An object as a store holds it. An earlier release may have stored it at an older
     /// version: a resource whose storage version changed reads those here, converting them, as
@@ -210,6 +226,9 @@ pub struct ResourceDescriptor {
     /// When this version of the resource is deprecated, the `Warning` every answer at it carries
     /// (and its OpenAPI operations are marked deprecated).
     pub deprecation: Option<String>,
+    /// What the server cannot serve as the definition says, each naming its field (the builder
+    /// refuses the resource): see [`super::definition::problems`] and [`disagreements`].
+    pub problems: Vec<String>,
 }
 
 impl ResourceDescriptor {
@@ -222,18 +241,23 @@ impl ResourceDescriptor {
     pub fn stored_as<Hub: ApiResource, V: ApiResource>() -> Self {
         let schema = body_schema::<V>();
         Self {
-            info: V::INFO,
+            info: *V::info(),
             properties: schema.properties.clone(),
             required: schema.required.clone(),
             storage_version: Hub::version(&()).into_owned(),
             deprecation: None,
+            problems: [
+                super::definition::problems(&definition::<V>(), V::info().namespaced),
+                disagreements(Hub::info(), V::info()),
+            ]
+            .concat(),
         }
     }
 
     /// The same, deprecated in favour of `Hub`'s version, with the warning a
     /// CustomResourceDefinition gives for a deprecated version without a `deprecationWarning`.
     pub fn deprecated_for<Hub: ApiResource, V: ApiResource>() -> Self {
-        let warning = deprecation_warning(&V::api_version(&()), &Hub::api_version(&()), V::INFO.kind);
+        let warning = deprecation_warning(&V::api_version(&()), &Hub::api_version(&()), V::info().kind);
         Self { deprecation: Some(warning), ..Self::stored_as::<Hub, V>() }
     }
 }
@@ -260,15 +284,22 @@ pub struct BodySchema {
     pub object: Arc<super::shape::Schema>,
 }
 
-/// `K`'s body schema ([`ApiResource::body_properties`]), built on the first call and kept, so
-/// decoding a write reads it instead of running schemars again.
+/// `K`'s body schema (its definition's, without `nullable`: a Kubernetes schema marks an optional
+/// field by leaving it out of `required`), built on the first call and kept, so decoding a write
+/// reads it instead of running schemars again.
 pub fn body_schema<K: ApiResource>() -> Arc<BodySchema> {
     type Schemas = parking_lot::RwLock<HashMap<TypeId, Arc<BodySchema>>>;
     static SCHEMAS: LazyLock<Schemas> = LazyLock::new(Schemas::default);
     if let Some(schema) = SCHEMAS.read().get(&TypeId::of::<K>()) {
         return schema.clone();
     }
-    let (properties, required) = K::body_properties();
+    let (mut properties, required) = definition::<K>().body();
+    for property in properties.values_mut() {
+        super::schema::strip_nulls(property);
+        // Bounds as the schema's author wrote them (`minimum: 0`, not k8s-openapi's `0.0`).
+        super::number::integral_as_integers(property);
+    }
+    let required = required.iter().map(|r| leak(r)).collect();
     let mut all = properties.clone();
     all.insert("apiVersion".into(), serde_json::json!({"type": "string"}));
     all.insert("kind".into(), serde_json::json!({"type": "string"}));
@@ -276,4 +307,38 @@ pub fn body_schema<K: ApiResource>() -> Arc<BodySchema> {
     let object = Arc::new(super::shape::Schema::compile(&serde_json::json!({"type": "object", "properties": all})));
     let built = Arc::new(BodySchema { properties, required, object });
     SCHEMAS.write().entry(TypeId::of::<K>()).or_insert(built).clone()
+}
+
+/// Where the facts of a version `other` of a resource differ from those of its storage version
+/// `hub`: a resource has one group, kind, plural and scope at every version, and kubectl finds it
+/// by the same short names and categories.
+pub fn disagreements(hub: &ResourceInfo, other: &ResourceInfo) -> Vec<String> {
+    let fields: [(&str, &dyn std::fmt::Debug, &dyn std::fmt::Debug, bool); 8] = [
+        ("spec.group", &hub.group, &other.group, hub.group == other.group),
+        ("spec.names.kind", &hub.kind, &other.kind, hub.kind == other.kind),
+        ("spec.names.listKind", &hub.list_kind, &other.list_kind, hub.list_kind == other.list_kind),
+        ("spec.names.plural", &hub.plural, &other.plural, hub.plural == other.plural),
+        ("spec.names.singular", &hub.singular, &other.singular, hub.singular == other.singular),
+        ("spec.names.shortNames", &hub.short_names, &other.short_names, hub.short_names == other.short_names),
+        ("spec.names.categories", &hub.categories, &other.categories, hub.categories == other.categories),
+        ("spec.scope (namespaced)", &hub.namespaced, &other.namespaced, hub.namespaced == other.namespaced),
+    ];
+    let differing = fields.into_iter().filter(|(_, _, _, same)| !same);
+    differing
+        .map(|(field, at_hub, here, _)| format!("{field} is {here:?} here but {at_hub:?} at the storage version"))
+        .collect()
+}
+
+/// `K`'s CustomResourceDefinition at `K`'s version.
+pub fn definition<K: ApiResource>() -> Definition {
+    Definition::new(serde_json::to_value(K::crd()).unwrap_or_default(), &K::version(&()))
+}
+
+/// `text` kept for the life of the program: a resource's names are read once per type.
+fn leak(text: &str) -> &'static str {
+    Box::leak(text.to_string().into_boxed_str())
+}
+
+fn leak_all(texts: Vec<&str>) -> &'static [&'static str] {
+    Box::leak(texts.into_iter().map(leak).collect::<Vec<_>>().into_boxed_slice())
 }

@@ -120,7 +120,7 @@ pub struct Stored<K> {
     head: Arc<[u8]>,
     /// The rest of the encoding without what [`Holes`] keeps apart (the body), and its spans:
     /// `metadata.namespace`, `metadata.name`, the value of each of the resource's selectable
-    /// fields in `K::INFO`'s order ([`Span::EMPTY`] when unset), then the key and value of each
+    /// fields in `K::info()`'s order ([`Span::EMPTY`] when unset), then the key and value of each
     /// label, in key order.
     packed: Packed,
     holes: Holes,
@@ -158,7 +158,7 @@ impl<K: ApiResource> Stored<K> {
             }
         }
         let mut spans = vec![namespace.unwrap_or_default(), name.unwrap_or_default()];
-        spans.extend(K::INFO.selectable_fields.iter().map(|path| {
+        spans.extend(K::info().selectable_fields.iter().map(|path| {
             let path: Vec<&str> = path.split('.').collect();
             json_scan::find(&json, &path).and_then(|at| json_scan::scalar(&json, at)).unwrap_or_default()
         }));
@@ -181,7 +181,7 @@ impl<K: ApiResource> Stored<K> {
     /// The object, decoded from its encoding.
     pub fn decode(&self) -> Result<K> {
         let json = self.json();
-        serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))
+        serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::info().kind)))
     }
 
     /// The object decoded without `metadata.managedFields`, for what never reads them (a
@@ -190,13 +190,13 @@ impl<K: ApiResource> Stored<K> {
         let mut json = Vec::with_capacity(self.json_len());
         json.extend_from_slice(&self.head);
         self.write_body(&mut json, false, None);
-        serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::INFO.kind)))
+        serde_json::from_slice(&json).map_err(|e| Error::Internal(format!("decoding a stored {}: {e}", K::info().kind)))
     }
 
     /// The object's metadata, decoded alone.
     pub fn metadata(&self) -> Result<ObjectMeta> {
         serde_json::from_slice(&self.metadata_json())
-            .map_err(|e| Error::Internal(format!("decoding a stored {}'s metadata: {e}", K::INFO.kind)))
+            .map_err(|e| Error::Internal(format!("decoding a stored {}'s metadata: {e}", K::info().kind)))
     }
 
     /// The compact JSON of the object's `metadata` (`{}` when it has none), as it is stored.
@@ -211,7 +211,7 @@ impl<K: ApiResource> Stored<K> {
     /// The value of the label `key`.
     pub fn label(&self, key: &str) -> Option<Cow<'_, str>> {
         let body = self.packed.body();
-        let mut labels = self.packed.spans_from(FIELDS + K::INFO.selectable_fields.len());
+        let mut labels = self.packed.spans_from(FIELDS + K::info().selectable_fields.len());
         while let (Some(k), Some(v)) = (labels.next(), labels.next()) {
             if k.text(body) == key {
                 return Some(v.text(body));
@@ -220,22 +220,22 @@ impl<K: ApiResource> Stored<K> {
         None
     }
 
-    /// Where the value of the selectable field `path` (one of `K::INFO.selectable_fields`) sits
+    /// Where the value of the selectable field `path` (one of `K::info().selectable_fields`) sits
     /// in [`Stored::body`], as it is encoded (a string's contents, escaped, between its quotes);
     /// `None` when it is unset or not one.
     pub fn field_span(&self, path: &str) -> Option<Span> {
-        let i = K::INFO.selectable_fields.iter().position(|f| *f == path)?;
+        let i = K::info().selectable_fields.iter().position(|f| *f == path)?;
         self.packed.span(FIELDS + i).filter(|s| *s != Span::EMPTY)
     }
 
     /// The object's selectable field `path` (`metadata.name`, `metadata.namespace` or one of
-    /// `K::INFO.selectable_fields`): its value, empty when unset; `None` for another path.
+    /// `K::info().selectable_fields`): its value, empty when unset; `None` for another path.
     pub fn field(&self, path: &str) -> Option<Cow<'_, str>> {
         match path {
             "metadata.name" => Some(self.name()),
             "metadata.namespace" => Some(self.namespace()),
             _ => {
-                let i = K::INFO.selectable_fields.iter().position(|f| *f == path)?;
+                let i = K::info().selectable_fields.iter().position(|f| *f == path)?;
                 Some(self.text(FIELDS + i))
             }
         }

@@ -5,9 +5,10 @@
 //! hooks at fixed points; everything particular to a resource lives in its `Strategy`, so
 //! `crate::api` holds no resource-specific rule.
 //!
-//! Order on create: metadata filled → [`Strategy::prepare_for_create`] → metadata validation and
-//! [`Strategy::validate`] → stored; [`Strategy::warnings`] go back as `Warning` headers. On
-//! update (and patch): metadata carried over from the stored object →
+//! Order on create: metadata filled, status dropped → [`Strategy::prepare_for_create`] →
+//! metadata validation and [`Strategy::validate`] → stored; [`Strategy::warnings`] go back as
+//! `Warning` headers. On update (and patch): metadata and the reset fields
+//! ([`Strategy::reset_fields`]) carried over from the stored object →
 //! [`Strategy::prepare_for_update`] → `generation` moves when [`Strategy::spec_changed`] →
 //! metadata validation and [`Strategy::validate_update`] → stored.
 
@@ -16,30 +17,43 @@ use super::error::FieldError;
 use super::resource::ApiResource;
 pub use super::resource::Subresource;
 
-/// A resource's behaviour on writes, in tables and in field selectors.
+/// A resource's behaviour on writes, in tables and in field selectors. Every hook has a default,
+/// so a resource that needs nothing more than its schema writes `impl Strategy for Widget {}`:
+///
+/// - the status rules of a resource with a status subresource apply whatever the strategy says
+///   (the kube-apiserver's custom resource strategies): a create or a write of the object keeps
+///   the status it had (none, for a create), a write of `/status` keeps everything else of the
+///   stored object ([`Strategy::reset_fields`]);
+/// - `generation` moves when the spec changes ([`Strategy::spec_changed`]);
+/// - nothing is checked beyond the schema ([`Strategy::validate`]);
+/// - the table's columns are the definition's printer columns ([`Strategy::columns`]).
 pub trait Strategy: ApiResource {
-    /// Clears what a create may not set, after the generic metadata is filled (for a resource
-    /// with a status: the status, which only its controller writes through `/status`).
+    /// Clears or fills what a create may not set or must have, after the generic metadata is
+    /// filled and the status rules applied.
     fn prepare_for_create(&mut self) {}
 
-    /// Copies from `old` what a write of `subresource` may not change: for [`Subresource::Main`]
-    /// the status, for [`Subresource::Status`] everything but the status. The generic metadata
-    /// (uid, creationTimestamp, resourceVersion, deletion fields) is already carried over.
+    /// Copies from `old` what a write of `subresource` may not change beyond the status rules
+    /// (which already kept the status, or the spec for `/status`); the generic metadata (uid,
+    /// creationTimestamp, resourceVersion, deletion fields) is already carried over.
     fn prepare_for_update(&mut self, _old: &Self, _subresource: Subresource) {}
 
-    /// The top-level fields a write of `subresource` may not change, which managed fields leave
-    /// out: for the object, its status when it has a status subresource; for `/status`, the
-    /// spec (the custom resource strategies' `GetResetFields`).
+    /// The top-level fields a write of `subresource` may not change, which a write keeps as
+    /// stored and managed fields leave out: for the object, its status when it has a status
+    /// subresource; for `/status`, the spec (the custom resource strategies' `GetResetFields`).
     fn reset_fields(subresource: Subresource) -> &'static [&'static str] {
         match subresource {
-            Subresource::Main if Self::INFO.has(Subresource::Status) => &["status"],
+            Subresource::Main if Self::info().has(Subresource::Status) => &["status"],
             Subresource::Main => &[],
             Subresource::Status => &["spec"],
         }
     }
 
-    /// Semantic validation of the resource's own fields (not metadata), collecting every error.
-    fn validate(&self) -> Vec<FieldError>;
+    /// The rules of the resource's own fields that its schema cannot state (not metadata), every
+    /// error found; none by default. It runs once the body has passed the schema (types,
+    /// `required`, bounds, patterns, `enum`), which the server checks as a CRD's.
+    fn validate(&self) -> Vec<FieldError> {
+        Vec::new()
+    }
 
     /// Validation of an update from `old`: [`Strategy::validate`] unless the resource has rules
     /// about transitions (immutable fields).
@@ -53,40 +67,16 @@ pub trait Strategy: ApiResource {
         Vec::new()
     }
 
-    /// Whether the desired state changed between `old` and `self`; a change bumps `generation`.
-    fn spec_changed(&self, old: &Self) -> bool;
-
-    /// Table columns besides NAME and AGE, which every resource gets.
-    fn columns() -> &'static [Column];
-
-    /// Cells for [`Strategy::columns`], in the same order.
-    fn cells(&self) -> Vec<serde_json::Value>;
-}
-
-/// The write rules of a resource with a status subresource, for its [`Strategy`] to call, on
-/// any type with a spec and a status (kube's `CustomResource` derive implements both traits
-/// when given `status = "…"`), as the kube-apiserver's custom resource strategy applies them.
-pub mod status_subresource {
-    use super::Subresource;
-    use kube::core::object::{HasSpec, HasStatus};
-
-    /// [`super::Strategy::prepare_for_create`]: a create may not set the status (only the
-    /// controller writes it, through `/status`).
-    pub fn prepare_for_create<K: HasStatus>(object: &mut K) {
-        *object.status_mut() = None;
+    /// Whether the desired state changed between `old` and `self`, which moves `generation`:
+    /// whether the specs differ.
+    fn spec_changed(&self, old: &Self) -> bool {
+        self.spec() != old.spec()
     }
 
-    /// [`super::Strategy::prepare_for_update`]: a write of the object keeps the stored status,
-    /// one of `/status` keeps the stored spec.
-    pub fn prepare_for_update<K>(object: &mut K, old: &K, subresource: Subresource)
-    where
-        K: HasSpec + HasStatus,
-        K::Spec: Clone,
-        K::Status: Clone,
-    {
-        match subresource {
-            Subresource::Main => *object.status_mut() = old.status().cloned(),
-            Subresource::Status => *object.spec_mut() = old.spec().clone(),
-        }
+    /// The table's columns besides NAME and AGE, which every resource gets: the printer columns
+    /// of the definition (`#[kube(printcolumn(...))]`) unless the resource declares its own.
+    /// Read once per type.
+    fn columns() -> Vec<Column<Self>> {
+        Column::of_definition(&super::resource::definition::<Self>())
     }
 }

@@ -4,9 +4,8 @@
 
 use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::{FieldError, Result};
-use crate::machinery::resource::{ApiResource, ResourceInfo};
+use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
-use crate::machinery::verb::Verb;
 use crate::machinery::version::Served;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -14,7 +13,16 @@ use serde::{Deserialize, Serialize};
 
 /// The Widget's spec.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(group = "test.example.com", version = "v1", kind = "Widget", namespaced, derive = "PartialEq")]
+#[kube(
+    group = "test.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    shortname = "wd",
+    selectable = ".spec.color",
+    derive = "PartialEq",
+    doc = "A widget, for tests."
+)]
 pub struct WidgetSpec {
     /// How big it is: a finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
@@ -24,28 +32,7 @@ pub struct WidgetSpec {
     pub color: Option<String>,
 }
 
-impl ApiResource for Widget {
-    const INFO: ResourceInfo = ResourceInfo {
-        group: "test.example.com",
-        kind: "Widget",
-        list_kind: "WidgetList",
-        plural: "widgets",
-        singular: "widget",
-        short_names: &["wd"],
-        categories: &[],
-        namespaced: true,
-        verbs: Verb::ALL,
-        description: "A widget, for tests.",
-        selectable_fields: &["spec.color"],
-        subresources: &[],
-    };
-
-    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-        let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<WidgetSpec>());
-        (properties, vec!["spec"])
-    }
-}
+impl ApiResource for Widget {}
 
 /// A Widget of `size` named `name` in `namespace`.
 pub fn widget(namespace: &str, name: &str, size: f64) -> Widget {
@@ -64,16 +51,8 @@ impl Strategy for Widget {
         vec![FieldError::invalid("spec.size", &serde_json::json!(size), "must be greater than 0")]
     }
 
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        &[Column { name: "Size", kind: ColumnType::Number, format: "", description: "How big it is.", priority: 0 }]
-    }
-
-    fn cells(&self) -> Vec<serde_json::Value> {
-        vec![super::number::json(self.spec.size)]
+    fn columns() -> Vec<Column<Self>> {
+        vec![Column::computed("Size", ColumnType::Number, "How big it is.", |w| super::number::json(w.spec.size))]
     }
 }
 
@@ -86,7 +65,10 @@ impl Strategy for Widget {
     kind = "Widget",
     root = "WidgetV1beta1",
     namespaced,
-    derive = "PartialEq"
+    shortname = "wd",
+    selectable = ".spec.colour",
+    derive = "PartialEq",
+    doc = "A widget, for tests."
 )]
 pub struct WidgetV1beta1Spec {
     /// How big it is: a finite number greater than 0.
@@ -97,31 +79,15 @@ pub struct WidgetV1beta1Spec {
     pub colour: Option<String>,
 }
 
-impl ApiResource for WidgetV1beta1 {
-    const INFO: ResourceInfo = ResourceInfo { selectable_fields: &["spec.colour"], ..Widget::INFO };
-
-    fn body_properties() -> (serde_json::Map<String, serde_json::Value>, Vec<&'static str>) {
-        let mut properties = serde_json::Map::new();
-        properties.insert("spec".into(), crate::machinery::schema::inline_schema::<WidgetV1beta1Spec>());
-        (properties, vec!["spec"])
-    }
-}
+impl ApiResource for WidgetV1beta1 {}
 
 impl Strategy for WidgetV1beta1 {
     fn validate(&self) -> Vec<FieldError> {
         Widget::new("", WidgetSpec { size: self.spec.size, color: None }).validate()
     }
 
-    fn spec_changed(&self, old: &Self) -> bool {
-        self.spec != old.spec
-    }
-
-    fn columns() -> &'static [Column] {
-        Widget::columns()
-    }
-
-    fn cells(&self) -> Vec<serde_json::Value> {
-        vec![super::number::json(self.spec.size)]
+    fn columns() -> Vec<Column<Self>> {
+        vec![Column::path("Size", ColumnType::Number, "How big it is.", ".spec.size")]
     }
 }
 

@@ -1,5 +1,5 @@
 //! An object as JSON without its `metadata.managedFields`, the view the field manager compares
-//! ([`super::managed`]). The managed fields are left out while serializing, not removed after:
+//! ([`super::managed`]), or only some of its top-level fields ([`top_level`]). The managed fields are left out while serializing, not removed after:
 //! they are most of a small object's JSON, and building them only to drop them was a third of
 //! what tracking them cost on an update.
 //!
@@ -23,6 +23,21 @@ pub fn to_value<T: Serialize + ?Sized>(object: &T) -> Result<Value, serde_json::
     Ok(value)
 }
 
+/// The top-level `fields` of `object` as a JSON object, the others left out unserialized (the
+/// stored status a write keeps, without encoding the whole object to read it).
+pub fn top_level<T: Serialize + ?Sized>(
+    object: &T,
+    fields: &'static [&'static str],
+) -> Result<Value, serde_json::Error> {
+    let mut value = object.serialize(Skipping { inner: serde_json::value::Serializer, level: Level::Only(fields) })?;
+    // An object that serializes as a map rather than a struct is not filtered on the way.
+    if let Some(members) = value.as_object_mut() {
+        members.retain(|name, _| fields.contains(&name.as_str()));
+    }
+    super::number::integral_as_integers(&mut value);
+    Ok(value)
+}
+
 /// Where in the object a [`Skipping`] serializer is.
 #[derive(Clone, Copy)]
 enum Level {
@@ -30,6 +45,8 @@ enum Level {
     Object,
     /// `metadata`: its `managedFields` are left out.
     Metadata,
+    /// The object, of which only these fields are kept.
+    Only(&'static [&'static str]),
 }
 
 /// A serializer that forwards to `inner`, leaving out the field [`Level`] names.
@@ -64,6 +81,7 @@ impl<S: SerializeStruct> SerializeStruct for Fields<S> {
         match (self.level, key) {
             (Level::Object, "metadata") => self.inner.serialize_field(key, &Below { value, level: Level::Metadata }),
             (Level::Metadata, "managedFields") => self.inner.skip_field(key),
+            (Level::Only(kept), _) if !kept.contains(&key) => self.inner.skip_field(key),
             _ => self.inner.serialize_field(key, value),
         }
     }

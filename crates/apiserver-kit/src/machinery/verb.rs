@@ -37,6 +37,11 @@ impl Verb {
         Self::Watch,
     ];
 
+    /// Whether the verb writes: create, update, patch, delete or deletecollection.
+    pub const fn is_write(self) -> bool {
+        !matches!(self, Self::Get | Self::List | Self::Watch)
+    }
+
     /// The name in authorization attributes, RBAC rules and discovery.
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -120,6 +120,6 @@ impl super::managed::Versions for Vec<Conversion> {
 /// listed in the same order at every version (`spec.color` at one, `spec.coat.color` at the
 /// next), so the one at the same place.
 pub fn hub_field<Hub: Strategy, V: Served<Hub>>(field: &str) -> Option<&'static str> {
-    let at = V::INFO.selectable_fields.iter().position(|f| *f == field)?;
-    Hub::INFO.selectable_fields.get(at).copied()
+    let at = V::info().selectable_fields.iter().position(|f| *f == field)?;
+    Hub::info().selectable_fields.get(at).copied()
 }

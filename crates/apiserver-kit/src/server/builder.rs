@@ -55,6 +55,17 @@ pub enum BuildError {
     /// A version without resources.
     #[error("no resource is served at {0}")]
     EmptyVersion(&'static str),
+    /// A resource's definition says what the server cannot serve, or a version of it disagrees
+    /// with its storage version on its names or scope.
+    #[error("{plural} at {version}: {}", problems.join("; "))]
+    Definition {
+        /// The resource.
+        plural: &'static str,
+        /// The version.
+        version: String,
+        /// Each problem, naming its field of the CustomResourceDefinition kube's derive writes.
+        problems: Vec<String>,
+    },
     /// Two resources with one name at one version.
     #[error("{plural} is added twice at {version}")]
     Duplicate {
@@ -138,6 +149,10 @@ impl ApiServerBuilder {
         for resource in &self.resources {
             for (version, descriptor) in resource.descriptors() {
                 let plural = resource.plural();
+                if !descriptor.problems.is_empty() {
+                    let problems = descriptor.problems.clone();
+                    return Err(BuildError::Definition { plural, version: version.into_owned(), problems });
+                }
                 if descriptor.info.group != self.group {
                     return Err(BuildError::OtherGroup { plural, group: descriptor.info.group, expected: self.group });
                 }

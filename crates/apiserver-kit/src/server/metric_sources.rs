@@ -26,7 +26,7 @@ pub struct StoreSize<K: ApiResource>(pub Arc<dyn Store<K>>);
 #[async_trait::async_trait]
 impl<K: ApiResource> Source for StoreSize<K> {
     async fn read(&self, metrics: &Metrics) {
-        let label = Metrics::resource(K::INFO.plural);
+        let label = Metrics::resource(K::info().plural);
         match self.0.stats().await {
             Ok(stats) => {
                 metrics.storage_objects.get_or_create(&label).set(i64::try_from(stats.objects).unwrap_or(i64::MAX));
@@ -44,7 +44,7 @@ impl<K: ApiResource> Source for StoreSize<K> {
                 }
             }
             // Storage unreachable: the last value stays; readiness and request errors say why.
-            Err(error) => tracing::debug!(%error, resource = K::INFO.plural, "no store sizes for this scrape"),
+            Err(error) => tracing::debug!(%error, resource = K::info().plural, "no store sizes for this scrape"),
         }
     }
 }
@@ -71,7 +71,7 @@ impl<K: ApiResource> Source for MirrorCache<K> {
         let stats = self.store.stats();
         self.gauges.objects.set(i64::try_from(stats.objects).unwrap_or(i64::MAX));
         if let Some(dropped) = stats.watchers_dropped {
-            count_up_to(&metrics.watchers_dropped.get_or_create(&Metrics::resource(K::INFO.plural)), dropped);
+            count_up_to(&metrics.watchers_dropped.get_or_create(&Metrics::resource(K::info().plural)), dropped);
         }
         if let Some(age) = self.status.last_heard_age() {
             self.gauges.last_event_age.set(age.as_secs_f64());

@@ -10,7 +10,7 @@ use crate::api::handlers;
 use crate::api::registry::{Registry, WatchSettings};
 use crate::health::Health;
 use crate::machinery::admission::Admission;
-use crate::machinery::resource::{ApiResource, ResourceDescriptor, check_scope};
+use crate::machinery::resource::{ApiResource, ObjectScope, ResourceDescriptor};
 use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
 use crate::metrics::Sources;
@@ -33,9 +33,11 @@ struct OtherVersion<K: Strategy> {
 
 impl<K: Strategy> OtherVersion<K> {
     fn of<V: Served<K>>(deprecated: bool) -> Self {
-        check_scope::<V>();
         const {
-            assert!(K::INFO.namespaced == V::INFO.namespaced, "a resource has one scope at every version");
+            assert!(
+                <K::Scope as ObjectScope>::NAMESPACED == <V::Scope as ObjectScope>::NAMESPACED,
+                "a resource has one scope at every version"
+            );
         }
         Self {
             version: V::version(&()),
@@ -58,7 +60,6 @@ struct Versions<K: Strategy> {
 
 impl<K: Strategy> Versions<K> {
     fn new() -> Self {
-        check_scope::<K>();
         Self { others: Vec::new() }
     }
 
@@ -249,7 +250,7 @@ pub(super) trait Mountable: Send {
 
 impl<K: Strategy> Mountable for StoredResource<K> {
     fn plural(&self) -> &'static str {
-        K::INFO.plural
+        K::info().plural
     }
 
     fn descriptors(&self) -> Vec<(Cow<'static, str>, ResourceDescriptor)> {
@@ -264,7 +265,7 @@ impl<K: Strategy> Mountable for StoredResource<K> {
         let (store, readiness) = mount.storage.store::<K>();
         if let Some(check) = readiness {
             let health = std::mem::take(&mut into.health);
-            into.health = health.with_required(format!("watch-cache-{}", K::INFO.plural), check);
+            into.health = health.with_required(format!("watch-cache-{}", K::info().plural), check);
         }
         let mut registry = Registry::new(store, mount.settings.clone());
         if !self.managed_fields {
@@ -282,7 +283,7 @@ impl<K: Strategy> Mountable for StoredResource<K> {
 
 impl<K: Strategy, S: SourceObject> Mountable for MirroredView<K, S> {
     fn plural(&self) -> &'static str {
-        K::INFO.plural
+        K::info().plural
     }
 
     fn descriptors(&self) -> Vec<(Cow<'static, str>, ResourceDescriptor)> {
@@ -327,7 +328,7 @@ impl<K: Strategy, S: SourceObject> Mountable for MirroredView<K, S> {
 fn default_without_cluster<K: ApiResource, S: SourceObject>() -> String {
     format!(
         "{} are views of a cluster's {}, and this server was started without a cluster",
-        K::INFO.plural,
+        K::info().plural,
         S::plural(&())
     )
 }

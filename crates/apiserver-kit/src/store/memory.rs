@@ -303,7 +303,7 @@ impl<K: ApiResource> MemoryStore<K> {
     pub fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>> {
         let mut state = self.state.write();
         if state.objects.get(&key).is_some() {
-            return Err(Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name });
+            return Err(Error::AlreadyExists { resource: K::info().group_resource(), name: key.name });
         }
         if dry_run {
             return Ok(Arc::new(Stored::new(object)?));
@@ -331,7 +331,7 @@ impl<K: ApiResource> MemoryStore<K> {
         loop {
             let current = self.state.read().objects.get(key).cloned();
             let current = current
-                .ok_or_else(|| Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() })?;
+                .ok_or_else(|| Error::NotFound { resource: K::info().group_resource(), name: key.name.clone() })?;
             let decoded = Current::decode(current.clone())?;
             let (kind, object) = match update(&decoded)? {
                 Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),

@@ -64,7 +64,7 @@ impl Admitting<'_> {
     async fn mutate<K: Strategy>(&self, name: &str, object: Option<&K>, old: Option<&K>) -> Result<Mutated> {
         let object = object.map(to_value).transpose()?;
         let old = old.map(to_value).transpose()?;
-        self.admission.mutate(&self.call(name, &K::INFO), object.as_ref(), old.as_ref()).await
+        self.admission.mutate(&self.call(name, K::info()), object.as_ref(), old.as_ref()).await
     }
 
     /// Runs the validating webhooks on `object` over `old`; returns their warnings.
@@ -72,13 +72,23 @@ impl Admitting<'_> {
         let name = object.or(old).and_then(|o| o.meta().name.clone()).unwrap_or_default();
         let object_value = object.map(to_value).transpose()?;
         let old_value = old.map(to_value).transpose()?;
-        self.admission.validate(&self.call(&name, &K::INFO), object_value.as_ref(), old_value.as_ref()).await
+        self.admission.validate(&self.call(&name, K::info()), object_value.as_ref(), old_value.as_ref()).await
     }
 }
 
 /// Decodes what the mutating webhooks made of `object`: into the resource's type, in its
-/// namespace, with the managedFields the write's own field manager gave it.
-fn decode_mutated<K: Strategy>(value: Value, object: &K, namespace: &str) -> Result<K> {
+/// namespace, with the managedFields the write's own field manager gave it, and the status rules
+/// applied again (as the kube-apiserver's strategy runs after the webhooks): without the fields
+/// a write of `subresource` resets, or with `stored`'s (those of the object updated).
+fn decode_mutated<K: Strategy>(
+    mut value: Value,
+    object: &K,
+    namespace: &str,
+    subresource: Subresource,
+    stored: crate::api::decode::Fields,
+) -> Result<K> {
+    crate::api::decode::drop_reset_fields::<K>(&mut value, subresource);
+    crate::api::decode::set_fields(&mut value, stored);
     let mut mutated = decode_object::<K>(&value, namespace, FieldValidation::Ignore)?.object;
     super::check_namespace(&mut mutated, namespace)?;
     mutated.meta_mut().managed_fields = object.meta().managed_fields.clone();
@@ -100,7 +110,7 @@ impl<K: Strategy> Registry<K> {
         let version = ctx.at.version::<K>();
         let versions = &self.versions;
         let admitting = Admitting { admission, operation, subresource, namespace, ctx, options, version, versions };
-        admission.may_call(&admitting.call(name, &K::INFO)).then_some(admitting)
+        admission.may_call(&admitting.call(name, K::info())).then_some(admitting)
     }
 
     /// Runs a create's mutating webhooks on `object`, replacing it with their result; returns
@@ -114,7 +124,7 @@ impl<K: Strategy> Registry<K> {
         let name = object.meta().name.clone().unwrap_or_default();
         let mutated = admitting.mutate(&name, Some(&*object), None).await?;
         if let Some(value) = mutated.object {
-            *object = decode_mutated(value, object, namespace)?;
+            *object = decode_mutated(value, object, namespace, Subresource::Main, Vec::new())?;
         }
         Ok(mutated.warnings)
     }
@@ -160,7 +170,8 @@ impl<K: Strategy> Registry<K> {
         let mut warnings = mutated.warnings;
         let decision = match mutated.object {
             Some(value) => {
-                let object = decode_mutated(value, candidate, &key_namespace(current))?;
+                let stored = super::stored_reset_fields::<K, K>(current, subresource)?;
+                let object = decode_mutated(value, candidate, &key_namespace(current), subresource, stored)?;
                 let managed_fields = object.meta().managed_fields.clone();
                 warnings.extend(object.warnings());
                 prepare_update(

@@ -108,7 +108,7 @@ impl<K: ApiResource> WatchCache<K> {
         match tokio::time::timeout(CATCH_UP_WAIT, applied.wait_for(|a| *a >= marker)).await {
             Ok(Ok(_)) => Ok(Some(revision)),
             _ => {
-                tracing::debug!(marker, resource = K::INFO.plural, "the watch cache is behind; reading etcd");
+                tracing::debug!(marker, resource = K::info().plural, "the watch cache is behind; reading etcd");
                 Ok(None)
             }
         }
@@ -123,7 +123,7 @@ impl<K: ApiResource> WatchCache<K> {
     /// from etcd.
     pub fn readiness(&self) -> Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync> {
         let listed = self.listed.clone();
-        let plural = K::INFO.plural;
+        let plural = K::info().plural;
         Arc::new(move || if *listed.borrow() { Ok(()) } else { Err(format!("{plural} not listed from etcd yet")) })
     }
 }
@@ -318,11 +318,11 @@ impl<K: ApiResource> Feed<K> {
             match end {
                 Ok(()) => backoff = Duration::from_millis(50),
                 Err(WatchEnd::Compacted) => {
-                    tracing::warn!(resource = K::INFO.plural, "etcd compacted past the watch cache; listing again");
+                    tracing::warn!(resource = K::info().plural, "etcd compacted past the watch cache; listing again");
                     from = None;
                 }
                 Err(WatchEnd::Broken(error)) => {
-                    tracing::warn!(%error, resource = K::INFO.plural, ?backoff, "the watch cache lost etcd; retrying");
+                    tracing::warn!(%error, resource = K::info().plural, ?backoff, "the watch cache lost etcd; retrying");
                     tokio::select! {
                         () = tokio::time::sleep(backoff) => {}
                         () = stop.cancelled() => break,
@@ -342,7 +342,7 @@ impl<K: ApiResource> Feed<K> {
         self.cache.reset(listing.items, listing.revision);
         self.applied.send_replace(listing.revision);
         self.listed.send_replace(true);
-        tracing::info!(resource = K::INFO.plural, objects = count, revision = listing.revision, "watch cache listed");
+        tracing::info!(resource = K::info().plural, objects = count, revision = listing.revision, "watch cache listed");
         Ok(listing.revision)
     }
 

@@ -70,7 +70,7 @@ impl<K: ApiResource> EtcdStore<K> {
     pub fn new(client: EtcdClient, prefix: &str) -> Self {
         Self {
             client,
-            prefix: format!("{}/{}/", prefix.trim_end_matches('/'), K::INFO.plural),
+            prefix: format!("{}/{}/", prefix.trim_end_matches('/'), K::info().plural),
             watches: Arc::default(),
             _kind: PhantomData,
         }
@@ -79,7 +79,7 @@ impl<K: ApiResource> EtcdStore<K> {
     /// The etcd key of an object: `<prefix>/<plural>/<namespace>/<name>`, or
     /// `<prefix>/<plural>/<name>` for a cluster-scoped resource, as the kube-apiserver lays out.
     fn key(&self, key: &ObjectKey) -> String {
-        if K::INFO.namespaced {
+        if K::info().namespaced {
             format!("{}{}/{}", self.prefix, key.namespace, key.name)
         } else {
             format!("{}{}", self.prefix, key.name)
@@ -115,7 +115,7 @@ impl<K: ApiResource> EtcdStore<K> {
     /// is not an object's).
     fn object_key(&self, key: &[u8]) -> Option<ObjectKey> {
         let rest = std::str::from_utf8(key.strip_prefix(self.prefix.as_bytes())?).ok()?;
-        if !K::INFO.namespaced {
+        if !K::info().namespaced {
             return Some(ObjectKey::new("", rest)).filter(|_| !rest.is_empty());
         }
         let (namespace, name) = rest.split_once('/')?;
@@ -324,7 +324,7 @@ impl<K: ApiResource> Store<K> for EtcdStore<K> {
 
     async fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>> {
         let path = self.key(&key);
-        let exists = || Error::AlreadyExists { resource: K::INFO.group_resource(), name: key.name.clone() };
+        let exists = || Error::AlreadyExists { resource: K::info().group_resource(), name: key.name.clone() };
         if dry_run {
             return match self.read(&path).await? {
                 Some(_) => Err(exists()),
@@ -378,7 +378,7 @@ impl<K: ApiResource> EtcdStore<K> {
         update: &mut UpdateFn<'_, K>,
     ) -> Result<Committed<K>> {
         let path = self.key(key);
-        let not_found = || Error::NotFound { resource: K::INFO.group_resource(), name: key.name.clone() };
+        let not_found = || Error::NotFound { resource: K::info().group_resource(), name: key.name.clone() };
         let cached = cached.filter(|_| !dry_run).and_then(|object| {
             let revision = i64::try_from(object.resource_version()).ok().filter(|r| *r > 0)?;
             Some(Candidate { object, revision, cached: true, outdated: false })
