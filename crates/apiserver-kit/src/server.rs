@@ -27,13 +27,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "clap")]
+mod args;
 mod builder;
 mod metric_sources;
 mod options;
 mod resource;
 mod signal;
 mod storage;
-pub use builder::{ApiServer, ApiServerBuilder, BuildError};
+#[cfg(feature = "clap")]
+pub use args::ServerArgs;
+pub use builder::{ApiServer, ApiServerBuilder, BuildError, Listener};
 pub use options::{
     AuditOptions, Authentication, CertificateFiles, ClusterConnection, HttpOptions, RequestLimits, ServerOptions,
     ShutdownOptions, TlsOptions, WatchOptions,

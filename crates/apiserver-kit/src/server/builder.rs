@@ -190,9 +190,10 @@ impl ApiServer {
     /// send what was committed and end; returns once every connection is closed.
     pub async fn serve(
         self,
-        listener: std::net::TcpListener,
+        listener: impl Listener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
+        let listener = listener.into_std().map_err(StartError::Listener)?;
         let ApiServer { builder, versions } = self;
         let options = builder.options;
         let certs = match &options.tls.files {
@@ -388,5 +389,24 @@ mod tests {
             .stored(StoredResource::<Widget>::new())
             .build();
         assert_eq!(twice.err(), Some(BuildError::Duplicate { plural: "widgets", version: "v1".into() }));
+    }
+}
+
+/// A bound TCP socket [`ApiServer::serve`] accepts connections on: tokio's (as `axum::serve`
+/// takes) or std's.
+pub trait Listener {
+    /// The socket as std's listener.
+    fn into_std(self) -> std::io::Result<std::net::TcpListener>;
+}
+
+impl Listener for std::net::TcpListener {
+    fn into_std(self) -> std::io::Result<std::net::TcpListener> {
+        Ok(self)
+    }
+}
+
+impl Listener for tokio::net::TcpListener {
+    fn into_std(self) -> std::io::Result<std::net::TcpListener> {
+        tokio::net::TcpListener::into_std(self)
     }
 }
