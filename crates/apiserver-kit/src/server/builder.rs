@@ -334,6 +334,25 @@ fn authenticator(
     Ok(Authenticator::Delegated(delegated))
 }
 
+/// A bound TCP socket [`ApiServer::serve`] accepts connections on: tokio's (as `axum::serve`
+/// takes) or std's.
+pub trait Listener {
+    /// The socket as std's listener.
+    fn into_std(self) -> std::io::Result<std::net::TcpListener>;
+}
+
+impl Listener for std::net::TcpListener {
+    fn into_std(self) -> std::io::Result<std::net::TcpListener> {
+        Ok(self)
+    }
+}
+
+impl Listener for tokio::net::TcpListener {
+    fn into_std(self) -> std::io::Result<std::net::TcpListener> {
+        tokio::net::TcpListener::into_std(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,24 +408,5 @@ mod tests {
             .stored(StoredResource::<Widget>::new())
             .build();
         assert_eq!(twice.err(), Some(BuildError::Duplicate { plural: "widgets", version: "v1".into() }));
-    }
-}
-
-/// A bound TCP socket [`ApiServer::serve`] accepts connections on: tokio's (as `axum::serve`
-/// takes) or std's.
-pub trait Listener {
-    /// The socket as std's listener.
-    fn into_std(self) -> std::io::Result<std::net::TcpListener>;
-}
-
-impl Listener for std::net::TcpListener {
-    fn into_std(self) -> std::io::Result<std::net::TcpListener> {
-        Ok(self)
-    }
-}
-
-impl Listener for tokio::net::TcpListener {
-    fn into_std(self) -> std::io::Result<std::net::TcpListener> {
-        tokio::net::TcpListener::into_std(self)
     }
 }
