@@ -5,12 +5,15 @@ use apiserver_kit::server::ServerArgs;
 use clap::Parser;
 
 /// Planter is a box of soil in which one kind of plant grows.
+#[allow(clippy::duplicated_attributes)] // clippy takes two columns' `type_ = "number"` for a repeated attribute
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(group = "garden.example.org", version = "v1", kind = "Planter", namespaced, shortname = "pl")]
 #[kube(status = "PlanterStatus", derive = "PartialEq")]
-#[kube(printcolumn(name = "Plant", type_ = "string", json_path = ".spec.plant"))]
-#[kube(printcolumn(name = "Litres", type_ = "number", json_path = ".spec.litres"))]
-#[kube(printcolumn(name = "Moisture", type_ = "number", json_path = ".status.moisture"))]
+#[kube(
+    printcolumn(name = "Plant", type_ = "string", json_path = ".spec.plant"),
+    printcolumn(name = "Litres", type_ = "number", json_path = ".spec.litres"),
+    printcolumn(name = "Moisture", type_ = "number", json_path = ".status.moisture")
+)]
 pub struct PlanterSpec {
     /// What grows in it.
     #[schemars(length(min = 1))]
