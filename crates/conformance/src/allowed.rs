@@ -1121,7 +1121,7 @@ const TO_FIX_LABELS: &[(&str, &[&str])] = &[];
 /// Known defects that generated requests meet too, recognised by their answers.
 pub const TO_FIX: &[Allowed] = &[];
 
-/// The label groups of [`TO_FIX_LABELS`] none of whose requests differed in a run that
+/// The label groups of `TO_FIX_LABELS` none of whose requests differed in a run that
 /// found `seen`: fixed, or now explained by an entry of [`ON_PURPOSE`]; to be removed.
 pub fn no_longer_seen(seen: &std::collections::BTreeMap<&'static str, usize>) -> Vec<&'static str> {
     TO_FIX_LABELS.iter().map(|(name, _)| *name).filter(|name| !seen.contains_key(name)).collect()

@@ -12,7 +12,7 @@
 //!   that earlier one was a defect (unexplained or [`allowed::TO_FIX`]) of a write: the read
 //!   after it depends on what the write stored. After an allowed difference of a write, the read
 //!   of the object is compared as any request; when it differs, each side must have stored what
-//!   it answered ([`stored_as_answered`]), or an entry must allow it.
+//!   it answered (`stored_as_answered`), or an entry must allow it.
 
 use crate::allowed::{self, Allowed};
 use crate::exchange::{Answer, Request};

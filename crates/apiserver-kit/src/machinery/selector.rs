@@ -52,7 +52,7 @@ impl LabelSelector {
     }
 
     /// Whether the labels that `label` looks up satisfy every requirement (kube-core's
-    /// [`SelectorExt`] semantics: `!=` and `notin` match objects without the key; a comparison
+    /// [`SelectorExt`](kube::core::SelectorExt) semantics: `!=` and `notin` match objects without the key; a comparison
     /// matches only a label that is an integer).
     pub fn matches_by<'a>(&self, label: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
         let number = |key: &str| label(key).and_then(|v| v.parse::<i64>().ok());
