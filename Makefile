@@ -18,11 +18,12 @@ build: ## Build the server (debug).
 run: ## Run standalone on 127.0.0.1:$(PORT), writing a kubeconfig for kubectl.
 	$(CARGO) run --locked -- serve --standalone --bind-address 127.0.0.1 --secure-port $(PORT) --write-kubeconfig $(KUBECONFIG_OUT)
 
-test: ## Everything CI checks: formatting, lints, unit, black-box, kubectl and real-control-plane tests.
+test: ## Everything CI checks: formatting, lints, rustdoc without warnings, unit, black-box, kubectl and real-control-plane tests.
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --workspace --no-deps
 	$(CARGO) test --locked --workspace --lib --bins --tests
 	$(CARGO) test --locked --workspace --doc
 

@@ -543,6 +543,7 @@ impl<K: Strategy> Registry<K> {
             (None | Some(""), Some(prefix)) if !prefix.is_empty() => Some(prefix.to_string()),
             _ => None,
         };
+        let mut object = with_reset_fields_of(object, None, Subresource::Main)?;
         object.prepare_for_create();
         warnings.extend(object.warnings());
         let attempts = if generate.is_some() { GENERATE_ATTEMPTS } else { 1 };
@@ -860,6 +861,29 @@ pub(super) fn stored_reset_fields<K: Strategy, V: Served<K>>(
     Ok(fields.iter().map(|field| (*field, taken(field))).collect())
 }
 
+/// `new` with the fields a write of `subresource` may not change ([`Strategy::reset_fields`]) as
+/// `stored` has them (none, for a create): the status rules of the status subresource, kept
+/// on the object that is stored whatever path the write took (a body, a patch, an apply, a
+/// conversion from another version, a webhook's mutation). Those paths put the stored fields in
+/// place already; this only compares them (encoding those fields alone), and re-decodes `new`
+/// when they differ.
+pub(super) fn with_reset_fields_of<K: Strategy>(new: K, stored: Option<&K>, subresource: Subresource) -> Result<K> {
+    let fields = K::reset_fields(subresource);
+    if fields.is_empty() {
+        return Ok(new);
+    }
+    let encode = |object: &K| {
+        unmanaged_value::top_level(object, fields).map_err(|e| Error::Internal(format!("encoding the object: {e}")))
+    };
+    let kept = stored.map(encode).transpose()?.unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+    if encode(&new)? == kept {
+        return Ok(new);
+    }
+    let mut value = to_value(&new)?;
+    super::decode::set_fields(&mut value, fields.iter().map(|f| (*f, kept.get(*f).cloned())).collect());
+    serde_json::from_value(value).map_err(|e| Error::Internal(format!("decoding the object: {e}")))
+}
+
 /// The `metadata.resourceVersion` of a body, when it is a string.
 fn resource_version_in(body: &serde_json::Value) -> Option<&str> {
     body.get("metadata")?.get("resourceVersion")?.as_str()
@@ -951,6 +975,7 @@ fn prepare_update<K: Strategy>(
     meta.resource_version = old.resource_version.clone();
     meta.managed_fields = managed_fields;
     meta.self_link = None;
+    let mut new = with_reset_fields_of(new, Some(current.object()), subresource)?;
     new.prepare_for_update(current, subresource);
     let generation = old.generation.unwrap_or(1);
     let generation = if at.spec_changed(&new, current)? { generation + 1 } else { generation };
