@@ -152,3 +152,48 @@ async fn every_documented_path_method_and_media_type_answers_as_documented() {
     println!("{checked} requests checked");
     assert!(checked >= 60, "only {checked} requests checked");
 }
+
+/// kubectl validates against OpenAPI v3 and, when v3 has no schema for an object's kind, falls
+/// back to `/openapi/v2` in protobuf only: a mistyped kind must get the RESTMapper's `no matches
+/// for kind`, as from the kube-apiserver, not a failed download. The protobuf answer is gnostic's
+/// `openapi.v2.Document` of the JSON document, with its own ETag.
+#[tokio::test]
+async fn openapi_v2_is_served_as_protobuf_for_kubectls_fallback() {
+    use apiserver_kit::api::openapi_protobuf::{self, CLIENT_GO_MEDIA_TYPE, MEDIA_TYPE};
+    use prost::Message;
+
+    let s = Server::start().await;
+    let lama = "apiVersion: farm.example.com/v1\nkind: Lama\nmetadata: {name: x}\nspec: {weight: 1, height: 1}\n";
+    let (success, stdout, stderr) = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(lama));
+    let output = format!("{stdout}{stderr}");
+    assert!(!success, "{output}");
+    assert!(output.contains(r#"no matches for kind "Lama""#), "{output}");
+    assert!(!output.contains("failed to download openapi"), "{output}");
+
+    let protobuf = s.client.get(s.url("/openapi/v2")).header("accept", CLIENT_GO_MEDIA_TYPE).send().await.unwrap();
+    assert_eq!(protobuf.status(), 200);
+    assert_eq!(protobuf.headers()["content-type"], MEDIA_TYPE);
+    assert_eq!(protobuf.headers()["vary"], "Accept");
+    let protobuf_etag = protobuf.headers()["etag"].to_str().unwrap().to_string();
+    let document = openapi_protobuf::Document::decode(protobuf.bytes().await.unwrap()).unwrap();
+
+    let json = s.client.get(s.url("/openapi/v2")).header("accept", "application/json").send().await.unwrap();
+    assert_eq!(json.status(), 200);
+    assert_eq!(json.headers()["content-type"], "application/json");
+    assert_ne!(json.headers()["etag"].to_str().unwrap(), protobuf_etag);
+    let json: Value = json.json().await.unwrap();
+    assert_eq!(json["swagger"], "2.0");
+    assert_eq!(document, openapi_protobuf::document(&json), "the protobuf answer encodes the JSON one");
+    let definitions = &document.definitions.as_ref().unwrap().additional_properties;
+    assert!(definitions.iter().any(|d| d.name == "com.example.farm.v1.Llama"));
+
+    let cached = s
+        .client
+        .get(s.url("/openapi/v2"))
+        .header("accept", CLIENT_GO_MEDIA_TYPE)
+        .header("if-none-match", &protobuf_etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cached.status(), 304);
+}

@@ -108,8 +108,14 @@ where
     get(handler).fallback(|| async { ApiError::MethodNotAllowed })
 }
 
-/// Serves an OpenAPI document with its ETag, answering 304 to a matching `If-None-Match`.
-fn serve_document(document: &Document, headers: &HeaderMap, cache_control: &'static str) -> Response {
+/// Serves an OpenAPI document as `content_type` with its ETag, answering 304 to a matching
+/// `If-None-Match`.
+fn serve_document(
+    document: &Document,
+    headers: &HeaderMap,
+    cache_control: &'static str,
+    content_type: &'static str,
+) -> Response {
     let etag = document.etag();
     let matches = headers
         .get(header::IF_NONE_MATCH)
@@ -119,7 +125,7 @@ fn serve_document(document: &Document, headers: &HeaderMap, cache_control: &'sta
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         let mut r = document.body.clone().into_response();
-        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         r
     };
     let h = response.headers_mut();
@@ -151,14 +157,35 @@ async fn metrics_text(State(s): State<Arc<Shared>>) -> Result<Response, ApiError
     Ok(response)
 }
 
+/// The media type `/openapi/v2` answers in: for the first range of the `Accept` (by `q`, then
+/// order) that is JSON (or a wildcard, as the kube-apiserver gives JSON for `*/*`) or either
+/// spelling of gnostic's protobuf, JSON or [`MEDIA_TYPE`](crate::api::openapi_protobuf::MEDIA_TYPE).
+fn openapi_v2_media_type(headers: &HeaderMap) -> Result<&'static str, ApiError> {
+    use crate::api::openapi_protobuf::{CLIENT_GO_MEDIA_TYPE, MEDIA_TYPE};
+    for range in crate::api::negotiate::parse_accept(headers.get(header::ACCEPT)) {
+        if range.accepts_json() {
+            return Ok("application/json");
+        }
+        let essence = format!("{}/{}", range.kind, range.subtype);
+        if essence == CLIENT_GO_MEDIA_TYPE || essence == MEDIA_TYPE {
+            return Ok(MEDIA_TYPE);
+        }
+    }
+    Err(ApiError::NotAcceptable(format!(
+        "only the following media types are accepted: application/json, {CLIENT_GO_MEDIA_TYPE}, {MEDIA_TYPE}"
+    )))
+}
+
+/// `/openapi/v2`: JSON, or protobuf for a client asking for it (kubectl does).
 async fn openapi_v2(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Result<Response, ApiError> {
-    accepts_json(&headers)?;
-    Ok(serve_document(&s.openapi.v2, &headers, "no-cache, private"))
+    let media_type = openapi_v2_media_type(&headers)?;
+    let document = if media_type == "application/json" { &s.openapi.v2 } else { &s.openapi.v2_protobuf };
+    Ok(serve_document(document, &headers, "no-cache, private", media_type))
 }
 
 async fn openapi_v3_index(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Result<Response, ApiError> {
     accepts_json(&headers)?;
-    Ok(serve_document(&s.openapi.v3_index, &headers, "no-cache, private"))
+    Ok(serve_document(&s.openapi.v3_index, &headers, "no-cache, private", "application/json"))
 }
 
 /// `/openapi/v3/apis/<group>/<version>`.
@@ -172,9 +199,9 @@ async fn openapi_v3_group_version(
     let document = s.openapi.v3_group_version(version).ok_or(ApiError::PathNotFound)?;
     let query = crate::api::query::Query::parse(raw.as_deref());
     match query.get("hash") {
-        None | Some("") => Ok(serve_document(document, &headers, "no-cache, private")),
+        None | Some("") => Ok(serve_document(document, &headers, "no-cache, private", "application/json")),
         Some(hash) if hash == document.hash => {
-            Ok(serve_document(document, &headers, "public, immutable, max-age=31536000"))
+            Ok(serve_document(document, &headers, "public, immutable, max-age=31536000", "application/json"))
         }
         Some(_) => {
             // A stale hash: send the client to the current document, as the kube-apiserver does.
@@ -502,5 +529,28 @@ mod tests {
             assert_eq!(rewritten(&format!("{gv}{path}")), format!("{gv}{served}"), "{path}");
         }
         assert_eq!(rewritten("/api/v1/watch/pods"), "/api/v1/watch/pods");
+    }
+
+    #[test]
+    fn openapi_v2_is_protobuf_when_preferred_and_json_otherwise() {
+        use crate::api::openapi_protobuf::{CLIENT_GO_MEDIA_TYPE, MEDIA_TYPE};
+        let negotiated = |accept: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+            openapi_v2_media_type(&headers)
+        };
+        for (accept, answered) in [
+            (CLIENT_GO_MEDIA_TYPE.to_string(), MEDIA_TYPE),
+            (MEDIA_TYPE.to_string(), MEDIA_TYPE),
+            (format!("application/json, {CLIENT_GO_MEDIA_TYPE}"), "application/json"),
+            (format!("{CLIENT_GO_MEDIA_TYPE}, application/json"), MEDIA_TYPE),
+            (format!("application/json;q=0.5, {CLIENT_GO_MEDIA_TYPE}"), MEDIA_TYPE),
+            ("text/html, */*;q=0.1".to_string(), "application/json"),
+            ("application/*".to_string(), "application/json"),
+        ] {
+            assert_eq!(negotiated(&accept).unwrap(), answered, "{accept}");
+        }
+        let refused = negotiated("application/vnd.kubernetes.protobuf").unwrap_err().to_string();
+        assert!(refused.contains("application/json") && refused.contains(CLIENT_GO_MEDIA_TYPE), "{refused}");
     }
 }

@@ -15,6 +15,7 @@ pub mod handlers;
 pub mod list_body;
 pub mod negotiate;
 pub mod openapi;
+pub mod openapi_protobuf;
 pub mod patch;
 pub mod query;
 pub mod registry;

@@ -786,7 +786,7 @@ pub fn v3_group_version_path(group: &str, version: &str) -> String {
 /// A served document: its bytes and their hash.
 #[derive(Clone, Debug)]
 pub struct Document {
-    /// Pretty-printed JSON, as checked in under `openapi/`.
+    /// Pretty-printed JSON, as checked in under `openapi/` (protobuf for `Documents::v2_protobuf`).
     pub body: Bytes,
     /// Upper-case hex SHA-512 of `body`: the ETag and the v3 `hash` query value.
     pub hash: String,
@@ -799,8 +799,12 @@ impl Document {
             .and_then(|t| String::from_utf8(t).ok())
             .unwrap_or_default();
         text.push('\n');
-        let hash = hex::encode_upper(Sha512::digest(text.as_bytes()));
-        Self { body: Bytes::from(text), hash }
+        Self::of_bytes(text.into_bytes())
+    }
+
+    fn of_bytes(body: Vec<u8>) -> Self {
+        let hash = hex::encode_upper(Sha512::digest(&body));
+        Self { body: Bytes::from(body), hash }
     }
 
     /// The `ETag` header value (quoted).
@@ -814,6 +818,8 @@ impl Document {
 pub struct Documents {
     /// `/openapi/v2`, of every version.
     pub v2: Document,
+    /// `/openapi/v2` as protobuf (gnostic's `openapi.v2.Document`), for a client asking for it.
+    pub v2_protobuf: Document,
     /// `/openapi/v3`
     pub v3_index: Document,
     /// `/openapi/v3/apis/<group>/<version>` by version, the preferred first.
@@ -825,7 +831,9 @@ pub struct Documents {
 impl Documents {
     /// Builds every document for `group`'s `versions`.
     pub fn build(identity: &Identity, group: &'static str, versions: &GroupVersions) -> Self {
-        let v2 = Document::new(&v2_document(identity, group, versions));
+        let v2_value = v2_document(identity, group, versions);
+        let v2 = Document::new(&v2_value);
+        let v2_protobuf = Document::of_bytes(crate::api::openapi_protobuf::encode(&v2_value));
         let v3_group_versions: Vec<(&'static str, Document)> = versions
             .iter()
             .map(|(v, r)| (*v, Document::new(&v3_group_version_document(identity, group, v, r))))
@@ -838,7 +846,7 @@ impl Documents {
                 (path, json!({"serverRelativeURL": url}))
             })
             .collect();
-        Self { v2, v3_index: Document::new(&json!({"paths": index})), v3_group_versions, group }
+        Self { v2, v2_protobuf, v3_index: Document::new(&json!({"paths": index})), v3_group_versions, group }
     }
 
     /// The v3 document of `version`, when it is served.
