@@ -5,8 +5,9 @@
 //! server's binary chooses (`selectableFields` is 1.30's).
 //!
 //! [`problems`] lists what the server cannot serve as the definition says (the builder refuses
-//! it, naming the field): a scale subresource, a selectable field or a printer column whose
-//! path is not in the schema, a scope other than the Rust type's.
+//! it, naming the field): a scale subresource, a selectable field whose path is not in the
+//! schema, a scope other than the Rust type's; [`column_problem`] a table column whose path is
+//! not in the schema.
 
 use serde_json::{Map, Value};
 
@@ -109,14 +110,15 @@ pub fn problems(definition: &Definition, namespaced: bool) -> Vec<String> {
             None => problems.push(format!("selectableFields: {field} is not in the schema")),
         }
     }
-    for column in definition.printer_columns() {
-        let path = column["jsonPath"].as_str().unwrap_or_default();
-        if schema_at(definition.schema(), &plain_fields(path)).is_none() {
-            let name = column["name"].as_str().unwrap_or_default();
-            problems.push(format!("additionalPrinterColumns: {name}'s jsonPath {path} is not in the schema"));
-        }
-    }
     problems
+}
+
+/// A table column `name` whose cells are at `path` (a printer column's JSONPath), when `path` is
+/// not in `definition`'s schema (the strategy's columns are checked so, the printer columns of
+/// the definition among them).
+pub fn column_problem(definition: &Definition, name: &str, path: &str) -> Option<String> {
+    let found = path.starts_with('.') && schema_at(definition.schema(), &plain_fields(path)).is_some();
+    (!found).then(|| format!("columns: {name}'s jsonPath {path} is not in the schema"))
 }
 
 /// The fields of a printer column's JSONPath up to its first index or filter, dotted
@@ -190,8 +192,12 @@ mod tests {
                 "subresources.scale: the scale subresource is not served (only status)",
                 "selectableFields: spec.size is not a string, integer or boolean",
                 "selectableFields: spec.colour is not in the schema",
-                "additionalPrinterColumns: Ready's jsonPath .status.phase is not in the schema",
             ]
         );
+        assert_eq!(column_problem(&d, "Ready", ".status.conditions[?(@.type==\"Ready\")].status"), None);
+        assert_eq!(column_problem(&d, "Color", ".spec.color"), None);
+        let missing = column_problem(&d, "Phase", ".status.phase");
+        assert_eq!(missing.as_deref(), Some("columns: Phase's jsonPath .status.phase is not in the schema"));
+        assert!(column_problem(&d, "Color", "spec.color").is_some(), "a printer column's path starts with a dot");
     }
 }

@@ -12,7 +12,7 @@
 //! [`Strategy::prepare_for_update`] → `generation` moves when [`Strategy::spec_changed`] →
 //! metadata validation and [`Strategy::validate_update`] → stored.
 
-use super::columns::Column;
+use super::columns::{Cell, Column};
 use super::error::FieldError;
 use super::resource::ApiResource;
 pub use super::resource::Subresource;
@@ -79,4 +79,15 @@ pub trait Strategy: ApiResource {
     fn columns() -> Vec<Column<Self>> {
         Column::of_definition(&super::resource::definition::<Self>())
     }
+}
+
+/// What the builder refuses in `K`'s table columns, each named: a [`Cell::Path`] column whose
+/// JSONPath is not in `K`'s schema.
+pub fn column_problems<K: Strategy>() -> Vec<String> {
+    let definition = super::resource::definition::<K>();
+    let path_problem = |column: &Column<K>| match column.cell {
+        Cell::Path(path) => super::definition::column_problem(&definition, column.name, path),
+        Cell::Computed(_) => None,
+    };
+    K::columns().iter().filter_map(path_problem).collect()
 }

@@ -375,6 +375,51 @@ mod tests {
         assert!(server.versions[0].1[0].deprecation.is_none());
     }
 
+    /// A gadget whose definition has a scale subresource and a field selector on a list, and
+    /// whose strategy a column of a field it does not have.
+    mod gadget {
+        use crate::prelude::*;
+
+        #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+        #[kube(group = "test.example.com", version = "v1", kind = "Gadget", namespaced, derive = "PartialEq")]
+        #[kube(status = "GadgetStatus", selectable = ".spec.parts")]
+        #[kube(scale(spec_replicas_path = ".spec.replicas", status_replicas_path = ".status.replicas"))]
+        pub struct GadgetSpec {
+            replicas: i32,
+            parts: Vec<String>,
+        }
+
+        #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+        pub struct GadgetStatus {
+            replicas: i32,
+        }
+
+        impl ApiResource for Gadget {}
+
+        impl Strategy for Gadget {
+            fn columns() -> Vec<Column<Self>> {
+                vec![Column::path("Colour", ColumnType::String, "Its colour.", ".spec.colour")]
+            }
+        }
+    }
+
+    #[test]
+    fn a_definition_the_server_cannot_serve_is_refused_naming_each_field() {
+        let built = ApiServerBuilder::new(IDENTITY, "test.example.com", &["v1"])
+            .stored(StoredResource::<gadget::Gadget>::new())
+            .build();
+        let Err(BuildError::Definition { plural, version, problems }) = built else { panic!("refused") };
+        assert_eq!((plural, version.as_str()), ("gadgets", "v1"));
+        assert_eq!(
+            problems,
+            [
+                "subresources.scale: the scale subresource is not served (only status)",
+                "selectableFields: spec.parts is not a string, integer or boolean",
+                "columns: Colour's jsonPath .spec.colour is not in the schema",
+            ]
+        );
+    }
+
     #[test]
     fn what_does_not_describe_an_api_is_refused() {
         let build = |group, versions: &[&'static str], widgets: Option<StoredResource<Widget>>| {

@@ -11,7 +11,7 @@ use crate::api::registry::{Registry, WatchSettings};
 use crate::health::Health;
 use crate::machinery::admission::Admission;
 use crate::machinery::resource::{ApiResource, ObjectScope, ResourceDescriptor};
-use crate::machinery::strategy::Strategy;
+use crate::machinery::strategy::{Strategy, column_problems};
 use crate::machinery::version::Served;
 use crate::metrics::Sources;
 use crate::mirror::{self, SourceObject};
@@ -41,11 +41,7 @@ impl<K: Strategy> OtherVersion<K> {
         }
         Self {
             version: V::version(&()),
-            descriptor: if deprecated {
-                ResourceDescriptor::deprecated_for::<K, V>
-            } else {
-                ResourceDescriptor::stored_as::<K, V>
-            },
+            descriptor: if deprecated { described::<K, V, true> } else { described::<K, V, false> },
             register: Registry::<K>::served_at::<V>,
             routes: handlers::routes::<K, V>,
         }
@@ -64,10 +60,21 @@ impl<K: Strategy> Versions<K> {
     }
 
     fn descriptors(&self) -> Vec<(Cow<'static, str>, ResourceDescriptor)> {
-        std::iter::once((K::version(&()), ResourceDescriptor::of::<K>()))
+        std::iter::once((K::version(&()), described::<K, K, false>()))
             .chain(self.others.iter().map(|o| (o.version.clone(), (o.descriptor)())))
             .collect()
     }
+}
+
+/// The descriptor of `V`, stored as `K` (deprecated in favour of `K`'s version or not), with the
+/// problems of its table columns among those of its definition.
+fn described<K: Strategy, V: Served<K>, const DEPRECATED: bool>() -> ResourceDescriptor {
+    let mut descriptor = match DEPRECATED {
+        true => ResourceDescriptor::deprecated_for::<K, V>(),
+        false => ResourceDescriptor::stored_as::<K, V>(),
+    };
+    descriptor.problems.extend(column_problems::<V>());
+    descriptor
 }
 
 /// A resource whose objects the server keeps in its storage (memory or etcd), stored at the
