@@ -578,33 +578,48 @@ mod tests {
             .collect()
     }
 
-    #[tokio::test]
+    // The clock is tokio's, paused: it moves only when the test moves it (or every task waits),
+    // so the bookmark tick falls due exactly where the test says, never by a real sleep's luck.
+    #[tokio::test(start_paused = true)]
     async fn a_watcher_dropped_for_falling_behind_gets_no_bookmark_past_its_last_event() {
         // Found by tests/soak: a bookmark sent after the store dropped the watcher carried
         // the store's revision, and a client resuming from it skipped every event in between.
-        let settings = WatchSettings {
-            buffer: 40,
-            bookmark_interval: std::time::Duration::from_millis(20),
-            ..WatchSettings::default()
-        };
-        let (registry, response) = watch_shop(settings, "watch=true&allowWatchBookmarks=true").await;
-        // Nobody reads the body: the watch fills it and blocks with events still in its
-        // subscription, while its first bookmark tick falls due.
-        create(&registry, 0..30).await;
-        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
-        // The subscription overflows and the store drops the watcher.
-        create(&registry, 30..100).await;
-        let mut last_event = 0;
-        for event in frames(response).await {
-            let rv: u64 = event["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
-            if event["type"] == "BOOKMARK" {
-                assert!(rv <= last_event, "a bookmark at {rv} after the last event at {last_event}: {event}");
-            } else {
-                assert_eq!(rv, last_event + 1, "events in order without a gap");
-                last_event = rv;
+        // The watch picks at random among what is ready (its tick, its subscription), so the
+        // scene is played 16 times: the tick is taken first in one at least but once in 65,536.
+        for _ in 0..16 {
+            let frames = dropped_while_its_tick_falls_due().await;
+            let mut last_event = 0;
+            for event in &frames {
+                let rv: u64 = event["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+                if event["type"] == "BOOKMARK" {
+                    assert!(rv <= last_event, "a bookmark at {rv} after the last event at {last_event}: {event}");
+                } else {
+                    assert_eq!(rv, last_event + 1, "events in order without a gap");
+                    last_event = rv;
+                }
             }
+            assert!(last_event >= 1, "the watcher sent what it had before it was dropped");
+            assert!(last_event < 100, "the watcher was dropped, so it cannot have seen every event");
         }
-        assert!(last_event < 100, "the watcher was dropped, so it cannot have seen every event");
+    }
+
+    /// The frames of a watch whose client reads one event, then stops reading while the
+    /// subscription overflows (the store drops the watcher) and the bookmark tick falls due.
+    async fn dropped_while_its_tick_falls_due() -> Vec<serde_json::Value> {
+        let interval = std::time::Duration::from_millis(20);
+        let settings = WatchSettings { buffer: 40, bookmark_interval: interval, ..WatchSettings::default() };
+        let (registry, response) = watch_shop(settings, "watch=true&allowWatchBookmarks=true").await;
+        let mut body = response.into_body();
+        create(&registry, 0..30).await;
+        // The first read starts the watch's frames, and its bookmark ticker.
+        let first = body.frame().await.expect("a frame").unwrap().into_data().unwrap();
+        create(&registry, 30..100).await;
+        tokio::time::advance(3 * interval).await;
+        let rest = tokio::time::timeout(std::time::Duration::from_secs(5), body.collect()).await;
+        let rest = rest.expect("the stream ends").unwrap().to_bytes();
+        let lines = [first, rest];
+        let lines = lines.iter().flat_map(|b| b.split(|b| *b == b'\n')).filter(|l| !l.is_empty());
+        lines.map(|line| serde_json::from_slice(line).unwrap()).collect()
     }
 
     #[tokio::test]
