@@ -20,7 +20,12 @@ pub struct Node {
 
 impl Node {
     pub fn up() -> Self {
-        let script = |verb: &str| Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).arg(verb).status();
+        // The server's image is built with the `image-test` profile unless the caller chose one.
+        let profile = std::env::var("FARM_IMAGE_PROFILE").unwrap_or_else(|_| "image-test".into());
+        let script = |verb: &str| {
+            let mut command = Command::new("bash");
+            command.arg(format!("{ROOT}/scripts/node.sh")).arg(verb).env("FARM_IMAGE_PROFILE", &profile).status()
+        };
         let running = script("status").is_ok_and(|s| s.success());
         if !running {
             assert!(script("up").expect("run scripts/node.sh up").success(), "the node did not start");
