@@ -131,14 +131,27 @@ enum Slot<K: 'static> {
     Own(&'static Column<K>),
 }
 
-/// `K`'s own columns ([`Strategy::columns`]), read once per type.
+/// A type's columns, type-erased.
+type Erased = &'static (dyn Any + Send + Sync);
+
+/// `K`'s own columns ([`Strategy::columns`]), read once per type; each thread keeps those it
+/// asked for, as rows ask for them one by one and a shared lock would be touched per row.
 fn own_columns<K: Strategy>() -> &'static [Column<K>] {
-    type Columns = parking_lot::RwLock<HashMap<TypeId, &'static (dyn Any + Send + Sync)>>;
+    type Columns = parking_lot::RwLock<HashMap<TypeId, Erased>>;
     static COLUMNS: LazyLock<Columns> = LazyLock::new(Columns::default);
-    let cached = COLUMNS.read().get(&TypeId::of::<K>()).copied();
-    let columns = cached.unwrap_or_else(|| {
-        let leaked: &'static Vec<Column<K>> = Box::leak(Box::new(K::columns()));
-        *COLUMNS.write().entry(TypeId::of::<K>()).or_insert(leaked)
+    thread_local! {
+        static KNOWN: std::cell::RefCell<Vec<(TypeId, Erased)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let id = TypeId::of::<K>();
+    let known = KNOWN.with_borrow(|known| known.iter().find(|(k, _)| *k == id).map(|(_, columns)| *columns));
+    let columns = known.unwrap_or_else(|| {
+        let cached = COLUMNS.read().get(&id).copied();
+        let columns = cached.unwrap_or_else(|| {
+            let leaked: &'static Vec<Column<K>> = Box::leak(Box::new(K::columns()));
+            *COLUMNS.write().entry(id).or_insert(leaked)
+        });
+        KNOWN.with_borrow_mut(|known| known.push((id, columns)));
+        columns
     });
     columns.downcast_ref::<Vec<Column<K>>>().map_or(&[], Vec::as_slice)
 }
