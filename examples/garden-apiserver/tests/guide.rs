@@ -122,7 +122,11 @@ fn the_guide_s_session_prints_what_it_shows() {
     let server = Server::start();
     let (_, block) = blocks(&guide()).into_iter().find(|(info, _)| info == "console").expect("a console block");
     let steps = session(&block);
-    assert!(steps[0].0.starts_with("cargo run -p garden-apiserver -- --standalone"), "the session starts the server: {}", steps[0].0);
+    assert!(
+        steps[0].0.starts_with("cargo run -p garden-apiserver -- --standalone"),
+        "the session starts the server: {}",
+        steps[0].0
+    );
     for (command, shown) in steps.into_iter().skip(1).filter(|(c, _)| !c.starts_with("export ")) {
         let out = Command::new("bash")
             .args(["-c", &format!("exec 2>&1\n{command}")])
