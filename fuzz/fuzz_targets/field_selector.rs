@@ -14,7 +14,7 @@ const FIELDS: [&str; 3] = ["metadata.name", "metadata.namespace", "spec.color"];
 
 fuzz_target!(|data: &[u8]| {
     let Ok(input) = std::str::from_utf8(data) else { return };
-    let selector = match parse_field_selector(input, Llama::INFO.selectable_fields) {
+    let selector = match parse_field_selector(input, Llama::info().selectable_fields) {
         Ok(selector) => selector,
         Err(err) => return assert_eq!(err.code(), 400, "{input:?}: {err}"),
     };

@@ -378,7 +378,12 @@ mod tests {
     /// A gadget whose definition has a scale subresource and a field selector on a list, and
     /// whose strategy a column of a field it does not have.
     mod gadget {
-        use crate::prelude::*;
+        use crate::machinery::columns::{Column, ColumnType};
+        use crate::machinery::resource::ApiResource;
+        use crate::machinery::strategy::Strategy;
+        use kube::CustomResource;
+        use schemars::JsonSchema;
+        use serde::{Deserialize, Serialize};
 
         #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
         #[kube(group = "test.example.com", version = "v1", kind = "Gadget", namespaced, derive = "PartialEq")]
