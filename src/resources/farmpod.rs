@@ -175,24 +175,46 @@ pub mod cells {
     }
 }
 
-const COLUMNS: [Column<FarmPod>; 8] = [
-    Column::computed("Ready", ColumnType::String, "Ready containers over containers.", |p| {
-        cells::ready(p.status.as_ref())
-    }),
-    Column::computed("Status", ColumnType::String, "The Pod's status as kubectl shows it.", |p| {
-        cells::status(p.status.as_ref())
-    }),
-    Column::computed("Restarts", ColumnType::Integer, "Restarts of all containers.", |p| {
-        cells::restarts(p.status.as_ref())
-    }),
-    Column::computed("Containers", ColumnType::Integer, "Number of containers.", |p| cells::containers(&p.spec)),
-    Column::computed("Node", ColumnType::String, "Node the Pod runs on.", |p| cells::node(&p.spec)),
-    Column::computed("IP", ColumnType::String, "The Pod's IP address.", |p: &FarmPod| cells::ip(p.status.as_ref()))
-        .wide(),
-    Column::computed("QoS", ColumnType::String, "The Pod's QoS class.", |p: &FarmPod| cells::qos(p.status.as_ref()))
-        .wide(),
-    Column::computed("Owner", ColumnType::String, "The controlling owner.", |p: &FarmPod| cells::owner(&p.spec)).wide(),
-];
+/// A FarmPod at any version: the spec and status every version shows.
+pub trait Summary {
+    /// The spec's summary of the Pod.
+    fn summary(&self) -> &FarmPodSpec;
+    /// The status's summary of the Pod.
+    fn observed(&self) -> Option<&FarmPodStatus>;
+}
+
+impl Summary for FarmPod {
+    fn summary(&self) -> &FarmPodSpec {
+        &self.spec
+    }
+
+    fn observed(&self) -> Option<&FarmPodStatus> {
+        self.status.as_ref()
+    }
+}
+
+/// The columns of every version, from the summary they share.
+pub fn columns<K: Summary>() -> Vec<Column<K>> {
+    vec![
+        Column::computed("Ready", ColumnType::String, "Ready containers over containers.", |p: &K| {
+            cells::ready(p.observed())
+        }),
+        Column::computed("Status", ColumnType::String, "The Pod's status as kubectl shows it.", |p: &K| {
+            cells::status(p.observed())
+        }),
+        Column::computed("Restarts", ColumnType::Integer, "Restarts of all containers.", |p: &K| {
+            cells::restarts(p.observed())
+        }),
+        Column::computed("Containers", ColumnType::Integer, "Number of containers.", |p: &K| {
+            cells::containers(p.summary())
+        }),
+        Column::computed("Node", ColumnType::String, "Node the Pod runs on.", |p: &K| cells::node(p.summary())),
+        Column::computed("IP", ColumnType::String, "The Pod's IP address.", |p: &K| cells::ip(p.observed())).wide(),
+        Column::computed("QoS", ColumnType::String, "The Pod's QoS class.", |p: &K| cells::qos(p.observed())).wide(),
+        Column::computed("Owner", ColumnType::String, "The controlling owner.", |p: &K| cells::owner(p.summary()))
+            .wide(),
+    ]
+}
 
 /// The namespace of FarmPod UIDs: a FarmPod's UID is the UUIDv5 of its Pod's UID in it, so it is
 /// stable and never equal to the Pod's.
@@ -274,7 +296,7 @@ impl ApiResource for FarmPod {
 
 impl Strategy for FarmPod {
     fn columns() -> Vec<Column<Self>> {
-        COLUMNS.to_vec()
+        columns()
     }
 }
 
@@ -318,7 +340,7 @@ mod tests {
         let stored = crate::machinery::stored::Stored::new(fp.clone()).unwrap();
         assert_eq!(stored.field("spec.nodeName").as_deref(), Some("node-a"), "selectable");
         assert_eq!(stored.field("status.phase").as_deref(), Some("Running"), "selectable");
-        let cells: Vec<_> = COLUMNS[..5]
+        let cells: Vec<_> = columns::<FarmPod>()[..5]
             .iter()
             .map(|c| match c.cell {
                 crate::machinery::columns::Cell::Computed(cell) => cell(&fp),

@@ -2,7 +2,7 @@
 //! same view of a Pod as at v1alpha, field for field; only the `apiVersion` converts.
 
 use super::{FarmPodSpec as Summary, FarmPodStatus};
-use crate::machinery::columns::{Column, ColumnType};
+use crate::machinery::columns::Column;
 use crate::machinery::error::Result;
 use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
@@ -48,31 +48,15 @@ impl FarmPod {
     }
 }
 
-use super::cells;
+impl super::Summary for FarmPod {
+    fn summary(&self) -> &Summary {
+        &self.spec.summary
+    }
 
-const COLUMNS: [Column<FarmPod>; 8] = [
-    Column::computed("Ready", ColumnType::String, "Ready containers over containers.", |p| {
-        cells::ready(p.status.as_ref())
-    }),
-    Column::computed("Status", ColumnType::String, "The Pod's status as kubectl shows it.", |p| {
-        cells::status(p.status.as_ref())
-    }),
-    Column::computed("Restarts", ColumnType::Integer, "Restarts of all containers.", |p| {
-        cells::restarts(p.status.as_ref())
-    }),
-    Column::computed("Containers", ColumnType::Integer, "Number of containers.", |p| {
-        cells::containers(&p.spec.summary)
-    }),
-    Column::computed("Node", ColumnType::String, "Node the Pod runs on.", |p| cells::node(&p.spec.summary)),
-    Column::computed("IP", ColumnType::String, "The Pod's IP address.", |p: &FarmPod| cells::ip(p.status.as_ref()))
-        .wide(),
-    Column::computed("QoS", ColumnType::String, "The Pod's QoS class.", |p: &FarmPod| cells::qos(p.status.as_ref()))
-        .wide(),
-    Column::computed("Owner", ColumnType::String, "The controlling owner.", |p: &FarmPod| {
-        cells::owner(&p.spec.summary)
-    })
-    .wide(),
-];
+    fn observed(&self) -> Option<&FarmPodStatus> {
+        self.status.as_ref()
+    }
+}
 
 impl ApiResource for FarmPod {
     const VERBS: &'static [Verb] = &[Verb::Get, Verb::List, Verb::Watch];
@@ -80,7 +64,7 @@ impl ApiResource for FarmPod {
 
 impl Strategy for FarmPod {
     fn columns() -> Vec<Column<Self>> {
-        COLUMNS.to_vec()
+        super::columns()
     }
 }
 

@@ -156,7 +156,7 @@ mod tests {
             errors[0].to_string(),
             "spec.coat.pattern: Unsupported value: \"Striped\": supported values: \"Solid\", \"Spotted\", \"Patched\""
         );
-        let schema = crate::machinery::schema::inline_schema::<LlamaSpec>();
+        let schema = &crate::machinery::resource::body_schema::<Llama>().properties["spec"];
         assert_eq!(schema["properties"]["coat"]["properties"]["pattern"]["enum"], serde_json::json!(PATTERNS));
     }
 

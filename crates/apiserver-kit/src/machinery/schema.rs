@@ -1,26 +1,7 @@
-//! JSON schemas of resource types, from their schemars derive, in the shape Kubernetes
-//! publishes (inlined, optional fields without `null` types).
+//! JSON schemas of resource types in the shape Kubernetes publishes (optional fields without
+//! `null` types), and the shapes of `metadata` that managed fields read.
 
-use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
 use serde_json::Value;
-
-/// The inlined JSON schema of `T` with null types removed, for resource properties.
-pub fn inline_schema<T: JsonSchema>() -> Value {
-    let generator = SchemaSettings::draft07()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .into_generator();
-    let mut value = generator.into_root_schema_for::<T>().to_value();
-    if let Some(map) = value.as_object_mut() {
-        map.remove("title");
-        map.remove("$schema");
-    }
-    strip_nulls(&mut value);
-    value
-}
 
 /// Kubernetes schemas mark optional fields by leaving them out of `required`, never by a
 /// `null` type: turn `type: [T, "null"]` into `type: T` and drop `default: null`.
