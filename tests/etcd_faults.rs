@@ -509,7 +509,8 @@ async fn a_replica_on_an_etcd_follower_reads_every_write_acknowledged_through_th
     let a = Server::start_on_endpoints(&cluster.members[leader].endpoint, &prefix, &[]).await;
     let b = Server::start_on_endpoints(&cluster.members[(leader + 1) % 3].endpoint, &prefix, &[]).await;
     let r = a.client.post(a.url(&llamas("default"))).json(&llama("counter", 1.0, 1.0)).send().await.unwrap();
-    assert_eq!(r.status(), 201);
+    let code = r.status();
+    assert_eq!(code, 201, "create through A: {}", r.text().await.unwrap_or_default());
     let (one, all) = (common::llama_path("default", "counter"), llamas("default"));
     for weight in 2..=100 {
         let r = a
@@ -520,10 +521,12 @@ async fn a_replica_on_an_etcd_follower_reads_every_write_acknowledged_through_th
             .send()
             .await
             .unwrap();
-        assert_eq!(r.status(), 200);
+        let code = r.status();
+        assert_eq!(code, 200, "write {weight} through A: {}", r.text().await.unwrap_or_default());
         let (get, list) = tokio::join!(get_json(&b, &one), get_json(&b, &all));
-        assert_eq!(get.1["spec"]["weight"], weight as f64, "a GET through B after write {weight}");
-        assert_eq!(list.1["items"][0]["spec"]["weight"], weight as f64, "a LIST through B after write {weight}");
+        assert_eq!(get.1["spec"]["weight"], weight as f64, "a GET through B after write {weight}: {} {}", get.0, get.1);
+        let first = &list.1["items"][0]["spec"]["weight"];
+        assert_eq!(*first, weight as f64, "a LIST through B after write {weight}: {} {}", list.0, list.1);
     }
 }
 

@@ -1,7 +1,7 @@
 //! A client of etcd's KV and Watch services over the generated gRPC code ([`super::grpc`]):
 //! one lazily connected channel per endpoint, used in turn and passed over while its member
-//! refuses connections, each request marked "require leader", and small builders for the
-//! requests the store makes.
+//! refuses connections, each request marked "require leader", reads asked again while etcd is
+//! between leaders, and small builders for the requests the store makes.
 
 use super::grpc::etcdserverpb::{
     CompactionRequest, Compare, DeleteRangeRequest, PutRequest, RangeRequest, RangeResponse, RequestOp, TxnRequest,
@@ -55,6 +55,10 @@ struct Member {
 /// How long a member that refused a connection is passed over (unless every member is).
 pub const MEMBER_RETRY: Duration = Duration::from_secs(1);
 
+/// How long a read is asked again while etcd answers that it is between leaders
+/// ([`transient`]); an election takes about one election timeout (1 s by default).
+pub const READ_RETRY: Duration = Duration::from_secs(3);
+
 /// The largest etcd response accepted (etcd caps one object at 1.5 MiB by default; a list
 /// chunk holds many).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
@@ -87,6 +91,13 @@ pub fn never_sent(status: &Status) -> bool {
         cause = error.source();
     }
     false
+}
+
+/// Whether `status` is etcd saying it could not serve the request just now ("etcdserver: leader
+/// changed", "no leader", "request timed out"): a read may be asked again, as clientv3 asks
+/// every read again on Unavailable; a write may have been applied, so it is not.
+pub fn transient(status: &Status) -> bool {
+    status.code() == tonic::Code::Unavailable && status.message().starts_with("etcdserver: ")
 }
 
 impl EtcdClient {
@@ -124,8 +135,25 @@ impl EtcdClient {
         self.range(RangeRequest { key: key.into(), ..Default::default() }).await
     }
 
-    /// A range read.
+    /// A range read, asked again (of the next member) for up to [`READ_RETRY`] while etcd is
+    /// between leaders.
     pub async fn range(&self, request: RangeRequest) -> Result<RangeResponse, Status> {
+        let deadline = Instant::now() + READ_RETRY;
+        let mut pause = Duration::from_millis(25);
+        loop {
+            match self.range_once(request.clone()).await {
+                Err(status) if transient(&status) && Instant::now() + pause < deadline => {
+                    tracing::debug!(%status, ?pause, "etcd is between leaders; reading again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(400));
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    /// A range read asked once: etcd between leaders is an error at once (the health probe's).
+    pub async fn range_once(&self, request: RangeRequest) -> Result<RangeResponse, Status> {
         self.on_a_member(|m| {
             let request = request.clone();
             let mut kv = m.kv.clone();
@@ -262,7 +290,7 @@ pub fn first_read(response: &TxnResponse) -> Option<&RangeResponse> {
 
 #[cfg(test)]
 mod tests {
-    use super::never_sent;
+    use super::{never_sent, transient};
     use std::io::{Error, ErrorKind};
     use tonic::Status;
 
@@ -273,5 +301,14 @@ mod tests {
         let reset = Status::from_error(Box::new(Error::from(ErrorKind::ConnectionReset)));
         assert!(!never_sent(&reset), "a reset connection may have carried the request");
         assert!(!never_sent(&Status::unavailable("etcdserver: leader changed")));
+    }
+
+    #[test]
+    fn only_etcd_saying_it_is_between_leaders_makes_a_read_ask_again() {
+        assert!(transient(&Status::unavailable("etcdserver: leader changed")));
+        assert!(transient(&Status::unavailable("etcdserver: request timed out")));
+        assert!(!transient(&Status::unavailable("error trying to connect: tcp connect error")), "etcd is down");
+        assert!(!transient(&Status::resource_exhausted("etcdserver: mvcc: database space exceeded")));
+        assert!(!transient(&Status::out_of_range("etcdserver: mvcc: required revision has been compacted")));
     }
 }

@@ -6,6 +6,7 @@
 //! Retry-After, and `/readyz` fails so load balancers send traffic to healthy replicas.
 
 use super::client::EtcdClient;
+use super::grpc::etcdserverpb::RangeRequest;
 use crate::machinery::error::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -170,7 +171,8 @@ pub fn monitor(
     let shared = health.clone();
     tokio::spawn(async move {
         loop {
-            let result = client.get(key.as_bytes()).await.map(|_| ()).map_err(|e| api_error(e).to_string());
+            let probe = RangeRequest { key: key.as_bytes().to_vec(), ..Default::default() };
+            let result = client.range_once(probe).await.map(|_| ()).map_err(|e| api_error(e).to_string());
             tracing::debug!(?result, "etcd probe");
             {
                 let mut state = shared.state.lock();
