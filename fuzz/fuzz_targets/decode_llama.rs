@@ -4,7 +4,7 @@
 //! a 4xx, and:
 //! - the modes agree: Ignore and Warn accept the same bodies, Ignore never warns, and Strict
 //!   accepts exactly the bodies Warn accepts without warnings;
-//! - an accepted object, encoded as a GET would return it, decodes again strictly and encodes to
+//! - an accepted object, encoded as a GET would return it (`machinery::json`, Go's numbers), decodes again strictly and encodes to
 //!   the same JSON (a read-modify-write round trip changes nothing; the first encoding may lose
 //!   what the wire format does not keep, e.g. the fractional seconds of a `metav1.Time`);
 //! - its stored form (`Stored`) writes the same JSON, decodes back to it, and its index (read from
@@ -17,6 +17,7 @@ mod common;
 use common::{NAMESPACE, assert_client_error, validate};
 use farm_apiserver::api::decode::{decode_object, parse_json};
 use farm_apiserver::api::query::FieldValidation;
+use farm_apiserver::machinery::json;
 use farm_apiserver::machinery::stored::Stored;
 use farm_apiserver::resources::llama::Llama;
 use libfuzzer_sys::fuzz_target;
@@ -49,10 +50,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let Ok(decoded) = ignore else { return };
     let _ = validate(&decoded.object);
-    let encoded = serde_json::to_value(&decoded.object).unwrap_or_else(|e| panic!("a decoded Llama serializes: {e}"));
+    let encoded = json::to_value(&decoded.object).unwrap_or_else(|e| panic!("a decoded Llama serializes: {e}"));
     let again = decode_object::<Llama>(&encoded, NAMESPACE, FieldValidation::Strict)
         .unwrap_or_else(|e| panic!("an encoded Llama does not decode again: {e}\n{encoded}"));
-    let reencoded = serde_json::to_value(&again.object).unwrap_or_else(|e| panic!("a decoded Llama serializes: {e}"));
+    let reencoded = json::to_value(&again.object).unwrap_or_else(|e| panic!("a decoded Llama serializes: {e}"));
     assert_eq!(reencoded, encoded, "a GET/PUT round trip changed the object");
     stored_as_itself(again.object);
 });
@@ -61,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
 /// index (read from those bytes by the JSON scanner) says what the object says.
 fn stored_as_itself(object: Llama) {
     let stored = Stored::new(object.clone()).unwrap_or_else(|e| panic!("a valid Llama is stored: {e}"));
-    assert_eq!(&stored.json()[..], serde_json::to_vec(&object).unwrap_or_default().as_slice(), "stored bytes");
+    assert_eq!(&stored.json()[..], json::to_vec(&object).unwrap_or_default().as_slice(), "stored bytes");
     assert_eq!(stored.decode().ok().as_ref(), Some(&object), "a stored Llama decodes back");
     let meta = &object.metadata;
     assert_eq!(stored.name(), meta.name.as_deref().unwrap_or_default());
