@@ -12,15 +12,30 @@ use std::time::Duration;
 /// `/apis/<group>/<first version>` and `{gv2}` for the second version's (see [`Subject::expand`]);
 /// in the query and the body, `$RV`, `$LISTRV` and `$CONTINUE` stand for the last
 /// resourceVersion of an object, of a list, and the last continue token the side sent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Request {
     /// What the request checks, for the report.
     pub label: String,
+    #[serde(with = "method")]
     pub method: reqwest::Method,
     pub path: String,
     pub query: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+}
+
+/// A method as its name, for the examples of the tables (`GET`).
+mod method {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(method: &reqwest::Method, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(method.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<reqwest::Method, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        reqwest::Method::from_bytes(name.as_bytes()).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Request {
@@ -77,14 +92,95 @@ impl Request {
 }
 
 /// An answer, normalised: comparable with the other side's.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Answer {
     pub code: u16,
+    /// The `Content-Type` header, parameters included.
     pub content_type: String,
     /// The `Content-Encoding` header (`gzip`, or empty); the body is the decoded one.
     pub content_encoding: String,
+    /// Each `Warning` header, in order.
     pub warnings: Vec<String>,
+    /// The `Cache-Control` header (empty when absent).
+    pub cache_control: String,
+    /// Whether the answer has an `Audit-Id` header (its value differs by request).
+    pub audit_id: bool,
     pub body: Value,
+}
+
+/// A header of an answer that both sides' answers must carry alike, unless the entry that
+/// allows their difference names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Header {
+    ContentType,
+    ContentEncoding,
+    Warning,
+    CacheControl,
+    AuditId,
+}
+
+impl Header {
+    /// Every header compared.
+    pub const ALL: [Header; 5] =
+        [Header::ContentType, Header::ContentEncoding, Header::Warning, Header::CacheControl, Header::AuditId];
+
+    /// The header's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Header::ContentType => "Content-Type",
+            Header::ContentEncoding => "Content-Encoding",
+            Header::Warning => "Warning",
+            Header::CacheControl => "Cache-Control",
+            Header::AuditId => "Audit-Id",
+        }
+    }
+}
+
+impl Answer {
+    /// A JSON answer of `code` with `body` and the headers every answer of the kube-apiserver
+    /// carries (for tests of the tables).
+    pub fn json(code: u16, body: Value) -> Self {
+        Self {
+            code,
+            content_type: "application/json".into(),
+            content_encoding: String::new(),
+            warnings: Vec::new(),
+            cache_control: "no-cache, private".into(),
+            audit_id: true,
+            body,
+        }
+    }
+
+    /// The header's value as compared (`Warning`: each value on a line of its own).
+    pub fn header(&self, header: Header) -> String {
+        match header {
+            Header::ContentType => self.content_type.clone(),
+            Header::ContentEncoding => self.content_encoding.clone(),
+            Header::Warning => self.warnings.join("\n"),
+            Header::CacheControl => self.cache_control.clone(),
+            Header::AuditId => if self.audit_id { "present" } else { "absent" }.into(),
+        }
+    }
+
+    /// Gives this answer `other`'s value of `header`.
+    pub fn set_header(&mut self, header: Header, other: &Answer) {
+        match header {
+            Header::ContentType => self.content_type.clone_from(&other.content_type),
+            Header::ContentEncoding => self.content_encoding.clone_from(&other.content_encoding),
+            Header::Warning => self.warnings.clone_from(&other.warnings),
+            Header::CacheControl => self.cache_control.clone_from(&other.cache_control),
+            Header::AuditId => self.audit_id = other.audit_id,
+        }
+    }
+
+    /// The first header other than those of `allowed` that differs from `other`'s, with both
+    /// values.
+    pub fn header_difference(&self, other: &Answer, allowed: &[Header]) -> Option<String> {
+        Header::ALL.into_iter().filter(|h| !allowed.contains(h)).find_map(|h| {
+            let (ours, theirs) = (self.header(h), other.header(h));
+            (ours != theirs).then(|| format!("{}: ours {ours:?} / reference {theirs:?}", h.name()))
+        })
+    }
 }
 
 /// What a side remembers between requests, to fill in `$RV`, `$LISTRV` and `$CONTINUE`.
@@ -161,12 +257,15 @@ impl Side {
         let content_type = header("content-type").join(", ");
         let warnings = header("warning");
         let content_encoding = header("content-encoding").join(", ");
+        let cache_control = header("cache-control").join(", ");
+        let audit_id = response.headers().contains_key("audit-id");
         let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
         let bytes = decoded(bytes.to_vec(), &content_encoding)?;
         let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, tested), request);
         let body = parse(&text, &content_type, request.is_watch() && code == 200);
         self.remember(&body);
-        Ok(Answer { code, content_type, content_encoding, warnings, body: normalise(body, self.subject.plural) })
+        let body = normalise(body, self.subject.plural);
+        Ok(Answer { code, content_type, content_encoding, warnings, cache_control, audit_id, body })
     }
 
     fn remember(&mut self, body: &Value) {

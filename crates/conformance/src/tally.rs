@@ -2,19 +2,24 @@
 //!
 //! - A 5xx of ours that differs from the reference's answer is never allowed, unless
 //!   the reference failed (5xx) too.
-//! - A difference is allowed only by an entry of [`allowed::ON_PURPOSE`] that compares both
-//!   answers; each entry may fire at most [`Allowed::corpus`] times on the hand-written corpus
-//!   and [`Allowed::per_thousand`] times per 1,000 generated requests, and the run fails when an
-//!   entry never fires in the run of a subject it names in [`Allowed::seen_in`] (it is stale:
-//!   its requests now answer alike, or its requests are gone); in another subject's run it is
-//!   only bounded.
+//! - A difference is allowed only by entries of [`allowed::ON_PURPOSE`] that compare both
+//!   answers. Every header of [`crate::Header`] must be the same on both sides but for those the
+//!   entry names; an entry that judges only headers ([`Allowed::headers_only`]) lets the rest
+//!   be compared as if its headers were the same, by equality or by another entry.
+//! - Each entry fires exactly as often as [`Allowed::expected`] says in a subject's default run
+//!   (the hand-written corpus, and the generated requests of [`crate::FIXED_SEED`]), or within
+//!   its stated slack where the reference's answers depend on timing, and never in the default
+//!   run of a subject it does not name; in a run of another seed or size the corpus count is
+//!   still checked so and the generated count is bounded by [`Allowed::per_thousand`]. The same
+//!   holds for [`allowed::TO_FIX`].
 //! - A difference that follows an earlier one in the same generated case is skipped only when
 //!   that earlier one was a defect (unexplained or [`allowed::TO_FIX`]) of a write: the read
-//!   after it depends on what the write stored. After an allowed difference of a write, the read
-//!   of the object is compared as any request; when it differs, each side must have stored what
-//!   it answered (`stored_as_answered`), or an entry must allow it.
+//!   after it depends on what the write stored. After an allowed difference of a write, the two
+//!   sides' read of the object is compared as any request; when it differs and no entry allows
+//!   the read itself, the two reads may differ only in the fields the write's entry names
+//!   ([`Allowed::stored`]), and each side's read must show what that side answered to the write.
 
-use crate::allowed::{self, Allowed};
+use crate::allowed::{self, Allowed, Path};
 use crate::exchange::{Answer, Request};
 use crate::subject::Subject;
 use std::collections::BTreeMap;
@@ -35,20 +40,34 @@ struct Case {
     setup: Option<(Answer, Answer)>,
     /// A write of the case whose difference was a defect.
     defective_write: bool,
-    /// The case's write whose difference was allowed, and both answers to it.
-    allowed_write: Option<(Request, Answer, Answer)>,
+    /// The case's write whose difference was allowed, both answers to it, and the fields in
+    /// which its entries let the two sides' stored objects differ.
+    allowed_write: Option<AllowedWrite>,
+}
+
+/// A write of a generated case whose difference was allowed.
+struct AllowedWrite {
+    request: Request,
+    ours: Answer,
+    reference: Answer,
+    stored: Vec<Path>,
 }
 
 /// What a run found.
 pub struct Tally {
     subject: &'static Subject,
+    /// Whether the run is the default one (the fixed seed and the default number of generated
+    /// requests), whose counts per entry are exact.
+    default_run: bool,
     pub compared: usize,
     pub same: usize,
     pub generated: usize,
     /// How often each entry of [`allowed::ON_PURPOSE`] fired, on the corpus and on generated requests.
     pub allowed: BTreeMap<&'static str, (usize, usize)>,
-    pub to_fix: BTreeMap<&'static str, usize>,
-    /// Reads after an allowed write that differ because each side stored what it answered.
+    /// How often each entry of [`allowed::TO_FIX`] (or group of its labels) fired, likewise.
+    pub to_fix: BTreeMap<&'static str, (usize, usize)>,
+    /// Reads after an allowed write that differ only in the fields its entry names, each side's
+    /// showing what it answered.
     pub stored_as_answered: usize,
     /// Differences after a defect of a write of the same generated case, which they follow from.
     pub follow_ups: usize,
@@ -58,17 +77,28 @@ pub struct Tally {
     pub details: String,
     /// Both answers to each allowed difference, by entry, for the audit file.
     pub allowed_details: String,
+    /// The same as JSON lines (`{"entries", "request", "ours", "reference"}`), from which the
+    /// tables' examples are taken.
+    pub allowed_examples: String,
 }
 
+/// Whether `request` is the read of a generated case's object after its request.
+fn is_after(request: &Request) -> bool {
+    request.label.ends_with(": the object after it")
+}
+
+/// Whether `request` may change what is stored.
 fn is_write(request: &Request) -> bool {
     request.method != reqwest::Method::GET
 }
 
 impl Tally {
-    /// An empty tally for a run on `subject`.
-    pub fn new(subject: &'static Subject) -> Self {
+    /// An empty tally for a run on `subject`; `default_run` when its generated requests are the
+    /// default run's (their counts per entry are then exact).
+    pub fn new(subject: &'static Subject, default_run: bool) -> Self {
         Self {
             subject,
+            default_run,
             compared: 0,
             same: 0,
             generated: 0,
@@ -80,6 +110,7 @@ impl Tally {
             unexplained: Vec::new(),
             details: String::new(),
             allowed_details: String::new(),
+            allowed_examples: String::new(),
         }
     }
 
@@ -112,7 +143,10 @@ impl Tally {
             self.case.setup = Some((f.clone(), r.clone()));
         }
         let Some(difference) = difference else {
-            self.same += 1;
+            match self.not_as_answered(part, request, f) {
+                Some(why) => self.unexplained(request, &why, &tested, &reference),
+                None => self.same += 1,
+            }
             return;
         };
         if part == Part::Generated && self.case.defective_write {
@@ -128,7 +162,11 @@ impl Tally {
         }
         match allowed::to_fix(self.subject, request, f, r) {
             Some(name) => {
-                *self.to_fix.entry(name).or_default() += 1;
+                let counts = self.to_fix.entry(name).or_default();
+                match part {
+                    Part::Corpus => counts.0 += 1,
+                    Part::Generated => counts.1 += 1,
+                }
                 self.details += &format!(
                     "TO FIX ({name}): {}\n  {difference}\n  ours:      {f:?}\n  reference: {r:?}\n\n",
                     crate::describe(request)
@@ -138,35 +176,59 @@ impl Tally {
         }
     }
 
-    /// Whether an entry of the tables, or what each side stored after an allowed write, explains
+    /// Whether entries of the tables, or what each side stored after an allowed write, explain
     /// the difference (counted).
     fn explained(&mut self, part: Part, request: &Request, f: &Answer, r: &Answer, difference: &str) -> bool {
-        if let Some(entry) = allowed::ON_PURPOSE.iter().find(|a| (a.applies)(self.subject, request, f, r)) {
-            self.allowed_details += &format!(
-                "ON PURPOSE ({}): {}\n  {difference}\n  ours:      {f:?}\n  reference: {r:?}\n\n",
-                entry.name,
-                crate::describe(request)
-            );
-            let counts = self.allowed.entry(entry.name).or_default();
-            match part {
-                Part::Corpus => counts.0 += 1,
-                Part::Generated => counts.1 += 1,
+        if let Some(entries) = explaining(self.subject, request, f, r) {
+            for entry in &entries {
+                self.allowed_details += &format!(
+                    "ON PURPOSE ({}): {}\n  {difference}\n  ours:      {f:?}\n  reference: {r:?}\n\n",
+                    entry.name,
+                    crate::describe(request)
+                );
+                let counts = self.allowed.entry(entry.name).or_default();
+                match part {
+                    Part::Corpus => counts.0 += 1,
+                    Part::Generated => counts.1 += 1,
+                }
             }
+            let names: Vec<&str> = entries.iter().map(|e| e.name).collect();
+            let example = serde_json::json!({"entries": names, "request": request, "ours": f, "reference": r});
+            self.allowed_examples += &format!("{example}\n");
             if part == Part::Generated && is_write(request) {
-                self.case.allowed_write = Some((request.clone(), f.clone(), r.clone()));
+                let stored = entries.iter().flat_map(|e| e.stored.iter().copied()).collect();
+                let (request, ours, reference) = (request.clone(), f.clone(), r.clone());
+                self.case.allowed_write = Some(AllowedWrite { request, ours, reference, stored });
             }
             return true;
         }
         let setup = self.case.setup.as_ref();
         let stored = part == Part::Generated
-            && self.case.allowed_write.as_ref().is_some_and(|(write, fw, rw)| {
-                stored_as_answered(self.subject, write, fw, setup.map(|s| &s.0), f)
-                    && stored_as_answered(self.subject, write, rw, setup.map(|s| &s.1), r)
+            && self.case.allowed_write.as_ref().is_some_and(|write| {
+                let subject = self.subject;
+                reads_alike_but(&write.stored, f, r)
+                    && stored_as_answered(subject, &write.request, &write.ours, setup.map(|s| &s.0), f)
+                    && stored_as_answered(subject, &write.request, &write.reference, setup.map(|s| &s.1), r)
             });
         if stored {
             self.stored_as_answered += 1;
         }
         stored
+    }
+
+    /// Why our read of the object after an allowed write of its generated case, the same as
+    /// the reference's, still does not show what we answered to the write (for a delete, the
+    /// object the setup made, now gone); `None` when it does, or `read` is no such read.
+    fn not_as_answered(&self, part: Part, request: &Request, read: &Answer) -> Option<String> {
+        let write = self.case.allowed_write.as_ref().filter(|_| part == Part::Generated && is_after(request))?;
+        let setup = self.case.setup.as_ref().map(|s| &s.0);
+        let shown = stored_as_answered(self.subject, &write.request, &write.ours, setup, read);
+        (!shown).then(|| {
+            format!(
+                "our read after an allowed write does not show what we answered to it: {}",
+                crate::describe(&write.request)
+            )
+        })
     }
 
     fn unexplained(
@@ -182,64 +244,94 @@ impl Tally {
             &format!("{described}\n  {difference}\n  ours:      {tested:?}\n  reference: {reference:?}\n\n");
     }
 
-    /// The entries that fired more often than they may, or never: each with why.
+    /// The entries that fired other than they must: each with why.
     pub fn entries_out_of_bounds(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for entry in allowed::ON_PURPOSE {
-            let (corpus, generated) = self.allowed.get(entry.name).copied().unwrap_or_default();
-            let bound = entry.generated_bound(self.generated);
-            if entry.seen_in.contains(&self.subject.plural) && corpus + generated == 0 {
-                out.push(format!("stale (never fired; remove it or restore its requests): {}", entry.name));
-            }
-            if corpus > entry.corpus {
-                out.push(format!(
-                    "fired {corpus} times on the corpus, at most {} allowed: {}",
-                    entry.corpus, entry.name
-                ));
-            }
-            if generated > bound {
-                out.push(format!(
-                    "fired {generated} times on {} generated requests, at most {bound} allowed ({} per 1,000): {}",
-                    self.generated, entry.per_thousand, entry.name
-                ));
-            }
-        }
+        let tables = [(allowed::ON_PURPOSE, &self.allowed), (allowed::TO_FIX, &self.to_fix)];
+        let mut out: Vec<String> = tables
+            .into_iter()
+            .flat_map(|(entries, fired)| {
+                entries.iter().map(move |e| (e, fired.get(e.name).copied().unwrap_or_default()))
+            })
+            .filter_map(|(entry, counts)| self.out_of_bounds(entry, counts))
+            .collect();
         for name in allowed::no_longer_seen(&self.to_fix) {
             out.push(format!("no longer differs (remove it from TO_FIX): {name}"));
         }
         out
     }
 
+    /// Why `entry`, fired `corpus` and `generated` times, fired other than it must, if it did.
+    fn out_of_bounds(&self, entry: &Allowed, (corpus, generated): (usize, usize)) -> Option<String> {
+        let expected = entry.expected_in(self.subject.plural);
+        if corpus.abs_diff(expected.corpus) > expected.slack {
+            let within = if expected.slack > 0 { format!(" (within {})", expected.slack) } else { String::new() };
+            return Some(format!(
+                "fired {corpus} times on the corpus, {}{within} expected: {}",
+                expected.corpus, entry.name
+            ));
+        }
+        let (low, high) = self.generated_range(entry);
+        (generated < low || generated > high).then(|| {
+            format!(
+                "fired {generated} times on {} generated requests, {low} to {high} expected{}: {}",
+                self.generated,
+                if self.default_run { " (the default run)" } else { "" },
+                entry.name
+            )
+        })
+    }
+
+    /// How often `entry` may fire on this run's generated requests: the expected count of the
+    /// default run (within its slack), or at most its statistical bound.
+    fn generated_range(&self, entry: &Allowed) -> (usize, usize) {
+        let expected = entry.expected_in(self.subject.plural);
+        if self.default_run {
+            (expected.generated.saturating_sub(expected.slack), expected.generated + expected.slack)
+        } else {
+            (0, entry.generated_bound(self.generated))
+        }
+    }
+
     pub fn report(&self) -> String {
         let on_purpose: usize = self.allowed.values().map(|(c, g)| c + g).sum();
         let mut text = format!(
-            "{} requests compared ({} generated): {} answered the same, {} differ on purpose, {} reads after an allowed write differ as each side stored what it answered, {} differ by known defects, {} follow from a defect of their generated case's write, {} unexplained\n",
+            "{} requests compared ({} generated): {} answered the same, {} differ on purpose, {} reads after an allowed write differ only in the fields its entry names (each side showing what it answered), {} differ by known defects, {} follow from a defect of their generated case's write, {} unexplained\n",
             self.compared,
             self.generated,
             self.same,
             on_purpose,
             self.stored_as_answered,
-            self.to_fix.values().sum::<usize>(),
+            self.to_fix.values().map(|(c, g)| c + g).sum::<usize>(),
             self.follow_ups,
             self.unexplained.len()
         );
-        text += "  on purpose   corpus (max)  generated (max)\n";
-        for entry in allowed::ON_PURPOSE {
-            let (corpus, generated) = self.allowed.get(entry.name).copied().unwrap_or_default();
+        text += if self.default_run {
+            "  on purpose   corpus (expected)  generated (expected)\n"
+        } else {
+            "  on purpose   corpus (expected)  generated (max)\n"
+        };
+        let rows = allowed::ON_PURPOSE
+            .iter()
+            .map(|e| (e, self.allowed.get(e.name)))
+            .chain(allowed::TO_FIX.iter().map(|e| (e, self.to_fix.get(e.name))));
+        for (entry, fired) in rows {
+            let (corpus, generated) = fired.copied().unwrap_or_default();
+            let (low, high) = self.generated_range(entry);
+            let range = if low == high || !self.default_run { high.to_string() } else { format!("{low}-{high}") };
             text += &format!(
                 "  {:>13} {:>5} ({:>3}) {:>9} ({:>4})  {}\n{:>44}({})\n",
                 "",
                 corpus,
-                entry.corpus,
+                entry.expected_in(self.subject.plural).corpus,
                 generated,
-                entry.generated_bound(self.generated),
+                range,
                 entry.name,
                 "",
                 entry.reason
             );
         }
-        for (name, count) in &self.to_fix {
-            text += &format!("  to fix     {count:>4}  {name}\n");
+        for (name, (corpus, generated)) in &self.to_fix {
+            text += &format!("  to fix     {corpus:>4} {generated:>4}  {name}\n");
         }
         for problem in self.entries_out_of_bounds() {
             text += &format!("ENTRY {problem}\n");
@@ -252,8 +344,9 @@ impl Tally {
 }
 
 impl Allowed {
-    /// How often the entry may fire on `generated` requests: its rate, with room for chance (three
-    /// standard deviations of a count of that mean, and two more).
+    /// How often the entry may fire on `generated` requests of a run other than the default:
+    /// its rate, with room for chance (three standard deviations of a count of that mean, and
+    /// two more).
     pub fn generated_bound(&self, generated: usize) -> usize {
         if self.per_thousand == 0 {
             return 0;
@@ -261,11 +354,79 @@ impl Allowed {
         let mean = self.per_thousand as f64 * generated as f64 / 1000.0;
         (mean + 3.0 * mean.sqrt()).ceil() as usize + 2
     }
+
+    /// Its expected counts in the default run of the subject `plural` (none when it does not
+    /// name it).
+    pub fn expected_in(&self, plural: &str) -> crate::allowed::Expected {
+        let none = crate::allowed::Expected { subject: "", corpus: 0, generated: 0, slack: 0 };
+        self.expected.iter().find(|e| e.subject == plural).copied().unwrap_or(none)
+    }
+}
+
+/// The entries that together explain the difference between `tested` and `reference`: entries
+/// judging only headers, each making its headers the same, then one entry judging the rest
+/// (none when the headers were all that differed); `None` when they do not explain it.
+pub fn explaining(
+    subject: &Subject,
+    request: &Request,
+    tested: &Answer,
+    reference: &Answer,
+) -> Option<Vec<&'static Allowed>> {
+    let mut reference = reference.clone();
+    let mut entries: Vec<&'static Allowed> = Vec::new();
+    loop {
+        if crate::difference(tested, &reference).is_none() {
+            return (!entries.is_empty()).then_some(entries);
+        }
+        let whole = allowed::ON_PURPOSE.iter().find(|e| {
+            !e.headers_only
+                && tested.header_difference(&reference, e.headers).is_none()
+                && (e.applies)(subject, request, tested, &reference)
+        });
+        if let Some(entry) = whole {
+            entries.push(entry);
+            return Some(entries);
+        }
+        let headers = allowed::ON_PURPOSE.iter().find(|e| {
+            e.headers_only
+                && !entries.iter().any(|fired| std::ptr::eq(*fired, *e))
+                && (e.applies)(subject, request, tested, &reference)
+        })?;
+        for header in headers.headers {
+            reference.set_header(*header, tested);
+        }
+        entries.push(headers);
+    }
+}
+
+/// Whether two reads are the same but for `fields` of their bodies ([`allowed::WHOLE`]: any
+/// two reads), and have the same headers.
+fn reads_alike_but(fields: &[Path], ours: &Answer, reference: &Answer) -> bool {
+    if fields.iter().any(|f| f.is_empty()) {
+        return true;
+    }
+    let without = |answer: &Answer| {
+        let mut body = answer.body.clone();
+        for field in fields {
+            remove_field(&mut body, field);
+        }
+        Answer { body, ..answer.clone() }
+    };
+    crate::difference(&without(ours), &without(reference)).is_none()
+}
+
+/// Removes the member at `field` of `value`, if there is one.
+fn remove_field(value: &mut serde_json::Value, field: &[&str]) {
+    let Some((last, parents)) = field.split_last() else { return };
+    let parent = parents.iter().try_fold(value, |at, name| at.get_mut(*name));
+    if let Some(map) = parent.and_then(serde_json::Value::as_object_mut) {
+        map.remove(*last);
+    }
 }
 
 /// Whether `read` (a GET of the case's object) shows what `side_write` answered to `write`: the
-/// object it answered, when it wrote that object (for a delete, the object still terminating, or
-/// none); the object the setup made (or none, when there was no setup), when it refused the write,
+/// object it answered, when it wrote that object (for a delete, the object still terminating,
+/// or none, the answer then being the object the setup made); the object the setup made (or none, when there was no setup), when it refused the write,
 /// only tried it (dryRun) or wrote another object.
 fn stored_as_answered(
     subject: &Subject,
@@ -279,12 +440,16 @@ fn stored_as_answered(
     let answered = answered_object(subject, side_write).filter(|o| o["metadata"]["name"].as_str() == name);
     let written = answered.filter(|_| (200..300).contains(&side_write.code) && !dry_run);
     let not_found = read.code == 404;
+    let made = setup.filter(|s| s.code == 201);
     match written {
         Some(object) => {
             let same_object = read.code == 200 && read.body == *object;
-            same_object || (write.method == reqwest::Method::DELETE && not_found)
+            // Deleted at once: the answer is the object as the setup made it.
+            let deleted =
+                write.method == reqwest::Method::DELETE && not_found && made.is_none_or(|setup| setup.body == *object);
+            same_object || deleted
         }
-        None => match setup.filter(|s| s.code == 201) {
+        None => match made {
             Some(setup) => read.code == 200 && read.body == setup.body,
             None => not_found,
         },
@@ -301,5 +466,115 @@ fn answered_object<'a>(subject: &Subject, answer: &'a Answer) -> Option<&'a serd
         body["items"].as_array().filter(|items| items.len() == 1).and_then(|items| items.first())
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subject::tests::WIDGETS;
+    use reqwest::Method;
+    use serde_json::{Value, json};
+
+    fn status(code: u16, reason: &str, message: &str) -> Answer {
+        Answer::json(code, json!({"kind": "Status", "code": code, "reason": reason, "message": message}))
+    }
+
+    fn widget(label: &str) -> Value {
+        json!({"apiVersion": "test.example.com/v1", "kind": "Widget",
+               "metadata": {"name": "g-0-1", "uid": "<uid>", "resourceVersion": "<rv>", "labels": {"l": label}}})
+    }
+
+    fn names(entries: Option<Vec<&'static Allowed>>) -> Option<Vec<&'static str>> {
+        entries.map(|entries| entries.iter().map(|e| e.name).collect())
+    }
+
+    #[test]
+    fn a_header_the_entry_does_not_name_is_never_excused() {
+        let request = Request::new("get", Method::GET, "{gv}/widgets/w").query("resourceVersion=x");
+        let ours = status(400, "BadRequest", "invalid resource version");
+        let reference = status(400, "BadRequest", "strconv.ParseUint: parsing");
+        let wording = names(explaining(&WIDGETS, &request, &ours, &reference));
+        assert!(wording.is_some_and(|w| w.len() == 1 && w[0].starts_with("the wording")));
+        let uncached = Answer { cache_control: String::new(), ..ours.clone() };
+        assert_eq!(names(explaining(&WIDGETS, &request, &uncached, &reference)), None);
+        let gzipped = Answer { content_encoding: "gzip".into(), ..ours.clone() };
+        assert_eq!(names(explaining(&WIDGETS, &request, &gzipped, &reference)), None);
+        let warned = Answer { warnings: vec!["299 - \"unknown field \\\"spec.x\\\"\"".into()], ..ours };
+        assert_eq!(names(explaining(&WIDGETS, &request, &warned, &reference)), None, "no field x in the body");
+    }
+
+    #[test]
+    fn an_entry_of_headers_makes_them_the_same_and_another_entry_judges_the_rest() {
+        let request =
+            Request::new("table", Method::GET, "{gv}/widgets").accept("application/json;as=Table;v=v1;g=meta.k8s.io");
+        let table = |link: &str| {
+            let columns = json!([{"name": "Name", "description": format!("Name. More info: {link}")}]);
+            json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "columnDefinitions": columns, "rows": []})
+        };
+        let mut ours = Answer::json(200, table(allowed::tests::NAMES_LINK));
+        ours.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io".into();
+        let reference = Answer::json(200, table(allowed::tests::OLD_NAMES_LINK));
+        let both = names(explaining(&WIDGETS, &request, &ours, &reference)).expect("explained");
+        assert_eq!(both.len(), 2, "{both:?}");
+        assert!(both[0].starts_with("Content-Type of Table") && both[1].starts_with("the Name column"), "{both:?}");
+        let same_link = Answer::json(200, table(allowed::tests::NAMES_LINK));
+        assert_eq!(names(explaining(&WIDGETS, &request, &ours, &same_link)).map(|n| n.len()), Some(1));
+        let wrong_version = Answer { content_type: "application/json;as=Table;v=v2;g=meta.k8s.io".into(), ..ours };
+        assert_eq!(names(explaining(&WIDGETS, &request, &wrong_version, &reference)), None);
+    }
+
+    /// A generated case of WIDGETS: its setup, a DELETE whose answers the DELETE entry allows
+    /// (ours `answered`), and the read after it on each side.
+    fn delete_case(answered: Value, ours_read: Answer, reference_read: Answer) -> Tally {
+        let mut tally = Tally::new(&WIDGETS, false);
+        let setup = Request::new("generated #0: setup", Method::POST, "{gv}/widgets");
+        let made = Answer::json(201, widget("a"));
+        tally.record(Part::Generated, &setup, Ok(made.clone()), Ok(made));
+        let delete = Request::new("generated #0: delete g-0-1", Method::DELETE, "{gv}/widgets/g-0-1");
+        let details = json!({"name": "g-0-1", "group": "test.example.com", "kind": "widgets", "uid": "<uid>"});
+        let success = Answer::json(200, json!({"kind": "Status", "status": "Success", "details": details}));
+        tally.record(Part::Generated, &delete, Ok(Answer::json(200, answered)), Ok(success));
+        let read = Request::new("generated #0: the object after it", Method::GET, "{gv}/widgets/g-0-1");
+        tally.record(Part::Generated, &read, Ok(ours_read), Ok(reference_read));
+        tally
+    }
+
+    #[test]
+    fn after_an_allowed_write_the_reads_are_compared_and_ours_shows_what_we_answered() {
+        let gone = || {
+            let details = json!({"name": "g-0-1", "group": "test.example.com", "kind": "widgets"});
+            Answer::json(404, json!({"kind": "Status", "code": 404, "reason": "NotFound", "details": details}))
+        };
+        let tally = delete_case(widget("a"), gone(), gone());
+        assert!(tally.unexplained.is_empty(), "{:?}", tally.unexplained);
+        assert_eq!(tally.allowed.values().map(|(_, g)| g).sum::<usize>(), 1);
+        // The reference still has the object, ours does not: the DELETE entry names no field.
+        let tally = delete_case(widget("a"), gone(), Answer::json(200, widget("a")));
+        assert_eq!(tally.unexplained.len(), 1, "{:?}", tally.unexplained);
+        // Both gone, but our DELETE answered an object the setup did not make.
+        let tally = delete_case(widget("b"), gone(), gone());
+        assert_eq!(tally.unexplained.len(), 1, "{:?}", tally.unexplained);
+        assert!(tally.unexplained[0].contains("does not show what we answered"), "{:?}", tally.unexplained);
+    }
+
+    #[test]
+    fn the_default_run_counts_each_entry_exactly() {
+        let entry = allowed::ON_PURPOSE.iter().find(|e| e.name.starts_with("DELETE")).expect("the DELETE entry");
+        let expected = entry.expected_in("widgets");
+        assert_eq!((expected.corpus, expected.generated), (0, 0), "WIDGETS is named by no entry");
+        let mut tally = delete_case(widget("a"), status(404, "NotFound", ""), status(404, "NotFound", ""));
+        tally.default_run = true;
+        let problems = tally.entries_out_of_bounds();
+        assert!(
+            problems.iter().any(|p| p.contains("fired 1 times on 3 generated requests, 0 to 0 expected")),
+            "{problems:?}"
+        );
+        tally.default_run = false;
+        assert!(
+            tally.entries_out_of_bounds().is_empty(),
+            "within the DELETE entry's rate: {:?}",
+            tally.entries_out_of_bounds()
+        );
     }
 }

@@ -256,7 +256,9 @@ fn watch_response(frames: Frames, representation: Representation) -> Response {
     if let Ok(v) = HeaderValue::from_str(&representation.content_type(Target::Watch)) {
         response.headers_mut().insert(header::CONTENT_TYPE, v);
     }
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    // No Cache-Control, as for the other answers of the API: the kube-apiserver in front sets
+    // `no-cache, private` on every answer it proxies, and adds, not replaces, the backend's
+    // (the conformance suite saw `no-cache, private, no-cache, private`).
     response
 }
 

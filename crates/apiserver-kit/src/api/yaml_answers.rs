@@ -2,7 +2,7 @@
 //! or `as=PartialObjectMetadata…` parameters) gets the answer it would have had in JSON written
 //! as YAML, errors included, as the kube-apiserver answers. Handlers only ever write JSON: this
 //! layer asks them for JSON and converts the body (with the `serde-saphyr` crate). Watches stay
-//! JSON streams.
+//! JSON streams; a watch asked for in YAML alone gets its 406 in YAML.
 
 use super::negotiate::parse_accept;
 use super::query::Query;
@@ -34,13 +34,18 @@ pub async fn answer(mut request: Request, next: Next) -> Response {
     let Some(json) = mentions_yaml.then(|| json_in_place_of_yaml(accept)).flatten() else {
         return next.run(request).await;
     };
-    if Query::parse(request.uri().query()).flag("watch") {
-        return next.run(request).await;
+    // A watch cannot stream YAML: the handler refuses it (406), and that refusal is written
+    // in YAML, as the kube-apiserver writes it.
+    let watch = Query::parse(request.uri().query()).flag("watch");
+    if !watch {
+        request.headers_mut().insert(header::ACCEPT, json);
+        // The JSON is read here: it is asked for plain (the YAML is compressed outside, if large).
+        request.headers_mut().remove(header::ACCEPT_ENCODING);
     }
-    request.headers_mut().insert(header::ACCEPT, json);
-    // The JSON is read here: it is asked for plain (the YAML is compressed outside, if large).
-    request.headers_mut().remove(header::ACCEPT_ENCODING);
     let response = next.run(request).await;
+    if watch && response.status().is_success() {
+        return response;
+    }
     let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let Some(yaml_type) = content_type.strip_prefix("application/json").map(|rest| format!("application/yaml{rest}"))
     else {
