@@ -555,9 +555,12 @@ fn subresources_only_of_status(value: &Value) -> bool {
 /// The metadata fields kube-apiserver 1.20 leaves out of an object read with `export=true`.
 const EXPORT_STRIPS: [&str; 4] = ["creationTimestamp", "namespace", "resourceVersion", "uid"];
 
+/// Refusals by code and reason.
+type Refusals = &'static [(u16, &'static str)];
+
 /// kube-apiserver 1.20's 500s for a client's mistake (a phrase of its message), and the code
 /// and reason the tested server answers the same mistake with: to a read, and to a write.
-const CLIENT_MISTAKES_1_20_FAILS: &[(&str, &[(u16, &str)], &[(u16, &str)])] = &[
+const CLIENT_MISTAKES_1_20_FAILS: &[(&str, Refusals, Refusals)] = &[
     // resourceVersion=bogus or -1 on a read: 400. An update carrying resourceVersion "bogus":
     // the precondition cannot hold (409), or the patched object is of another type first (422).
     ("strconv.ParseUint: parsing", &[(400, "BadRequest")], &[(409, "Conflict"), (422, "Invalid")]),
@@ -1425,10 +1428,11 @@ pub const ON_PURPOSE: &[Allowed] = &[
         reason: "structured-merge-diff prunes what an applier stopped sending at the version of its last apply, converting the merged object there; 1.20's field manager converts it without the webhook's conversion and fails on the fields of the other version (kubernetes/kubernetes#117260 and #117356 report the same step failing with webhooks in 1.27). The tested server converts as the resource does and prunes.",
         applies: |s, request, tested, reference| {
             // Our write, at the version asked for, holds what the configuration sent.
-            let version =
-                s.versions.iter().enumerate().find_map(|(i, v)| {
-                    request.path.starts_with(&crate::subject::Subject::placeholder(i)).then_some(*v)
-                });
+            let version = s
+                .versions
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| request.path.starts_with(crate::subject::Subject::placeholder(i)).then_some(*v));
             let at_version = version.is_some_and(|v| tested.body["apiVersion"] == format!("{}/{v}", s.group));
             apply_failed_on_reference(request, reference, "failed to prune fields")
                 && wrote(s, tested)

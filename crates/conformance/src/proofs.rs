@@ -126,7 +126,9 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
     }),
     ("an empty PartialObjectMetadataList", "our list with an item", |_, o, _| o.body["items"] = json!([{}])),
     ("a limit with resourceVersion=0", "our page without a continue token", |_, o, _| {
-        o.body["metadata"].as_object_mut().map(|m| m.remove("continue"));
+        if let Some(m) = o.body["metadata"].as_object_mut() {
+            m.remove("continue");
+        }
     }),
     ("a watch from a resourceVersion before", "our watch without events", |_, o, _| o.body = json!([])),
     ("resourceVersionMatch=Exact", "our retry after 2 s", |_, o, _| o.body["details"]["retryAfterSeconds"] = json!(2)),
@@ -139,7 +141,9 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
     }),
     ("the same set of causes", "our extra cause", |_, o, _| {
         let extra = json!({"field": "spec.extra", "reason": "FieldValueInvalid", "message": "extra"});
-        o.body["details"]["causes"].as_array_mut().map(|c| c.push(extra));
+        if let Some(c) = o.body["details"]["causes"].as_array_mut() {
+            c.push(extra);
+        }
     }),
     ("an apply the reference cannot type", "our Warning of something else", |_, o, _| {
         o.warnings.push(r#"299 - "something else""#.into());
@@ -159,7 +163,9 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
     ("export=true", "our object with another label", |_, o, _| o.body["metadata"]["labels"]["near"] = json!("miss")),
     ("null for a field", "the reference refused something else too", |_, o, r| {
         let other = json!({"field": "spec.other", "reason": "FieldValueInvalid", "message": "Invalid value: 1"});
-        r.body["details"]["causes"].as_array_mut().map(|c| c.push(other));
+        if let Some(c) = r.body["details"]["causes"].as_array_mut() {
+            c.push(other);
+        }
         if o.code == 422 {
             first_cause(o)["field"] = json!("spec.elsewhere");
         }
@@ -173,14 +179,18 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
         first_cause(o)["field"] = json!("spec.other[0]");
     }),
     ("an apply whose labels carry a null", "our refusal without a cause on the labels", |_, o, _| {
-        o.body["details"]["causes"].as_array_mut().map(|c| c.retain(|c| c["field"] != "metadata.labels"));
+        if let Some(c) = o.body["details"]["causes"].as_array_mut() {
+            c.retain(|c| c["field"] != "metadata.labels");
+        }
     }),
     ("server-side apply by a manager", "our object at another version", |_, o, _| {
         o.body["apiVersion"] = json!("elsewhere/v9");
     }),
     ("an apply with an invalid label", "our second cause", |_, o, _| {
         let extra = json!({"field": "spec.extra", "reason": "FieldValueInvalid", "message": "extra"});
-        o.body["details"]["causes"].as_array_mut().map(|c| c.push(extra));
+        if let Some(c) = o.body["details"]["causes"].as_array_mut() {
+            c.push(extra);
+        }
     }),
     ("an empty last-applied annotation", "our record not empty", |_, o, _| {
         o.body["metadata"]["annotations"][allowed::LAST_APPLIED] = json!("{}");
