@@ -11,10 +11,12 @@
 #                                          cache holds no binaries of this recipe
 #   scripts/control-plane.sh etcd          print the etcd path (installing it if needed) and nothing else
 #   scripts/control-plane.sh recipe        print the cache folder of this recipe's binaries
-#   scripts/control-plane.sh up DIR [--controller-manager]
+#   scripts/control-plane.sh up DIR [--controller-manager | --audit]
 #                                          start etcd and kube-apiserver (and kube-controller-manager:
-#                                          namespace, garbage-collector and service-account controllers)
-#                                          in DIR; writes DIR/admin.kubeconfig, DIR/env
+#                                          namespace, garbage-collector and service-account controllers;
+#                                          or an audit policy recording every request at Metadata, so
+#                                          that every answer has an Audit-Id) in DIR; writes
+#                                          DIR/admin.kubeconfig, DIR/env
 #   scripts/control-plane.sh down DIR      stop them
 #   scripts/control-plane.sh rotate-front-proxy DIR
 #                                          new front-proxy CA and proxy certificate; kube-apiserver restarted
@@ -245,7 +247,12 @@ make_front_proxy_certs() {
 
 start_kube_apiserver() {
   local d=$1 kas=$2 etcd_port=$3 port=$4
-  "$kas" --etcd-servers "http://127.0.0.1:$etcd_port" \
+  local audit=()
+  # With an audit policy (up --audit), every answer carries an Audit-Id header.
+  if [ -f "$d/audit-policy.yaml" ]; then
+    audit=(--audit-policy-file "$d/audit-policy.yaml" --audit-log-path "$d/audit.log")
+  fi
+  "$kas" --etcd-servers "http://127.0.0.1:$etcd_port" "${audit[@]}" \
     --bind-address 127.0.0.1 --secure-port "$port" --advertise-address 127.0.0.1 \
     --tls-cert-file "$d/apiserver.crt" --tls-private-key-file "$d/apiserver.key" \
     --client-ca-file "$d/ca.crt" \
@@ -300,6 +307,7 @@ up() {
   kas=$(kubernetes_binary kube-apiserver)
   case "${2:-}" in
     --controller-manager) kcm=$(kubernetes_binary kube-controller-manager) ;;
+    --audit) printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n' > "$d/audit-policy.yaml" ;;
     "") ;;
     *) echo "unknown option: $2" >&2; exit 2 ;;
   esac
@@ -385,6 +393,6 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | recipe | up DIR [--controller-manager] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    *) echo "usage: $0 binaries | check | etcd | recipe | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
   esac
 fi

@@ -1120,7 +1120,16 @@ pub const ON_PURPOSE: &[Allowed] = &[
             let unknown_only =
                 tested.warnings.iter().all(|w| unknown_field(w).is_some() || reference.warnings.contains(w));
             let known = applied_known_fields(request, &tested.warnings);
+            // Why 1.20 could not type it: a field its schema does not declare, which we warned
+            // of, or a status that is not an object (`.status: expected map`).
+            let why = message(reference).strip_prefix("failed to create typed patch object: ").unwrap_or_default();
+            let undeclared = why.strip_suffix(": field not declared in schema").is_some_and(|field| {
+                let field = field.trim_start_matches('.');
+                tested.warnings.iter().any(|w| unknown_field(w) == Some(field))
+            });
+            let untyped_status = why.starts_with(".status: expected map");
             apply_failed_on_reference(request, reference, "failed to create typed patch object")
+                && (undeclared || untyped_status)
                 && wrote(s, tested)
                 && unknown_only
                 && known.is_some_and(|k| holds(&tested.body, &k))
@@ -1534,6 +1543,20 @@ pub(crate) mod tests {
         assert!(!allowed(&status(400, "BadRequest", "")), "1.20 read the same body");
         let without = Request { query: String::new(), ..request };
         assert!(!(entry.applies)(&crate::subject::tests::WIDGETS, &without, &ours, &status(422, "Invalid", "")));
+    }
+
+    #[test]
+    fn a_client_mistake_1_20_fails_is_allowed_only_as_the_refusal_it_names_for_reads_or_writes() {
+        let entry = ON_PURPOSE.iter().find(|e| e.name.starts_with("a client's mistake")).unwrap();
+        let theirs = status(500, "", "resourceVersion: Invalid value: \"bogus\": strconv.ParseUint: parsing \"bogus\"");
+        let allowed = |method: reqwest::Method, ours: &Answer| {
+            let request = Request::new("rv", method, "{gv}/widgets/w").query("resourceVersion=bogus");
+            (entry.applies)(&crate::subject::tests::WIDGETS, &request, ours, &theirs)
+        };
+        assert!(allowed(reqwest::Method::GET, &status(400, "BadRequest", "invalid resource version")));
+        assert!(!allowed(reqwest::Method::GET, &status(409, "Conflict", "")), "a read has no precondition");
+        assert!(allowed(reqwest::Method::PUT, &status(409, "Conflict", "")));
+        assert!(!allowed(reqwest::Method::PUT, &status(400, "Invalid", "")), "another reason");
     }
 
     #[test]

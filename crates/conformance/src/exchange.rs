@@ -103,8 +103,9 @@ pub struct Answer {
     pub warnings: Vec<String>,
     /// The `Cache-Control` header (empty when absent).
     pub cache_control: String,
-    /// Whether the answer has an `Audit-Id` header (its value differs by request).
-    pub audit_id: bool,
+    /// How many `Audit-Id` values the answer has (the values differ by request): one when the
+    /// kube-apiserver audits, none when it does not, two when a proxy added the backend's.
+    pub audit_ids: usize,
     pub body: Value,
 }
 
@@ -146,7 +147,7 @@ impl Answer {
             content_encoding: String::new(),
             warnings: Vec::new(),
             cache_control: "no-cache, private".into(),
-            audit_id: true,
+            audit_ids: 1,
             body,
         }
     }
@@ -158,7 +159,7 @@ impl Answer {
             Header::ContentEncoding => self.content_encoding.clone(),
             Header::Warning => self.warnings.join("\n"),
             Header::CacheControl => self.cache_control.clone(),
-            Header::AuditId => if self.audit_id { "present" } else { "absent" }.into(),
+            Header::AuditId => format!("{} values", self.audit_ids),
         }
     }
 
@@ -169,7 +170,7 @@ impl Answer {
             Header::ContentEncoding => self.content_encoding.clone_from(&other.content_encoding),
             Header::Warning => self.warnings.clone_from(&other.warnings),
             Header::CacheControl => self.cache_control.clone_from(&other.cache_control),
-            Header::AuditId => self.audit_id = other.audit_id,
+            Header::AuditId => self.audit_ids = other.audit_ids,
         }
     }
 
@@ -258,14 +259,14 @@ impl Side {
         let warnings = header("warning");
         let content_encoding = header("content-encoding").join(", ");
         let cache_control = header("cache-control").join(", ");
-        let audit_id = response.headers().contains_key("audit-id");
+        let audit_ids = header("audit-id").iter().map(|v| v.split(',').count()).sum();
         let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
         let bytes = decoded(bytes.to_vec(), &content_encoding)?;
         let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, tested), request);
         let body = parse(&text, &content_type, request.is_watch() && code == 200);
         self.remember(&body);
         let body = normalise(body, self.subject.plural);
-        Ok(Answer { code, content_type, content_encoding, warnings, cache_control, audit_id, body })
+        Ok(Answer { code, content_type, content_encoding, warnings, cache_control, audit_ids, body })
     }
 
     fn remember(&mut self, body: &Value) {

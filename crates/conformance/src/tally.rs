@@ -498,6 +498,8 @@ mod tests {
         assert!(wording.is_some_and(|w| w.len() == 1 && w[0].starts_with("the wording")));
         let uncached = Answer { cache_control: String::new(), ..ours.clone() };
         assert_eq!(names(explaining(&WIDGETS, &request, &uncached, &reference)), None);
+        let doubled = Answer { audit_ids: 2, ..ours.clone() };
+        assert_eq!(names(explaining(&WIDGETS, &request, &doubled, &reference)), None);
         let gzipped = Answer { content_encoding: "gzip".into(), ..ours.clone() };
         assert_eq!(names(explaining(&WIDGETS, &request, &gzipped, &reference)), None);
         let warned = Answer { warnings: vec!["299 - \"unknown field \\\"spec.x\\\"\"".into()], ..ours };

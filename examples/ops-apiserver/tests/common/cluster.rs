@@ -21,20 +21,17 @@ impl Cluster {
     /// Starts the control plane (with kube-controller-manager) and ops-apiserver, registers it
     /// and waits until the aggregator serves `ops.example.com/v1`.
     pub async fn start() -> Self {
-        Self::start_with(true).await
+        Self::start_with("--controller-manager").await
     }
 
-    /// As [`Cluster::start`], with kube-controller-manager or without (its garbage collector
-    /// acts on deletions in its own time, which a comparison of two servers cannot wait for).
-    pub async fn start_with(controller_manager: bool) -> Self {
+    /// As [`Cluster::start`], with `option` for `scripts/control-plane.sh up` in place of
+    /// kube-controller-manager (whose garbage collector acts on deletions in its own time, which
+    /// a comparison of two servers cannot wait for): `--audit`, so that every answer has an
+    /// Audit-Id.
+    pub async fn start_with(option: &str) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/control-plane.sh");
-        let mut up = Command::new("bash");
-        up.arg(script).arg("up").arg(dir.path());
-        if controller_manager {
-            up.arg("--controller-manager");
-        }
-        let up = up.status();
+        let up = Command::new("bash").arg(script).arg("up").arg(dir.path()).arg(option).status();
         assert!(up.expect("run scripts/control-plane.sh").success(), "the control plane did not start");
         let kubeconfig = dir.path().join("admin.kubeconfig");
         let certs = apiserver_kit::tls::generate("ops-e2e-ca", &["ops-apiserver.ops-system.svc".into()]).unwrap();
