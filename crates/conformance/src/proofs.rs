@@ -110,6 +110,7 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
     ("an apply of the status", "the reference's conflict over the status", |_, _, r| {
         r.body["details"]["causes"][0]["field"] = json!(".status.phase");
     }),
+    ("Audit-Id of a watch", "our watch with two Audit-Ids", |_, o, _| o.audit_ids = 2),
     ("Content-Type of Table", "our Content-Type naming another version", |_, o, _| {
         o.content_type = o.content_type.replace(";v=v1", ";v=v2");
     }),
