@@ -4,9 +4,10 @@
 //! a 4xx, and:
 //! - the modes agree: Ignore and Warn accept the same bodies, Ignore never warns, and Strict
 //!   accepts exactly the bodies Warn accepts without warnings;
-//! - an accepted object, encoded as a GET would return it (`machinery::json`, Go's numbers), decodes again strictly and encodes to
-//!   the same JSON (a read-modify-write round trip changes nothing; the first encoding may lose
-//!   what the wire format does not keep, e.g. the fractional seconds of a `metav1.Time`);
+//! - an accepted object, encoded as a GET would return it (`machinery::json`, Go's numbers),
+//!   decodes again strictly and encodes to the same JSON (a read-modify-write round trip changes
+//!   nothing; the first encoding may lose what the wire format does not keep, e.g. the
+//!   fractional seconds of a `metav1.Time`);
 //! - its stored form (`Stored`) writes the same JSON, decodes back to it, and its index (read from
 //!   the bytes by `json_scan`) gives the object's name, namespace, labels, selectable field and
 //!   resourceVersion.
