@@ -77,8 +77,8 @@ pub struct Tally {
     pub details: String,
     /// Both answers to each allowed difference, by entry, for the audit file.
     pub allowed_details: String,
-    /// The same as JSON lines (`{"entries", "request", "ours", "reference"}`), from which the
-    /// tables' examples are taken.
+    /// The same as JSON lines (`{"entries", "request", "ours", "reference"}`), known defects
+    /// included, from which the tables' examples are taken.
     pub allowed_examples: String,
 }
 
@@ -171,6 +171,8 @@ impl Tally {
                     "TO FIX ({name}): {}\n  {difference}\n  ours:      {f:?}\n  reference: {r:?}\n\n",
                     crate::describe(request)
                 );
+                let example = serde_json::json!({"entries": [name], "request": request, "ours": f, "reference": r});
+                self.allowed_examples += &format!("{example}\n");
             }
             None => self.unexplained(request, &difference, &tested, &reference),
         }

@@ -412,6 +412,16 @@ pub fn decode_write<K: ApiResource>(
             unknown.push(path);
         }
     };
+    // A whole float (`12.0`) that the schema took as an integer decodes as one.
+    let whole;
+    let value = if crate::machinery::number::has_integral_floats(value) {
+        let mut integers = value.clone();
+        crate::machinery::number::integral_as_integers(&mut integers);
+        whole = integers;
+        &whole
+    } else {
+        value
+    };
     let ignored = serde_ignored::Deserializer::new(value, &mut record);
     let mut object: K = serde_path_to_error::deserialize(ignored).map_err(|err| {
         let path = err.path().to_string();

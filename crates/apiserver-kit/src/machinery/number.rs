@@ -107,6 +107,16 @@ pub fn integral_as_integers(value: &mut Value) {
     }
 }
 
+/// Whether [`integral_as_integers`] would change `value`.
+pub fn has_integral_floats(value: &Value) -> bool {
+    match value {
+        Value::Number(number) => number.is_f64() && number.as_f64().and_then(integral).is_some(),
+        Value::Array(items) => items.iter().any(has_integral_floats),
+        Value::Object(members) => members.values().any(has_integral_floats),
+        _ => false,
+    }
+}
+
 /// `value` as an integer, when it has no fraction and is written with the same digits as one
 /// (not `-0`, nothing from 2^53 on).
 fn integral(value: f64) -> Option<serde_json::Number> {

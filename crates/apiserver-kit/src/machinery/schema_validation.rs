@@ -24,6 +24,11 @@ pub fn json_type(value: &Value) -> &'static str {
     }
 }
 
+/// Whether a float is a whole number a JSON integer can say exactly (below 2^53 in size).
+fn is_json_integer(value: f64) -> bool {
+    value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0
+}
+
 /// Checks `value`, found at `path`, against `schema`, recursively, adding every problem to
 /// `errors`.
 pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
@@ -33,7 +38,9 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
     }
     let actual = json_type(value);
     if let Some(expected) = schema.get("type").and_then(Value::as_str) {
-        let ok = expected == actual || (expected == "number" && actual == "integer");
+        // A whole float is an integer too (kube-openapi's `IsFloat64AJSONInteger`: `12.0`).
+        let whole = expected == "integer" && actual == "number" && value.as_f64().is_some_and(is_json_integer);
+        let ok = expected == actual || (expected == "number" && actual == "integer") || whole;
         if !ok {
             errors.push(FieldError::invalid(
                 path,
@@ -215,6 +222,18 @@ mod tests {
         let mut errors = Vec::new();
         check("f", &value, &schema, &mut errors);
         errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_whole_float_is_an_integer_as_for_a_custom_resource() {
+        let integer = json!({"type": "integer"});
+        assert!(errors(json!(12.0), integer.clone()).is_empty());
+        assert!(errors(json!(-3.0), integer.clone()).is_empty());
+        assert_eq!(
+            errors(json!(12.5), integer.clone()),
+            ["f: Invalid value: \"number\": f in body must be of type integer: \"number\""]
+        );
+        assert_eq!(errors(json!(1e300), integer).len(), 1, "beyond what a JSON integer says exactly");
     }
 
     #[test]
