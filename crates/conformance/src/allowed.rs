@@ -1374,7 +1374,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 .into_iter()
                 .filter(|t| {
                     let string_null = refuses_null(t) && message_of(t).contains("must be of type string");
-                    !(string_null && !ours.iter().any(|o| o["field"] == t["field"]))
+                    !string_null || ours.iter().any(|o| o["field"] == t["field"])
                 })
                 .collect();
             let required_instead = |(f, r): (&Value, &Value)| {
