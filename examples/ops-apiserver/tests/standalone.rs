@@ -145,6 +145,28 @@ async fn config_digests_without_a_cluster_say_what_is_missing() {
 }
 
 #[tokio::test]
+async fn a_whole_float_in_an_integer_field_is_an_integer_as_for_a_crd() {
+    let s = Standalone::start().await;
+    // A custom resource's validator takes 12.0 as an integer; 12.5 is not one.
+    for (sent, code) in [("12.0", 201), ("12.5", 422)] {
+        let body = format!(
+            r#"{{"apiVersion":"ops.example.com/v1","kind":"Region","metadata":{{"name":"i"}},"spec":{{"zones":["a"],"capacity":{sent}}}}}"#
+        );
+        let created =
+            s.client.post(s.url(REGIONS)).header("content-type", "application/json").body(body).send().await.unwrap();
+        assert_eq!(created.status(), code, "{sent}");
+        if code == 201 {
+            let text = created.text().await.unwrap();
+            assert!(text.contains(r#""capacity":12"#) && !text.contains(r#""capacity":12."#), "{sent}: {text}");
+            s.client.delete(s.url(&format!("{REGIONS}/i"))).send().await.unwrap();
+        } else {
+            let status: serde_json::Value = created.json().await.unwrap();
+            assert_eq!(status["details"]["causes"][0]["field"], "spec.capacity", "{status}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_float_field_keeps_a_whole_number_whole_as_a_crd_does() {
     let s = Standalone::start().await;
     // The text of each write and of what every read gives back, as a CRD gives it.
