@@ -69,6 +69,11 @@ fn first_cause(answer: &mut Answer) -> &mut Value {
     &mut answer.body["details"]["causes"][0]
 }
 
+/// Our object with a label the reference's does not have.
+fn another_label(_: &mut Request, ours: &mut Answer, _: &mut Answer) {
+    ours.body["metadata"]["labels"]["near"] = json!("miss");
+}
+
 /// Each entry's near miss, by the start of its name: what it changes, and the change.
 const NEAR_MISSES: &[(&str, &str, Miss)] = &[
     ("the order of a list", "an item of ours missing", |_, o, _| {
@@ -101,12 +106,8 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
     ("a field selector", "the reference refused another field", |_, _, r| {
         r.body["message"] = json!("field label not supported: spec.other");
     }),
-    ("managedFields: our status fields", "our object with another label", |_, o, _| {
-        o.body["metadata"]["labels"]["near"] = json!("miss");
-    }),
-    ("managedFields after a write of /status", "our object with another label", |_, o, _| {
-        o.body["metadata"]["labels"]["near"] = json!("miss");
-    }),
+    ("managedFields: our status fields", "our object with another label", another_label),
+    ("managedFields after a write of /status", "our object with another label", another_label),
     ("an apply of the status", "the reference's conflict over the status", |_, _, r| {
         r.body["details"]["causes"][0]["field"] = json!(".status.phase");
     }),
@@ -160,11 +161,9 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
         o.body["items"].as_array_mut().map(Vec::pop);
     }),
     ("DELETE", "our deleted object of another uid", |_, o, _| o.body["metadata"]["uid"] = json!("another")),
-    ("managedFields: an applied or written empty map", "our object with another label", |_, o, _| {
-        o.body["metadata"]["labels"]["near"] = json!("miss");
-    }),
+    ("managedFields: an applied or written empty map", "our object with another label", another_label),
     ("managedFields kept", "our managedFields empty", |_, o, _| o.body["metadata"]["managedFields"] = json!([])),
-    ("export=true", "our object with another label", |_, o, _| o.body["metadata"]["labels"]["near"] = json!("miss")),
+    ("export=true", "our object with another label", another_label),
     ("null for a field", "the reference refused something else too", |_, o, r| {
         let other = json!({"field": "spec.other", "reason": "FieldValueInvalid", "message": "Invalid value: 1"});
         if let Some(c) = r.body["details"]["causes"].as_array_mut() {
