@@ -81,6 +81,21 @@ async fn changing_a_field_another_manager_owns_is_a_409_naming_it_unless_forced(
 }
 
 #[apply(backends)]
+async fn an_unknown_field_an_apply_drops_is_owned_by_nobody(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
+    let path = llama_path("default", "dolly");
+    let config = applied("dolly", json!({"weight": 1.0, "height": 2.0, "horns": 1}));
+    let (code, created) = apply_as(&s, &path, "fieldManager=a", &config).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"], json!({"weight": 1, "height": 2}), "dropped, as fieldValidation=Warn has it");
+    let owned = &created["metadata"]["managedFields"][0]["fieldsV1"];
+    assert_eq!(owned, &json!({"f:spec": {"f:height": {}, "f:weight": {}}}), "what was written, and only that");
+    let (code, other) = apply_as(&s, &path, "fieldManager=b", &applied("dolly", json!({"horns": 2}))).await;
+    assert_eq!(code, 200, "no conflict over a field the object does not have: {other}");
+    assert_eq!(rv(&other), rv(&created), "nothing changed");
+}
+
+#[apply(backends)]
 async fn apply_options_bodies_and_preconditions_are_checked(#[case] backend: Backend) {
     let s = Server::start_on(backend).await;
     let path = llama_path("default", "dolly");
@@ -105,6 +120,14 @@ async fn apply_options_bodies_and_preconditions_are_checked(#[case] backend: Bac
     let (code, _) =
         apply_as(&s, &path, "fieldManager=a", &applied("other", json!({"weight": 1.0, "height": 2.0}))).await;
     assert_eq!(code, 400, "the name must be the URL's");
+    for metadata in [json!({"name": 7}), json!(7)] {
+        let mut odd = config.clone();
+        odd["metadata"] = metadata;
+        let (code, body) = apply_as(&s, &path, "fieldManager=a", &odd).await;
+        assert_eq!((code, body["reason"].as_str()), (400, Some("BadRequest")), "as for an update: {body}");
+        assert!(body["message"].as_str().unwrap().contains("cannot be handled as a Llama"), "{body}");
+    }
+    assert_eq!(send(s.client.get(s.url(&path))).await.0, 404, "a refused apply stores nothing");
 
     let (code, _) = apply_as(&s, &path, "fieldManager=a&dryRun=All", &config).await;
     assert_eq!(code, 201);

@@ -1171,7 +1171,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         stored: WHOLE,
         expected: &[seen("llamas", 1, 1), seen("regions", 0, 1)],
         per_thousand: 2,
-        reason: "kube-apiserver 1.20 answers an apply carrying a field its schema does not declare, or a status that is not an object, with a 500 (`failed to create typed patch object`). The tested server applies it as its other writes take such a body: an unknown field is dropped with a Warning (fieldValidation=Warn, Kubernetes 1.27) and the status, which a write of the object resets (Kubernetes 1.22), is not applied.",
+        reason: "kube-apiserver 1.20 answers an apply carrying a field its schema does not declare, or a status that is not an object, with a 500 (`failed to create typed patch object`). So does current Kubernetes (apimachinery's `structuredmerge.go` still wraps structured-merge-diff's typing error as a 500). The tested server applies it as its other writes take such a body: an unknown field is dropped with a Warning (fieldValidation=Warn, Kubernetes 1.27) and owned by nobody, and the status, which a write of the object resets (Kubernetes 1.22), is not applied.",
         applies: |s, request, tested, reference| {
             // What we wrote holds every field the configuration sent but those our Warnings
             // name as unknown and the status.
@@ -1566,28 +1566,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
 const TO_FIX_LABELS: &[(&str, &[&str])] = &[];
 
 /// Known defects that generated requests meet too, recognised by their answers.
-pub const TO_FIX: &[Allowed] = &[Allowed {
-    name: "an apply that creates an object, its configuration's name not a string: our 201 where it should be refused as for an update (400 cannot be handled)",
-    reason: "Found on Regions (seed 17663087238613699942, case 4928): an apply creating `g-4928-3` with `metadata.name: 7` is written under the URL's name. An apply to an existing object refuses the same configuration as its decoder does (400 `cannot be handled as a Region: metadata.name: invalid type`), and 1.20 cannot type it (500).",
-    headers: &[],
-    headers_only: false,
-    stored: WHOLE,
-    expected: &[],
-    per_thousand: 1,
-    applies: |s, request, tested, reference| {
-        let applied = applied(request).unwrap_or_default();
-        request.has_header("content-type", "apply-patch")
-            && applied["metadata"]["name"].as_str().is_none()
-            && !applied["metadata"]["name"].is_null()
-            && tested.code == 201
-            && tested.body["kind"] == s.kind
-            && apply_failed_on_reference(
-                request,
-                reference,
-                "failed to create typed patch object: .metadata.name: expected string",
-            )
-    },
-}];
+pub const TO_FIX: &[Allowed] = &[];
 
 /// The label groups of `TO_FIX_LABELS` none of whose requests differed in a run that
 /// found `seen`: fixed, or now explained by an entry of [`ON_PURPOSE`]; to be removed.

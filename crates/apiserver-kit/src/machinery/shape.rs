@@ -23,6 +23,9 @@ pub struct Schema {
     extra: Option<Box<Schema>>,
     items: Option<Box<Schema>>,
     atomic_map: bool,
+    /// Whether keys other than the declared fields are kept (`additionalProperties: true` or
+    /// `x-kubernetes-preserve-unknown-fields`).
+    open: bool,
     list: ListKind,
 }
 
@@ -62,6 +65,9 @@ pub enum Shape<'s> {
         extra: Option<&'s Schema>,
         /// Whether it is one value (`x-kubernetes-map-type: atomic`).
         atomic: bool,
+        /// Whether a key it does not declare is unknown, dropped by the decoder (the node has
+        /// declared fields, and neither a schema of other keys nor leave to keep them).
+        closed: bool,
     },
     /// A list.
     List {
@@ -109,6 +115,8 @@ impl Schema {
             extra: extension("additionalProperties").filter(|a| a.is_object()).map(|a| Box::new(Schema::compile(a))),
             items: extension("items").map(|items| Box::new(Schema::compile(items))),
             atomic_map: text("x-kubernetes-map-type") == Some("atomic"),
+            open: extension("additionalProperties") == Some(&Value::Bool(true))
+                || extension("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)),
             list,
         }
     }
@@ -139,9 +147,14 @@ pub fn shape<'s>(schema: Option<&'s Schema>, value: &Value) -> Shape<'s> {
         _ => return Shape::Scalar,
     };
     match schema {
-        None if object => Shape::Object { fields: None, extra: None, atomic: false },
+        None if object => Shape::Object { fields: None, extra: None, atomic: false, closed: false },
         None => Shape::List { items: None, kind: &ATOMIC },
-        Some(s) if object => Shape::Object { fields: s.fields(), extra: s.extra(), atomic: s.atomic_map },
+        Some(s) if object => Shape::Object {
+            fields: s.fields(),
+            extra: s.extra(),
+            atomic: s.atomic_map,
+            closed: s.fields.is_some() && s.extra.is_none() && !s.open,
+        },
         Some(s) => Shape::List { items: s.items(), kind: &s.list },
     }
 }
@@ -185,8 +198,9 @@ mod tests {
             },
             "additionalProperties": true,
         }));
-        let Shape::Object { fields, extra, atomic: false } = shape(Some(&schema), &json!({})) else { panic!() };
+        let Shape::Object { fields, extra, atomic: false, closed } = shape(Some(&schema), &json!({})) else { panic!() };
         assert!(extra.is_none(), "only a schema object describes other keys");
+        assert!(!closed, "`additionalProperties: true` keeps other keys");
         let field = |name| field_schema(fields, extra, name);
         assert!(matches!(shape(field("labels"), &json!({})), Shape::Object { extra: Some(_), .. }));
         assert!(matches!(shape(field("selector"), &json!({})), Shape::Object { atomic: true, .. }));
@@ -194,5 +208,12 @@ mod tests {
         assert!(matches!(conditions, Shape::List { kind: ListKind::Map(keys), items: Some(_) } if keys == &["type"]));
         assert!(matches!(shape(field("finalizers"), &json!([])), Shape::List { kind: ListKind::Set, .. }));
         assert!(field("other").is_none());
+        let closed = |schema| matches!(shape(Some(&Schema::compile(&schema)), &json!({})), Shape::Object { closed, .. } if closed);
+        assert!(closed(json!({"type": "object", "properties": {"a": {}}})), "declared fields alone");
+        assert!(!closed(
+            json!({"type": "object", "properties": {"a": {}}, "x-kubernetes-preserve-unknown-fields": true})
+        ));
+        assert!(!closed(json!({"type": "object", "additionalProperties": {"type": "string"}})));
+        assert!(!closed(json!({"type": "object"})), "no declared fields: every key kept");
     }
 }

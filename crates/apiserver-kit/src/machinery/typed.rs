@@ -27,7 +27,8 @@ pub(crate) fn entry_element(kind: &ListKind, entry: &Value) -> Option<PathElemen
 
 /// Every field `value` sets, as structured-merge-diff's `ToFieldSet`: scalars and atomic values
 /// are members; an object's fields are walked (a field is a member itself when it is null, an
-/// empty object, or an undeclared key of a map); list entries are members and are walked.
+/// empty object, or an undeclared key of a map); list entries are members and are walked. An
+/// unknown field (a key an object neither declares nor keeps) is no member: the decoder drops it.
 pub fn to_field_set(value: &Value, schema: &Schema) -> Set {
     let mut set = Set::new();
     walk_fields(value, Some(schema), &mut Vec::new(), &mut set);
@@ -38,11 +39,15 @@ fn walk_fields(value: &Value, schema: Option<&Schema>, path: &mut Path, set: &mu
     match shape(schema, value) {
         Shape::Scalar => set.insert(path),
         Shape::Object { atomic: true, .. } | Shape::List { kind: ListKind::Atomic, .. } => set.insert(path),
-        Shape::Object { fields, extra, .. } => {
+        Shape::Object { fields, extra, closed, .. } => {
             for (key, child) in value.as_object().into_iter().flatten() {
+                let declared = fields.is_some_and(|f| f.contains_key(key));
+                // An unknown field is dropped from what is written: nobody owns it.
+                if closed && !declared {
+                    continue;
+                }
                 path.push(PathElement::Field(key.clone()));
                 walk_fields(child, field_schema(fields, extra, key), path, set);
-                let declared = fields.is_some_and(|f| f.contains_key(key));
                 if child.is_null() || child.as_object().is_some_and(Map::is_empty) || !declared {
                     set.insert(path);
                 }
@@ -364,17 +369,16 @@ mod tests {
     }
 
     #[test]
-    fn the_field_set_of_an_object_names_leaves_and_list_entries() {
+    fn the_field_set_of_an_object_names_leaves_and_list_entries_but_no_unknown_field() {
         let object = json!({
-            "metadata": {"labels": {"herd": "north"}, "finalizers": ["orphan"]},
-            "spec": {"weight": 1, "tags": ["a", "b"]},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            "metadata": {"labels": {"herd": "north"}, "finalizers": ["orphan"], "colour": "red"},
+            "spec": {"weight": 1, "tags": ["a", "b"], "horns": {"left": 1}},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "x"}]},
             "extra": {"free": {"form": 1}},
         });
         assert_eq!(
             to_field_set(&object, &schema()).to_fields_v1(),
             json!({
-                "f:extra": {".": {}, "f:free": {".": {}, "f:form": {}}},
                 "f:metadata": {"f:finalizers": {"v:\"orphan\"": {}}, "f:labels": {"f:herd": {}}},
                 "f:spec": {"f:tags": {}, "f:weight": {}},
                 "f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:status": {}, "f:type": {}}}},

@@ -50,6 +50,24 @@ fn check_target(config: &Value, namespace: &str, name: &str) -> Result<()> {
     super::check_body_namespace(config, namespace)
 }
 
+/// Names the object to create as the URL does when its configuration names nothing; a name
+/// that is not a string (or metadata that is not a map) is left for the decoder to refuse, as
+/// an update's is.
+fn name_from_url(object: &mut Value, name: &str) {
+    if let Value::Object(object) = object {
+        let metadata = object.entry("metadata").or_insert(Value::Null);
+        if metadata.is_null() {
+            *metadata = Value::Object(Default::default());
+        }
+        if let Value::Object(metadata) = metadata {
+            let given = metadata.entry("name").or_insert(Value::Null);
+            if given.is_null() {
+                *given = Value::String(name.to_string());
+            }
+        }
+    }
+}
+
 impl<K: Strategy> Registry<K> {
     /// Applies `config` (the parsed body) to `name` through `subresource` for `ctx.manager`;
     /// `force` takes over fields other managers own instead of answering 409. Also says whether
@@ -120,7 +138,7 @@ impl<K: Strategy> Registry<K> {
         let applied = managed::apply(None, config, sent, Managed::default(), &write, force, &schema.object)
             .map_err(|conflicts| managed::conflict_error(&conflicts))?;
         let mut object = applied.object.unwrap_or_else(|| config.clone());
-        object["metadata"]["name"] = Value::String(name.to_string());
+        name_from_url(&mut object, name);
         let decoded = decode::decode_object::<V>(&object, namespace, ctx.field_validation)?;
         // An apply that creates ignores the resourceVersion its configuration may carry; a dry
         // run answers it as sent, as the kube-apiserver's dry-run storage answers the object.
