@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 15
 CONFORMANCE_GENERATED ?= 3000
 CONFORMANCE_SEED ?= random
 
-.PHONY: build run test unit e2e ha conformance bench soak fuzz fmt lint openapi certs manifests image node node-down node-test clean
+.PHONY: build run test unit e2e ha conformance conformance-examples bench soak fuzz fmt lint openapi certs manifests image node node-down node-test clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -45,6 +45,9 @@ conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default
 	bash scripts/control-plane.sh binaries
 	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) CONFORMANCE_SEED=$(CONFORMANCE_SEED) $(CARGO) test --locked --test conformance -- --nocapture
 	CONFORMANCE_GENERATED=$(CONFORMANCE_GENERATED) CONFORMANCE_SEED=$(CONFORMANCE_SEED) $(CARGO) test --locked -p ops-apiserver --test aggregated regions_answer -- --nocapture
+
+conformance-examples: ## After the differential suites ran: add to crates/conformance/src/examples.jsonl an example for each allowed difference that has none, and drop those of removed ones (ENTRIES="<name start> ..." takes new examples for those entries too).
+	python3 scripts/conformance-examples.py $(ENTRIES)
 
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	bash scripts/install-tools.sh
