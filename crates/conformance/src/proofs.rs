@@ -1,7 +1,8 @@
 //! Each entry of the tables proven: an example of the two answers it allows, taken whole from a
 //! run against the reference (`examples.jsonl`, kept in step with the tables by `make
-//! conformance-examples` from a run's `conformance-<plural>-allowed.jsonl`), and a near miss of that example it must refuse (a wrong
-//! code or reason, a missing cause, a wrong stored field, a header it does not name).
+//! conformance-examples` from a run's `conformance-<plural>-allowed.jsonl`), and a near miss of
+//! that example it must refuse (a wrong code or reason, a missing cause, a wrong stored field, a
+//! header it does not name).
 
 use crate::allowed::{self, Allowed};
 use crate::exchange::{Answer, Request};

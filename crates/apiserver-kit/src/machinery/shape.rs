@@ -65,8 +65,9 @@ pub enum Shape<'s> {
         extra: Option<&'s Schema>,
         /// Whether it is one value (`x-kubernetes-map-type: atomic`).
         atomic: bool,
-        /// Whether a key it does not declare is unknown, dropped by the decoder (the node has
-        /// declared fields, and neither a schema of other keys nor leave to keep them).
+        /// Whether a key it does not declare is unknown, dropped by the decoder: the node
+        /// declares fields, and neither a schema for other keys nor `additionalProperties: true`
+        /// or `x-kubernetes-preserve-unknown-fields`.
         closed: bool,
     },
     /// A list.
