@@ -62,6 +62,9 @@ pub struct Tally {
     pub compared: usize,
     pub same: usize,
     pub generated: usize,
+    /// Requests whose difference entries of [`allowed::ON_PURPOSE`] explain (one request may
+    /// count under two entries: one of its headers, one of the rest).
+    pub on_purpose: usize,
     /// How often each entry of [`allowed::ON_PURPOSE`] fired, on the corpus and on generated requests.
     pub allowed: BTreeMap<&'static str, (usize, usize)>,
     /// How often each entry of [`allowed::TO_FIX`] (or group of its labels) fired, likewise.
@@ -101,6 +104,7 @@ impl Tally {
             default_run,
             compared: 0,
             same: 0,
+            on_purpose: 0,
             generated: 0,
             allowed: BTreeMap::new(),
             to_fix: BTreeMap::new(),
@@ -182,6 +186,7 @@ impl Tally {
     /// the difference (counted).
     fn explained(&mut self, part: Part, request: &Request, f: &Answer, r: &Answer, difference: &str) -> bool {
         if let Some(entries) = explaining(self.subject, request, f, r) {
+            self.on_purpose += 1;
             for entry in &entries {
                 self.allowed_details += &format!(
                     "ON PURPOSE ({}): {}\n  {difference}\n  ours:      {f:?}\n  reference: {r:?}\n\n",
@@ -295,13 +300,14 @@ impl Tally {
     }
 
     pub fn report(&self) -> String {
-        let on_purpose: usize = self.allowed.values().map(|(c, g)| c + g).sum();
+        let firings: usize = self.allowed.values().map(|(c, g)| c + g).sum();
         let mut text = format!(
-            "{} requests compared ({} generated): {} answered the same, {} differ on purpose, {} reads after an allowed write differ only in the fields its entry names (each side showing what it answered), {} differ by known defects, {} follow from a defect of their generated case's write, {} unexplained\n",
+            "{} requests compared ({} generated): {} answered the same, {} differ on purpose (explained {} times: a header and the rest of an answer count under two entries), {} reads after an allowed write differ only in the fields its entry names (each side showing what it answered), {} differ by known defects, {} follow from a defect of their generated case's write, {} unexplained\n",
             self.compared,
             self.generated,
             self.same,
-            on_purpose,
+            self.on_purpose,
+            firings,
             self.stored_as_answered,
             self.to_fix.values().map(|(c, g)| c + g).sum::<usize>(),
             self.follow_ups,
@@ -524,6 +530,10 @@ mod tests {
         assert!(both[0].starts_with("Content-Type of Table") && both[1].starts_with("the Name column"), "{both:?}");
         let same_link = Answer::json(200, table(allowed::tests::NAMES_LINK));
         assert_eq!(names(explaining(&WIDGETS, &request, &ours, &same_link)).map(|n| n.len()), Some(1));
+        let mut tally = Tally::new(&WIDGETS, false);
+        tally.record(Part::Corpus, &request, Ok(ours.clone()), Ok(reference.clone()));
+        let firings: usize = tally.allowed.values().map(|(c, g)| c + g).sum();
+        assert_eq!((tally.compared, tally.on_purpose, firings), (1, 1, 2), "one request, counted under two entries");
         let wrong_version = Answer { content_type: "application/json;as=Table;v=v2;g=meta.k8s.io".into(), ..ours };
         assert_eq!(names(explaining(&WIDGETS, &request, &wrong_version, &reference)), None);
     }
