@@ -117,13 +117,22 @@ fn report(health: &Health, endpoint: Endpoint, only: Option<&str>, verbose: bool
         }
     }
     if failed {
-        for (name, result, _) in &checks {
+        let mut failing = Vec::new();
+        for (name, result, counts) in &checks {
             if let Err(reason) = result {
                 tracing::info!(endpoint = endpoint.name(), check = name, reason, "health check failed");
+                if *counts || only.is_some() {
+                    failing.push(*name);
+                }
             }
         }
         body.push_str(&format!("{} check failed\n", endpoint.name()));
-        text(StatusCode::INTERNAL_SERVER_ERROR, body)
+        let mut response = text(StatusCode::INTERNAL_SERVER_ERROR, body);
+        // What the request log says of the 500: the checks that failed (their reasons are
+        // logged above, and withheld from the body).
+        let message = format!("{} check failed: {}", endpoint.name(), failing.join(", "));
+        response.extensions_mut().insert(crate::machinery::error::Failure { reason: "", message });
+        response
     } else {
         body.push_str(&format!("{} check passed\n", endpoint.name()));
         text(StatusCode::OK, body)
@@ -157,4 +166,26 @@ pub fn routes(health: Arc<Health>) -> Router {
             );
     }
     router.with_state(health)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machinery::error::Failure;
+
+    #[test]
+    fn a_failed_endpoint_tells_the_request_log_which_checks_failed() {
+        let down: Check = Arc::new(|| Err("etcd is down".to_string()));
+        let health = Health::default().with_required("etcd", down.clone()).with_informational("pod-cache", down);
+        let response = report(&health, Endpoint::Readyz, None, false);
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let failure = response.extensions().get::<Failure>().expect("a failure for the request log");
+        assert_eq!(failure.message, "readyz check failed: etcd", "informational checks do not fail it");
+        let one = report(&health, Endpoint::Readyz, Some("pod-cache"), false);
+        assert_eq!(
+            one.extensions().get::<Failure>().map(|f| f.message.as_str()),
+            Some("readyz check failed: pod-cache")
+        );
+        assert!(report(&health, Endpoint::Livez, None, false).extensions().get::<Failure>().is_none());
+    }
 }
