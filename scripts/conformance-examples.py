@@ -42,8 +42,8 @@ def seen_in_runs():
             continue
         for line in open(path, encoding="utf-8").read().splitlines():
             seen = json.loads(line)
-            example = {key: seen[key] for key in ("entries", "request", "ours", "reference")}
-            example = {"entries": example["entries"], "subject": subject, **example}
+            answers = {key: seen[key] for key in ("request", "ours", "reference")}
+            example = {"entries": seen["entries"], "subject": subject, **answers}
             rank = (len(seen["entries"]), len(line))
             for name in seen["entries"]:
                 if name not in best or rank < best[name][0]:

@@ -304,10 +304,13 @@ fn distinct_causes(answer: &Answer) -> Vec<Value> {
 /// find missing (`FieldValueRequired`) where 1.20 refuses the null sent for it.
 fn alike_but_required_for_null(ours: &[Value], theirs: &[Value]) -> bool {
     ours.len() == theirs.len()
-        && ours.iter().zip(theirs).all(|(o, t)| {
-            *o == cause_without_message(t)
-                || (o["field"] == t["field"] && o["reason"] == "FieldValueRequired" && refuses_null(t))
-        })
+        && ours.iter().zip(theirs).all(|(o, t)| *o == cause_without_message(t) || required_for_null(o, t))
+}
+
+/// Whether our cause finds a field missing (`FieldValueRequired`) where 1.20's refuses the null
+/// sent for it.
+fn required_for_null(ours: &Value, theirs: &Value) -> bool {
+    ours["field"] == theirs["field"] && ours["reason"] == "FieldValueRequired" && refuses_null(theirs)
 }
 
 /// A cause's message.
@@ -317,7 +320,8 @@ fn message_of(cause: &Value) -> &str {
 
 /// Whether a cause is a 1.20 CRD's refusal of a null as being of type null.
 fn refuses_null(cause: &Value) -> bool {
-    cause["message"].as_str().is_some_and(|m| m.contains("must be of type") && m.contains("\"null\""))
+    let message = message_of(cause);
+    message.contains("must be of type") && message.contains("\"null\"")
 }
 
 /// A field path without the indices of list items (`spec.zones[0]` is `spec.zones`).
@@ -1380,17 +1384,11 @@ pub const ON_PURPOSE: &[Allowed] = &[
                     !string_null || ours.iter().any(|o| o["field"] == t["field"])
                 })
                 .collect();
-            let required_instead = |(f, r): (&Value, &Value)| {
-                f["field"] == r["field"] && f["reason"] == "FieldValueRequired" && refuses_null(r)
-            };
             let required_not_null = refused_as(tested, 422, "Invalid", "")
                 && refused_as(reference, 422, "Invalid", "")
                 && ours.len() == theirs.len()
-                && ours.iter().zip(&theirs).any(required_instead)
-                && ours
-                    .iter()
-                    .zip(&theirs)
-                    .all(|(f, r)| field_reason(f) == field_reason(r) || required_instead((f, r)));
+                && ours.iter().zip(&theirs).any(|(f, r)| required_for_null(f, r))
+                && ours.iter().zip(&theirs).all(|(f, r)| field_reason(f) == field_reason(r) || required_for_null(f, r));
             sent_null && (only_nulls_refused || other_causes_equal || required_not_null)
         },
     },

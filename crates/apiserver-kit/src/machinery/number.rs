@@ -14,6 +14,17 @@ use std::io;
 /// integer; Go writes a larger float64 with its shortest digits padded with zeros.
 const EXACT: f64 = 9_007_199_254_740_992.0;
 
+/// Whether `value` is a whole number that a JSON integer says exactly (below 2^53 in magnitude;
+/// `-0` included): kube-openapi's `IsFloat64AJSONInteger`.
+pub fn is_whole(value: f64) -> bool {
+    value.fract() == 0.0 && value.abs() < EXACT
+}
+
+/// Whether `value` is written with the same digits as an integer: whole, and not `-0`.
+fn written_as_integer(value: f64) -> bool {
+    is_whole(value) && !(value == 0.0 && value.is_sign_negative())
+}
+
 /// Writes `value` as Go's `encoding/json` writes a float64 (a finite one: JSON has no other).
 pub fn write_go_float<W: io::Write + ?Sized>(writer: &mut W, value: f64) -> io::Result<()> {
     let magnitude = value.abs();
@@ -26,7 +37,7 @@ pub fn write_go_float<W: io::Write + ?Sized>(writer: &mut W, value: f64) -> io::
             None => write!(writer, "{mantissa}e+{exponent:0>2}"),
         };
     }
-    if value.fract() == 0.0 && magnitude < EXACT && !(value == 0.0 && value.is_sign_negative()) {
+    if written_as_integer(value) {
         return writer.write_all(itoa::Buffer::new().format(value as i64).as_bytes());
     }
     let mut buffer = ryu::Buffer::new();
@@ -120,8 +131,7 @@ pub fn has_integral_floats(value: &Value) -> bool {
 /// `value` as an integer, when it has no fraction and is written with the same digits as one
 /// (not `-0`, nothing from 2^53 on).
 fn integral(value: f64) -> Option<serde_json::Number> {
-    let whole = value.fract() == 0.0 && value.abs() < EXACT && !(value == 0.0 && value.is_sign_negative());
-    whole.then(|| (value as i64).into())
+    written_as_integer(value).then(|| (value as i64).into())
 }
 
 /// `value` as a JSON value with the number Go would read back (for Table cells).

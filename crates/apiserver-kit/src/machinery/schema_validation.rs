@@ -24,11 +24,6 @@ pub fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// Whether a float is a whole number a JSON integer can say exactly (below 2^53 in size).
-fn is_json_integer(value: f64) -> bool {
-    value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0
-}
-
 /// Checks `value`, found at `path`, against `schema`, recursively, adding every problem to
 /// `errors`.
 pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
@@ -39,7 +34,7 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
     let actual = json_type(value);
     if let Some(expected) = schema.get("type").and_then(Value::as_str) {
         // A whole float is an integer too (kube-openapi's `IsFloat64AJSONInteger`: `12.0`).
-        let whole = expected == "integer" && actual == "number" && value.as_f64().is_some_and(is_json_integer);
+        let whole = expected == "integer" && actual == "number" && value.as_f64().is_some_and(super::number::is_whole);
         let ok = expected == actual || (expected == "number" && actual == "integer") || whole;
         if !ok {
             errors.push(FieldError::invalid(
