@@ -249,12 +249,18 @@ pub fn check_metadata<K: ApiResource>(value: &Value) -> Result<()> {
 ///   into a struct or a string (as its zero value).
 pub fn prepare_body<K: Strategy>(value: &mut Value, subresource: Subresource) {
     drop_reset_fields::<K>(value, subresource);
-    let Some(map) = value.as_object_mut() else { return };
-    let metadata = map.entry("metadata").or_insert(Value::Null);
+    metadata_map(value);
+    null_labels_as_empty(value);
+}
+
+/// The metadata of a body, a missing or `null` one made empty first (as Go decodes `null` into
+/// a struct); `None` when the body or its metadata is no map.
+pub fn metadata_map(value: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    let metadata = value.as_object_mut()?.entry("metadata").or_insert(Value::Null);
     if metadata.is_null() {
         *metadata = Value::Object(serde_json::Map::new());
     }
-    null_labels_as_empty(value);
+    metadata.as_object_mut()
 }
 
 /// Whether `value` has a `null` label or annotation value.

@@ -54,17 +54,10 @@ fn check_target(config: &Value, namespace: &str, name: &str) -> Result<()> {
 /// that is not a string (or metadata that is not a map) is left for the decoder to refuse, as
 /// an update's is.
 fn name_from_url(object: &mut Value, name: &str) {
-    if let Value::Object(object) = object {
-        let metadata = object.entry("metadata").or_insert(Value::Null);
-        if metadata.is_null() {
-            *metadata = Value::Object(Default::default());
-        }
-        if let Value::Object(metadata) = metadata {
-            let given = metadata.entry("name").or_insert(Value::Null);
-            if given.is_null() {
-                *given = Value::String(name.to_string());
-            }
-        }
+    let Some(metadata) = decode::metadata_map(object) else { return };
+    let given = metadata.entry("name").or_insert(Value::Null);
+    if given.is_null() {
+        *given = Value::String(name.to_string());
     }
 }
 
