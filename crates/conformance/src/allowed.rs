@@ -630,7 +630,11 @@ pub const ON_PURPOSE: &[Allowed] = &[
         headers: &[],
         headers_only: false,
         stored: &[],
-        expected: &[seen("llamas", 5, 0).within(3)],
+        // The herd's list, always; each of the five lists of three llamas (resourceVersion 0,
+        // 1, $LISTRV, with NotOlderThan) by chance: 1.20's cache iterates a Go map from a random
+        // bucket and slot, and where the hash seed of the kube-apiserver's run put those three
+        // decides how often that is key order. Runs have seen all five and none.
+        expected: &[seen("llamas", 4, 0).within(3)],
         per_thousand: 0,
         reason: "kube-apiserver 1.20 serves a list with resourceVersion=0 or NotOlderThan from its watch cache in no order; current Kubernetes' B-tree watch cache (1.32), like etcd and the tested server, in key order.",
         applies: |_, request, tested, reference| {
