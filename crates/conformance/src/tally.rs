@@ -324,15 +324,15 @@ impl Tally {
             .chain(allowed::TO_FIX.iter().map(|e| (e, self.to_fix.get(e.name))));
         for (entry, fired) in rows {
             let (corpus, generated) = fired.copied().unwrap_or_default();
-            let (low, high) = self.generated_range(entry);
-            let range = if low == high || !self.default_run { high.to_string() } else { format!("{low}-{high}") };
+            let expected = entry.expected_in(self.subject.plural);
+            let corpus_range = (expected.corpus.saturating_sub(expected.slack), expected.corpus + expected.slack);
             text += &format!(
-                "  {:>13} {:>5} ({:>3}) {:>9} ({:>4})  {}\n{:>44}({})\n",
+                "  {:>11} {:>5} ({:>5}) {:>8} ({:>5})  {}\n{:>44}({})\n",
                 "",
                 corpus,
-                entry.expected_in(self.subject.plural).corpus,
+                range_text(corpus_range, true),
                 generated,
-                range,
+                range_text(self.generated_range(entry), self.default_run),
                 entry.name,
                 "",
                 entry.reason
@@ -349,6 +349,12 @@ impl Tally {
         }
         text
     }
+}
+
+/// A count's bounds as the report prints them: `low-high`, one number when they are equal, or
+/// the upper bound alone where there is no lower one (`with_low` false).
+fn range_text((low, high): (usize, usize), with_low: bool) -> String {
+    if low == high || !with_low { high.to_string() } else { format!("{low}-{high}") }
 }
 
 impl Allowed {
@@ -590,5 +596,13 @@ mod tests {
             "within the DELETE entry's rate: {:?}",
             tally.entries_out_of_bounds()
         );
+    }
+
+    #[test]
+    fn the_report_prints_a_count_with_slack_as_its_range() {
+        assert_eq!(range_text((1, 7), true), "1-7");
+        assert_eq!(range_text((13, 13), true), "13");
+        // Another seed's generated counts have an upper bound only.
+        assert_eq!(range_text((0, 25), false), "25");
     }
 }
