@@ -1151,8 +1151,10 @@ pub const ON_PURPOSE: &[Allowed] = &[
         headers: &[],
         headers_only: false,
         stored: &[],
-        // Within 2: see the entry on the wording.
-        expected: &[seen("llamas", 5, 0).within(2), seen("regions", 0, 1).within(2)],
+        // 4 to 8 on the corpus: four refusals repeat a cause, always; four list two or three
+        // causes in Go's map order (an empty spec, a negative weight, two apply conflicts),
+        // each now and then in another order than ours (runs saw 0 to 2 of them).
+        expected: &[seen("llamas", 6, 0).within(2), seen("regions", 0, 1).within(2)],
         per_thousand: 1,
         reason: "A CRD's schema validator walks an object's properties, and server-side apply its managers' conflicts, in Go's map order, which is random; the tested server lists them in the schema's order and by manager. The causes (and the message listing them) are the same set. A CRD's update also validates the object's metadata in more than one place (its strategy, its schema validator, the generic store), each adding the same cause; a built-in resource, like the tested server, lists each cause once.",
         applies: |_, _, tested, reference| {
