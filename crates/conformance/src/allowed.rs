@@ -72,6 +72,11 @@ impl Expected {
     const fn within(self, slack: usize) -> Self {
         Expected { slack, ..self }
     }
+
+    /// The counts `count` stands for, within the slack: the bounds a default run must keep.
+    pub fn around(self, count: usize) -> (usize, usize) {
+        (count.saturating_sub(self.slack), count + self.slack)
+    }
 }
 
 const MANAGED_FIELDS: Path = &["metadata", "managedFields"];

@@ -287,18 +287,14 @@ impl Tally {
     /// How often `entry` may fire on the corpus: its expected count, within its slack.
     fn corpus_range(&self, entry: &Allowed) -> (usize, usize) {
         let expected = entry.expected_in(self.subject.plural);
-        (expected.corpus.saturating_sub(expected.slack), expected.corpus + expected.slack)
+        expected.around(expected.corpus)
     }
 
     /// How often `entry` may fire on this run's generated requests: the expected count of the
     /// default run (within its slack), or at most its statistical bound.
     fn generated_range(&self, entry: &Allowed) -> (usize, usize) {
         let expected = entry.expected_in(self.subject.plural);
-        if self.default_run {
-            (expected.generated.saturating_sub(expected.slack), expected.generated + expected.slack)
-        } else {
-            (0, entry.generated_bound(self.generated))
-        }
+        if self.default_run { expected.around(expected.generated) } else { (0, entry.generated_bound(self.generated)) }
     }
 
     pub fn report(&self) -> String {
