@@ -143,8 +143,10 @@ build_kubernetes() {
   ln -sfn ../../.. "$tree/.go/src/k8s.io/kubernetes"
   local whats="" component
   for component in $K8S_COMPONENTS; do whats+=" cmd/$component"; done
-  (cd "$tree" && env GOPATH="$tree/.go" GOCACHE="$work/go-cache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= \
-     HOME="$work" make WHAT="${whats# }" >&2)
+  # Debian's Go (1.19, /usr/lib/go) first, the Go this recipe was proven with: today's machines
+  # put Go 1.26 (/usr/local/go) first on the PATH, years newer than this GOPATH-mode tree.
+  (cd "$tree" && env PATH="/usr/lib/go/bin:$PATH" GOPATH="$tree/.go" GOCACHE="$work/go-cache" GO111MODULE=off \
+     CGO_ENABLED=0 GOFLAGS= GOTOOLCHAIN=local HOME="$work" make WHAT="${whats# }" >&2)
   rm -rf "$out.partial" && mkdir -p "$out.partial"
   for component in $K8S_COMPONENTS; do cp "$tree/_output/bin/$component" "$out.partial/"; done
   rm -rf "$out" && mv "$out.partial" "$out"
