@@ -40,6 +40,8 @@
 //! `BENCH_ONLY=aggregator` only reads through the kube-apiserver against a plain server behind
 //! its own APIService ([`aggregator`]), `BENCH_ONLY=chart` only the chart of the figures the
 //! scale and watcher modes wrote (`target/scale.svg`, [`chart`]),
+//! `BENCH_ONLY=lists` only how a write's cost grows with 1,000 to 100,000 list entries and whether
+//! the largest starves other requests ([`lists`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
 //! the leak check (`LEAK_WRITES` sets how many writes it measures).
 //! `FARM_BENCH_BINARY` loads another build of the server (to compare two commits in turn).
@@ -58,6 +60,8 @@ mod chart;
 mod compression;
 #[path = "load/leak.rs"]
 mod leak;
+#[path = "load/lists.rs"]
+mod lists;
 #[path = "load/managed_fields.rs"]
 mod managed_fields;
 #[path = "load/nginx.rs"]
@@ -672,6 +676,7 @@ async fn main() {
         Ok("stalled") => return stalled::stalled(&binary).await,
         Ok("chart") => return draw_chart(&target_folder()),
         Ok("aggregator") => return aggregator::compare(&binary, phase).await,
+        Ok("lists") => return lists::grow(&binary).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -748,6 +753,7 @@ async fn main() {
     baseline::compare(&binary, phase).await;
     nginx::compare(&binary, phase).await;
     aggregator::compare(&binary, phase).await;
+    lists::grow(&binary).await;
     rss(&binary).await;
     leak::check(&binary).await;
 }

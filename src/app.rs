@@ -94,6 +94,7 @@ pub fn options(args: &ServeArgs) -> ServerOptions {
             files: CertificateFiles::from_pair(args.tls_cert_file.clone(), args.tls_private_key_file.clone()),
             extra_sans: args.tls_sans.clone(),
             reload_interval: Duration::from_secs(args.tls_reload_interval_seconds),
+            conversion_webhook_client_ca: args.conversion_webhook_client_ca_file.clone(),
         },
         storage: storage_options(args),
         watch: WatchOptions {

@@ -205,6 +205,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_TLS_RELOAD_INTERVAL_SECONDS", default_value_t = 10)]
     pub tls_reload_interval_seconds: u64,
 
+    /// PEM file of the CA whose client certificates may call the conversion webhook (`/convert`):
+    /// the CA of the certificate the kube-apiserver's webhook kubeconfig presents. Without it
+    /// the webhook takes any caller, as webhooks the kube-apiserver calls without credentials must.
+    #[arg(long, env = "FARM_CONVERSION_WEBHOOK_CLIENT_CA_FILE")]
+    pub conversion_webhook_client_ca_file: Option<PathBuf>,
+
     /// Requests (watches excepted) served at once; more get 429 with Retry-After.
     #[arg(long, env = "FARM_MAX_REQUESTS_INFLIGHT", default_value_t = 400)]
     pub max_requests_inflight: usize,

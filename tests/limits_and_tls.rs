@@ -8,11 +8,9 @@
 
 mod common;
 
-use common::{Server, complete_lines, log_count, wait_for_log, wait_until};
-use std::path::Path;
+use common::raw::{connect, patch_without_its_body, received, status_of};
+use common::{Server, log_count, wait_for_log, wait_until};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
 
 fn client_trusting(ca_pem: &str, token: &str) -> reqwest::Client {
     common::Server::client_with(ca_pem.as_bytes(), Some(token))
@@ -59,57 +57,6 @@ async fn replaced_certificate_files_reach_new_connections_while_old_ones_continu
     let again = client_trusting(&second.ca_pem, &s.token);
     assert_eq!(again.get(s.url("/version")).send().await.unwrap().status(), 200);
     assert_eq!(log_count(&log, "reloaded the serving certificate"), 1, "the broken pair was never loaded");
-}
-
-/// A TLS connection to `s`, trusting its CA, for requests written by hand.
-async fn connect(s: &Server) -> TlsStream<TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut s.ca_pem.as_slice()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(farm_apiserver::tls::provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-    let tcp = TcpStream::connect(s.base.trim_start_matches("https://")).await.unwrap();
-    connector.connect("localhost".try_into().unwrap(), tcp).await.unwrap()
-}
-
-/// A merge patch of `dolly` in `default` whose head is sent but whose body is not: the server
-/// holds the request (and its in-flight slot) until the test sends the body or the request
-/// times out. The body to send later is returned with the connection.
-async fn patch_without_its_body(s: &Server) -> (TlsStream<TcpStream>, &'static [u8]) {
-    const BODY: &[u8] = br#"{"spec":{"weight":7}}"#;
-    let mut held = connect(s).await;
-    let head = format!(
-        "PATCH {} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\
-         Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        common::llama_path("default", "dolly"),
-        s.token,
-        BODY.len()
-    );
-    held.write_all(head.as_bytes()).await.unwrap();
-    held.flush().await.unwrap();
-    (held, BODY)
-}
-
-/// The HTTP status code at the start of what `connection` answers, read to its end.
-async fn status_of(mut connection: TlsStream<TcpStream>) -> String {
-    let mut answer = Vec::new();
-    let _ = connection.read_to_end(&mut answer).await;
-    let text = String::from_utf8_lossy(&answer).into_owned();
-    text.split_whitespace().nth(1).unwrap_or_default().to_string()
-}
-
-/// Whether the audit log at `path` records that a request with `verb` was received: past the
-/// in-flight limit, which is the outermost layer, so it holds a slot.
-fn received(path: &Path, verb: &str) -> bool {
-    complete_lines(path)
-        .iter()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .any(|e| e["stage"] == "RequestReceived" && e["verb"] == verb)
 }
 
 #[tokio::test]

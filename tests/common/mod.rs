@@ -9,6 +9,7 @@ pub mod clients;
 pub mod control_plane;
 pub mod etcd;
 pub mod node;
+pub mod raw;
 
 pub use etcd::Backend;
 use std::path::PathBuf;

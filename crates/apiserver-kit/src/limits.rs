@@ -2,8 +2,9 @@
 //! in flight (429 `Status` with `Retry-After` beyond it) and a request timeout (504 `Status`),
 //! neither of which applies to watches, which are long-running by design (as in the
 //! kube-apiserver's `--max-requests-inflight` and `--request-timeout`). Body size is limited where
-//! bodies are read; header size, header count and the header read timeout are set on the HTTP
-//! server itself (`crate::server`).
+//! bodies are read; header count and the header read timeout are set on the HTTP server itself
+//! (`crate::server`), and the size of a request's head is checked here, on every route
+//! ([`refuse_large_heads`]), so that HTTP/2 answers it with a `Status` as HTTP/1.1 does.
 
 use crate::api::query::Query;
 use crate::machinery::error::Error;
@@ -38,9 +39,11 @@ impl Limits {
     }
 }
 
-/// Whether a request is a watch (long-running).
+/// Whether a request is a watch (long-running): a GET with a truthy `watch`. A `watch=1` on any
+/// other method is an ordinary request, in flight and timed like any other (the kube-apiserver's
+/// long-running check asks for the `watch` verb, which only a GET has).
 fn is_watch(request: &Request) -> bool {
-    Query::parse(request.uri().query()).flag("watch")
+    request.method() == http::Method::GET && Query::parse(request.uri().query()).flag("watch")
 }
 
 /// Middleware enforcing [`Limits`].
@@ -48,12 +51,72 @@ pub async fn enforce(limits: Limits, request: Request, next: Next) -> Response {
     if is_watch(&request) {
         return next.run(request).await;
     }
-    let Ok(_permit) = limits.inflight.clone().try_acquire_owned() else {
+    let Ok(permit) = limits.inflight.clone().try_acquire_owned() else {
         return Error::TooManyRequests { message: "Too many requests, please try again later.".into(), retry_after: 1 }
             .into_response();
     };
-    match tokio::time::timeout(limits.timeout, next.run(request)).await {
-        Ok(response) => response,
+    // The request runs as a task of its own, which holds the permit until it stops: a handler
+    // busy computing cannot keep its timeout from firing (this task is polled elsewhere). At the
+    // timeout, or when the client goes, the task is cancelled at its next await, so a request
+    // answered 504 writes nothing after and stays counted in flight until it has stopped.
+    let mut handler = Cancelled(tokio::spawn(async move {
+        let _permit = permit;
+        next.run(request).await
+    }));
+    match tokio::time::timeout(limits.timeout, &mut handler.0).await {
+        Ok(Ok(response)) => response,
+        // A panic goes on to the layer that answers it (crate::panics).
+        Ok(Err(failed)) if failed.is_panic() => std::panic::resume_unwind(failed.into_panic()),
+        Ok(Err(failed)) => Error::Internal(format!("the request's task ended: {failed}")).into_response(),
         Err(_) => Error::Timeout.into_response(),
+    }
+}
+
+/// A request's task, cancelled when this is dropped (after its answer, it has ended anyway).
+struct Cancelled(tokio::task::JoinHandle<Response>);
+
+impl Drop for Cancelled {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The size of a request's head as HTTP/2 counts a header list (RFC 9113 §6.5.2: each field's
+/// name and value plus 32 bytes), its method, path and query counted as the pseudo-headers
+/// they are.
+pub fn head_size(request: &Request) -> usize {
+    let target = request.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    let pseudo = request.method().as_str().len() + target + 2 * 32;
+    pseudo + request.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 32).sum::<usize>()
+}
+
+/// Middleware refusing (431 `Status`) a request whose head is larger than `max` bytes. The HTTP
+/// server lets larger heads through to here (HTTP/2's decoder up to four times `max`, beyond
+/// which it closes the connection), so that the client reads a `Status` rather than a reset.
+pub async fn refuse_large_heads(max: usize, request: Request, next: Next) -> Response {
+    let size = head_size(&request);
+    if size > max {
+        return Error::HeadersTooLarge(format!(
+            "Request Header Fields Too Large: the request's path, query and headers take {size} bytes, more than the limit of {max}"
+        ))
+        .into_response();
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_counts_its_path_query_and_every_header_as_http2_does() {
+        let request = Request::builder()
+            .method("GET")
+            .uri("/apis?watch=1")
+            .header("a", "bc")
+            .header("a", "d")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert_eq!(head_size(&request), 3 + 13 + 64 + (1 + 2 + 32) + (1 + 1 + 32));
     }
 }

@@ -35,6 +35,7 @@ mod options;
 mod resource;
 mod signal;
 mod storage;
+pub use crate::api::conversion_webhook::WebhookAuthentication;
 #[cfg(feature = "clap")]
 pub use args::ServerArgs;
 pub use builder::{ApiServer, ApiServerBuilder, BuildError, Listener};
@@ -243,12 +244,14 @@ fn router(
     shared: Arc<Shared>,
     health: Arc<Health>,
     gate: Gate,
-    converter: Option<Converter>,
+    converter: Option<(Converter, WebhookAuthentication)>,
 ) -> Router {
-    let Gate { authenticator, auditor, limits } = gate;
+    let Gate { authenticator, auditor, limits, max_head_bytes } = gate;
+    let webhook_limits = limits.clone();
     let metrics = shared.metrics.clone();
-    let observed = metrics.clone();
+    let (observed, recovered) = (metrics.clone(), metrics.clone());
     let served = shared.served.clone();
+    let served_recovered = served.clone();
     let non_resource = group_routes(&shared)
         .route("/apis", get_only(|State(s): State<Arc<Shared>>, h: HeaderMap| async move { s.discovery.apis(&h) }))
         .route(
@@ -281,10 +284,22 @@ fn router(
         non_resource.merge(resource_routes).fallback(|| async { ApiError::PathNotFound }).layer(protected_layers);
     // The kube-apiserver calls conversion webhooks without credentials; the webhook reads
     // nothing stored.
-    let webhook = converter.map(crate::api::conversion_webhook::routes).unwrap_or_default();
-    health::routes(health).merge(webhook).merge(protected).layer(axum::middleware::from_fn(move |req, next| {
-        crate::observe::observe(observed.clone(), served.clone(), req, next)
-    }))
+    let webhook = converter
+        .map(|(converter, callers)| crate::api::conversion_webhook::routes(converter, callers))
+        .unwrap_or_default()
+        .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(webhook_limits.clone(), req, next)));
+    health::routes(health)
+        .merge(webhook)
+        .merge(protected)
+        // A body outlives any early answer (the limits', a refusal before it is read).
+        .layer(axum::middleware::from_fn(crate::kept_bodies::keep))
+        .layer(axum::middleware::from_fn(move |req, next| crate::limits::refuse_large_heads(max_head_bytes, req, next)))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::panics::recover(recovered.clone(), served_recovered.clone(), req, next)
+        }))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            crate::observe::observe(observed.clone(), served.clone(), req, next)
+        }))
 }
 
 /// The URL clients use to reach a server bound to `addr`.
@@ -346,6 +361,8 @@ struct Gate {
     authenticator: Authenticator,
     auditor: Option<Arc<Auditor>>,
     limits: Limits,
+    /// The largest request head read (`HttpOptions::max_header_bytes`).
+    max_head_bytes: usize,
 }
 
 /// What [`ApiServer::serve`] has set up before its resources are mounted.
@@ -381,7 +398,9 @@ async fn serve(
         );
     }
     let standalone = options.authentication.is_standalone();
-    let server_config = tls::server_config(certificate.clone(), !standalone)?;
+    let callers = webhook_callers(&options.tls)?;
+    let checks_callers = matches!(callers, WebhookAuthentication::ClientCertificate(_));
+    let server_config = tls::server_config(certificate.clone(), !standalone || checks_callers)?;
     let limits = Limits::new(options.limits.max_inflight, options.limits.timeout.max(Duration::from_secs(1)));
     let mut metric_sources = mounted.sources;
     metric_sources.push(Arc::new(sources::Inflight(limits.clone())));
@@ -400,8 +419,13 @@ async fn serve(
         sources: metric_sources,
     });
     let health = Arc::new(mounted.health);
-    let gate = Gate { authenticator: started.authenticator, auditor: started.auditor.clone(), limits: limits.clone() };
-    let app = router(mounted.routes, shared, health.clone(), gate, started.converter);
+    let gate = Gate {
+        authenticator: started.authenticator,
+        auditor: started.auditor.clone(),
+        limits: limits.clone(),
+        max_head_bytes: options.http.max_header_bytes,
+    };
+    let app = router(mounted.routes, shared, health.clone(), gate, started.converter.map(|c| (c, callers)));
     let handle = axum_server::Handle::new();
     let drained = Drain {
         handle: handle.clone(),
@@ -418,6 +442,19 @@ async fn serve(
         auditor.stop().await;
     }
     result
+}
+
+/// Who may call the conversion webhook: the holders of certificates of the CA file configured,
+/// or anyone.
+fn webhook_callers(options: &TlsOptions) -> Result<WebhookAuthentication, StartError> {
+    let Some(path) = &options.conversion_webhook_client_ca else { return Ok(WebhookAuthentication::Anyone) };
+    let pem = std::fs::read_to_string(path).map_err(|e| {
+        StartError::Tls(tls::Error::Pem(format!("reading the conversion webhook's client CA {}: {e}", path.display())))
+    })?;
+    match tls::ChainVerifier::new(&pem)? {
+        Some(verifier) => Ok(WebhookAuthentication::ClientCertificate(Arc::new(verifier))),
+        None => Err(StartError::Tls(tls::Error::Pem(format!("{} holds no certificate", path.display())))),
+    }
 }
 
 /// Serves `app` over TLS on `listener` with the HTTP/1.1 and HTTP/2 limits of `http`, until
@@ -438,13 +475,17 @@ async fn serve_tls(
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(http.header_read_timeout.max(Duration::from_secs(1)))
-        .max_buf_size(http.max_header_bytes.max(8192))
+        // Twice the limit: hyper answers a head past its buffer with a bare 431, one past the limit
+        // and within the buffer gets `limits::refuse_large_heads`'s Status.
+        .max_buf_size(http.max_header_bytes.saturating_mul(2).max(8192))
         .max_headers(http.max_headers);
     server
         .http_builder()
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
-        .max_header_list_size(u32::try_from(http.max_header_bytes).unwrap_or(u32::MAX));
+        // Four times the limit: h2 closes the whole connection past its own limit, and answers a
+        // bare 431 just below it; `limits::refuse_large_heads` answers the limit with a Status.
+        .max_header_list_size(u32::try_from(http.max_header_bytes.saturating_mul(4)).unwrap_or(u32::MAX));
     let app = tower::ServiceExt::map_request(app, |request| legacy_watch_path(without_trailing_slashes(request)));
     server.handle(handle).serve(axum::ServiceExt::into_make_service(app)).await.map_err(StartError::Serve)
 }
@@ -481,7 +522,11 @@ fn legacy_watch_path<B>(request: axum::http::Request<B>) -> axum::http::Request<
     };
     let mut query = vec!["watch=true".to_string()];
     if let Some(name) = name {
-        query.push(format!("fieldSelector=metadata.name%3D{name}"));
+        // The segment as the client escaped it, decoded, then escaped again as a query value: a
+        // `&`, `=` or `%26` in the name stays in the selector and adds no parameter.
+        let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+        let selector = format!("metadata.name={name}");
+        query.push(form_urlencoded::Serializer::new(String::new()).append_pair("fieldSelector", &selector).finish());
     }
     query.extend(uri.query().map(str::to_string));
     let rewritten = format!("{}/{}?{}", segments[..4].join("/"), collection.join("/"), query.join("&"));
@@ -525,6 +570,11 @@ mod tests {
             ),
             ("/namespaces/ns/widgets/blue/", "/namespaces/ns/widgets/blue"),
             ("/watch/namespaces/ns/widgets/blue/status", "/watch/namespaces/ns/widgets/blue/status"),
+            (
+                "/watch/namespaces/ns/widgets/a&timeoutSeconds=9223372036854775807",
+                "/namespaces/ns/widgets?watch=true&fieldSelector=metadata.name%3Da%26timeoutSeconds%3D9223372036854775807",
+            ),
+            ("/watch/widgets/a%26b%20c", "/widgets?watch=true&fieldSelector=metadata.name%3Da%26b+c"),
         ] {
             assert_eq!(rewritten(&format!("{gv}{path}")), format!("{gv}{served}"), "{path}");
         }

@@ -26,12 +26,17 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Reads a request body, refusing more than [`MAX_BODY_BYTES`] with 413.
 pub async fn read_body(body: axum::body::Body) -> Result<Bytes> {
-    axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|err| {
+    read_body_within(body, MAX_BODY_BYTES).await
+}
+
+/// Reads a request body, refusing more than `limit` bytes with 413.
+pub async fn read_body_within(body: axum::body::Body, limit: usize) -> Result<Bytes> {
+    axum::body::to_bytes(body, limit).await.map_err(|err| {
         let inner = err.into_inner();
         let mut source: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
         while let Some(e) = source {
             if e.is::<http_body_util::LengthLimitError>() {
-                return Error::TooLarge(format!("Request entity too large: limit is {MAX_BODY_BYTES}"));
+                return Error::TooLarge(format!("Request entity too large: limit is {limit}"));
             }
             source = e.source();
         }
@@ -237,6 +242,28 @@ pub fn check_metadata<K: ApiResource>(value: &Value) -> Result<()> {
             Err(cannot_handle::<K>(format!("metadata.{path}: {}", err.into_inner())))
         }
     }
+}
+
+/// Refuses an apply configuration for an object that exists when its metadata does not decode
+/// (400) or a field holds a value of the wrong JSON type for the schema (422, each such field a
+/// cause), as the same configuration is refused when it creates the object and as an update or
+/// merge patch is refused: the typed merge would otherwise drop `spec: 7` and answer 200. A
+/// configuration is partial, so nothing else (required fields, bounds) is checked here.
+pub fn check_applied_types<K: ApiResource>(config: &Value) -> Result<()> {
+    check_metadata::<K>(config)?;
+    let Some(map) = config.as_object() else { return Ok(()) };
+    let schema = crate::machinery::resource::body_schema::<K>();
+    let mut causes = Vec::new();
+    for (name, property) in &schema.properties {
+        if let Some(v) = map.get(name) {
+            crate::machinery::schema_validation::check_types(name, v, property, &mut causes);
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default();
+    Err(Error::Invalid { kind: K::info().kind, group: K::info().group, name: name.to_string(), causes })
 }
 
 /// Prepares a body for decoding as Go's decoder and the kube-apiserver's write see it:

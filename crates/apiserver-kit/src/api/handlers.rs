@@ -73,7 +73,7 @@ pub fn routes<K: Strategy, V: Served<K>>(registry: Arc<Registry<K>>, deprecation
         }
     }
     let router = router.with_state(registry);
-    match deprecation.as_deref().and_then(warning_header) {
+    match deprecation.as_deref().and_then(super::warnings::header) {
         None => router,
         Some(warning) => router.layer(axum::middleware::map_response(move |response| {
             let warning = warning.clone();
@@ -138,12 +138,6 @@ fn encode_table<'a, K: Strategy>(
     encode(&t, query.pretty())
 }
 
-/// Formats a `Warning` header value as the kube-apiserver does: `299 - "text"`.
-fn warning_header(text: &str) -> Option<HeaderValue> {
-    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
-    HeaderValue::from_str(&format!("299 - \"{escaped}\"")).ok()
-}
-
 /// A JSON response with the given content type and warnings.
 fn respond(code: StatusCode, content_type: &str, body: impl Into<Body>, warnings: &[String]) -> Response {
     let mut response = (code, body.into()).into_response();
@@ -151,7 +145,7 @@ fn respond(code: StatusCode, content_type: &str, body: impl Into<Body>, warnings
     if let Ok(v) = HeaderValue::from_str(content_type) {
         headers.insert(header::CONTENT_TYPE, v);
     }
-    for w in warnings.iter().filter_map(|w| warning_header(w)) {
+    for w in super::warnings::headers(warnings) {
         headers.append(header::WARNING, w);
     }
     response

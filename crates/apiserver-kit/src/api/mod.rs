@@ -20,6 +20,7 @@ pub mod patch;
 pub mod query;
 pub mod registry;
 pub mod table;
+pub mod warnings;
 pub mod watch;
 pub mod yaml;
 pub mod yaml_answers;

@@ -85,6 +85,13 @@ impl Patch {
             (PatchType::Merge, _) => Self::Malformed("Invalid JSON Patch".to_string()),
             // Go decodes `null` as no operations.
             (PatchType::Json, Value::Null) => Self::Json(json_patch::Patch(Vec::new())),
+            // Values deeper than the copy keeps would be applied cut: no such value fits in an
+            // object anyway (one placed at the shallowest path nests past `MAX_DEPTH`, 422).
+            (PatchType::Json, Value::Array(_)) if crate::machinery::json_depth::max_depth(body) > MAX_DEPTH => {
+                Self::InvalidOperations(format!(
+                    "the patch nests deeper than {MAX_DEPTH} levels: an operation's value would nest the object deeper than {MAX_DEPTH}"
+                ))
+            }
             (PatchType::Json, value @ Value::Array(_)) => match serde_json::from_value(value) {
                 Ok(ops) => Self::Json(ops),
                 Err(e) => Self::InvalidOperations(format!("invalid JSON patch operation: {e}")),

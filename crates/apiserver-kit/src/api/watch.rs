@@ -196,8 +196,14 @@ fn deadline(options: &ListOptions, min_request_timeout: std::time::Duration) -> 
             min_request_timeout.mul_f64(1.0 + rand::rng().random::<f64>())
         }
     };
-    Instant::now() + timeout
+    // A `timeoutSeconds` near i64::MAX ends past what an `Instant` can hold: such a watch ends
+    // when the far future does (tokio's own choice: 30 years).
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + FAR_FUTURE)
 }
+
+/// The end of a watch whose `timeoutSeconds` lies past what an `Instant` holds.
+const FAR_FUTURE: std::time::Duration = std::time::Duration::from_secs(30 * 365 * 86_400);
 
 /// A watch's body: its frames, produced as the client reads them.
 type Frames =

@@ -38,16 +38,21 @@ const PARSER_STACK_BYTES: usize = 16 * 1024 * 1024;
 /// kube-apiserver words it for that request. Parses on a thread of its own with a stack deep
 /// enough for any document the budget lets through.
 pub fn to_json(bytes: &[u8], invalid: impl FnOnce(String) -> Error) -> Result<Value> {
-    let parsed = std::thread::scope(|scope| {
+    on_deep_stack("yaml-parser", || parse(bytes))?.map_err(invalid)
+}
+
+/// Runs `work` on a thread of its own named `name`, with a stack deep enough for the YAML
+/// parser or writer at [`MAX_DEPTH`] levels (and a few more, for the list around an object).
+pub fn on_deep_stack<T: Send>(name: &str, work: impl FnOnce() -> T + Send) -> Result<T> {
+    std::thread::scope(|scope| {
         std::thread::Builder::new()
-            .name("yaml-parser".into())
+            .name(name.into())
             .stack_size(PARSER_STACK_BYTES)
-            .spawn_scoped(scope, || parse(bytes))
-            .map_err(|e| Error::Internal(format!("cannot start the YAML parser: {e}")))?
+            .spawn_scoped(scope, work)
+            .map_err(|e| Error::Internal(format!("cannot start the {name} thread: {e}")))?
             .join()
-            .map_err(|_| Error::Internal("the YAML parser failed".into()))
-    })?;
-    parsed.map_err(invalid)
+            .map_err(|_| Error::Internal(format!("the {name} thread failed")))
+    })
 }
 
 /// go-yaml's reader refuses any character outside YAML's printable set, quoted or not (so also

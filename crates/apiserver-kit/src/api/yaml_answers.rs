@@ -53,6 +53,11 @@ pub async fn answer(mut request: Request, next: Next) -> Response {
     };
     let (mut parts, body) = response.into_parts();
     let converted = match axum::body::to_bytes(body, usize::MAX).await {
+        // Deep answers are written where the recursion has room (a debug build's YAML writer
+        // needs more stack per level than an async worker has for a hundred and more levels).
+        Ok(bytes) if crate::machinery::json_depth::max_depth(&bytes) > SHALLOW => {
+            super::yaml::on_deep_stack("yaml-writer", || to_yaml(&bytes)).unwrap_or_else(|e| Err(e.to_string()))
+        }
         Ok(bytes) => to_yaml(&bytes),
         Err(e) => Err(format!("reading the answer: {e}")),
     };
@@ -68,9 +73,18 @@ pub async fn answer(mut request: Request, next: Next) -> Response {
     }
 }
 
-/// A JSON document written as YAML.
+/// Answers nesting at most this deep are written on the worker's own stack.
+const SHALLOW: usize = 32;
+
+/// A JSON document written as YAML. The JSON is the server's own answer, so it nests no deeper
+/// than what the server stores (at most [`PARSED_AS_IS`](crate::machinery::json_depth::PARSED_AS_IS)
+/// levels) plus the few levels of a list or Table around it: serde_json's limit of 128, meant for
+/// untrusted input, would refuse a list of legal objects, so it is lifted here.
 fn to_yaml(json: &[u8]) -> Result<String, String> {
-    let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| format!("the answer is not JSON: {e}"))?;
+    use serde::Deserialize;
+    let mut reader = serde_json::Deserializer::from_slice(json);
+    reader.disable_recursion_limit();
+    let value = serde_json::Value::deserialize(&mut reader).map_err(|e| format!("the answer is not JSON: {e}"))?;
     serde_saphyr::to_string(&value).map_err(|e| format!("writing the answer as YAML: {e}"))
 }
 
@@ -105,5 +119,15 @@ mod tests {
         let back: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap_or_default();
         assert_eq!(back, serde_json::json!({"kind": "Widget", "spec": {"weight": 120, "color": "yes"}}));
         assert!(to_yaml(b"{").is_err());
+    }
+
+    #[test]
+    fn a_list_of_the_deepest_objects_the_server_keeps_becomes_yaml() {
+        let depth = crate::machinery::json_depth::PARSED_AS_IS;
+        let object = format!("{}{{}}{}", r#"{"a":"#.repeat(depth - 1), "}".repeat(depth - 1));
+        let list = format!(r#"{{"kind":"List","items":[{object}]}}"#);
+        assert!(crate::machinery::json_depth::max_depth(list.as_bytes()) > SHALLOW);
+        let yaml = crate::api::yaml::on_deep_stack("yaml-writer", || to_yaml(list.as_bytes())).unwrap().unwrap();
+        assert_eq!(yaml.matches("a:").count(), depth - 1, "{yaml}");
     }
 }

@@ -288,6 +288,11 @@ pub enum Error {
     /// 415 `UnsupportedMediaType`.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// 431: the request's head (its path, query and headers) is larger than the server reads;
+    /// named after the HTTP status, as 413's `RequestEntityTooLarge` is (apimachinery has no
+    /// reason of its own for it).
+    #[error("{0}")]
+    HeadersTooLarge(String),
     /// 422 `Invalid`: every field error found, collected.
     #[error("{}", invalid_message(kind, group, name, causes))]
     Invalid {
@@ -359,6 +364,7 @@ fn reason_of(code: StatusCode) -> &'static str {
         410 => "Gone",
         413 => "RequestEntityTooLarge",
         415 => "UnsupportedMediaType",
+        431 => "RequestHeaderFieldsTooLarge",
         422 => "Invalid",
         429 => "TooManyRequests",
         500 => "InternalError",
@@ -400,6 +406,7 @@ impl Error {
             Self::TooLargeResourceVersion { .. } | Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::Invalid { .. } | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -424,6 +431,7 @@ impl Error {
             Self::TooLargeResourceVersion { .. } | Self::Timeout => "Timeout",
             Self::TooLarge(_) => "RequestEntityTooLarge",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            Self::HeadersTooLarge(_) => "RequestHeaderFieldsTooLarge",
             Self::Invalid { .. } => "Invalid",
             Self::Unprocessable(_) => "Invalid",
             Self::TooManyRequests { .. } => "TooManyRequests",

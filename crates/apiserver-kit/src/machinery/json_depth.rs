@@ -9,6 +9,11 @@
 //! [`shallow`] therefore checks the whole body's syntax and depth without recursing, and hands on
 //! a copy in which every array or object that starts deeper than [`KEPT_DEPTH`] is empty: the
 //! copy parses with serde_json's limit and is judged exactly as the whole body would be.
+//!
+//! One field is kept whole whatever it holds: a managed fields entry's `fieldsV1`, under
+//! `metadata`. Rather than store it cut, a body with a container deeper than [`KEPT_DEPTH`]
+//! under its top-level `metadata` is refused (no typed field of `metadata` nests that deep, so
+//! nothing a decoder would accept is refused).
 
 use std::borrow::Cow;
 
@@ -33,13 +38,20 @@ pub fn shallow(bytes: &[u8]) -> Result<Cow<'_, [u8]>, DepthError> {
     if max_depth(bytes) <= PARSED_AS_IS {
         return Ok(Cow::Borrowed(bytes));
     }
-    Scanner { bytes, at: 0, out: Vec::with_capacity(bytes.len().min(64 * 1024)), open: Vec::new(), first: false }
-        .run()
-        .map(Cow::Owned)
+    Scanner {
+        bytes,
+        at: 0,
+        out: Vec::with_capacity(bytes.len().min(64 * 1024)),
+        open: Vec::new(),
+        first: false,
+        in_metadata: false,
+    }
+    .run()
+    .map(Cow::Owned)
 }
 
 /// The deepest nesting of arrays and objects outside strings, whether or not `bytes` are JSON.
-fn max_depth(bytes: &[u8]) -> usize {
+pub fn max_depth(bytes: &[u8]) -> usize {
     let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     for &b in bytes {
         if in_string {
@@ -73,6 +85,8 @@ struct Scanner<'a> {
     open: Vec<u8>,
     /// Whether the innermost container was just opened (its first member comes next, or its end).
     first: bool,
+    /// Whether what is read now lies under the top-level object's `metadata`.
+    in_metadata: bool,
 }
 
 impl Scanner<'_> {
@@ -146,9 +160,19 @@ impl Scanner<'_> {
 
     /// An object's key and its colon.
     fn key(&mut self) -> Result<(), DepthError> {
-        match self.next_byte()? {
-            b'"' => self.string()?,
+        let start = match self.next_byte()? {
+            b'"' => {
+                let start = self.at - 1;
+                self.string()?;
+                start
+            }
             b => return Err(self.unexpected(b, "looking for beginning of object key string")),
+        };
+        if self.open.len() == 1 {
+            // A key of the top-level object, escaped or not.
+            let key = &self.bytes[start..self.at];
+            self.in_metadata = key == b"\"metadata\""
+                || (key.contains(&b'\\') && serde_json::from_slice::<String>(key).is_ok_and(|k| k == "metadata"));
         }
         match self.next_byte()? {
             b':' => {
@@ -167,6 +191,12 @@ impl Scanner<'_> {
                 if self.open.len() == GO_MAX_DEPTH {
                     // Go's scanner's words.
                     return Err(DepthError(format!("invalid character '{}' exceeded max depth", open as char)));
+                }
+                if self.open.len() == KEPT_DEPTH && self.in_metadata {
+                    return Err(DepthError(format!(
+                        "metadata nests deeper than {KEPT_DEPTH} levels (at byte {}) in a body deeper than {PARSED_AS_IS}: more than this server keeps of a managed fields entry",
+                        self.at
+                    )));
                 }
                 self.emit(&[open]);
                 self.open.push(if open == b'[' { b']' } else { b'}' });
@@ -309,6 +339,20 @@ mod tests {
         }
         assert_eq!(depth, KEPT_DEPTH);
         assert_eq!(*inner, serde_json::json!([]));
+    }
+
+    #[test]
+    fn a_deep_body_is_refused_rather_than_cut_under_metadata() {
+        let arrays = |levels: usize| format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+        let fields = arrays(KEPT_DEPTH + 10);
+        let entry =
+            |key: &str| format!(r#"{{"{key}":{{"managedFields":[{{"fieldsV1":{fields}}}]}},"x":{}}}"#, arrays(200));
+        let refused = shallow(entry("metadata").as_bytes()).unwrap_err();
+        assert!(refused.0.contains("metadata nests deeper than 64 levels"), "{refused}");
+        assert!(shallow(entry("metad\\u0061ta").as_bytes()).is_err(), "an escaped key is the same key");
+        assert!(shallow(entry("spec").as_bytes()).is_ok(), "what is cut elsewhere is pruned or refused later");
+        let shallow_metadata = format!(r#"{{"metadata":{{"name":"a"}},"spec":{}}}"#, arrays(200));
+        assert!(shallow(shallow_metadata.as_bytes()).is_ok());
     }
 
     #[test]

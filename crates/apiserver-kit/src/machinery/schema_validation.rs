@@ -31,21 +31,11 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
         // As for CRDs, null in a field that is not nullable is treated as unset.
         return;
     }
-    let actual = json_type(value);
-    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
-        // A whole float is an integer too (kube-openapi's `IsFloat64AJSONInteger`: `12.0`).
-        let whole = expected == "integer" && actual == "number" && value.as_f64().is_some_and(super::number::is_whole);
-        let ok = expected == actual || (expected == "number" && actual == "integer") || whole;
-        if !ok {
-            errors.push(FieldError::invalid(
-                path,
-                &Value::String(actual.to_string()),
-                format!("{path} in body must be of type {expected}: \"{actual}\""),
-            ));
-            // The enum is checked on its own, as kube-openapi's validators each report.
-            enumerated(path, value, schema, errors);
-            return;
-        }
+    if let Some(error) = type_error(path, value, schema) {
+        errors.push(error);
+        // The enum is checked on its own, as kube-openapi's validators each report.
+        enumerated(path, value, schema, errors);
+        return;
     }
     enumerated(path, value, schema, errors);
     match value {
@@ -62,6 +52,54 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
             unique_entries(path, items, schema, errors);
         }
         Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// The error of `value`, found at `path`, when its JSON type is not the one `schema` names.
+fn type_error(path: &str, value: &Value, schema: &Value) -> Option<FieldError> {
+    let actual = json_type(value);
+    let expected = schema.get("type").and_then(Value::as_str)?;
+    // A whole float is an integer too (kube-openapi's `IsFloat64AJSONInteger`: `12.0`).
+    let whole = expected == "integer" && actual == "number" && value.as_f64().is_some_and(super::number::is_whole);
+    let ok = expected == actual || (expected == "number" && actual == "integer") || whole;
+    (!ok).then(|| {
+        FieldError::invalid(
+            path,
+            &Value::String(actual.to_string()),
+            format!("{path} in body must be of type {expected}: \"{actual}\""),
+        )
+    })
+}
+
+/// Checks only the JSON types of `value`, found at `path`, against `schema`, recursively (no
+/// required fields, bounds or formats): what a partial object, such as an apply configuration,
+/// must already get right. Each error is [`check`]'s for the same field.
+pub fn check_types(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
+    if value.is_null() {
+        return;
+    }
+    if let Some(error) = type_error(path, value, schema) {
+        errors.push(error);
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (key, v) in map {
+                if let Some(s) = properties.and_then(|p| p.get(key)).or(additional) {
+                    check_types(&format!("{path}.{key}"), v, s, errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    check_types(&format!("{path}[{i}]"), v, s, errors);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

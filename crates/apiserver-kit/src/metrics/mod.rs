@@ -33,6 +33,15 @@ pub struct RequestLabels {
     pub code: u16,
 }
 
+/// Labels of a request whose handler panicked.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PanicLabels {
+    /// The verb, as [`RequestLabels::verb`].
+    pub verb: &'static str,
+    /// The resource, empty for non-resource paths.
+    pub resource: &'static str,
+}
+
 /// A label naming a resource.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabel {
@@ -79,6 +88,8 @@ pub struct Metrics {
     pub request_duration: Family<RequestLabels, Histogram>,
     /// Requests in flight now (watches excluded).
     pub inflight: Gauge,
+    /// Requests whose handler panicked (each answered 500), by verb and resource.
+    pub request_panics: Family<PanicLabels, Counter>,
     /// Open watches by resource.
     pub watches: Family<ResourceLabel, Gauge>,
     /// Watch events sent, by resource.
@@ -173,6 +184,7 @@ impl Metrics {
             requests: Family::default(),
             request_duration: Family::new_with_constructor((|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram),
             inflight: Gauge::default(),
+            request_panics: Family::default(),
             watches: Family::default(),
             watch_events: Family::default(),
             watchers_dropped: Family::default(),
@@ -215,6 +227,11 @@ impl Metrics {
             "apiserver_current_inflight_requests",
             "Requests being served now (watches excluded), limited by --max-requests-inflight",
             self.inflight.clone(),
+        );
+        registry.register(
+            format!("{}_request_panics", self.prefix),
+            "Requests whose handler panicked, each answered with a 500 Status, by verb and resource",
+            self.request_panics.clone(),
         );
     }
 

@@ -113,8 +113,10 @@ impl ApiServerBuilder {
     }
 
     /// Serves a CustomResourceDefinition conversion webhook at `/convert`, converting with
-    /// `converter`, for users who keep the resources as CRDs (unauthenticated, as the
-    /// kube-apiserver calls webhooks).
+    /// `converter`, for users who keep the resources as CRDs: without authentication (the
+    /// kube-apiserver calls webhooks without credentials) unless
+    /// [`TlsOptions::conversion_webhook_client_ca`](super::TlsOptions) names the CA of the client
+    /// certificate it presents; within the server's in-flight limit and request timeout.
     pub fn conversion_webhook(mut self, converter: Converter) -> Self {
         self.converter = Some(converter);
         self

@@ -116,11 +116,20 @@ pub struct TlsOptions {
     pub extra_sans: Vec<String>,
     /// How often the files are checked for a change.
     pub reload_interval: Duration,
+    /// A PEM file of the CA(s) whose client certificates may call the conversion webhook (the
+    /// certificate a kube-apiserver presents to webhooks when its webhook kubeconfig gives it
+    /// one); without it the webhook, like the kube-apiserver's own default, takes any caller.
+    pub conversion_webhook_client_ca: Option<PathBuf>,
 }
 
 impl Default for TlsOptions {
     fn default() -> Self {
-        Self { files: None, extra_sans: Vec::new(), reload_interval: Duration::from_secs(10) }
+        Self {
+            files: None,
+            extra_sans: Vec::new(),
+            reload_interval: Duration::from_secs(10),
+            conversion_webhook_client_ca: None,
+        }
     }
 }
 

@@ -153,6 +153,7 @@ impl<K: Strategy> Registry<K> {
         ctx: &WriteContext,
     ) -> Result<Written<K>> {
         let Configuration { sent, applied: config, force } = *configuration;
+        decode::check_applied_types::<V>(config)?;
         let reset = managed::top_level(V::reset_fields(subresource));
         let schema = body_schema::<V>();
         let api_version = <V as kube::Resource>::api_version(&());
