@@ -71,11 +71,17 @@ fn type_error(path: &str, value: &Value, schema: &Value) -> Option<FieldError> {
     })
 }
 
-/// Checks only the JSON types of `value`, found at `path`, against `schema`, recursively (no
-/// required fields, bounds or formats): what a partial object, such as an apply configuration,
-/// must already get right. Each error is [`check`]'s for the same field.
+/// Checks only the kinds of `value`, found at `path`, against `schema`, recursively, as
+/// structured-merge-diff types an apply configuration before it looks for conflicts: an object,
+/// a list, a string, a boolean or a number (an integer and a fraction are both numbers there; a
+/// fraction where an integer is due is the later validation's to refuse). No required fields,
+/// bounds or formats: a configuration is partial. Each error is [`check`]'s for the same field.
 pub fn check_types(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) {
     if value.is_null() {
+        return;
+    }
+    let numeric = |t: Option<&str>| matches!(t, Some("integer" | "number"));
+    if numeric(schema.get("type").and_then(Value::as_str)) && value.is_number() {
         return;
     }
     if let Some(error) = type_error(path, value, schema) {
@@ -323,6 +329,28 @@ mod tests {
             ]
         );
         assert!(errors(json!(["a"]), schema).is_empty());
+    }
+
+    #[test]
+    fn a_partial_object_is_checked_for_the_kinds_structured_merge_diff_types() {
+        let schema = json!({"type": "object", "required": ["size"], "properties": {
+            "size": {"type": "integer", "minimum": 1}, "name": {"type": "string"},
+            "zones": {"type": "array", "items": {"type": "string"}}}});
+        let kinds = |value: Value| {
+            let mut errors = Vec::new();
+            check_types("spec", &value, &schema, &mut errors);
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>()
+        };
+        assert!(kinds(json!({"size": -0.5})).is_empty(), "a number where an integer is due is numeric");
+        assert!(kinds(json!({"zones": ["a"]})).is_empty(), "nothing is required of a partial object");
+        assert_eq!(
+            kinds(json!({"size": "big", "zones": [1], "name": null})),
+            [
+                r#"spec.size: Invalid value: "string": spec.size in body must be of type integer: "string""#,
+                r#"spec.zones[0]: Invalid value: "integer": spec.zones[0] in body must be of type string: "integer""#,
+            ]
+        );
+        assert_eq!(kinds(json!(7)).len(), 1);
     }
 
     #[test]
