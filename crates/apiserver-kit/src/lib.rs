@@ -70,16 +70,21 @@
 //!    writes ([`machinery::strategy::Strategy`], modelled on the kube-apiserver's REST
 //!    strategies).
 //! 2. [`store`]: storage behind a trait, in memory or in etcd; imports only [`machinery`].
-//!    [`metrics`] (the Prometheus registry) imports nothing of the crate either.
+//!    [`structured_merge`] (server-side apply and managed fields: field sets, typed comparison
+//!    and merge, the managers of each field) also imports only [`machinery`], as
+//!    structured-merge-diff stands beside k8s.io/apimachinery. [`metrics`] (the Prometheus
+//!    registry) imports nothing of the crate.
 //! 3. [`api`]: the resource-agnostic Kubernetes REST machinery over HTTP: negotiation, query
 //!    options, decoding and patching, registry semantics, handlers, watch streams, tables,
-//!    discovery and OpenAPI; imports [`machinery`], [`store`] and [`metrics`].
+//!    discovery and OpenAPI; imports [`machinery`], [`structured_merge`], [`store`] and
+//!    [`metrics`].
 //! 4. Request plumbing beside it: [`auth`] (the standalone bearer token, or delegation to the
 //!    cluster: front-proxy certificates and headers, client certificates, TokenReview,
 //!    SubjectAccessReview), [`audit`] (the audit policy and log, and the middleware that runs
 //!    authentication, auditing and authorization in the kube-apiserver's order), [`observe`]
-//!    (counts, times and logs every request), [`limits`] (requests in flight and timeouts),
-//!    [`health`]; [`admission`] (the cluster's admission webhooks: their configurations, which
+//!    (counts, times and logs every request), [`panics`] (a handler's panic answered as a 500
+//!    Status), [`limits`] (requests in flight, timeouts, the size of request heads),
+//!    [`kept_bodies`] (a request's body outlives an early answer), [`health`]; [`admission`] (the cluster's admission webhooks: their configurations, which
 //!    ones a write calls, and the calls, behind the registry's
 //!    [`machinery::admission::Admission`]); [`mirror`] (a mirror of a kind of the cluster's
 //!    objects feeding a read-only view); [`namespaces`] (the Namespace cache behind the
@@ -118,4 +123,5 @@ pub mod panics;
 pub mod prelude;
 pub mod server;
 pub mod store;
+pub mod structured_merge;
 pub mod tls;

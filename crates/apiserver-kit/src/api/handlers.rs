@@ -350,7 +350,7 @@ impl WriteRequest {
         let query = Query::parse(raw);
         let options = WriteOptions::parse(&query, kind, options_of(&body_type, &query))?;
         let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
-        let manager = crate::machinery::managed::manager_name(options.field_manager.as_deref(), user_agent);
+        let manager = crate::structured_merge::managed::manager_name(options.field_manager.as_deref(), user_agent);
         Ok((Self { query, options, representation, manager }, body_type))
     }
 

@@ -12,7 +12,7 @@
 //! - create checks the namespace's lifecycle first when the registry knows the cluster's
 //!   namespaces ([`crate::machinery::lifecycle`]);
 //! - every write records who set which field in `metadata.managedFields`
-//!   ([`crate::machinery::managed`]); server-side apply is [`Registry::apply`] (in `apply.rs`);
+//!   ([`crate::structured_merge::managed`]); server-side apply is [`Registry::apply`] (in `apply.rs`);
 //! - `dryRun=All` runs every check and stores nothing.
 
 use super::patch::Patch;
@@ -20,17 +20,17 @@ use super::query::{FieldValidation, ListOptions, ResourceVersionMatch};
 use crate::machinery::admission::{Admission, Operation};
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::lifecycle::{Namespaces, admit_create};
-use crate::machinery::managed::{self, Managed};
 use crate::machinery::paging::Continue;
 use crate::machinery::resource::{ApiResource, BodySchema, body_schema};
 use crate::machinery::strategy::{Strategy, Subresource};
-use crate::machinery::unmanaged_value;
 use crate::machinery::user::UserInfo;
 use crate::machinery::validation;
 use crate::machinery::version::{Conversion, Served};
 use crate::store::{
     Committed, Current, Mutation, ObjectKey, PageRequest, ReadAt, Store, Stored, Subscription, WatchFrom,
 };
+use crate::structured_merge::managed::{self, Managed};
+use crate::structured_merge::unmanaged_value;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ManagedFieldsEntry, ObjectMeta, Time};
 use serde_json::json;
 use std::sync::Arc;
@@ -782,7 +782,7 @@ impl Tracking<'_> {
 }
 
 /// The managedFields of `new`, written over `live` (`None` for a create) through `subresource` by
-/// `manager` ([`crate::machinery::managed`]), computed where the kube-apiserver's field manager
+/// `manager` ([`crate::structured_merge::managed`]), computed where the kube-apiserver's field manager
 /// runs: on the object as the client sent it, before the strategy prepares it. The managers start
 /// from the request's valid `managedFields` (an empty list resets them), else the stored ones; a
 /// subresource always starts from the stored ones.
@@ -811,7 +811,13 @@ fn track_managers<K: Strategy>(
     let write = write_of((manager, subresource), &reset, &api_version, versions);
     let schema = at.schema::<K>();
     let new = at.value(object_value(new)?)?;
-    let managers = managed::update(live_value.as_ref(), &new, base.unwrap_or_default(), &write, &schema.object);
+    let managers = managed::update(
+        live_value.as_ref(),
+        &new,
+        base.unwrap_or_default(),
+        &write,
+        &crate::structured_merge::shape::object_schema(&schema),
+    );
     Ok(managers.encode())
 }
 

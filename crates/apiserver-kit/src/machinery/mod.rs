@@ -2,36 +2,30 @@
 //! their `Status` bodies, field errors, object keys, label and field selectors, the continue
 //! token and the page cut, table columns, JSON schemas, the description of a resource, who made a
 //! request and what admission is asked about a write. Named after k8s.io/apimachinery, which
-//! plays this part in the kube-apiserver.
+//! plays this part in the kube-apiserver; server-side apply and managed fields stand beside it
+//! in [`crate::structured_merge`], as structured-merge-diff does.
 
 pub mod admission;
 pub mod columns;
 pub mod conditions;
 pub mod definition;
 pub mod error;
-pub mod fieldpath;
 pub mod identity;
 pub mod json;
 pub mod json_depth;
 pub mod json_scan;
 pub mod key;
-pub mod last_applied;
 pub mod lifecycle;
-pub mod managed;
-pub mod merge;
 pub mod number;
 pub mod paging;
 pub mod resource;
 pub mod schema;
 pub mod schema_validation;
 pub mod selector;
-pub mod shape;
 pub mod stored;
 pub mod strategy;
 #[cfg(test)]
 pub mod testing;
-pub mod typed;
-pub mod unmanaged_value;
 pub mod user;
 pub mod validation;
 pub mod verb;

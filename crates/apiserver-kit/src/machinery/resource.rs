@@ -296,9 +296,9 @@ pub struct BodySchema {
     pub properties: serde_json::Map<String, serde_json::Value>,
     /// The fields a body must have.
     pub required: Vec<&'static str>,
-    /// The whole object's schema (apiVersion, kind, metadata's shapes and the properties),
-    /// compiled for managed fields ([`super::typed`]) and server-side apply.
-    pub object: Arc<super::shape::Schema>,
+    /// The whole object's schema: `apiVersion`, `kind`, metadata's shapes and the properties
+    /// (what server-side apply compiles, [`crate::structured_merge::shape::object_schema`]).
+    pub object: serde_json::Value,
 }
 
 /// `K`'s body schema (its definition's, without `nullable`: a Kubernetes schema marks an optional
@@ -321,7 +321,7 @@ pub fn body_schema<K: ApiResource>() -> Arc<BodySchema> {
     all.insert("apiVersion".into(), serde_json::json!({"type": "string"}));
     all.insert("kind".into(), serde_json::json!({"type": "string"}));
     all.insert("metadata".into(), super::schema::object_meta_shapes());
-    let object = Arc::new(super::shape::Schema::compile(&serde_json::json!({"type": "object", "properties": all})));
+    let object = serde_json::json!({"type": "object", "properties": all});
     let built = Arc::new(BodySchema { properties, required, object });
     SCHEMAS.write().entry(TypeId::of::<K>()).or_insert(built).clone()
 }

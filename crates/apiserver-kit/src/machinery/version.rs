@@ -105,17 +105,6 @@ impl Conversion {
     }
 }
 
-/// The versions of a resource as server-side apply converts between them: through the stored
-/// version, from one `group/version` to another.
-impl super::managed::Versions for Vec<Conversion> {
-    fn convert(&self, object: &Value, from: &str, to: &str) -> Option<(Value, Arc<super::shape::Schema>)> {
-        let from = self.iter().find(|c| c.api_version == from)?;
-        let to = self.iter().find(|c| c.api_version == to)?;
-        let hub = (from.to_hub)(object.clone()).ok()?;
-        Some(((to.from_hub)(hub).ok()?, (to.schema)().object.clone()))
-    }
-}
-
 /// The field a field selector names at version `V`, at the hub version: selectable fields are
 /// listed in the same order at every version (`spec.color` at one, `spec.coat.color` at the
 /// next), so the one at the same place.

@@ -1,6 +1,6 @@
 //! Server-side apply on the registry (`PATCH` with `application/apply-patch+yaml`), as the
 //! kube-apiserver's apply patcher runs it: the configuration is applied to the stored object by
-//! [`crate::machinery::managed::apply`] inside the store's read-modify-write, then decoded,
+//! [`crate::structured_merge::managed::apply`] inside the store's read-modify-write, then decoded,
 //! prepared and validated like any update; an object that does not exist is created from the
 //! configuration (after the namespace lifecycle check). A `resourceVersion` in the configuration
 //! is a precondition; `dryRun` stores nothing.
@@ -8,11 +8,12 @@
 use super::{Registry, Tracking, WriteContext, Written, object_value, prepare_update, write_of};
 use crate::api::decode;
 use crate::machinery::error::{Error, Result};
-use crate::machinery::managed::{self, Managed};
 use crate::machinery::resource::body_schema;
 use crate::machinery::strategy::{Strategy, Subresource};
 use crate::machinery::version::Served;
 use crate::store::ObjectKey;
+use crate::structured_merge::managed::{self, Managed};
+use crate::structured_merge::shape::object_schema;
 use serde_json::Value;
 
 /// One apply's configuration: as the client sent it (what kubectl's client-side record keeps),
@@ -128,7 +129,7 @@ impl<K: Strategy> Registry<K> {
         let write = write_of((&ctx.manager, subresource), &reset, &api_version, &self.versions);
         let schema = body_schema::<V>();
         let (sent, force) = (configuration.sent, configuration.force);
-        let applied = managed::apply(None, config, sent, Managed::default(), &write, force, &schema.object)
+        let applied = managed::apply(None, config, sent, Managed::default(), &write, force, &object_schema(&schema))
             .map_err(|conflicts| managed::conflict_error(&conflicts))?;
         let mut object = applied.object.unwrap_or_else(|| config.clone());
         name_from_url(&mut object, name);
@@ -165,8 +166,9 @@ impl<K: Strategy> Registry<K> {
                 let live = V::value_from_hub(object_value(current.object())?)?;
                 let stored = current.meta().managed_fields.as_deref().unwrap_or_default();
                 let managers = Managed::decode(stored).unwrap_or_default();
-                let applied = managed::apply(Some(&live), config, sent, managers, &write, force, &schema.object)
-                    .map_err(|conflicts| managed::conflict_error(&conflicts))?;
+                let applied =
+                    managed::apply(Some(&live), config, sent, managers, &write, force, &object_schema(&schema))
+                        .map_err(|conflicts| managed::conflict_error(&conflicts))?;
                 // After the conflicts, as the kube-apiserver's patcher checks the applied object,
                 // and its storage the resourceVersion the configuration may carry.
                 check_target(config, namespace, &key.name)?;

@@ -165,6 +165,23 @@ pub fn field_schema<'s>(fields: Option<&'s Fields>, extra: Option<&'s Schema>, k
     fields.and_then(|f| f.get(key)).or(extra)
 }
 
+/// The compiled schema of a resource's whole object
+/// ([`BodySchema::object`](crate::machinery::resource::BodySchema::object)), compiled on the
+/// first call and kept. Body schemas live as long as the program (`body_schema` keeps each), so
+/// each one's address names it.
+pub fn object_schema(body: &std::sync::Arc<crate::machinery::resource::BodySchema>) -> std::sync::Arc<Schema> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock};
+    type Compiled = parking_lot::RwLock<HashMap<usize, Arc<Schema>>>;
+    static COMPILED: LazyLock<Compiled> = LazyLock::new(Compiled::default);
+    let key = Arc::as_ptr(body) as usize;
+    if let Some(schema) = COMPILED.read().get(&key) {
+        return schema.clone();
+    }
+    let compiled = Arc::new(Schema::compile(&body.object));
+    COMPILED.write().entry(key).or_insert(compiled).clone()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

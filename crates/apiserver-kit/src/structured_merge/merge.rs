@@ -187,7 +187,7 @@ fn ensure_node(set: &Set, schema: Option<&Schema>) -> Set {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machinery::typed::to_field_set;
+    use crate::structured_merge::typed::to_field_set;
     use serde_json::json;
 
     fn schema() -> Schema {

@@ -8,7 +8,7 @@
 //!    or one empty entry, resets them), else from the stored object; a subresource always uses
 //!    the stored ones.
 //! 2. An object that exists but has no managers is not tracked (objects from before tracking).
-//! 3. The fields the write adds or modifies ([`crate::machinery::typed::compare`], without the
+//! 3. The fields the write adds or modifies ([`crate::structured_merge::typed::compare`], without the
 //!    fields the subresource resets) leave every other manager; fields it removes leave everyone.
 //! 4. The writer's entry (`manager`, `Update`, the API version, the subresource) gains what it
 //!    added or modified, minus the metadata nobody manages, and the current time when it gained
@@ -172,6 +172,17 @@ pub trait Versions: Sync {
     /// `object`, at `from` (`group/version`), at `to`, with the schema there; `None` when `to` is
     /// not served.
     fn convert(&self, object: &Value, from: &str, to: &str) -> Option<(Value, std::sync::Arc<Schema>)>;
+}
+
+/// The versions of a resource as server-side apply converts between them: through the stored
+/// version, from one `group/version` to another.
+impl Versions for Vec<crate::machinery::version::Conversion> {
+    fn convert(&self, object: &Value, from: &str, to: &str) -> Option<(Value, std::sync::Arc<Schema>)> {
+        let from = self.iter().find(|c| c.api_version == from)?;
+        let to = self.iter().find(|c| c.api_version == to)?;
+        let hub = (from.to_hub)(object.clone()).ok()?;
+        Some(((to.from_hub)(hub).ok()?, super::shape::object_schema(&(to.schema)())))
+    }
 }
 
 /// A resource served at one version: no manager is of another.
@@ -561,7 +572,7 @@ fn take_over(
 }
 
 /// The 409 of `conflicts`, as the kube-apiserver's `NewConflictError` builds it.
-pub fn conflict_error(conflicts: &[Conflict]) -> super::error::Error {
+pub fn conflict_error(conflicts: &[Conflict]) -> crate::machinery::error::Error {
     let causes = conflicts
         .iter()
         .map(|c| k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
@@ -570,7 +581,7 @@ pub fn conflict_error(conflicts: &[Conflict]) -> super::error::Error {
             field: Some(c.field.clone()),
         })
         .collect();
-    super::error::Error::ApplyConflict { message: conflict_message(conflicts), causes }
+    crate::machinery::error::Error::ApplyConflict { message: conflict_message(conflicts), causes }
 }
 
 /// The 409 message of `conflicts`, as the kube-apiserver words it.
@@ -644,7 +655,7 @@ fn cap_updates(managed: &mut Managed) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machinery::last_applied::ANNOTATION;
+    use crate::structured_merge::last_applied::ANNOTATION;
     use k8s_openapi::jiff::Timestamp;
 
     fn schema() -> Schema {

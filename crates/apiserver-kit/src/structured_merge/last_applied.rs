@@ -16,7 +16,7 @@
 use super::fieldpath::Set;
 use super::shape::Schema;
 use super::typed::{Comparison, compare, to_field_set};
-use super::validation::TOTAL_ANNOTATION_SIZE_LIMIT;
+use crate::machinery::validation::TOTAL_ANNOTATION_SIZE_LIMIT;
 use serde_json::Value;
 
 /// The annotation client-side `kubectl apply` three-way-merges against.
@@ -71,7 +71,7 @@ pub fn record(object: &mut Value, applied: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machinery::fieldpath::PathElement;
+    use crate::structured_merge::fieldpath::PathElement;
     use serde_json::json;
 
     fn schema() -> Schema {

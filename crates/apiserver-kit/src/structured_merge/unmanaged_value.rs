@@ -19,7 +19,7 @@ pub fn to_value<T: Serialize + ?Sized>(object: &T) -> Result<Value, serde_json::
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    super::number::integral_as_integers(&mut value);
+    crate::machinery::number::integral_as_integers(&mut value);
     Ok(value)
 }
 
@@ -34,7 +34,7 @@ pub fn top_level<T: Serialize + ?Sized>(
     if let Some(members) = value.as_object_mut() {
         members.retain(|name, _| fields.contains(&name.as_str()));
     }
-    super::number::integral_as_integers(&mut value);
+    crate::machinery::number::integral_as_integers(&mut value);
     Ok(value)
 }
 
