@@ -282,8 +282,9 @@ fn router(
         .layer(axum::middleware::from_fn(crate::api::compression::answer));
     let protected =
         non_resource.merge(resource_routes).fallback(|| async { ApiError::PathNotFound }).layer(protected_layers);
-    // The kube-apiserver calls conversion webhooks without credentials; the webhook reads
-    // nothing stored.
+    // The kube-apiserver calls conversion webhooks without credentials (unless its webhook
+    // kubeconfig gives it a client certificate, which `callers` then checks): the webhook is
+    // outside authentication, but within the in-flight limit and the request timeout.
     let webhook = converter
         .map(|(converter, callers)| crate::api::conversion_webhook::routes(converter, callers))
         .unwrap_or_default()
