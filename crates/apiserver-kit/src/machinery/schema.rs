@@ -26,9 +26,10 @@ pub fn strip_nulls(value: &mut Value) {
     }
 }
 
-/// The shapes of `metadata` that managed fields and apply read ([`super::typed`]), as the
-/// kube-apiserver's schema of ObjectMeta gives them: labels and annotations granular maps,
-/// finalizers a set, ownerReferences a list keyed by uid, managedFields atomic.
+/// The shapes of `metadata` that managed fields and apply read
+/// ([`crate::structured_merge::typed`]), as the kube-apiserver's schema of ObjectMeta gives them:
+/// labels and annotations granular maps, finalizers a set, ownerReferences a list keyed by uid,
+/// managedFields atomic.
 pub fn object_meta_shapes() -> Value {
     let string = serde_json::json!({"type": "string"});
     let integer = serde_json::json!({"type": "integer"});
