@@ -170,6 +170,14 @@ fn nested_fields(levels: usize) -> Value {
     (1..levels).fold(json!({}), |inner, _| json!({ "f:a": inner }))
 }
 
+/// A llama named `name` whose one managed fields entry nests `levels` deep in its `fieldsV1`.
+fn llama_with_deep_managed_fields(name: &str, levels: usize) -> Value {
+    let mut llama = llama(name, 1.0, 1.0);
+    llama["metadata"]["managedFields"] = json!([{"manager": "hand", "operation": "Update",
+        "apiVersion": "farm.example.com/v1", "fieldsType": "FieldsV1", "fieldsV1": nested_fields(levels)}]);
+    llama
+}
+
 /// How deep `value` nests (a scalar is 0, `{}` is 1).
 fn depth(value: &Value) -> usize {
     match value {
@@ -182,9 +190,7 @@ fn depth(value: &Value) -> usize {
 #[tokio::test]
 async fn lists_in_yaml_serve_the_deepest_object_the_server_stores() {
     let s = Server::start().await;
-    let mut deep = llama("deep", 1.0, 1.0);
-    deep["metadata"]["managedFields"] = json!([{"manager": "hand", "operation": "Update",
-        "apiVersion": "farm.example.com/v1", "fieldsType": "FieldsV1", "fieldsV1": nested_fields(123)}]);
+    let deep = llama_with_deep_managed_fields("deep", 123);
     assert_eq!(depth(&deep), 127, "the deepest body read as it is");
     let (code, created) = send(s.client.post(s.url(&llamas("default"))).json(&deep)).await;
     assert_eq!(code, 201, "{created}");
@@ -229,13 +235,8 @@ async fn an_apply_to_a_stored_object_refuses_the_types_a_create_refuses() {
 #[tokio::test]
 async fn a_managed_fields_entry_too_deep_to_keep_whole_is_refused_not_cut() {
     let s = Server::start().await;
-    let mut deep = llama("deeper", 1.0, 1.0);
-    deep["metadata"]["managedFields"] = json!([{"manager": "hand", "operation": "Update",
-        "apiVersion": "farm.example.com/v1", "fieldsType": "FieldsV1", "fieldsV1": nested_fields(200)}]);
-    // Built as text: serde_json writes no value this deep.
-    let body = deep.to_string();
-    let (code, status) =
-        send(s.client.post(s.url(&llamas("default"))).header("content-type", "application/json").body(body)).await;
+    let deep = llama_with_deep_managed_fields("deeper", 200);
+    let (code, status) = send(s.client.post(s.url(&llamas("default"))).json(&deep)).await;
     assert_eq!(code, 400, "{status}");
     assert_status(&status, 400, "BadRequest");
     assert!(status["message"].as_str().unwrap().contains("metadata nests deeper than 64 levels"), "{status}");

@@ -4,12 +4,14 @@
 //! behave as with memory storage. etcd is `$ETCD` or the one on the PATH
 //! (`scripts/control-plane.sh etcd` installs it).
 
+mod common;
+
 use apiserver_kit::prelude::*;
 use apiserver_kit::server::StorageOptions;
 use apiserver_kit::store::etcd::connection::{EtcdConfig, connect};
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A gadget of the whole cluster: just a size.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -60,7 +62,6 @@ impl Drop for Etcd {
 
 /// The server's URL and a client with its token, once it is ready.
 async fn serve(etcd: &Etcd, dir: &std::path::Path) -> (String, reqwest::Client) {
-    let kubeconfig = dir.join("kubeconfig");
     let config = EtcdConfig {
         endpoints: vec![etcd.endpoint.clone()],
         prefix: "/registry/test.example.com".into(),
@@ -69,42 +70,13 @@ async fn serve(etcd: &Etcd, dir: &std::path::Path) -> (String, reqwest::Client) 
         request_timeout: Duration::from_secs(5),
     };
     let options = ServerOptions {
-        authentication: Authentication::Standalone { write_kubeconfig: Some(kubeconfig.clone()) },
-        cluster: ClusterConnection::None,
         storage: StorageOptions::Etcd { config, compaction_interval: None },
         ..ServerOptions::default()
     };
-    let server = ApiServerBuilder::new(Identity::new("gadget-apiserver", "0.1.0"), "test.example.com", &["v1"])
-        .stored(StoredResource::<Gadget>::new())
-        .options(options)
-        .build()
-        .unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("https://{}", listener.local_addr().unwrap());
-    tokio::spawn(server.serve(listener, std::future::pending()));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !kubeconfig.exists() {
-        assert!(Instant::now() < deadline, "no kubeconfig written");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let written: Value = serde_json::from_slice(&std::fs::read(&kubeconfig).unwrap()).unwrap();
-    let token = written["users"][0]["user"]["token"].as_str().unwrap();
-    let client = reqwest::Client::builder()
-        .danger_accept_invalid_certs(true)
-        .default_headers(
-            [(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap())].into_iter().collect(),
-        )
-        .build()
-        .unwrap();
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
-            && r.status() == 200
-        {
-            return (base, client);
-        }
-        assert!(Instant::now() < deadline, "the server never became ready");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let builder = ApiServerBuilder::new(Identity::new("gadget-apiserver", "0.1.0"), "test.example.com", &["v1"])
+        .stored(StoredResource::<Gadget>::new());
+    let (base, token) = common::serve(builder, options, dir).await;
+    (base, common::client(&token, false))
 }
 
 async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {

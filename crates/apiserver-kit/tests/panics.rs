@@ -2,9 +2,10 @@
 //! connection stays up (HTTP/1.1 and HTTP/2), the server stays ready, the panic is counted in
 //! `<prefix>_request_panics_total` and the answer carries the request's audit ID.
 
+mod common;
+
 use apiserver_kit::prelude::*;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
 
 /// A gadget whose validation panics on size 13, as a bug in a strategy would.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -23,34 +24,9 @@ impl Strategy for Gadget {
 
 /// The server's URL and its token, once it is ready.
 async fn serve(dir: &std::path::Path) -> (String, String) {
-    let kubeconfig = dir.join("kubeconfig");
-    let options = ServerOptions {
-        authentication: Authentication::Standalone { write_kubeconfig: Some(kubeconfig.clone()) },
-        cluster: ClusterConnection::None,
-        ..ServerOptions::default()
-    };
-    let server = ApiServerBuilder::new(Identity::new("gadget-apiserver", "0.1.0"), "test.example.com", &["v1"])
-        .stored(StoredResource::<Gadget>::new())
-        .options(options)
-        .build()
-        .unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("https://{}", listener.local_addr().unwrap());
-    tokio::spawn(server.serve(listener, std::future::pending()));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !kubeconfig.exists() {
-        assert!(Instant::now() < deadline, "no kubeconfig written");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let written: Value = serde_json::from_slice(&std::fs::read(&kubeconfig).unwrap()).unwrap();
-    (base, written["users"][0]["user"]["token"].as_str().unwrap().to_string())
-}
-
-fn client(token: &str, http1: bool) -> reqwest::Client {
-    let builder = reqwest::Client::builder().danger_accept_invalid_certs(true).default_headers(
-        [(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap())].into_iter().collect(),
-    );
-    if http1 { builder.http1_only() } else { builder }.build().unwrap()
+    let builder = ApiServerBuilder::new(Identity::new("gadget-apiserver", "0.1.0"), "test.example.com", &["v1"])
+        .stored(StoredResource::<Gadget>::new());
+    common::serve(builder, ServerOptions::default(), dir).await
 }
 
 fn gadget(name: &str, size: i64) -> Value {
@@ -63,7 +39,7 @@ async fn a_panicking_handler_answers_500_on_a_connection_that_stays_up() {
     let (base, token) = serve(dir.path()).await;
     let collection = format!("{base}/apis/test.example.com/v1/namespaces/default/gadgets");
     for (http1, name) in [(true, "one"), (false, "two")] {
-        let client = client(&token, http1);
+        let client = common::client(&token, http1);
         let response = client
             .post(&collection)
             .header("Audit-ID", format!("audit-{name}"))
@@ -82,10 +58,11 @@ async fn a_panicking_handler_answers_500_on_a_connection_that_stays_up() {
         assert_eq!(created.status(), 201);
     }
     // Nothing of the panicking requests was stored.
-    let list: Value = client(&token, false).get(&collection).send().await.unwrap().json().await.unwrap();
+    let list: Value = common::client(&token, false).get(&collection).send().await.unwrap().json().await.unwrap();
     let sizes: Vec<&Value> = list["items"].as_array().unwrap().iter().map(|g| &g["spec"]["size"]).collect();
     assert_eq!(sizes, [&json!(7), &json!(7)]);
-    let metrics = client(&token, false).get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics =
+        common::client(&token, false).get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     let counted = r#"gadget_apiserver_request_panics_total{verb="POST",resource="gadgets"} 2"#;
     assert!(metrics.lines().any(|line| line == counted), "no `{counted}` in:\n{metrics}");
 }
@@ -95,7 +72,7 @@ async fn a_request_without_an_audit_id_gets_one_with_its_500() {
     let dir = tempfile::tempdir().unwrap();
     let (base, token) = serve(dir.path()).await;
     let collection = format!("{base}/apis/test.example.com/v1/namespaces/default/gadgets");
-    let response = client(&token, false).post(&collection).json(&gadget("three", 13)).send().await.unwrap();
+    let response = common::client(&token, false).post(&collection).json(&gadget("three", 13)).send().await.unwrap();
     assert_eq!(response.status(), 500);
     let id = response.headers()["audit-id"].to_str().unwrap().to_string();
     assert_eq!(id.len(), 36, "a UUID: {id}");
