@@ -58,7 +58,7 @@ soak: ## The soak test alone, for SOAK_SECONDS (default 60): writers, listers, p
 	bash scripts/control-plane.sh etcd
 	SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --locked --test soak -- --nocapture
 
-fuzz: ## cargo-fuzz on the selector parsers, body decoding (JSON and YAML), both patch types, the continue token, deep JSON and the Llama conversion, FUZZ_SECONDS per target.
+fuzz: ## cargo-fuzz on the selector parsers, body decoding (JSON and YAML), both patch types, the continue token, deep JSON, the Llama conversion and server-side apply's typed merge, FUZZ_SECONDS per target.
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
 fmt: ## Format the code.

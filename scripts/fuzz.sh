@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes farm-apiserver's parsers and decoders with cargo-fuzz (libFuzzer): every target of
 # fuzz/Cargo.toml (label and field selectors, Llama body decoding, YAML bodies, merge and JSON patches, the
-# continue token, deep JSON, the conversion between Llama versions) runs for FUZZ_SECONDS seconds each (default 15), from the seeds in
+# continue token, deep JSON, the conversion between Llama versions, server-side apply's typed merge) runs for
+# FUZZ_SECONDS seconds each (default 15), from the seeds in
 # fuzz/corpus/<target>/, and the script fails if any target crashes, naming the input it saved.
 #
 #   FUZZ_SECONDS=60 bash scripts/fuzz.sh                  # every target, a minute each

@@ -10,8 +10,10 @@
 //! children, with `".": {}` marking a node that is a member and has children too.
 
 use litemap::LiteMap;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 
 /// One step of a field path.
 #[derive(Clone, Debug)]
@@ -164,6 +166,198 @@ impl std::fmt::Display for PathElement {
     }
 }
 
+/// Feeds `value` to `state` so that values [`compare_values`] finds equal hash alike: a number
+/// as its value as a double (an integer equals a float of the same value), strings, booleans,
+/// lists and maps by their contents.
+fn hash_value(value: &Value, state: &mut impl Hasher) {
+    match value {
+        Value::Null => state.write_u8(5),
+        Value::Bool(b) => (2u8, b).hash(state),
+        Value::Number(n) => (0u8, n.as_f64().unwrap_or(0.0).to_bits()).hash(state),
+        Value::String(s) => (1u8, s).hash(state),
+        Value::Array(items) => {
+            (3u8, items.len()).hash(state);
+            items.iter().for_each(|item| hash_value(item, state));
+        }
+        Value::Object(fields) => {
+            (4u8, fields.len()).hash(state);
+            for (name, field) in fields {
+                name.hash(state);
+                hash_value(field, state);
+            }
+        }
+    }
+}
+
+/// Feeds `element` to `state` so that equal elements hash alike (see [`hash_value`]).
+fn hash_element(element: &PathElement, state: &mut impl Hasher) {
+    match element {
+        PathElement::Field(name) => (0u8, name).hash(state),
+        PathElement::Key(fields) => {
+            (1u8, fields.len()).hash(state);
+            for (name, value) in fields {
+                name.hash(state);
+                hash_value(value, state);
+            }
+        }
+        PathElement::Value(value) => {
+            state.write_u8(2);
+            hash_value(value, state);
+        }
+        PathElement::Index(index) => (3u8, index).hash(state),
+    }
+}
+
+/// Whether two numbers are the same as far as [`compare_values`] can tell: both integers of
+/// 64 bits with one value, or neither and one double.
+fn identical_numbers(a: &Number, b: &Number) -> bool {
+    match (a.as_i64(), b.as_i64()) {
+        (Some(x), Some(y)) => x == y,
+        (None, None) => a.as_f64().map(f64::to_bits) == b.as_f64().map(f64::to_bits),
+        _ => false,
+    }
+}
+
+/// Whether [`compare_values`] compares anything with `a` as with `b`. Finer than equality,
+/// which is not transitive: `2^53 + 1` equals the float `2^53`, which equals `2^53`.
+fn identical_values(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => identical_numbers(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| identical_values(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|((kx, x), (ky, y))| kx == ky && identical_values(x, y))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether `a` and `b` are the same element as far as its order can tell (see
+/// [`identical_values`]).
+fn identical(a: &PathElement, b: &PathElement) -> bool {
+    match (a, b) {
+        (PathElement::Field(x), PathElement::Field(y)) => x == y,
+        (PathElement::Key(x), PathElement::Key(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|((kx, x), (ky, y))| kx == ky && identical_values(x, y))
+        }
+        (PathElement::Value(x), PathElement::Value(y)) => identical_values(x, y),
+        (PathElement::Index(x), PathElement::Index(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Answers, for a sequence of path elements, "which is the first one equal to this?" as a
+/// linear search does, in constant expected time (structured-merge-diff's `PathElementMap`
+/// answers it by binary search). Elements are hashed so that equal ones hash alike, and each
+/// hash chains the elements that have it in order; an element identical to one already chained
+/// is not chained again, so duplicates cost nothing. A chain holds more than one element only
+/// when hashes collide, or for integers beyond 2^53 that differ but round to one double.
+pub(crate) struct ElementIndex<'e> {
+    hasher: RandomState,
+    /// By hash: the first and the last slot of its chain.
+    chains: HashMap<u64, (usize, usize)>,
+    /// The chained elements, each with its position in the sequence and the next slot of its chain.
+    slots: Vec<Slot<'e>>,
+    /// How many elements the sequence has.
+    len: usize,
+}
+
+/// One element chained in an [`ElementIndex`].
+struct Slot<'e> {
+    element: &'e PathElement,
+    position: usize,
+    next: Option<usize>,
+}
+
+impl<'e> ElementIndex<'e> {
+    /// An index of no element.
+    pub(crate) fn new() -> Self {
+        Self { hasher: RandomState::new(), chains: HashMap::new(), slots: Vec::new(), len: 0 }
+    }
+
+    /// An index of `elements`, numbered from 0 in order.
+    pub(crate) fn of(elements: impl IntoIterator<Item = &'e PathElement>) -> Self {
+        let mut index = Self::new();
+        elements.into_iter().for_each(|element| index.push(element));
+        index
+    }
+
+    fn hash(&self, element: &PathElement) -> u64 {
+        let mut state = self.hasher.build_hasher();
+        hash_element(element, &mut state);
+        state.finish()
+    }
+
+    /// The slots chained under `hash`, in order.
+    fn chain(&self, hash: u64) -> impl Iterator<Item = &Slot<'e>> {
+        let mut next = self.chains.get(&hash).map(|(first, _)| *first);
+        std::iter::from_fn(move || {
+            let slot = self.slots.get(next?)?;
+            next = slot.next;
+            Some(slot)
+        })
+    }
+
+    /// Adds `element` at the end of the sequence.
+    pub(crate) fn push(&mut self, element: &'e PathElement) {
+        let position = self.len;
+        self.len += 1;
+        let hash = self.hash(element);
+        if self.chain(hash).any(|slot| identical(slot.element, element)) {
+            return;
+        }
+        let slot = self.slots.len();
+        self.slots.push(Slot { element, position, next: None });
+        match self.chains.get_mut(&hash) {
+            Some((_, last)) => {
+                let previous = std::mem::replace(last, slot);
+                if let Some(previous) = self.slots.get_mut(previous) {
+                    previous.next = Some(slot);
+                }
+            }
+            None => {
+                self.chains.insert(hash, (slot, slot));
+            }
+        }
+    }
+
+    /// The position of the first element equal to `element`.
+    pub(crate) fn first(&self, element: &PathElement) -> Option<usize> {
+        self.chain(self.hash(element)).find(|slot| slot.element == element).map(|slot| slot.position)
+    }
+
+    /// Whether an element equals `element`.
+    pub(crate) fn contains(&self, element: &PathElement) -> bool {
+        self.first(element).is_some()
+    }
+}
+
+/// `items` sorted by their elements, stably (equal ones keep their order), in O(n log n) and
+/// O(n) when they come sorted. A merge sort, because the standard library's sorts may panic when
+/// the order is not total, and [`PathElement`]'s is not for integers beyond 2^53 mixed with
+/// floats (see [`identical_values`]): a request controls those.
+pub(crate) fn sort_by_element<T>(items: Vec<T>, element: &impl Fn(&T) -> &PathElement) -> Vec<T> {
+    if items.windows(2).all(|pair| element(&pair[0]) <= element(&pair[1])) {
+        return items;
+    }
+    let mut left = items;
+    let right = left.split_off(left.len() / 2);
+    let (left, right) = (sort_by_element(left, element), sort_by_element(right, element));
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    let (mut left, mut right) = (left.into_iter().peekable(), right.into_iter().peekable());
+    loop {
+        let from_right = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => element(r) < element(l),
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (None, None) => break,
+        };
+        out.extend(if from_right { right.next() } else { left.next() });
+    }
+    out
+}
+
 /// A path: the steps from the object's root.
 pub type Path = Vec<PathElement>;
 
@@ -200,11 +394,11 @@ impl Set {
         Self::default()
     }
 
-    /// Builds a set from nodes, keeping only those that hold a member.
+    /// Builds a set from nodes in order, keeping only those that hold a member.
     fn of(nodes: impl Iterator<Item = (PathElement, Node)>) -> Set {
         let mut set = Set::new();
         for (element, node) in nodes.filter(|(_, n)| !n.is_empty()) {
-            set.nodes.insert(element, node);
+            set.attach(element, node.member, node.below);
         }
         set
     }
@@ -234,15 +428,34 @@ impl Set {
         if !member && below.is_empty() {
             return;
         }
+        // Sets are built in order: the element goes last, after one comparison, no search.
+        let Some((element, node)) = self.nodes.try_append(element, Node { member, below }) else { return };
         match self.nodes.get_mut(&element) {
-            Some(node) => {
-                node.member |= member;
-                node.below.merge(below);
+            Some(mine) => {
+                mine.member |= node.member;
+                mine.below.merge(node.below);
             }
             None => {
-                self.nodes.insert(element, Node { member, below });
+                self.nodes.insert(element, node);
             }
         }
+    }
+
+    /// The set of `entries` (each an element, whether it is a member, and the set below it),
+    /// given in any order, as [`Set::attach`] one by one builds it: sorted first, so that each
+    /// is appended rather than shifting the ones after it.
+    pub(crate) fn of_entries(entries: Vec<(PathElement, bool, Set)>) -> Set {
+        let mut set = Set::new();
+        for (element, member, below) in sort_by_element(entries, &|(element, _, _)| element) {
+            set.attach(element, member, below);
+        }
+        set
+    }
+
+    /// The steps below this node, in order: each element, whether it is a member, and the set
+    /// below it.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&PathElement, bool, &Set)> {
+        self.nodes.iter().map(|(element, node)| (element, node.member, &node.below))
     }
 
     /// Whether `path` is a member.
@@ -297,19 +510,37 @@ impl Set {
         out
     }
 
-    /// Adds every path of `other`.
+    /// Adds every path of `other`, in one walk along both sorted maps (where an element is in
+    /// both, this set's copy of it is kept).
     pub fn merge(&mut self, other: Set) {
-        for (element, theirs) in other.nodes.into_tuple_vec() {
-            match self.nodes.get_mut(&element) {
-                Some(mine) => {
-                    mine.member |= theirs.member;
-                    mine.below.merge(theirs.below);
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        let mut merged = Vec::with_capacity(self.nodes.len() + other.nodes.len());
+        let mut mine = std::mem::take(&mut self.nodes).into_tuple_vec().into_iter().peekable();
+        let mut theirs = other.nodes.into_tuple_vec().into_iter().peekable();
+        loop {
+            let order = match (mine.peek(), theirs.peek()) {
+                (Some((a, _)), Some((b, _))) => a.cmp(b),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => break,
+            };
+            match (mine.next_if(|_| order.is_le()), theirs.next_if(|_| order.is_ge())) {
+                (Some((element, mut node)), Some((_, their))) => {
+                    node.member |= their.member;
+                    node.below.merge(their.below);
+                    merged.push((element, node));
                 }
-                None => {
-                    self.nodes.insert(element, theirs);
-                }
+                (Some(entry), None) | (None, Some(entry)) => merged.push(entry),
+                (None, None) => break,
             }
         }
+        self.nodes = LiteMap::from_sorted_store_unchecked(merged);
     }
 
     /// The paths in both sets.
@@ -400,7 +631,7 @@ impl Set {
     /// Reads `FieldsV1` JSON; an error names the key that is not a path element.
     pub fn from_fields_v1(value: &Value) -> Result<Set, String> {
         let Value::Object(map) = value else { return Err("fieldsV1 must be a JSON object".into()) };
-        let mut set = Set::new();
+        let mut nodes = Vec::new();
         for (key, child) in map {
             if key == "." {
                 continue;
@@ -412,6 +643,14 @@ impl Set {
             let member = grandchildren.is_empty() || grandchildren.contains_key(".");
             let node = Node { member, below: Set::from_fields_v1(child)? };
             if !node.is_empty() {
+                nodes.push((element, node));
+            }
+        }
+        // The keys come in the order of their text, which is not the elements' (`v:10` before
+        // `v:9`): sorted first, each is appended. Of two keys naming one element, the last wins.
+        let mut set = Set::new();
+        for (element, node) in sort_by_element(nodes, &|(element, _)| element) {
+            if let Some((element, node)) = set.nodes.try_append(element, node) {
                 set.nodes.insert(element, node);
             }
         }
@@ -422,6 +661,7 @@ impl Set {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     /// A fieldsV1 written by the kube-apiserver 1.20 for a custom resource.
@@ -516,5 +756,137 @@ mod tests {
         let mut merged = only_status.clone();
         merged.merge(a.clone());
         assert_eq!(merged, a);
+    }
+
+    /// A few elements, so that paths share steps; `1` and `1.0` are one element.
+    fn element() -> impl Strategy<Value = PathElement> {
+        prop::sample::select(vec![
+            field("a"),
+            field("b"),
+            PathElement::key(vec![("k".into(), json!(1))]),
+            PathElement::key(vec![("k".into(), json!(1.0))]),
+            PathElement::key(vec![("k".into(), json!("x")), ("j".into(), json!([2]))]),
+            PathElement::Value(json!(10)),
+            PathElement::Value(json!(9)),
+            PathElement::Value(json!("x")),
+            PathElement::Index(0),
+        ])
+    }
+
+    /// A set of up to 8 paths of up to 3 steps.
+    fn set() -> impl Strategy<Value = Set> {
+        prop::collection::vec(prop::collection::vec(element(), 1..4), 0..8).prop_map(|paths| {
+            let mut set = Set::new();
+            paths.iter().for_each(|path| set.insert(path));
+            set
+        })
+    }
+
+    /// Elements whose equality is not transitive: `2^53 + 1` equals the float `2^53`, which
+    /// equals `2^53`.
+    fn number_element() -> impl Strategy<Value = PathElement> {
+        prop::sample::select(vec![
+            json!(9007199254740992_i64),
+            json!(9007199254740993_i64),
+            json!(9007199254740992.0),
+            json!(1),
+            json!(1.0),
+            json!(-0.0),
+            json!(0),
+            json!([1, 9007199254740993_i64]),
+            json!([1.0, 9007199254740992.0]),
+            json!({"a": 1}),
+        ])
+        .prop_map(PathElement::Value)
+    }
+
+    /// [`Set::merge`] as it was: each element of `other` looked up and inserted in `set`.
+    fn merged_one_by_one(set: &mut Set, other: Set) {
+        for (element, theirs) in other.nodes.into_tuple_vec() {
+            match set.nodes.get_mut(&element) {
+                Some(mine) => {
+                    mine.member |= theirs.member;
+                    merged_one_by_one(&mut mine.below, theirs.below);
+                }
+                None => {
+                    set.nodes.insert(element, theirs);
+                }
+            }
+        }
+    }
+
+    /// [`Set::from_fields_v1`] as it was: each key parsed and inserted in turn.
+    fn read_one_by_one(value: &Value) -> Set {
+        let mut set = Set::new();
+        for (key, child) in value.as_object().into_iter().flatten() {
+            let Some(element) = PathElement::parse(key).ok().flatten() else { continue };
+            let member = child.as_object().is_some_and(|c| c.is_empty() || c.contains_key("."));
+            let node = Node { member, below: read_one_by_one(child) };
+            if !node.is_empty() {
+                set.nodes.insert(element, node);
+            }
+        }
+        set
+    }
+
+    proptest! {
+        /// A merge in one walk is the merge one element at a time, keeping this set's copy of
+        /// an element both have.
+        #[test]
+        fn merging_in_one_walk_is_merging_one_by_one(a in set(), b in set()) {
+            let mut walked = a.clone();
+            walked.merge(b.clone());
+            let mut one_by_one = a.clone();
+            merged_one_by_one(&mut one_by_one, b.clone());
+            prop_assert_eq!(&walked, &one_by_one);
+            prop_assert_eq!(walked.to_fields_v1(), one_by_one.to_fields_v1());
+            prop_assert_eq!(a.union(&b), walked);
+        }
+
+        /// Reading `FieldsV1` whose keys sort otherwise than their elements (`v:10`, `v:9`) and
+        /// name one element twice (`k:{"k":1}`, `k:{"k":1.0}`) gives the set it gave.
+        #[test]
+        fn fields_v1_reads_as_it_read_one_key_at_a_time(a in set(), b in set()) {
+            let mut fields = a.to_fields_v1();
+            if let (Value::Object(mine), Value::Object(theirs)) = (&mut fields, b.to_fields_v1()) {
+                mine.extend(theirs.into_iter().map(|(key, value)| (key.replace("1}", "1.0}"), value)));
+            }
+            let read = Set::from_fields_v1(&fields).unwrap();
+            prop_assert_eq!(&read, &read_one_by_one(&fields));
+            prop_assert_eq!(read.to_fields_v1(), read_one_by_one(&fields).to_fields_v1());
+        }
+
+        /// Entries sorted once then attached make the set that attaching them in turn made.
+        #[test]
+        fn entries_sorted_once_attach_as_in_turn(entries in prop::collection::vec((element(), any::<bool>(), set()), 0..10)) {
+            let mut in_turn = Set::new();
+            for (element, member, below) in entries.clone() {
+                in_turn.attach(element, member, below);
+            }
+            let sorted = Set::of_entries(entries);
+            prop_assert_eq!(&sorted, &in_turn);
+            prop_assert_eq!(sorted.to_fields_v1(), in_turn.to_fields_v1());
+        }
+
+        /// The index finds the first equal element as a linear search does, even where
+        /// equality is not transitive, and the merge sort sorts as the standard one, stably.
+        #[test]
+        fn the_index_finds_what_a_linear_search_finds(
+            elements in prop::collection::vec(prop_oneof![element(), number_element()], 0..16),
+            wanted in prop_oneof![element(), number_element()],
+        ) {
+            let index = ElementIndex::of(&elements);
+            prop_assert_eq!(index.first(&wanted), elements.iter().position(|e| *e == wanted));
+            let ordered: Vec<(PathElement, usize)> = elements.iter().cloned().zip(0..).collect();
+            // Sorting elements whose order is not total must not panic.
+            let _ = sort_by_element(ordered.clone(), &|(e, _)| e);
+            let consistent: Vec<(PathElement, usize)> =
+                ordered.into_iter().filter(|(e, _)| !matches!(e, PathElement::Value(Value::Number(_) | Value::Array(_)))).collect();
+            let mut expected = consistent.clone();
+            expected.sort_by(|(a, _), (b, _)| a.cmp(b));
+            let sorted = sort_by_element(consistent, &|(e, _)| e);
+            let shown = |v: &[(PathElement, usize)]| v.iter().map(|(e, i)| (e.serialize(), *i)).collect::<Vec<_>>();
+            prop_assert_eq!(shown(&sorted), shown(&expected));
+        }
     }
 }

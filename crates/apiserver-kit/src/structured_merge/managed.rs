@@ -27,7 +27,7 @@ use super::typed::{Comparison, compare};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use litemap::LiteMap;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The most `Update` entries an object keeps.
 const MAX_UPDATE_MANAGERS: usize = 10;
@@ -106,7 +106,7 @@ impl Managed {
     /// Reads `managedFields`; `None` when an entry cannot be read (the kube-apiserver then falls
     /// back to the stored managers).
     pub fn decode(entries: &[ManagedFieldsEntry]) -> Option<Managed> {
-        let mut managed = Managed::default();
+        let mut read = Vec::with_capacity(entries.len());
         for entry in entries {
             let operation = entry.operation.clone().filter(|o| o == "Apply" || o == "Update")?;
             let api_version = entry.api_version.clone().filter(|v| !v.is_empty())?;
@@ -123,7 +123,13 @@ impl Managed {
                 api_version,
                 subresource: entry.subresource.clone().unwrap_or_default(),
             };
-            managed.entries.insert(manager, (set, entry.time.clone()));
+            read.push((manager, (set, entry.time.clone())));
+        }
+        // Inserted in order, each is appended; of two entries of one manager, the last wins.
+        read.sort_by(|(a, _), (b, _)| a.cmp(b));
+        let mut managed = Managed::default();
+        for (manager, entry) in read {
+            managed.entries.insert(manager, entry);
         }
         Some(managed)
     }
@@ -288,14 +294,16 @@ pub fn update(live: Option<&Value>, new: &Value, managed: Managed, write: &Write
     }
     let mut by_version = ChangesByVersion::new(live, new, write, schema);
     let mut managed = managed;
-    let mut unserved = Vec::new();
+    let mut unserved = BTreeSet::new();
     for (manager, (set, _)) in managed.entries.iter_mut() {
         match by_version.at(&manager.api_version) {
             Some((changed, removed)) => {
                 set.remove(changed);
                 set.remove(removed);
             }
-            None => unserved.push(manager.clone()),
+            None => {
+                unserved.insert(manager.clone());
+            }
         }
     }
     managed.entries.retain(|manager, _| !unserved.contains(manager));
@@ -557,14 +565,16 @@ fn take_over(
         conflicts.sort_by(|a, b| (&a.manager, &a.field).cmp(&(&b.manager, &b.field)));
         return Err(conflicts);
     }
-    let mut unserved = Vec::new();
+    let mut unserved = BTreeSet::new();
     for (manager, (set, _)) in managed.entries.iter_mut().filter(|(m, _)| *m != applier) {
         match by_version.at(&manager.api_version) {
             Some((changed, removed)) => {
                 set.remove(changed);
                 set.remove(removed);
             }
-            None => unserved.push(manager.clone()),
+            None => {
+                unserved.insert(manager.clone());
+            }
         }
     }
     managed.entries.retain(|manager, (set, _)| !set.is_empty() && !unserved.contains(manager));
@@ -589,12 +599,16 @@ pub fn conflict_message(conflicts: &[Conflict]) -> String {
     if let [only] = conflicts {
         return format!("Apply failed with 1 conflict: conflict with {}: {}", only.manager, only.field);
     }
+    let mut fields_by_manager: BTreeMap<&String, Vec<String>> = BTreeMap::new();
+    for conflict in conflicts {
+        fields_by_manager.entry(&conflict.manager).or_default().push(format!("- {}", conflict.field));
+    }
     let mut lines = Vec::new();
     let mut managers: Vec<&String> = conflicts.iter().map(|c| &c.manager).collect();
     managers.dedup();
     for manager in managers {
         lines.push(format!("conflicts with {manager}:"));
-        lines.extend(conflicts.iter().filter(|c| &c.manager == manager).map(|c| format!("- {}", c.field)));
+        lines.extend(fields_by_manager.get(manager).into_iter().flatten().cloned());
     }
     format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
 }
@@ -990,5 +1004,63 @@ mod tests {
         let other = apply(Some(&live), &config, Managed::default(), &write("flux", "", &reset, 10), true, &schema());
         let object = other.unwrap().object.unwrap();
         assert_eq!(object["metadata"]["annotations"][ANNOTATION], "{\"old\":true}\n", "only kubectl's applies");
+    }
+
+    /// [`conflict_message`] as it was: each manager's fields found by a search of all conflicts.
+    fn conflict_message_by_search(conflicts: &[Conflict]) -> String {
+        if let [only] = conflicts {
+            return format!("Apply failed with 1 conflict: conflict with {}: {}", only.manager, only.field);
+        }
+        let mut lines = Vec::new();
+        let mut managers: Vec<&String> = conflicts.iter().map(|c| &c.manager).collect();
+        managers.dedup();
+        for manager in managers {
+            lines.push(format!("conflicts with {manager}:"));
+            lines.extend(conflicts.iter().filter(|c| &c.manager == manager).map(|c| format!("- {}", c.field)));
+        }
+        format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
+    }
+
+    proptest::proptest! {
+        /// Conflicts are worded as before, in whatever order they come.
+        #[test]
+        fn conflict_messages_are_worded_as_by_a_search(picks in proptest::collection::vec((0..3u8, 0..4u8), 0..8)) {
+            let conflicts: Vec<Conflict> = picks
+                .iter()
+                .map(|(m, f)| Conflict { manager: format!("\"m{m}\""), field: format!(".spec.f{f}"), path: Vec::new() })
+                .collect();
+            proptest::prop_assert_eq!(conflict_message(&conflicts), conflict_message_by_search(&conflicts));
+        }
+
+        /// Entries read in the kube-apiserver's order (not the managers') give the managers that
+        /// inserting them in turn gave; of two entries of one manager, the last one counts.
+        #[test]
+        fn managers_decode_as_when_inserted_in_turn(picks in proptest::collection::vec((0..3u8, any_bool(), any_bool()), 0..8)) {
+            let entries: Vec<ManagedFieldsEntry> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, (m, apply, v1))| ManagedFieldsEntry {
+                    manager: Some(format!("m{m}")),
+                    operation: Some(if *apply { "Apply" } else { "Update" }.into()),
+                    api_version: Some(if *v1 { "t/v1" } else { "t/v2" }.into()),
+                    fields_type: Some("FieldsV1".into()),
+                    fields_v1: Some(FieldsV1(json!({"f:spec": {format!("f:f{i}"): {}}}))),
+                    time: Some(at(i as i64)),
+                    ..Default::default()
+                })
+                .collect();
+            let mut in_turn = Managed::default();
+            for entry in &entries {
+                let one = Managed::decode(std::slice::from_ref(entry)).unwrap();
+                for (manager, fields) in one.entries {
+                    in_turn.entries.insert(manager, fields);
+                }
+            }
+            proptest::prop_assert_eq!(Managed::decode(&entries).unwrap(), in_turn);
+        }
+    }
+
+    fn any_bool() -> impl proptest::strategy::Strategy<Value = bool> {
+        proptest::bool::ANY
     }
 }
