@@ -198,7 +198,7 @@ exit 0"#;
 
     fn wait_until_serving(&self) {
         let address = self.endpoint.split("://").nth(1).expect("an endpoint URL").to_string();
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + super::EVENT_DEADLINE;
         while std::net::TcpStream::connect(&address).is_err() {
             assert!(Instant::now() < deadline, "etcd did not start; see {}.log", self.data.display());
             std::thread::sleep(Duration::from_millis(20));
@@ -293,7 +293,7 @@ impl EtcdCluster {
         };
         self.members[leader].compact_all().await;
         let target = status(leader).await.raft_applied_index;
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + super::EVENT_DEADLINE;
         while status(until_applied).await.raft_applied_index < target {
             assert!(Instant::now() < deadline, "member {until_applied} never caught up with the leader");
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -321,7 +321,7 @@ impl EtcdCluster {
     /// The index of the member that is leader, once the running members agree on one.
     pub async fn leader(&self) -> usize {
         use farm_apiserver::store::etcd::grpc::etcdserverpb::{StatusRequest, maintenance_client::MaintenanceClient};
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + super::EVENT_DEADLINE;
         loop {
             for (i, member) in self.members.iter().enumerate().filter(|(_, m)| m.child.is_some()) {
                 let Ok(endpoint) = tonic::transport::Endpoint::from_shared(member.endpoint.clone()) else { continue };

@@ -128,15 +128,17 @@ impl Server {
         Self::launch(extra, filter, Stdio::from(file)).await
     }
 
+    /// Waits for `/readyz` to answer 200 (a server on etcd lists every object first, which a
+    /// loaded machine may take well over 20 s to do for the large ones of tests/ha.rs).
     async fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + EVENT_DEADLINE;
         loop {
             if let Ok(r) = self.client.get(self.url("/readyz")).send().await
                 && r.status() == 200
             {
                 return;
             }
-            assert!(Instant::now() < deadline, "the server never became ready");
+            assert!(Instant::now() < deadline, "the server never became ready in {EVENT_DEADLINE:?}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -165,9 +167,9 @@ impl Server {
             .stderr(stderr)
             .spawn()
             .expect("start farm-apiserver");
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + EVENT_DEADLINE;
         while !kubeconfig.exists() {
-            assert!(Instant::now() < deadline, "the server wrote no kubeconfig");
+            assert!(Instant::now() < deadline, "the server wrote no kubeconfig in {EVENT_DEADLINE:?}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let config: serde_json::Value =
