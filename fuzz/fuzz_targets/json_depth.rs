@@ -23,9 +23,8 @@ fuzz_target!(|data: &[u8]| {
         _ => {}
     }
     if let Ok(copy) = scanned {
-        let value: serde_json::Value = serde_json::from_slice(&copy).unwrap_or_else(|e| {
-            panic!("the copy does not parse ({e}): {:?}", String::from_utf8_lossy(&copy))
-        });
+        let value: serde_json::Value = serde_json::from_slice(&copy)
+            .unwrap_or_else(|e| panic!("the copy does not parse ({e}): {:?}", String::from_utf8_lossy(&copy)));
         let mut depth = 0;
         let mut inner = &value;
         while let Some(first) = inner.get(0) {
