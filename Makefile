@@ -22,6 +22,7 @@ test: ## Everything CI checks: formatting, lints, rustdoc without warnings, unit
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
 	$(CARGO) fmt --all --check
+	rustfmt --check --edition 2024 fuzz/fuzz_targets/*.rs
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --workspace --no-deps
 	$(CARGO) test --locked --workspace --lib --bins --tests
@@ -61,8 +62,9 @@ soak: ## The soak test alone, for SOAK_SECONDS (default 60): writers, listers, p
 fuzz: ## cargo-fuzz on the selector parsers, body decoding (JSON and YAML), both patch types, the continue token, deep JSON, the Llama conversion and server-side apply's typed merge, FUZZ_SECONDS per target.
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
 
-fmt: ## Format the code.
+fmt: ## Format the code (the fuzz targets too: fuzz/ is a workspace of its own).
 	$(CARGO) fmt --all
+	rustfmt --edition 2024 fuzz/fuzz_targets/*.rs
 
 lint: ## Clippy with warnings as errors.
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
