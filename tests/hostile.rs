@@ -10,7 +10,8 @@
 mod common;
 
 use common::raw::{connect, patch_without_its_body, received, status_of};
-use common::{Server, assert_status, llama, llama_path, llamas, wait_until};
+use common::{Backend, Server, assert_status, backends, llama, llama_path, llamas, wait_until};
+use rstest_reuse::apply;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
@@ -296,4 +297,50 @@ async fn refusals_before_the_body_is_read_reach_the_client_as_a_status() {
     }
     held.write_all(body).await.unwrap();
     assert_eq!(status_of(held).await, "200");
+}
+
+/// `n` finalizers named after `prefix`.
+fn finalizers(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("farm.example.com/{prefix}-{i}")).collect()
+}
+
+/// Writes large enough to be worked off the runtime's workers (bodies and objects over 64 KiB:
+/// a create, an apply by a second manager and a JSON patch of 10,000 finalizers) are stored and
+/// answered as small ones, on both backends, while the server stays ready.
+#[apply(backends)]
+async fn writes_of_large_lists_are_stored_whole(#[case] backend: Backend) {
+    let s = Server::start_on(backend).await;
+    let mut body = llama("many", 1.0, 1.0);
+    body["metadata"]["finalizers"] = json!(finalizers("a", 10_000));
+    assert!(body.to_string().len() > 64 * 1024);
+    let (code, created) = send(s.client.post(s.url(&llamas("default"))).json(&body)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["finalizers"].as_array().map(Vec::len), Some(10_000));
+    assert_ready(&s).await;
+
+    let config = json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
+        "metadata": {"name": "many", "finalizers": finalizers("b", 10_000)}});
+    let url = s.url(&format!("{}?fieldManager=second", llama_path("default", "many")));
+    let apply = s.client.patch(url).header("content-type", "application/apply-patch+yaml");
+    let (code, applied) = send(apply.body(config.to_string())).await;
+    assert_eq!(code, 200, "{applied}");
+    let names = applied["metadata"]["finalizers"].as_array().unwrap();
+    assert_eq!(names.len(), 20_000, "both managers' finalizers are kept");
+    assert_eq!(
+        (names[0].as_str(), names[19_999].as_str()),
+        (Some("farm.example.com/a-0"), Some("farm.example.com/b-9999"))
+    );
+    let managers: Vec<&str> =
+        applied["metadata"]["managedFields"].as_array().unwrap().iter().filter_map(|m| m["manager"].as_str()).collect();
+    assert!(managers.contains(&"second"), "{managers:?}");
+    assert_ready(&s).await;
+
+    let patch = json!([{"op": "add", "path": "/metadata/finalizers/-", "value": "farm.example.com/last"}]);
+    let patched =
+        s.client.patch(s.url(&llama_path("default", "many"))).header("content-type", "application/json-patch+json");
+    let (code, patched) = send(patched.body(patch.to_string())).await;
+    assert_eq!(code, 200, "{patched}");
+    let (_, read) = send(s.client.get(s.url(&llama_path("default", "many")))).await;
+    assert_eq!(read["metadata"]["finalizers"].as_array().map(Vec::len), Some(20_001));
+    assert_eq!(read["metadata"]["resourceVersion"], patched["metadata"]["resourceVersion"]);
 }

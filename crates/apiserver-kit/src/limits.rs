@@ -7,6 +7,7 @@
 //! ([`refuse_large_heads`]), so that HTTP/2 answers it with a `Status` as HTTP/1.1 does.
 
 use crate::api::query::Query;
+use crate::machinery::cpu_bound;
 use crate::machinery::error::Error;
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -14,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
 /// The limits in force.
 #[derive(Clone, Debug)]
@@ -58,11 +60,14 @@ pub async fn enforce(limits: Limits, request: Request, next: Next) -> Response {
     // The request runs as a task of its own, which holds the permit until it stops: a handler
     // busy computing cannot keep its timeout from firing (this task is polled elsewhere). At the
     // timeout, or when the client goes, the task is cancelled at its next await, so a request
-    // answered 504 writes nothing after and stays counted in flight until it has stopped.
-    let mut handler = Cancelled(tokio::spawn(async move {
+    // answered 504 writes nothing after and stays counted in flight until it has stopped. Work
+    // handed off the runtime's workers (`cpu_bound`) watches the token instead.
+    let given_up = CancellationToken::new();
+    let task = cpu_bound::cancellable(given_up.clone(), async move {
         let _permit = permit;
         next.run(request).await
-    }));
+    });
+    let mut handler = Cancelled(tokio::spawn(task), given_up);
     match tokio::time::timeout(limits.timeout, &mut handler.0).await {
         Ok(Ok(response)) => response,
         // A panic goes on to the layer that answers it (crate::panics).
@@ -72,11 +77,13 @@ pub async fn enforce(limits: Limits, request: Request, next: Next) -> Response {
     }
 }
 
-/// A request's task, cancelled when this is dropped (after its answer, it has ended anyway).
-struct Cancelled(tokio::task::JoinHandle<Response>);
+/// A request's task, cancelled when this is dropped (after its answer, it has ended anyway),
+/// with the token its handed-off work watches.
+struct Cancelled(tokio::task::JoinHandle<Response>, CancellationToken);
 
 impl Drop for Cancelled {
     fn drop(&mut self) {
+        self.1.cancel();
         self.0.abort();
     }
 }

@@ -15,6 +15,7 @@ use super::patch::{Patch, PatchType};
 use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{At, Registry, WriteContext};
 use super::table;
+use crate::machinery::cpu_bound;
 use crate::machinery::error::{Error, FieldError, Result};
 use crate::machinery::json;
 use crate::machinery::strategy::{Strategy, Subresource};
@@ -379,22 +380,25 @@ async fn create<K: Strategy, V: Served<K>>(
     let (request, ()) =
         WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create, check_media_type, no_causes)?;
     let bytes = read_body(body).await?;
-    let mut value = parse_body(&headers, &bytes, V::info().kind)?;
-    check_kind::<V>(&value)?;
-    prepare_body::<V>(&mut value, Subresource::Main);
-    check_metadata::<V>(&value)?;
-    // Admission (the namespace lifecycle) sees the decoded object, before its validation.
-    let name = ["name", "generateName"]
-        .iter()
-        .find_map(|field| value["metadata"].get(*field)?.as_str().filter(|n| !n.is_empty()))
-        .unwrap_or_default();
-    registry.admit_create(&namespace, name).await?;
-    super::registry::check_body_namespace(&value, &namespace)?;
-    let decoded = decode_object::<V>(&value, &namespace, request.options.field_validation)?;
-    let object = V::object_to_hub(decoded.object)?;
-    let created = registry.create(&namespace, object, &request.context::<K, V>(requester)).await?;
-    let warnings = [decoded.warnings, created.warnings].concat();
-    render_object::<K, V>(&created.object, request.representation, &request.query, StatusCode::CREATED, &warnings)
+    cpu_bound::run_async(bytes.len(), async {
+        let mut value = parse_body(&headers, &bytes, V::info().kind)?;
+        check_kind::<V>(&value)?;
+        prepare_body::<V>(&mut value, Subresource::Main);
+        check_metadata::<V>(&value)?;
+        // Admission (the namespace lifecycle) sees the decoded object, before its validation.
+        let name = ["name", "generateName"]
+            .iter()
+            .find_map(|field| value["metadata"].get(*field)?.as_str().filter(|n| !n.is_empty()))
+            .unwrap_or_default();
+        registry.admit_create(&namespace, name).await?;
+        super::registry::check_body_namespace(&value, &namespace)?;
+        let decoded = decode_object::<V>(&value, &namespace, request.options.field_validation)?;
+        let object = V::object_to_hub(decoded.object)?;
+        let created = registry.create(&namespace, object, &request.context::<K, V>(requester)).await?;
+        let warnings = [decoded.warnings, created.warnings].concat();
+        render_object::<K, V>(&created.object, request.representation, &request.query, StatusCode::CREATED, &warnings)
+    })
+    .await
 }
 
 /// PUT of the object, or of its `subresource`.
@@ -410,16 +414,19 @@ async fn update<K: Strategy, V: Served<K>>(
     // An update reads its options before its body's media type (a create the other way round).
     let (request, ()) = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update, |_| Ok(()), no_causes)?;
     let bytes = read_body(body).await?;
-    let mut value = parse_body(&headers, &bytes, V::info().kind)?;
-    // Another kind is refused before the object is looked up, as by a built-in resource's
-    // decoder; the rest of the body is decoded and validated once the stored object is read.
-    check_kind::<V>(&value)?;
-    prepare_body::<V>(&mut value, subresource);
-    check_metadata::<V>(&value)?;
-    let updated =
-        registry.update::<V>(&namespace, &name, &value, subresource, &request.context::<K, V>(requester)).await?;
-    let (representation, query) = (request.representation, &request.query);
-    render_object::<K, V>(&updated.object, representation, query, StatusCode::OK, &updated.warnings)
+    cpu_bound::run_async(bytes.len(), async {
+        let mut value = parse_body(&headers, &bytes, V::info().kind)?;
+        // Another kind is refused before the object is looked up, as by a built-in resource's
+        // decoder; the rest of the body is decoded and validated once the stored object is read.
+        check_kind::<V>(&value)?;
+        prepare_body::<V>(&mut value, subresource);
+        check_metadata::<V>(&value)?;
+        let ctx = request.context::<K, V>(requester);
+        let updated = registry.update::<V>(&namespace, &name, &value, subresource, &ctx).await?;
+        let (representation, query) = (request.representation, &request.query);
+        render_object::<K, V>(&updated.object, representation, query, StatusCode::OK, &updated.warnings)
+    })
+    .await
 }
 
 /// PATCH of the object, or of its `subresource`.
@@ -442,16 +449,19 @@ async fn patch<K: Strategy, V: Served<K>>(
     let force = request.query.flag("force");
     let bytes = read_body(body).await?;
     let ctx = request.context::<K, V>(requester);
-    let (written, code) = if patch_type == PatchType::Apply {
-        let config = super::patch::apply_configuration(&bytes)?;
-        super::patch::check_apply_type::<V>(&config)?;
-        let (written, created) = registry.apply::<V>(&namespace, &name, &config, subresource, force, &ctx).await?;
-        (written, if created { StatusCode::CREATED } else { StatusCode::OK })
-    } else {
-        let patch = Patch::parse(patch_type, &bytes)?;
-        (registry.patch::<V>(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
-    };
-    render_object::<K, V>(&written.object, request.representation, &request.query, code, &written.warnings)
+    cpu_bound::run_async(bytes.len(), async {
+        let (written, code) = if patch_type == PatchType::Apply {
+            let config = super::patch::apply_configuration(&bytes)?;
+            super::patch::check_apply_type::<V>(&config)?;
+            let (written, created) = registry.apply::<V>(&namespace, &name, &config, subresource, force, &ctx).await?;
+            (written, if created { StatusCode::CREATED } else { StatusCode::OK })
+        } else {
+            let patch = Patch::parse(patch_type, &bytes)?;
+            (registry.patch::<V>(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
+        };
+        render_object::<K, V>(&written.object, request.representation, &request.query, code, &written.warnings)
+    })
+    .await
 }
 
 /// No option causes of a body type's own.

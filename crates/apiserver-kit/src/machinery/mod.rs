@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod columns;
 pub mod conditions;
+pub mod cpu_bound;
 pub mod definition;
 pub mod error;
 pub mod identity;

@@ -16,8 +16,9 @@ use super::buffer::{Feed, Refused, buffer};
 use super::objects::Objects;
 use super::{
     CloseReason, Closing, Committed, Current, Event, EventType, Listing, Mutation, ObjectKey, Page, PageRequest,
-    Progress, ReadAt, Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom, pages, stamp,
+    Progress, ReadAt, Revision, Store, StoreStats, Stored, Subscription, UpdateFn, WatchFrom, pages, stamp, unstamped,
 };
+use crate::machinery::cpu_bound;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
 use parking_lot::RwLock;
@@ -301,15 +302,21 @@ impl<K: ApiResource> MemoryStore<K> {
 
     /// See [`Store::create`].
     pub fn create(&self, key: ObjectKey, object: K, dry_run: bool) -> Result<Arc<Stored<K>>> {
+        let exists = || Error::AlreadyExists { resource: K::info().group_resource(), name: key.name.clone() };
+        if dry_run {
+            return match self.state.read().objects.get(&key) {
+                Some(_) => Err(exists()),
+                None => Ok(Arc::new(Stored::new(object)?)),
+            };
+        }
+        // Encoded before the lock, which readers wait for: only its number is written under it.
+        let encoded = unstamped(object)?;
         let mut state = self.state.write();
         if state.objects.get(&key).is_some() {
-            return Err(Error::AlreadyExists { resource: K::info().group_resource(), name: key.name });
-        }
-        if dry_run {
-            return Ok(Arc::new(Stored::new(object)?));
+            return Err(exists());
         }
         let revision = self.revision.next();
-        let stored = stamp(object, revision)?;
+        let stored = Arc::new(encoded.at_revision(revision)?);
         state.objects.add(stored.clone());
         let event = Event {
             revision,
@@ -332,18 +339,22 @@ impl<K: ApiResource> MemoryStore<K> {
             let current = self.state.read().objects.get(key).cloned();
             let current = current
                 .ok_or_else(|| Error::NotFound { resource: K::info().group_resource(), name: key.name.clone() })?;
-            let decoded = Current::decode(current.clone())?;
-            let (kind, object) = match update(&decoded)? {
-                Mutation::Unchanged => return Ok(Committed { object: current, deleted: false }),
-                Mutation::Put(object) if dry_run => {
-                    return Ok(Committed { object: Arc::new(Stored::new(object)?), deleted: false });
-                }
-                Mutation::Delete(object) if dry_run => {
-                    return Ok(Committed { object: Arc::new(Stored::new(object)?), deleted: true });
-                }
-                Mutation::Put(object) => (EventType::Modified, object),
-                Mutation::Delete(object) => (EventType::Deleted, object),
-            };
+            // Decoding, deciding and encoding a large object run off the runtime's worker, and
+            // before the lock: only the revision is written under it.
+            let decided = cpu_bound::run(current.json_len(), || -> Result<_> {
+                let decoded = Current::decode(current.clone())?;
+                // A dry run answers the object as decided; a write's is numbered below.
+                let encode = |object| if dry_run { Stored::new(object) } else { unstamped(object) };
+                Ok(match update(&decoded)? {
+                    Mutation::Unchanged => None,
+                    Mutation::Put(object) => Some((EventType::Modified, encode(object)?)),
+                    Mutation::Delete(object) => Some((EventType::Deleted, encode(object)?)),
+                })
+            })?;
+            let Some((kind, object)) = decided else { return Ok(Committed { object: current, deleted: false }) };
+            if dry_run {
+                return Ok(Committed { object: Arc::new(object), deleted: kind == EventType::Deleted });
+            }
             let mut state = self.state.write();
             // Taken out and put back unless it is still the object decided on: one lookup to
             // check, one to store.
@@ -358,8 +369,8 @@ impl<K: ApiResource> MemoryStore<K> {
                 }
             }
             let revision = self.revision.next();
-            let stored = match stamp(object, revision) {
-                Ok(stored) => stored,
+            let stored = match object.at_revision(revision) {
+                Ok(stored) => Arc::new(stored),
                 Err(error) => {
                     state.objects.add(current);
                     return Err(error);

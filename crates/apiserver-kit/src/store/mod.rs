@@ -208,9 +208,16 @@ impl Progress {
 }
 
 /// The stored form of `object` committed at `revision`, which becomes its `resourceVersion`.
-pub fn stamp<K: crate::machinery::resource::ApiResource>(mut object: K, revision: u64) -> Result<Arc<Stored<K>>> {
-    object.meta_mut().resource_version = Some(revision.to_string());
-    Ok(Arc::new(Stored::new(object)?))
+pub fn stamp<K: crate::machinery::resource::ApiResource>(object: K, revision: u64) -> Result<Arc<Stored<K>>> {
+    Ok(Arc::new(unstamped(object)?.at_revision(revision)?))
+}
+
+/// The stored form of `object`, to be given its revision by [`Stored::at_revision`] once it is
+/// known: the encoding, most of a write's cost for a large object, done before a lock is taken.
+pub fn unstamped<K: crate::machinery::resource::ApiResource>(mut object: K) -> Result<Stored<K>> {
+    // A placeholder, so that the encoding holds the member whose number the revision replaces.
+    object.meta_mut().resource_version = Some("1".to_string());
+    Stored::new(object)
 }
 
 /// The function a [`Store::mutate`] runs on the current object, decoded, to decide the change.

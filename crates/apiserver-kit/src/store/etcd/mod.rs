@@ -30,6 +30,7 @@ use super::{
     CloseReason, Closing, Committed, Event, EventType, Mutation, ObjectKey, Page, PageRequest, Progress, ReadAt, Store,
     StoreStats, Stored, Subscription, UpdateFn, WatchFrom, stamp,
 };
+use crate::machinery::cpu_bound;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
 use client::{EtcdClient, WatchStream, create_revision_is, delete_op, first_read, get_op, mod_revision_is, put_op};
@@ -388,7 +389,10 @@ impl<K: ApiResource> EtcdStore<K> {
             None => self.read(&path).await?.ok_or_else(not_found)?,
         };
         loop {
-            let decision = update(&super::Current::decode(current.object.clone())?);
+            // Off the runtime's worker for a large object (see `cpu_bound`).
+            let decision = cpu_bound::run(current.object.json_len(), || -> Result<Result<Mutation<K>>> {
+                Ok(update(&super::Current::decode(current.object.clone())?))
+            })?;
             if current.cached && !matches!(decision, Ok(Mutation::Put(_) | Mutation::Delete(_))) {
                 current = self.read(&path).await?.ok_or_else(not_found)?;
                 continue;
