@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::raw::{connect, patch_without_its_body, received, status_of};
+use common::raw::{connect, patch_without_its_body, read_answer, received, status_of};
 use common::{Backend, Server, assert_status, backends, llama, llama_path, llamas, wait_until};
 use rstest_reuse::apply;
 use serde_json::{Value, json};
@@ -343,4 +343,38 @@ async fn writes_of_large_lists_are_stored_whole(#[case] backend: Backend) {
     let (_, read) = send(s.client.get(s.url(&llama_path("default", "many")))).await;
     assert_eq!(read["metadata"]["finalizers"].as_array().map(Vec::len), Some(20_001));
     assert_eq!(read["metadata"]["resourceVersion"], patched["metadata"]["resourceVersion"]);
+}
+
+/// Over HTTP/1.1, a body refused before it was read (429 here) is read after the answer and
+/// thrown away, so the client can finish sending it, read the answer and go on using the
+/// connection: closing it with the body still arriving would reset it, and a client still
+/// writing would see a broken pipe rather than the answer.
+#[tokio::test]
+async fn over_http1_the_rest_of_a_refused_body_is_read_and_the_connection_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, audit) = one_slot_server(dir.path(), &[]).await;
+    let (mut held, body) = patch_without_its_body(&s).await;
+    wait_until("the held patch to be received", async || received(&audit, "patch")).await;
+    let mut large = llama("large", 1.0, 1.0);
+    large["metadata"]["annotations"] = json!({"a": "x".repeat(1 << 20)});
+    let large = large.to_string();
+    let mut connection = connect(&s).await;
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        llamas("default"),
+        s.token,
+        large.len()
+    );
+    connection.write_all(head.as_bytes()).await.unwrap();
+    connection.flush().await.unwrap();
+    let (code, answer) = read_answer(&mut connection).await;
+    assert_eq!(code, "429", "{}", String::from_utf8_lossy(&answer));
+    connection.write_all(large.as_bytes()).await.expect("the server reads the rest of the body");
+    let next = format!("GET /readyz HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\r\n", s.token);
+    connection.write_all(next.as_bytes()).await.unwrap();
+    connection.flush().await.unwrap();
+    let (code, _) = read_answer(&mut connection).await;
+    assert_eq!(code, "200", "the same connection answers the next request");
+    held.write_all(body).await.unwrap();
+    assert_eq!(status_of(held).await, "200");
 }

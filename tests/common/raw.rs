@@ -58,3 +58,22 @@ pub fn received(path: &Path, verb: &str) -> bool {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .any(|e| e["stage"] == "RequestReceived" && e["verb"] == verb)
 }
+
+/// Reads one answer's head and body from `connection` (which must carry a `Content-Length`), and
+/// returns its status code and body.
+pub async fn read_answer(connection: &mut TlsStream<TcpStream>) -> (String, Vec<u8>) {
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        assert_eq!(connection.read(&mut byte).await.unwrap(), 1, "the connection ended in a head: {seen:?}");
+        seen.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&seen).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+        .expect("a Content-Length");
+    let mut body = vec![0; length];
+    connection.read_exact(&mut body).await.unwrap();
+    (head.split_whitespace().nth(1).unwrap_or_default().to_string(), body)
+}
