@@ -9,8 +9,8 @@
 
 mod common;
 
-use common::raw::{connect, patch_without_its_body, read_answer, received, status_of};
-use common::{Backend, Server, assert_status, backends, llama, llama_path, llamas, wait_until};
+use common::raw::{connect, hold_a_slot, read_answer, status_of};
+use common::{Backend, Server, assert_status, backends, llama, llama_path, llamas};
 use rstest_reuse::apply;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -74,8 +74,7 @@ async fn a_watch_whose_timeout_overflows_the_clock_is_served_on_both_http_versio
 async fn only_a_get_is_a_watch_exempt_from_the_inflight_limit() {
     let dir = tempfile::tempdir().unwrap();
     let (s, audit) = one_slot_server(dir.path(), &[]).await;
-    let (mut held, body) = patch_without_its_body(&s).await;
-    wait_until("the held patch to be received", async || received(&audit, "patch")).await;
+    let (mut held, body) = hold_a_slot(&s, &audit).await;
     let (code, status) =
         send(s.client.post(s.url(&format!("{}?watch=1", llamas("default")))).json(&llama("x", 1.0, 1.0))).await;
     assert_eq!(code, 429, "a POST with watch=1 is no watch: {status}");
@@ -117,8 +116,7 @@ async fn the_conversion_webhook_is_held_to_the_inflight_limit_and_its_size() {
     let (s, audit) = one_slot_server(dir.path(), &[]).await;
     let review = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
         "request": {"uid": "u", "desiredAPIVersion": "farm.example.com/v1", "objects": []}});
-    let (mut held, body) = patch_without_its_body(&s).await;
-    wait_until("the held patch to be received", async || received(&audit, "patch")).await;
+    let (mut held, body) = hold_a_slot(&s, &audit).await;
     let (code, status) = send(s.anonymous().post(s.url("/convert")).json(&review)).await;
     assert_eq!(code, 429, "{status}");
     assert_status(&status, 429, "TooManyRequests");
@@ -286,8 +284,7 @@ async fn refusals_before_the_body_is_read_reach_the_client_as_a_status() {
         assert_status(&status, 413, "RequestEntityTooLarge");
     }
     // The one slot held: a write with a body of 1 MiB is refused before it is read.
-    let (mut held, body) = patch_without_its_body(&s).await;
-    wait_until("the held patch to be received", async || received(&audit, "patch")).await;
+    let (mut held, body) = hold_a_slot(&s, &audit).await;
     let mut large = llama("large", 1.0, 1.0);
     large["metadata"]["annotations"] = json!({"a": "x".repeat(1 << 20)});
     for http1 in [true, false] {
@@ -353,8 +350,7 @@ async fn writes_of_large_lists_are_stored_whole(#[case] backend: Backend) {
 async fn over_http1_the_rest_of_a_refused_body_is_read_and_the_connection_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let (s, audit) = one_slot_server(dir.path(), &[]).await;
-    let (mut held, body) = patch_without_its_body(&s).await;
-    wait_until("the held patch to be received", async || received(&audit, "patch")).await;
+    let (mut held, body) = hold_a_slot(&s, &audit).await;
     let mut large = llama("large", 1.0, 1.0);
     large["metadata"]["annotations"] = json!({"a": "x".repeat(1 << 20)});
     let large = large.to_string();

@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::raw::{connect, patch_without_its_body, received, status_of};
-use common::{Server, log_count, wait_for_log, wait_until};
+use common::raw::{connect, hold_a_slot, patch_without_its_body, status_of};
+use common::{Server, log_count, wait_for_log};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn client_trusting(ca_pem: &str, token: &str) -> reqwest::Client {
@@ -71,8 +71,7 @@ async fn requests_beyond_the_inflight_cap_get_429_but_watches_do_not_count() {
     assert_eq!(created.await.unwrap().status(), 201);
 
     // The one slot is held by a patch whose body has not arrived, as its audit event shows.
-    let (mut held, body) = patch_without_its_body(&s).await;
-    wait_until("the held patch to be received", async || received(&audit, "patch")).await;
+    let (mut held, body) = hold_a_slot(&s, &audit).await;
     let refused = s.client.get(s.url(&common::llamas("default"))).send().await.unwrap();
     assert_eq!(refused.status(), 429);
     assert_eq!(refused.headers()["retry-after"], "1");

@@ -42,6 +42,15 @@ pub async fn patch_without_its_body(s: &Server) -> (TlsStream<TcpStream>, &'stat
     (held, BODY)
 }
 
+/// [`patch_without_its_body`], once the audit log at `audit` shows that the server received it:
+/// from then on the patch holds its in-flight slot (the only one of a server started with
+/// `--max-requests-inflight 1`).
+pub async fn hold_a_slot(s: &Server, audit: &Path) -> (TlsStream<TcpStream>, &'static [u8]) {
+    let held = patch_without_its_body(s).await;
+    super::wait_until("the held patch to be received", async || received(audit, "patch")).await;
+    held
+}
+
 /// The HTTP status code at the start of what `connection` answers, read to its end.
 pub async fn status_of(mut connection: TlsStream<TcpStream>) -> String {
     let mut answer = Vec::new();
