@@ -96,6 +96,36 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
 
+/// Why etcd does not serve: it exited, or is still not serving at the deadline (with its log).
+#[derive(Debug)]
+enum Unserved {
+    Exited(String),
+    Late(String),
+}
+
+impl std::fmt::Display for Unserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Exited(log) => write!(f, "etcd exited; the end of its log:\n{log}"),
+            Self::Late(log) => {
+                write!(f, "etcd did not serve in {:?}; the end of its log:\n{log}", super::EVENT_DEADLINE)
+            }
+        }
+    }
+}
+
+/// The body of a plain HTTP GET of `path` at `address`, if it answers within two seconds.
+fn http_get(address: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let socket: std::net::SocketAddr = address.parse().ok()?;
+    let mut stream = std::net::TcpStream::connect_timeout(&socket, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+}
+
 /// The etcd binary: `ETCD`, else the one on the PATH (`scripts/control-plane.sh binaries`
 /// installs Debian's etcd-server).
 pub fn etcd_path() -> String {
@@ -106,7 +136,7 @@ impl Etcd {
     /// Starts a private etcd, stopped and removed when dropped.
     pub fn start() -> Self {
         let mut etcd = Self::unstarted();
-        etcd.run();
+        etcd.run_on_free_ports();
         etcd
     }
 
@@ -115,7 +145,7 @@ impl Etcd {
         let dir = tempfile::tempdir().expect("temp dir");
         let flags = flags.iter().map(|f| f.to_string()).collect();
         let mut etcd = Self::new("http", dir.path().join("data"), flags, Some(dir));
-        etcd.run();
+        etcd.run_on_free_ports();
         etcd
     }
 
@@ -147,7 +177,7 @@ impl Etcd {
         let dir = tempfile::tempdir().expect("temp dir");
         let (files, flags) = tls_files(dir.path());
         let mut etcd = Self::new("https", dir.path().join("data"), flags, Some(dir));
-        etcd.run();
+        etcd.run_on_free_ports();
         (etcd, files)
     }
 
@@ -157,14 +187,36 @@ impl Etcd {
         SHARED.get_or_init(|| {
             let data = std::env::temp_dir().join(format!("farm-test-etcd-{}", std::process::id()));
             let mut etcd = Self::new("http", data, Vec::new(), None);
-            etcd.run();
+            etcd.run_on_free_ports();
             etcd
         })
     }
 
+    /// Starts etcd on its ports and waits until it serves; panics with its log if it cannot.
     fn run(&mut self) {
         self.spawn();
-        self.wait_until_serving();
+        if let Err(failure) = self.wait_until_serving() {
+            panic!("{failure}");
+        }
+    }
+
+    /// Starts a new etcd, choosing other ports when another process took one of its own
+    /// between [`free_port`] and etcd's bind (etcd then exits at once).
+    fn run_on_free_ports(&mut self) {
+        for _ in 0..3 {
+            self.spawn();
+            match self.wait_until_serving() {
+                Ok(()) => return,
+                Err(Unserved::Exited(log)) if log.contains("address already in use") => {
+                    self.stop();
+                    let scheme = self.endpoint.split("://").next().unwrap_or("http").to_string();
+                    self.endpoint = format!("{scheme}://127.0.0.1:{}", free_port());
+                    self.peer = format!("http://127.0.0.1:{}", free_port());
+                }
+                Err(failure) => panic!("{failure}"),
+            }
+        }
+        panic!("etcd found no free ports in three tries");
     }
 
     /// Starts the etcd process, without waiting for it.
@@ -182,6 +234,8 @@ cat >/dev/null
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 [ "$remove" = 1 ] && rm -rf "$data" "$data.log" "$data.pid"
 exit 0"#;
+        // The last run's process id is stale: the wrapper writes the new one.
+        let _ = std::fs::remove_file(self.pid_file());
         let mut child = Command::new("sh")
             .args(["-c", script, "etcd-wrapper", &etcd_path()])
             .arg(&self.data)
@@ -196,13 +250,50 @@ exit 0"#;
         self.child = Some(child);
     }
 
-    fn wait_until_serving(&self) {
+    /// Waits until etcd serves clients: over HTTP, until its `/health` says it has a leader (a
+    /// listening port alone is no proof: it may be another process's, or etcd's before it
+    /// serves); over HTTPS (which wants a client certificate), until its port takes connections.
+    fn wait_until_serving(&self) -> Result<(), Unserved> {
         let address = self.endpoint.split("://").nth(1).expect("an endpoint URL").to_string();
         let deadline = Instant::now() + super::EVENT_DEADLINE;
-        while std::net::TcpStream::connect(&address).is_err() {
-            assert!(Instant::now() < deadline, "etcd did not start; see {}.log", self.data.display());
+        loop {
+            if self.exited() {
+                return Err(Unserved::Exited(self.log()));
+            }
+            let serving = if self.endpoint.starts_with("https://") {
+                std::net::TcpStream::connect(&address).is_ok()
+            } else {
+                http_get(&address, "/health").is_some_and(|body| body.contains(r#""health":"true""#))
+            };
+            if serving {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Unserved::Late(self.log()));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The file the wrapper writes etcd's process id into.
+    fn pid_file(&self) -> PathBuf {
+        PathBuf::from(format!("{}.pid", self.data.display()))
+    }
+
+    /// Whether the etcd process has ended (a zombie until its wrapper reaps it).
+    fn exited(&self) -> bool {
+        let Ok(pid) = std::fs::read_to_string(self.pid_file()) else { return false };
+        match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+            Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
+            Err(_) => true,
+        }
+    }
+
+    /// The end of etcd's log.
+    fn log(&self) -> String {
+        let log = std::fs::read_to_string(format!("{}.log", self.data.display())).unwrap_or_default();
+        let start = log.len().saturating_sub(4000);
+        log.get(start..).unwrap_or(&log).to_string()
     }
 
     /// Stops etcd (SIGTERM), keeping its data.
@@ -215,7 +306,7 @@ exit 0"#;
 
     /// Kills etcd with SIGKILL (no chance to step down or flush), keeping its data.
     pub fn kill_hard(&mut self) {
-        let pid = std::fs::read_to_string(self.data.with_extension("pid")).expect("etcd's pid file");
+        let pid = std::fs::read_to_string(self.pid_file()).expect("etcd's pid file");
         let status = Command::new("kill").args(["-9", pid.trim()]).status().expect("kill");
         assert!(status.success(), "kill -9 {pid}");
         self.stop();
@@ -274,7 +365,9 @@ impl EtcdCluster {
             member.spawn();
         }
         for member in &members {
-            member.wait_until_serving();
+            if let Err(failure) = member.wait_until_serving() {
+                panic!("member {}: {failure}", member.name);
+            }
         }
         Self { members, _dir: dir }
     }

@@ -133,12 +133,15 @@ impl Server {
     async fn wait_ready(&self) {
         let deadline = Instant::now() + EVENT_DEADLINE;
         loop {
-            if let Ok(r) = self.client.get(self.url("/readyz")).send().await
-                && r.status() == 200
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the server never became ready in {EVENT_DEADLINE:?}");
+            let last = match self.client.get(self.url("/readyz?verbose")).send().await {
+                Ok(r) if r.status() == 200 => return,
+                Ok(r) => r.text().await.unwrap_or_default(),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                Instant::now() < deadline,
+                "the server never became ready in {EVENT_DEADLINE:?}; its /readyz:\n{last}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
