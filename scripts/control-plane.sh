@@ -9,7 +9,9 @@
 #                                          building the Kubernetes ones when the cache lacks them
 #   scripts/control-plane.sh check         the same without building: exit 1, saying why, when the
 #                                          cache holds no binaries of this recipe
-#   scripts/control-plane.sh etcd          print the etcd path (installing it if needed) and nothing else
+#   scripts/control-plane.sh etcd          print the etcd path (building it if needed) and nothing else
+#   scripts/control-plane.sh kubernetes-module
+#                                          write tools/kubernetes anew for $K8S_VERSION
 #   scripts/control-plane.sh recipe        print the cache folder of this recipe's binaries
 #   scripts/control-plane.sh up DIR [--controller-manager | --audit]
 #                                          start etcd and kube-apiserver (and kube-controller-manager:
@@ -22,19 +24,23 @@
 #                                          new front-proxy CA and proxy certificate; kube-apiserver restarted
 #
 # Binaries: $ETCD, $KUBE_APISERVER, $KUBE_CONTROLLER_MANAGER (and $KUBE_SCHEDULER, $KUBELET,
-# $KUBE_PROXY) when set (kind, envtest, ...);
-# otherwise Debian's etcd-server, and the five Kubernetes 1.20.2 binaries built by
-# the Kubernetes tree's own `make` (code generators first) from Debian's source package. They are
-# cached in $FARM_CACHE (default ~/.cache/farm-apiserver) under a folder named after a hash of the
-# recipe (the version and every build step below), so a changed recipe builds anew, and each
-# binary's `--version` is checked before it is used. That tree vendors reflect2 v1.0.1, which
-# crashes under Go >= 1.18; the upstream v1.0.2 fix (the caller allocates the whole hiter) is
-# applied first.
+# $KUBE_PROXY) when set (kind, envtest, ...); otherwise built here with the machine's Go from the
+# Go module proxy, as Go modules kept in tools/: tools/kubernetes builds the five Kubernetes
+# commands of $K8S_VERSION (default 1.37.2; another release for a compatibility run, e.g.
+# K8S_VERSION=1.35.4, gets a go.mod written the same way), with k8s.io/kubernetes's staging
+# modules replaced by their published v0.MINOR.PATCH; tools/etcd builds etcd and etcdctl
+# $ETCD_VERSION. They are cached in $FARM_CACHE (default ~/.cache/farm-apiserver) under folders
+# named after a hash of the recipe (the version, the module's go.mod and go.sum and every build
+# step below), so a changed recipe builds anew, and each binary's `--version` is checked before
+# it is used. Go's own caches (GOMODCACHE, GOCACHE) are the machine's.
 set -euo pipefail
 
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${FARM_CACHE:-$HOME/.cache/farm-apiserver}"
-K8S_VERSION="1.20.2"
+K8S_DEFAULT_VERSION="1.37.2"
+K8S_VERSION="${K8S_VERSION:-$K8S_DEFAULT_VERSION}"
 K8S_COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy"
+ETCD_VERSION="3.6.16"
 log() { echo "control-plane: $*" >&2; }
 
 apt_install() {
@@ -43,120 +49,72 @@ apt_install() {
   apt-get install -y -qq "$@" >/dev/null
 }
 
-ensure_etcd() {
-  if [ -n "${ETCD:-}" ]; then echo "$ETCD"; return; fi
-  if ! command -v etcd >/dev/null 2>&1; then log "installing etcd-server"; apt_install etcd-server; fi
-  command -v etcd
-}
-
-# `apt-get source` needs a deb-src entry. When the machine has none, one is derived from its own
-# deb entries for its release (same mirror, components and keyring), so no mirror is written here.
-ensure_debian_sources() {
-  if grep -rqs -E '^[[:space:]]*(Types:.*deb-src|deb-src[[:space:]])' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+# Writes into $1 the go.mod (and go.sum) of the module that builds $K8S_VERSION's commands: the
+# committed tools/kubernetes for the default version; for another, one written as that one was
+# (`kubernetes-module` below): the commands as tools, k8s.io/kubernetes at that version, and each
+# module its go.mod replaces with ./staging/… replaced by the published v0.MINOR.PATCH instead,
+# then `go mod tidy` (the checksum database verifies what it adds).
+kubernetes_module() {
+  local dir=$1 gomod staging module
+  if [ "$K8S_VERSION" = "$K8S_DEFAULT_VERSION" ]; then
+    cp "$ROOT/tools/kubernetes/go.mod" "$ROOT/tools/kubernetes/go.sum" "$dir/"
     return
   fi
-  local codename
-  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}")
-  python3 - "$codename" /etc/apt/sources.list.d/farm-apiserver-src <<'PY'
-import glob, pathlib, sys
-codename, stem = sys.argv[1], sys.argv[2]
-stanzas, lines = [], []
-for path in map(pathlib.Path, glob.glob("/etc/apt/sources.list.d/*.sources")):
-    for stanza in path.read_text().split("\n\n"):
-        fields = dict(line.split(":", 1) for line in stanza.splitlines()
-                      if ":" in line and not line.lstrip().startswith("#"))
-        fields = {key.strip(): value.strip() for key, value in fields.items()}
-        if "deb" in fields.get("Types", "").split() and codename in fields.get("Suites", "").split():
-            stanzas.append("Types: deb-src\n" + "".join(
-                f"{key}: {codename if key == 'Suites' else fields[key]}\n"
-                for key in ("URIs", "Suites", "Components", "Signed-By") if key in fields))
-for path in [pathlib.Path("/etc/apt/sources.list"), *map(pathlib.Path, glob.glob("/etc/apt/sources.list.d/*.list"))]:
-    if path.is_file():  # one-line entries: deb [options] URI suite components...
-        lines += [" ".join(["deb-src", *words[1:]]) + "\n" for words in map(str.split, path.read_text().splitlines())
-                  if words[:1] == ["deb"] and codename in words]
-if not stanzas and not lines:
-    sys.exit(f"control-plane: no apt entry for Debian {codename} to derive a deb-src entry from; add one")
-if stanzas:
-    pathlib.Path(stem + ".sources").write_text("\n".join(stanzas))
-else:
-    pathlib.Path(stem + ".list").write_text("".join(lines))
-PY
-  log "added a deb-src entry derived from the machine's apt sources"
-  rm -f /var/lib/apt/periodic/farm-updated
+  gomod=$(cd "$dir" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["GoMod"])')
+  staging="v0.${K8S_VERSION#1.}"
+  {
+    echo "module farm-apiserver/control-plane/kubernetes"
+    echo
+    grep -m1 '^go ' "$gomod"
+    echo
+    echo "tool ("
+    for module in $K8S_COMPONENTS; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$module"; done
+    echo ")"
+    echo
+    echo "require k8s.io/kubernetes v$K8S_VERSION"
+    echo
+    echo "replace ("
+    awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "$gomod" | while read -r module; do
+      printf '\t%s => %s %s\n' "$module" "$module" "$staging"
+    done
+    echo ")"
+  } > "$dir/go.mod"
+  (cd "$dir" && go mod tidy >&2)
 }
 
-patch_reflect2() {
-  python3 - "$1/vendor/github.com/modern-go/reflect2" <<'PY'
-import re, sys, pathlib
-d = pathlib.Path(sys.argv[1])
-link = d / "unsafe_link.go"
-s = link.read_text()
-if "m unsafe.Pointer, it *hiter)" not in s:
-    s = s.replace("func mapiterinit(rtype unsafe.Pointer, m unsafe.Pointer) *hiter",
-                  "func mapiterinit(rtype unsafe.Pointer, m unsafe.Pointer, it *hiter)")
-    s = re.sub(r"type hiter struct \{.*?\n\}", """type hiter struct {
-	key         unsafe.Pointer
-	value       unsafe.Pointer
-	t           unsafe.Pointer
-	h           unsafe.Pointer
-	buckets     unsafe.Pointer
-	bptr        unsafe.Pointer
-	overflow    *[]unsafe.Pointer
-	oldoverflow *[]unsafe.Pointer
-	startBucket uintptr
-	offset      uint8
-	wrapped     bool
-	B           uint8
-	i           uint8
-	bucket      uintptr
-	checkBucket uintptr
-}""", s, flags=re.S)
-    link.write_text(s)
-m = d / "unsafe_map.go"
-s = m.read_text()
-old = "\treturn &UnsafeMapIterator{\n\t\thiter:      mapiterinit(type2.rtype, *(*unsafe.Pointer)(obj)),"
-if old in s:
-    s = s.replace(old, "\tvar it hiter\n\tmapiterinit(type2.rtype, *(*unsafe.Pointer)(obj), &it)\n\treturn &UnsafeMapIterator{\n\t\thiter:      &it,")
-    m.write_text(s)
-PY
+# The flags that make `--version` and /version tell the release, as Kubernetes' own build sets
+# them (hack/lib/version.sh): a module build otherwise says v0.0.0-master. The build date is the
+# release's, from the module proxy, so that a build is the same whenever it runs.
+kubernetes_ldflags() {
+  local date minor=${K8S_VERSION#1.} package
+  minor=${minor%%.*}
+  date=$(cd "$1" && go list -m -json "k8s.io/kubernetes" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Time"])')
+  printf -- '-s -w'
+  for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    printf -- ' -X %s.%s' "$package" "gitVersion=v$K8S_VERSION" "$package" "gitMajor=1" "$package" "gitMinor=$minor" \
+      "$package" "gitTreeState=clean" "$package" "buildDate=$date"
+  done
 }
 
-# Downloads Debian's source package of Kubernetes into $1 (dpkg-source applies Debian's patches)
-# and prints the tree's path.
-fetch_kubernetes_source() {
-  (cd "$1" && apt-get source -qq kubernetes >/dev/null 2>&1)
-  local tree
-  tree=$(ls -d "$1"/kubernetes-*/ | head -n1)
-  echo "${tree%/}"
-}
-
-# Builds the binaries of this recipe into $1 with the tree's own build, which runs the code
-# generators (deepcopy, defaulter, conversion, openapi) before compiling, as Debian's rules do.
+# Builds the binaries of this recipe into $1: `go build` of the module's tools, static
+# (CGO_ENABLED=0, as Kubernetes' release binaries are) and without local paths (-trimpath).
 build_kubernetes() {
-  local out=$1 work tree
-  ensure_debian_sources
-  apt_install golang-go rsync dpkg-dev make
+  local out=$1 work component packages=()
   work=$(mktemp -d "$CACHE/build.XXXXXX")
-  tree=$(fetch_kubernetes_source "$work")
-  patch_reflect2 "$tree"
-  mkdir -p "$tree/.go/src/k8s.io"
-  ln -sfn ../../.. "$tree/.go/src/k8s.io/kubernetes"
-  local whats="" component
-  for component in $K8S_COMPONENTS; do whats+=" cmd/$component"; done
-  # Debian's Go (1.19, /usr/lib/go) first, the Go this recipe was proven with: today's machines
-  # put Go 1.26 (/usr/local/go) first on the PATH, years newer than this GOPATH-mode tree.
-  (cd "$tree" && env PATH="/usr/lib/go/bin:$PATH" GOPATH="$tree/.go" GOCACHE="$work/go-cache" GO111MODULE=off \
-     CGO_ENABLED=0 GOFLAGS= GOTOOLCHAIN=local HOME="$work" make WHAT="${whats# }" >&2)
+  kubernetes_module "$work"
+  for component in $K8S_COMPONENTS; do packages+=("k8s.io/kubernetes/cmd/$component"); done
   rm -rf "$out.partial" && mkdir -p "$out.partial"
-  for component in $K8S_COMPONENTS; do cp "$tree/_output/bin/$component" "$out.partial/"; done
+  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "$(kubernetes_ldflags "$work")" -o "$out.partial/" "${packages[@]}" >&2)
   rm -rf "$out" && mv "$out.partial" "$out"
-  chmod -R u+w "$work" && rm -rf "$work"
+  rm -rf "$work"
 }
 
-# The hash of the recipe: the version and the text of every step that shapes the binaries.
+# The hash of a recipe: its version, its module's files and the text of every step that shapes
+# the binaries.
 recipe_hash() {
-  { echo "$K8S_VERSION $K8S_COMPONENTS"; declare -f ensure_debian_sources fetch_kubernetes_source patch_reflect2 build_kubernetes; } |
-    sha256sum | cut -c1-12
+  { echo "$K8S_VERSION $K8S_COMPONENTS"; cat "$ROOT/tools/kubernetes/go.mod" "$ROOT/tools/kubernetes/go.sum";
+    declare -f kubernetes_module kubernetes_ldflags build_kubernetes; } | sha256sum | cut -c1-12
 }
 
 kubernetes_dir() { echo "$CACHE/kubernetes-$K8S_VERSION-$(recipe_hash)"; }
@@ -174,30 +132,37 @@ cache_problem() {
   done
 }
 
-# Prints the folder holding this recipe's kube-apiserver and kube-controller-manager, building
-# them when the cache lacks them or they fail the version check (unless $1 is "check").
+# Runs `$2 $1` once for the cache (one build at a time: whoever waited finds what the other built)
+# unless `$3 $1` says nothing is missing; prints $1 when it holds usable binaries.
+build_once() {
+  local dir=$1 build=$2 problem_of=$3 problem
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/.lock"
+  flock 9
+  problem=$("$problem_of" "$dir")
+  if [ -z "$problem" ]; then echo "$dir"; return; fi
+  log "$problem"
+  # What an interrupted or failed build left.
+  find "$CACHE" -mindepth 1 -maxdepth 1 -name 'build.*' -exec rm -rf {} +
+  "$build" "$dir"
+  problem=$("$problem_of" "$dir")
+  if [ -n "$problem" ]; then log "the build did not produce usable binaries: $problem"; return 1; fi
+  echo "$dir"
+}
+
+# Prints the folder holding this recipe's Kubernetes binaries, building them when the cache lacks
+# them or they fail the version check (unless $1 is "check").
 ensure_kubernetes() {
   local dir problem
   dir=$(kubernetes_dir)
   problem=$(cache_problem "$dir")
   if [ -z "$problem" ]; then echo "$dir"; return; fi
   if [ "${1:-}" = check ]; then log "$problem: run scripts/control-plane.sh binaries to build them"; return 1; fi
-  # One build at a time; whoever waited finds the binaries the other built.
-  mkdir -p "$CACHE"
-  exec 9>"$CACHE/.lock"
-  flock 9
-  problem=$(cache_problem "$dir")
-  if [ -z "$problem" ]; then echo "$dir"; return; fi
-  log "$problem"
-  # What an interrupted or failed build left (its tree is about 2 GB).
-  find "$CACHE" -mindepth 1 -maxdepth 1 -name 'build.*' -exec rm -rf {} +
-  log "building $K8S_COMPONENTS $K8S_VERSION from Debian's source package into $dir (about 15 minutes on 2 cores, once)"
-  build_kubernetes "$dir"
-  problem=$(cache_problem "$dir")
-  if [ -n "$problem" ]; then log "the build did not produce usable binaries: $problem"; return 1; fi
-  # Binaries of other recipes (and the layout before recipe hashes) only take disk space now.
-  find "$CACHE" -mindepth 1 -maxdepth 1 \( -name 'kubernetes-*' -o -name bin -o -name src \) ! -path "$dir" -exec rm -rf {} +
-  echo "$dir"
+  log "building $K8S_COMPONENTS $K8S_VERSION from the Go module proxy into $dir (about 20 minutes on 2 cores, once)"
+  build_once "$dir" build_kubernetes cache_problem
+  # Binaries of other recipes of this version (and the layout before recipe hashes) only take
+  # disk space now; other versions stay, for compatibility runs.
+  find "$CACHE" -mindepth 1 -maxdepth 1 \( -name "kubernetes-$K8S_VERSION-*" -o -name bin -o -name src \) ! -path "$dir" -exec rm -rf {} +
 }
 
 # The path of one control-plane binary: the variable naming it ($KUBE_APISERVER, ...) when set,
@@ -208,6 +173,56 @@ kubernetes_binary() {
   if [ -n "${!variable:-}" ]; then echo "${!variable}"; return; fi
   dir=$(ensure_kubernetes "${2:-}")
   echo "$dir/$component"
+}
+
+# Builds etcd and etcdctl of tools/etcd into $1, static and without local paths.
+build_etcd() {
+  local out=$1 work
+  work=$(mktemp -d "$CACHE/build.XXXXXX")
+  cp "$ROOT/tools/etcd/go.mod" "$ROOT/tools/etcd/go.sum" "$work/"
+  rm -rf "$out.partial" && mkdir -p "$out.partial"
+  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.partial/etcd" go.etcd.io/etcd/server/v3 >&2 &&
+    CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.partial/etcdctl" go.etcd.io/etcd/etcdctl/v3 >&2)
+  rm -rf "$out" && mv "$out.partial" "$out"
+  rm -rf "$work"
+}
+
+etcd_dir() {
+  echo "$CACHE/etcd-$ETCD_VERSION-$({ cat "$ROOT/tools/etcd/go.mod" "$ROOT/tools/etcd/go.sum"; declare -f build_etcd; } | sha256sum | cut -c1-12)"
+}
+
+# Why the etcd in $1 cannot be used (nothing when it can).
+etcd_problem() {
+  local version
+  if [ ! -x "$1/etcd" ] || [ ! -x "$1/etcdctl" ]; then echo "no etcd in $1"; return; fi
+  version=$("$1/etcd" --version 2>&1 | head -n1 || true)
+  if [ "$version" != "etcd Version: $ETCD_VERSION" ]; then echo "$1/etcd --version printed '$version', not 'etcd Version: $ETCD_VERSION'"; fi
+}
+
+# The etcd binary: $ETCD when set, else this recipe's build (built when missing, unless $1 is
+# "check").
+ensure_etcd() {
+  if [ -n "${ETCD:-}" ]; then echo "$ETCD"; return; fi
+  local dir problem
+  dir=$(etcd_dir)
+  problem=$(etcd_problem "$dir")
+  if [ -n "$problem" ]; then
+    if [ "${1:-}" = check ]; then log "$problem: run scripts/control-plane.sh binaries to build it"; return 1; fi
+    log "building etcd $ETCD_VERSION from the Go module proxy into $dir (a few minutes, once)"
+    build_once "$dir" build_etcd etcd_problem >/dev/null
+    find "$CACHE" -mindepth 1 -maxdepth 1 -name 'etcd-*' ! -path "$dir" -exec rm -rf {} +
+  fi
+  echo "$dir/etcd"
+}
+
+# Writes tools/kubernetes anew for $K8S_VERSION (to move the default: set K8S_DEFAULT_VERSION
+# above to the same release afterwards).
+write_kubernetes_module() {
+  local work
+  work=$(mktemp -d)
+  K8S_DEFAULT_VERSION=none kubernetes_module "$work"
+  cp "$work/go.mod" "$work/go.sum" "$ROOT/tools/kubernetes/"
+  rm -rf "$work"
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -247,6 +262,9 @@ make_front_proxy_certs() {
   cd - >/dev/null
 }
 
+# On loopback: the kubernetes Service's endpoints are not kept (no Pod could reach 127.0.0.1),
+# as the endpoint reconciler of today's releases refuses a loopback address: "cannot use public IP
+# 127.0.0.1 with endpoint reconciler", pkg/controlplane/instance.go in 1.37.2).
 start_kube_apiserver() {
   local d=$1 kas=$2 etcd_port=$3 port=$4
   local audit=()
@@ -269,6 +287,7 @@ start_kube_apiserver() {
     --requestheader-extra-headers-prefix X-Remote-Extra- \
     --proxy-client-cert-file "$d/front-proxy-client.crt" --proxy-client-key-file "$d/front-proxy-client.key" \
     --enable-aggregator-routing=false \
+    --endpoint-reconciler-type none \
     --disable-admission-plugins ServiceAccount \
     >"$d/kube-apiserver.log" 2>&1 &
   echo $! > "$d/kube-apiserver.pid"
@@ -356,7 +375,7 @@ start_controller_manager() {
   "$kcm" --kubeconfig "$d/admin.kubeconfig" \
     --controllers namespace,garbagecollector,serviceaccount,serviceaccount-token \
     --service-account-private-key-file "$d/sa.key" --root-ca-file "$d/ca.crt" \
-    --leader-elect=false --secure-port=0 --port=0 \
+    --leader-elect=false --secure-port=0 \
     >"$d/kube-controller-manager.log" 2>&1 &
   echo $! > "$d/kube-controller-manager.pid"
   local url
@@ -385,16 +404,14 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   case "${1:-}" in
     binaries | check)
       mode=${1/binaries/}
-      if [ -n "$mode" ] && [ -z "${ETCD:-}" ] && ! command -v etcd >/dev/null 2>&1; then
-        log "no etcd: run scripts/control-plane.sh binaries to install it"; exit 1
-      fi
-      ensure_etcd
+      ensure_etcd "$mode"
       for component in $K8S_COMPONENTS; do kubernetes_binary "$component" "$mode"; done ;;
     etcd) ensure_etcd ;;
     recipe) kubernetes_dir ;;
+    kubernetes-module) write_kubernetes_module ;;
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | recipe | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    *) echo "usage: $0 binaries | check | etcd | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
   esac
 fi

@@ -277,10 +277,10 @@ start_control_plane() {
   start kube-controller-manager "$(kubernetes_binary kube-controller-manager)" \
     --kubeconfig "$NODE_DIR/controller-manager.kubeconfig" --use-service-account-credentials=true \
     --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
-    --leader-elect=false --secure-port=0 --port=0
+    --leader-elect=false --secure-port=0
   kubeconfig "$NODE_DIR/scheduler.kubeconfig" scheduler
   start kube-scheduler "$(kubernetes_binary kube-scheduler)" --kubeconfig "$NODE_DIR/scheduler.kubeconfig" \
-    --leader-elect=false --port=0
+    --leader-elect=false
 }
 
 start_node() {
@@ -290,13 +290,13 @@ start_node() {
   load_images "$NODE_DIR/images"/*.tar
   kubeconfig "$NODE_DIR/kubelet.kubeconfig" kubelet
   start kubelet "$(kubernetes_binary kubelet)" --kubeconfig "$NODE_DIR/kubelet.kubeconfig" \
-    --container-runtime remote --container-runtime-endpoint "unix://$NODE_DIR/containerd.sock" \
+    --container-runtime-endpoint "unix://$NODE_DIR/containerd.sock" --fail-cgroupv1=false \
     --cgroup-driver cgroupfs --cgroups-per-qos=true --enforce-node-allocatable= \
     --cgroup-root "$(cat "$NODE_DIR/cgroup")/pods" \
     --root-dir "$NODE_DIR/kubelet" --cert-dir "$NODE_DIR/kubelet/pki" \
     --volume-plugin-dir "$NODE_DIR/kubelet/volume-plugins" \
     --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" --fail-swap-on=false \
-    --pod-infra-container-image "$PAUSE_IMAGE" --resolv-conf /dev/null \
+    --resolv-conf /dev/null \
     --cluster-dns "$NODE_IP" --cluster-domain "$CLUSTER_DOMAIN" \
     --anonymous-auth=false --client-ca-file "$NODE_DIR/pki/ca.crt" --authorization-mode AlwaysAllow \
     --image-gc-high-threshold 100 --image-gc-low-threshold 99 \

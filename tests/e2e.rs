@@ -207,13 +207,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     {
         assert!(rendered.contains(expected), "{expected} missing from the HA overlay:\n{rendered}");
     }
-    // policy/v1 PodDisruptionBudgets (every supported cluster; v1beta1 is gone since 1.25) came
-    // in 1.21, after this test's kube-apiserver 1.20: it validates the same fields as v1beta1.
     assert_eq!(rendered.matches("apiVersion: policy/v1\nkind: PodDisruptionBudget").count(), 2);
-    let rendered = rendered.replace(
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget",
-        "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget",
-    );
     let applied = cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&rendered));
     for object in [
         "deployment.apps/farm-apiserver",

@@ -1,4 +1,5 @@
-//! A real etcd on loopback for the tests (Debian's `etcd-server`, or `ETCD`), and the storage
+//! A real etcd on loopback for the tests (the one `scripts/control-plane.sh etcd` builds, or
+//! `ETCD`), and the storage
 //! backends the black-box suites run against.
 //!
 //! etcd runs under a small shell that kills it when its standard input closes, so an etcd
@@ -126,10 +127,19 @@ fn http_get(address: &str, path: &str) -> Option<String> {
     answer.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
 }
 
-/// The etcd binary: `ETCD`, else the one on the PATH (`scripts/control-plane.sh binaries`
-/// installs Debian's etcd-server).
+/// The etcd binary: `ETCD`, else the one `scripts/control-plane.sh etcd` prints (it builds
+/// it from the Go module proxy when its cache lacks it; `make test` has done so first).
 pub fn etcd_path() -> String {
-    std::env::var("ETCD").unwrap_or_else(|_| "etcd".into())
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        std::env::var("ETCD").unwrap_or_else(|_| {
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh");
+            let out = Command::new("bash").arg(script).arg("etcd").output().expect("run scripts/control-plane.sh etcd");
+            assert!(out.status.success(), "scripts/control-plane.sh etcd: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        })
+    })
+    .clone()
 }
 
 impl Etcd {

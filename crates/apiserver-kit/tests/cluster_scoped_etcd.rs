@@ -27,6 +27,16 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// The etcd binary: `ETCD`, else the one the workspace's `scripts/control-plane.sh etcd` builds.
+fn etcd_path() -> String {
+    std::env::var("ETCD").unwrap_or_else(|_| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/control-plane.sh");
+        let out = Command::new("bash").arg(script).arg("etcd").output().expect("run scripts/control-plane.sh etcd");
+        assert!(out.status.success(), "scripts/control-plane.sh etcd: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    })
+}
+
 /// A private etcd on free loopback ports, killed when dropped.
 struct Etcd {
     child: Child,
@@ -39,7 +49,7 @@ impl Etcd {
         let dir = tempfile::tempdir().unwrap();
         let (endpoint, peer) =
             (format!("http://127.0.0.1:{}", free_port()), format!("http://127.0.0.1:{}", free_port()));
-        let child = Command::new(std::env::var("ETCD").unwrap_or_else(|_| "etcd".into()))
+        let child = Command::new(etcd_path())
             .arg("--data-dir")
             .arg(dir.path().join("data"))
             .args(["--listen-client-urls", &endpoint, "--advertise-client-urls", &endpoint])
