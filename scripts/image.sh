@@ -16,7 +16,7 @@
 #   scripts/image.sh size NAME           print NAME's size (its layers, uncompressed)
 #   scripts/image.sh bases               build the two bases only and print their names
 #   scripts/image.sh etcd NAME           build etcd's image NAME (quay.io/coreos/etcd:vX.Y.Z) from
-#                                        the runtime base and Debian's etcd of that version
+#                                        the runtime base and the etcd control-plane.sh builds, of that version
 #
 # FARM_IMAGE_PROFILE names the Cargo profile of the server's build (default release; the node
 # tests use image-test, which compiles in about half the time).
@@ -169,21 +169,21 @@ build() {
 }
 
 # etcd's image as the StatefulSet of manifests/ha names it (quay.io/coreos/etcd:vX.Y.Z, etcd's own
-# release image, with the binary at /usr/local/bin/etcd): the runtime base and Debian's etcd,
-# which must be the version the name says.
+# release image, with the binary at /usr/local/bin/etcd): the runtime base and the etcd
+# scripts/control-plane.sh builds, which must be the version the name says.
 etcd_image() {
   local name=$1 etcd version c
   etcd=$(ensure_etcd)
   version=$("$etcd" --version | sed -n 's/^etcd Version: //p')
   if [ "v$version" != "${name##*:}" ]; then
-    log "the manifests name $name, but Debian's etcd is $version: change the tag in manifests/ha/etcd.yaml"; return 1
+    log "the manifests name $name, but the etcd built here is $version: change the tag in manifests/ha/etcd.yaml"; return 1
   fi
   ensure_bases
   c=$(buildah_ from "$(runtime_base)")
   buildah_ copy -q --chmod 0755 "$c" "$etcd" /usr/local/bin/etcd >/dev/null
   buildah_ config --cmd '["/usr/local/bin/etcd"]' "$c"
   buildah_ commit -q --rm "$c" "$name" >/dev/null
-  log "built $name (Debian's etcd $version): $(size "$name")"
+  log "built $name (etcd $version): $(size "$name")"
 }
 
 # The node's own images (scripts/node.sh), as OCI archives in DIR: the Pods' pause container (a
