@@ -143,10 +143,13 @@ fn farmpods_show_what_the_kubelet_reports(node: &Node) {
     assert_eq!(restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 3);
     same_as_the_pod(restarted, &node.json(&["pod", "-n", "herd", &name]));
 
+    // A container that keeps failing: kubelets up to 1.3x report its back-off as `waiting:
+    // CrashLoopBackOff`; kubelet 1.37.2 keeps its terminated state (`Error`, which `kubectl get
+    // pods` prints) until the next start. Either way the FarmPod shows what the Pod says.
     node.apply(&workload("stumbler", "herd", &image, "exit 1"));
-    waiting_reason_of("stumbler", "CrashLoopBackOff", node);
+    reason_of("stumbler", &["CrashLoopBackOff", "Error"], node);
     node.apply(&workload("ghost", "herd", "localhost/farm-absent:1", "true"));
-    waiting_reason_of("ghost", "ErrImageNeverPull", node);
+    reason_of("ghost", &["ErrImageNeverPull"], node);
 
     node.must(&["-n", "herd", "scale", "deployment/grazer", "--replicas=0"]);
     events_until(&watch, |e| e["type"] == "DELETED" && e["object"]["metadata"]["name"] == name.as_str());
@@ -177,9 +180,12 @@ fn when_every_replica_is_gone_it_all_recovers_once_one_is_back(node: &Node) {
     }
     let (ok, _, err) = node.kubectl(&["get", "llamas", "-n", "paddock"]);
     assert!(!ok && err.contains("(ServiceUnavailable): the server is currently unable to handle the request"), "{err}");
+    // Discovery lacks the group. (Through kube-apiserver 1.20's legacy discovery kubectl also
+    // failed, "unable to retrieve the complete list of server APIs: farm.example.com/v1";
+    // through 1.37.2's aggregated discovery it lists the rest and exits 0.)
     let (ok, out, err) = node.kubectl(&["api-resources"]);
-    assert!(!ok && out.contains("pods") && !out.contains("llamas"), "{out}");
-    assert!(err.contains("unable to retrieve the complete list of server APIs: farm.example.com/v1"), "{err}");
+    assert!(out.contains("pods") && !out.contains("llamas"), "{out}{err}");
+    eprintln!("kubectl api-resources with every replica gone: exit ok {ok}, stderr {err:?}");
     node.must(&["delete", "namespace", "paddock", "--wait=false"]);
     let held = eventually("the namespace controller to report the discovery failure", || {
         condition(node, &["namespace", "paddock"], "NamespaceDeletionDiscoveryFailure")
@@ -270,14 +276,15 @@ fn with_what_kubectl_copies_out_of_the_pod(node: &Node, d: &Path) -> Command {
     let deployment = node.json(&["deployment", "-n", "farm-system", "farm-apiserver"]);
     let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap().clone();
     let policy = node.json(&["configmap", "-n", "farm-system", "farm-apiserver-audit-policy"]);
-    let token_secret =
-        node.json(&["serviceaccount", "-n", "farm-system", "farm-apiserver"])["secrets"][0]["name"].clone();
-    let token_secret = token_secret.as_str().unwrap();
+    // What the Pod's projected service-account volume holds: a token of the TokenRequest API (no
+    // release since 1.24 makes a Secret of one) and the cluster's CA from kube-root-ca.crt.
+    let token = node.must(&["create", "token", "farm-apiserver", "-n", "farm-system", "--duration=1h"]);
+    let root_ca = node.json(&["configmap", "-n", "farm-system", "kube-root-ca.crt"])["data"]["ca.crt"].clone();
     let kubeconfig = format!(
         "apiVersion: v1\nkind: Config\nclusters: [{{name: node, cluster: {{server: \"https://{}:6443\", certificate-authority: {}}}}}]\nusers: [{{name: sa, user: {{tokenFile: {}}}}}]\ncontexts: [{{name: c, context: {{cluster: node, user: sa}}}}]\ncurrent-context: c\n",
         node.env("NODE_IP"),
-        file("ca.crt", &secret_field(node, "farm-system", token_secret, "ca.crt")),
-        file("token", &secret_field(node, "farm-system", token_secret, "token")),
+        file("ca.crt", root_ca.as_str().unwrap().as_bytes()),
+        file("token", token.trim().as_bytes()),
     );
     let mut command = Command::new("bash");
     command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", env!("CARGO_BIN_EXE_farm-apiserver"), "serve"]);
@@ -312,15 +319,19 @@ fn events_until(watch: &LineStream, last: impl Fn(&Value) -> bool) -> Vec<Value>
 }
 
 /// Waits until the FarmPod of `deployment`'s Pod shows `reason`, as the kubelet put it in the Pod.
-fn waiting_reason_of(deployment: &str, reason: &str, node: &Node) {
+/// Waits until `deployment`'s FarmPod shows one of `reasons`, and checks that its Pod, read at
+/// the same resourceVersion, reports it as its container's state (waiting or terminated).
+fn reason_of(deployment: &str, reasons: &[&str], node: &Node) {
     let selector = format!("app={deployment}");
-    let (farmpod, pod) = eventually(&format!("{deployment}'s FarmPod to show {reason}"), || {
+    let (farmpod, pod) = eventually(&format!("{deployment}'s FarmPod to show one of {reasons:?}"), || {
         let farmpod = node.json(&["farmpods", "-n", "herd", "-l", &selector])["items"][0].clone();
-        (farmpod["status"]["reason"] == reason).then_some(())?;
+        farmpod["status"]["reason"].as_str().filter(|r| reasons.contains(r))?;
         let pod = node.json(&["pod", "-n", "herd", farmpod["metadata"]["name"].as_str()?]);
         (pod["metadata"]["resourceVersion"] == farmpod["metadata"]["resourceVersion"]).then_some((farmpod, pod))
     });
-    assert_eq!(pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"], reason);
+    let state = &pod["status"]["containerStatuses"][0]["state"];
+    let reported = state["waiting"]["reason"].as_str().or(state["terminated"]["reason"].as_str());
+    assert_eq!(reported, farmpod["status"]["reason"].as_str(), "{state}");
     same_as_the_pod(&farmpod, &pod);
 }
 
