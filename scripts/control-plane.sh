@@ -313,8 +313,7 @@ rotate_front_proxy() {
   d=$(cd "$1" && pwd)
   # shellcheck disable=SC1091
   . "$d/env"
-  kill "$(cat "$d/kube-apiserver.pid")" 2>/dev/null || true
-  while kill -0 "$(cat "$d/kube-apiserver.pid")" 2>/dev/null; do sleep 0.2; done
+  stop "$d/kube-apiserver.pid"
   make_front_proxy_certs "$d" "e2e-front-proxy-ca-rotated-$(date +%s)"
   start_kube_apiserver "$d" "$(kubernetes_binary kube-apiserver)" "$ETCD_PORT" "$KUBE_APISERVER_PORT"
   wait_ready "$d" "$KUBE_APISERVER_PORT"
@@ -392,11 +391,25 @@ start_controller_manager() {
   return 1
 }
 
-down() {
-  local d=$1
-  for p in kube-controller-manager kube-apiserver etcd; do
-    if [ -f "$d/$p.pid" ]; then kill "$(cat "$d/$p.pid")" 2>/dev/null || true; fi
+# Stops the process whose id the file $1 holds, if any, and returns once it has exited: SIGTERM,
+# then SIGKILL after 30 s. (kube-apiserver 1.37 takes seconds to shut down, and one whose etcd
+# was stopped beside it was seen still running 40 minutes later, after its test had gone.)
+stop() {
+  local pid
+  [ -f "$1" ] || return 0
+  pid=$(cat "$1")
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 150); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.2
   done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+# Stops what `up` started, each once the one that uses it has exited.
+down() {
+  local d=$1 p
+  for p in kube-controller-manager kube-apiserver etcd; do stop "$d/$p.pid"; done
 }
 
 # Sourced (scripts/node.sh reuses its functions), it only defines them.
