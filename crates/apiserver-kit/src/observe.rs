@@ -57,7 +57,11 @@ pub async fn observe(metrics: Arc<Metrics>, served: Arc<[&'static str]>, mut req
     request.extensions_mut().insert(user.clone());
     let audit_id = request.headers().get(crate::audit::AUDIT_ID).cloned();
     let mut response = next.run(request).await;
-    if let Some(id) = audit_id {
+    if user.front_proxied() {
+        // The aggregator answers its client with its own `Audit-Id` (the ID it sent us) and
+        // adds ours to it: k8s.io/apiserver's servers send it twice; one is what it means.
+        response.headers_mut().remove(crate::audit::AUDIT_ID);
+    } else if let Some(id) = audit_id {
         response.headers_mut().entry(crate::audit::AUDIT_ID).or_insert(id);
     }
     let elapsed = started.elapsed();

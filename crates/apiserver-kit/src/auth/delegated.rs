@@ -99,6 +99,17 @@ impl Default for DelegationSettings {
     }
 }
 
+/// Which credential authenticated a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Credential {
+    /// A request-header (front-proxy) certificate with the user in its headers: the aggregator.
+    FrontProxy,
+    /// A client certificate of the cluster's client CA.
+    ClientCertificate,
+    /// A bearer token the cluster's TokenReview accepted.
+    Token,
+}
+
 /// Delegated authentication and authorization against the cluster.
 pub struct Delegated {
     client: kube::Client,
@@ -166,7 +177,7 @@ impl Delegated {
         &self,
         headers: &mut http::HeaderMap,
         peer: Option<&PeerCertificates>,
-    ) -> Result<UserInfo, Error> {
+    ) -> Result<(UserInfo, Credential), Error> {
         let Some(config) = self.current() else {
             return Err(Error::Unavailable {
                 message: format!("authentication is not ready: kube-system/{CONFIG_MAP} has not been read yet"),
@@ -185,18 +196,17 @@ impl Delegated {
             if config.request_header_ca.as_ref().is_some_and(|v| v.verifies(chain)) {
                 let cn = chain.first().and_then(crate::tls::subject).map(|(cn, _)| cn).unwrap_or_default();
                 if config.allowed_names.is_empty() || config.allowed_names.contains(&cn) {
-                    user = requestheader::user_from_headers(&config.headers, headers);
+                    user = requestheader::user_from_headers(&config.headers, headers)
+                        .map(|user| (user, Credential::FrontProxy));
                 } else {
                     tracing::debug!(cn, "a request-header certificate whose CN is not allowed");
                 }
             }
             if user.is_none() {
                 if config.client_ca.as_ref().is_some_and(|v| v.verifies(chain)) {
-                    user = chain.first().and_then(crate::tls::subject).map(|(cn, orgs)| UserInfo {
-                        name: cn,
-                        uid: None,
-                        groups: orgs,
-                        extra: Default::default(),
+                    user = chain.first().and_then(crate::tls::subject).map(|(cn, orgs)| {
+                        let user = UserInfo { name: cn, uid: None, groups: orgs, extra: Default::default() };
+                        (user, Credential::ClientCertificate)
                     });
                 } else {
                     tracing::debug!("a client certificate chained to neither trusted CA");
@@ -208,13 +218,13 @@ impl Delegated {
         if user.is_none()
             && let Some(token) = token
         {
-            user = self.review_token(&token).await?;
+            user = self.review_token(&token).await?.map(|user| (user, Credential::Token));
         }
-        let mut user = user.ok_or(Error::Unauthorized)?;
+        let (mut user, credential) = user.ok_or(Error::Unauthorized)?;
         if !user.groups.iter().any(|g| g == "system:authenticated") {
             user.groups.push("system:authenticated".into());
         }
-        Ok(user)
+        Ok((user, credential))
     }
 
     async fn review_token(&self, token: &str) -> Result<Option<UserInfo>, Error> {

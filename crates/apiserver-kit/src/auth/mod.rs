@@ -21,21 +21,39 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header;
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Where authentication records who made the request, for the request log.
+/// Where authentication records who made the request, for the request log, and whether the
+/// aggregator's front proxy sent it (which answers the client with its own `Audit-Id`).
 #[derive(Clone, Debug, Default)]
-pub struct RequestUser(Arc<OnceLock<Cow<'static, str>>>);
+pub struct RequestUser(Arc<Recorded>);
+
+#[derive(Debug, Default)]
+struct Recorded {
+    name: OnceLock<Cow<'static, str>>,
+    front_proxied: AtomicBool,
+}
 
 impl RequestUser {
     /// Records the user's name (the first record wins).
     pub fn set(&self, name: impl Into<Cow<'static, str>>) {
-        let _ = self.0.set(name.into());
+        let _ = self.0.name.set(name.into());
     }
 
     /// The recorded name, or `-` when nobody was recorded.
     pub fn name(&self) -> &str {
-        self.0.get().map(|n| n.as_ref()).unwrap_or("-")
+        self.0.name.get().map(|n| n.as_ref()).unwrap_or("-")
+    }
+
+    /// Records that the front proxy (a request-header certificate) sent the request.
+    pub fn set_front_proxied(&self) {
+        self.0.front_proxied.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the front proxy sent the request.
+    pub fn front_proxied(&self) -> bool {
+        self.0.front_proxied.load(Ordering::Relaxed)
     }
 }
 
@@ -134,7 +152,14 @@ pub async fn authenticate(
         Authenticator::Delegated(delegated) => {
             let peer = request.extensions().get::<PeerCertificates>().cloned();
             match delegated.authenticate(request.headers_mut(), peer.as_ref()).await {
-                Ok(user) => Arc::new(user),
+                Ok((user, credential)) => {
+                    if credential == delegated::Credential::FrontProxy
+                        && let Some(record) = request.extensions().get::<RequestUser>()
+                    {
+                        record.set_front_proxied();
+                    }
+                    Arc::new(user)
+                }
                 Err(e) => {
                     let result = if e.code() == http::StatusCode::UNAUTHORIZED { "failure" } else { "error" };
                     Metrics::count(&metrics.authentication, result);
