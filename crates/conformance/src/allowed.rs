@@ -1180,7 +1180,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         },
     },
     Allowed {
-        name: "an apply the reference cannot type: our 200/201 object (unknown fields dropped with a Warning, the status not applied) where 1.20 answers 500",
+        name: "an apply the reference cannot type: our 200/201 object (unknown fields dropped with a Warning, the status not applied) where the reference answers 500",
         headers: &[Header::Warning],
         headers_only: false,
         stored: WHOLE,
@@ -1194,7 +1194,12 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 tested.warnings.iter().all(|w| unknown_field(w).is_some() || reference.warnings.contains(w));
             // Why 1.20 could not type it: a field its schema does not declare, which we warned
             // of, or a status that is not an object (`.status: expected map`).
-            let why = message(reference).strip_prefix("failed to create typed patch object: ").unwrap_or_default();
+            // (Since 1.2x the message names the object: `… object (/name; group/version, Kind=K): …`.)
+            let why = message(reference).strip_prefix("failed to create typed patch object").unwrap_or_default();
+            let why = match why.strip_prefix(" (") {
+                Some(rest) => rest.split_once("): ").map_or("", |(_, why)| why),
+                None => why.strip_prefix(": ").unwrap_or_default(),
+            };
             // (Warned of, unless the request said fieldValidation=Ignore.)
             let ignore = query_value(request, "fieldValidation") == Some("Ignore");
             let undeclared_field =

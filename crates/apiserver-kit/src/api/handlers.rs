@@ -269,6 +269,7 @@ async fn get<K: Strategy, V: Served<K>>(
 ) -> Result<Response> {
     let query = Query::parse(raw.as_deref());
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    super::query::refuse_export(&query)?;
     let resource_version = super::query::resource_version(&query)?;
     registry.ensure_ready().await?;
     let object = registry.get_at(&namespace, &name, resource_version).await?;
@@ -456,7 +457,7 @@ async fn patch<K: Strategy, V: Served<K>>(
             let (written, created) = registry.apply::<V>(&namespace, &name, &config, subresource, force, &ctx).await?;
             (written, if created { StatusCode::CREATED } else { StatusCode::OK })
         } else {
-            let patch = Patch::parse(patch_type, &bytes)?;
+            let patch = Patch::parse(patch_type, &bytes, request.options.field_validation)?;
             (registry.patch::<V>(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
         };
         render_object::<K, V>(&written.object, request.representation, &request.query, code, &written.warnings)

@@ -9,6 +9,7 @@
 //! grows the object exponentially with `copy`, or nests it so deep that cloning, decoding or
 //! dropping it overflows the worker's stack, which aborts the server.
 
+use super::query::FieldValidation;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::resource::ApiResource;
 use serde_json::Value;
@@ -74,14 +75,23 @@ pub enum Patch {
 
 impl Patch {
     /// Reads the body for `kind`; what is wrong with it is kept for [`Patch::apply`] to report.
-    pub fn parse(kind: PatchType, body: &[u8]) -> Result<Self> {
+    /// Where fields are validated (`Warn`, the default, or `Strict`), a merge patch is decoded
+    /// into an object as the kube-apiserver decodes it since 1.27: one that is no object is 400.
+    pub fn parse(kind: PatchType, body: &[u8], validation: FieldValidation) -> Result<Self> {
         let value = match super::decode::json_from_slice(body) {
             Ok(value) => value,
             Err(e) => return Ok(Self::Malformed(format!("error decoding patch: {e}"))),
         };
         Ok(match (kind, value) {
             (PatchType::Apply, _) => return Err(Error::Internal("an apply is not a patch document".into())),
-            (PatchType::Merge, value @ (Value::Object(_) | Value::Array(_))) => Self::Merge(value),
+            (PatchType::Merge, value @ Value::Object(_)) => Self::Merge(value),
+            (PatchType::Merge, value) if validation != FieldValidation::Ignore && !value.is_null() => {
+                Self::Malformed(format!(
+                    "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    go_json_kind(&value)
+                ))
+            }
+            (PatchType::Merge, value @ Value::Array(_)) => Self::Merge(value),
             (PatchType::Merge, _) => Self::Malformed("Invalid JSON Patch".to_string()),
             // Go decodes `null` as no operations.
             (PatchType::Json, Value::Null) => Self::Json(json_patch::Patch(Vec::new())),
@@ -124,6 +134,18 @@ impl Patch {
             Self::Malformed(message) => return Err(Error::BadRequest(message.clone())),
         }
         Ok(doc)
+    }
+}
+
+/// The kind of a JSON value as Go's `encoding/json` names it in an `UnmarshalTypeError`.
+fn go_json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
@@ -281,21 +303,24 @@ mod tests {
 
     #[test]
     fn merge_patch_sets_and_removes_fields() {
-        let p = Patch::parse(PatchType::Merge, br#"{"spec":{"weight":3,"color":null}}"#).unwrap();
+        let p =
+            Patch::parse(PatchType::Merge, br#"{"spec":{"weight":3,"color":null}}"#, FieldValidation::Warn).unwrap();
         let out = p.apply(&json!({"spec": {"weight": 1, "color": "white"}})).unwrap();
         assert_eq!(out, json!({"spec": {"weight": 3}}));
     }
 
     #[test]
     fn a_failed_json_patch_test_is_unprocessable() {
-        let p = Patch::parse(PatchType::Json, br#"[{"op":"test","path":"/spec/weight","value":9}]"#).unwrap();
+        let p =
+            Patch::parse(PatchType::Json, br#"[{"op":"test","path":"/spec/weight","value":9}]"#, FieldValidation::Warn)
+                .unwrap();
         let err = p.apply(&json!({"spec": {"weight": 1}})).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
     }
 
     /// The code `body`, a patch of type `kind`, gets when it is applied to a widget.
     fn code_when_applied(kind: PatchType, body: &str) -> u16 {
-        let patch = Patch::parse(kind, body.as_bytes()).unwrap();
+        let patch = Patch::parse(kind, body.as_bytes(), FieldValidation::Warn).unwrap();
         patch.apply(&json!({"spec": {"weight": 1}})).map_or_else(|e| e.code().as_u16(), |_| 200)
     }
 
@@ -311,19 +336,34 @@ mod tests {
             (PatchType::Merge, "null", 400),
             (PatchType::Merge, "1", 400),
             (PatchType::Merge, "[1,", 400),
-            // An array replaces the document, which then is no object (the caller's 422).
-            (PatchType::Merge, "[1]", 200),
+            // Decoded into an object where fields are validated (the default).
+            (PatchType::Merge, "[1]", 400),
         ] {
             assert_eq!(code_when_applied(kind, body), code, "{kind:?} {body}");
         }
-        let invalid = Patch::parse(PatchType::Json, br#"[{"op":"jump","path":"/spec"}]"#).unwrap();
+        // Without validation an array replaces the document, which then is no object (the
+        // caller's 422).
+        let ignored = Patch::parse(PatchType::Merge, b"[1]", FieldValidation::Ignore).unwrap();
+        assert!(ignored.apply(&json!({})).is_ok());
+        let refused = Patch::parse(PatchType::Merge, b"[1]", FieldValidation::Strict).unwrap();
+        assert_eq!(
+            refused.apply(&json!({})).unwrap_err().to_string(),
+            "error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
+        let invalid =
+            Patch::parse(PatchType::Json, br#"[{"op":"jump","path":"/spec"}]"#, FieldValidation::Warn).unwrap();
         let status = invalid.apply(&json!({})).unwrap_err().to_status();
         assert_eq!(status.details, Some(Default::default()), "empty details, as the kube-apiserver's");
     }
 
     #[test]
     fn replace_of_a_missing_member_adds_it_as_kubernetes_json_patch_does() {
-        let p = Patch::parse(PatchType::Json, br#"[{"op":"replace","path":"/spec/color","value":"red"}]"#).unwrap();
+        let p = Patch::parse(
+            PatchType::Json,
+            br#"[{"op":"replace","path":"/spec/color","value":"red"}]"#,
+            FieldValidation::Warn,
+        )
+        .unwrap();
         assert_eq!(p.apply(&json!({"spec": {}})).unwrap(), json!({"spec": {"color": "red"}}));
         for missing in [r#"/spec/items/3"#, r#"/status/phase"#] {
             let body = format!(r#"[{{"op":"replace","path":"{missing}","value":1}}]"#);
@@ -336,6 +376,7 @@ mod tests {
         let p = Patch::parse(
             PatchType::Json,
             br#"[{"op":"replace","path":"/spec/weight","value":2},{"op":"remove","path":"/spec/horns"}]"#,
+            FieldValidation::Warn,
         )
         .unwrap();
         let err = p.apply(&json!({"spec": {"weight": 1}})).unwrap_err();
@@ -370,7 +411,7 @@ mod tests {
                 "/x".repeat(99),
                 chain(levels)
             );
-            Patch::parse(PatchType::Json, body.as_bytes()).unwrap().apply(&stored())
+            Patch::parse(PatchType::Json, body.as_bytes(), FieldValidation::Warn).unwrap().apply(&stored())
         };
         let patched = nest(MAX_DEPTH - 102).unwrap();
         assert_eq!(depth(&patched), MAX_DEPTH);
@@ -412,7 +453,7 @@ mod tests {
             let body = format!("[{}]", ops.join(","));
             assert!(body.len() < super::super::decode::MAX_BODY_BYTES);
             let err = on_a_worker_stack(move || {
-                let patch = Patch::parse(PatchType::Json, body.as_bytes()).unwrap();
+                let patch = Patch::parse(PatchType::Json, body.as_bytes(), FieldValidation::Warn).unwrap();
                 patch.apply(&stored()).map(drop).unwrap_err()
             });
             assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
@@ -427,12 +468,14 @@ mod tests {
         let ops: Vec<String> = (0..80)
             .map(|i| format!(r#"{{"op":"copy","from":"/spec","path":"/spec/{}"}}"#, if i % 2 == 0 { "a" } else { "b" }))
             .collect();
-        let patch = Patch::parse(PatchType::Json, format!("[{}]", ops.join(",")).as_bytes()).unwrap();
+        let patch =
+            Patch::parse(PatchType::Json, format!("[{}]", ops.join(",")).as_bytes(), FieldValidation::Warn).unwrap();
         let err = patch.apply(&stored()).unwrap_err();
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
         assert!(err.to_string().ends_with("the copies would add more than 3145728 bytes"), "{err}");
         // A few copies of the same kind are fine.
-        let few = Patch::parse(PatchType::Json, format!("[{}]", ops[..4].join(",")).as_bytes()).unwrap();
+        let few = Patch::parse(PatchType::Json, format!("[{}]", ops[..4].join(",")).as_bytes(), FieldValidation::Warn)
+            .unwrap();
         assert_eq!(few.apply(&stored()).unwrap()["spec"]["b"]["a"]["weight"], 120.5);
     }
 

@@ -160,6 +160,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn export_is_refused_unless_its_first_value_is_false() {
+        for refused in ["export=true", "export=1", "export=", "export=no", "export=true&export=false"] {
+            let err = refuse_export(&Query::parse(Some(refused))).unwrap_err();
+            assert_eq!(err.code(), http::StatusCode::BAD_REQUEST, "{refused}");
+        }
+        for kept in ["", "export=0", "export=False", "export=false&export=true", "exported=true"] {
+            assert!(refuse_export(&Query::parse(Some(kept))).is_ok(), "{kept}");
+        }
+    }
+
+    #[test]
     fn dry_run_all_and_strict_validation_are_read() {
         let q = Query::parse(Some("dryRun=All&fieldValidation=Strict&fieldManager=kubectl-client-side-apply"));
         let opts = WriteOptions::parse(&q, OptionsKind::Create, Vec::new()).unwrap();
@@ -187,6 +198,17 @@ mod tests {
     fn percent_encoding_is_decoded() {
         let q = Query::parse(Some("labelSelector=a%3Db%2Cc"));
         assert_eq!(q.get("labelSelector"), Some("a=b,c"));
+    }
+}
+
+/// A GET of one object refuses `export` (400) unless its first value is false (`0` or `false`
+/// in any case), as the kube-apiserver does since 1.21: it stripped fields until 1.20.
+pub fn refuse_export(query: &Query) -> Result<()> {
+    match query.get("export") {
+        Some(value) if value != "0" && !value.eq_ignore_ascii_case("false") => {
+            Err(Error::BadRequest("the export parameter, deprecated since v1.14, is no longer supported".into()))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -236,18 +258,24 @@ pub struct ListOptions {
 }
 
 impl ListOptions {
-    /// Reads and validates list options; `fields` are the resource's selectable fields besides
-    /// `metadata.name` and `metadata.namespace`.
+    /// Reads, defaults and validates list options; `fields` are the resource's selectable fields
+    /// besides `metadata.name` and `metadata.namespace`.
     pub fn parse(query: &Query, fields: &[&str]) -> Result<Self> {
-        let (options, unsupported, unparsable_resource_version) = Self::read(query)?;
+        let (mut options, unsupported, unparsable_resource_version) = Self::read(query)?;
         let given = query.get("resourceVersionMatch").is_some_and(|m| !m.is_empty());
-        let resource_version_given = query.get("resourceVersion").is_some_and(|rv| !rv.is_empty());
-        let mut causes = if given {
-            options.resource_version_match_violations(unsupported, resource_version_given)
+        let raw_resource_version = query.get("resourceVersion").unwrap_or_default();
+        // `SetListOptionsDefaults` with WatchList on (the default since Kubernetes 1.32): a watch
+        // from no resourceVersion, or 0, that names neither is a watch list.
+        if options.watch && !given && options.send_initial_events.is_none() && matches!(raw_resource_version, "" | "0")
+        {
+            options.send_initial_events = Some(true);
+            options.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+        }
+        let causes = if options.watch {
+            options.watch_violations(given, query.get("resourceVersionMatch").unwrap_or_default())
         } else {
-            Vec::new()
+            options.list_violations(given, unsupported, !raw_resource_version.is_empty())
         };
-        causes.extend(options.initial_events_violations());
         if !causes.is_empty() {
             return Err(Error::Invalid { kind: "ListOptions", group: "meta.k8s.io", name: String::new(), causes });
         }
@@ -318,49 +346,61 @@ impl ListOptions {
         Ok((options, unsupported, unparsable_resource_version))
     }
 
-    /// What is wrong with a given `resourceVersionMatch`, in apimachinery's order: where it may
-    /// not be used, then its value (`unsupported`).
-    fn resource_version_match_violations(
+    /// What is wrong with the options of a list, in apimachinery's order (`ValidateListOptions`):
+    /// where a given `resourceVersionMatch` may not be used, its value (`unsupported`), and
+    /// `sendInitialEvents`, which is for watches.
+    fn list_violations(
         &self,
+        given: bool,
         unsupported: Option<FieldError>,
         resource_version_given: bool,
     ) -> Vec<FieldError> {
         let forbidden = |message: &str| FieldError::forbidden("resourceVersionMatch", message);
         let mut causes = Vec::new();
-        if !resource_version_given && self.send_initial_events.is_none() {
-            causes.push(forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+        if given {
+            if !resource_version_given {
+                causes.push(forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            }
+            if self.continue_token.is_some() {
+                causes.push(forbidden("resourceVersionMatch is forbidden when continue is provided"));
+            }
+            causes.extend(unsupported);
+            if self.resource_version_match == Some(ResourceVersionMatch::Exact) && self.resource_version == Some(0) {
+                causes.push(forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+            }
         }
-        if self.continue_token.is_some() {
-            causes.push(forbidden("resourceVersionMatch is forbidden when continue is provided"));
-        }
-        causes.extend(unsupported);
-        if self.resource_version_match == Some(ResourceVersionMatch::Exact) && self.resource_version == Some(0) {
-            causes.push(forbidden("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
-        }
-        if self.watch && self.send_initial_events.is_none() {
-            causes.push(forbidden("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+        if self.send_initial_events.is_some() {
+            causes.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
         }
         causes
     }
 
-    /// What `sendInitialEvents` requires.
-    fn initial_events_violations(&self) -> Vec<FieldError> {
-        let Some(send) = self.send_initial_events else { return Vec::new() };
-        if !self.watch {
-            return vec![FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")];
-        }
+    /// What is wrong with the options of a watch, defaults applied (`validateWatchOptions`):
+    /// `sendInitialEvents` wants `resourceVersionMatch=NotOlderThan`, which wants it in turn and
+    /// no `continue`.
+    fn watch_violations(&self, given: bool, raw_match: &str) -> Vec<FieldError> {
+        let forbidden = |message: &str| FieldError::forbidden("resourceVersionMatch", message);
+        let not_older_than = self.resource_version_match == Some(ResourceVersionMatch::NotOlderThan);
         let mut causes = Vec::new();
-        if self.resource_version_match != Some(ResourceVersionMatch::NotOlderThan) {
-            causes.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-            ));
+        if self.send_initial_events.is_some() && !not_older_than {
+            causes.push(forbidden("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
         }
-        if send && !self.allow_watch_bookmarks {
-            causes.push(FieldError::forbidden(
-                "allowWatchBookmarks",
-                "sendInitialEvents requires setting allowWatchBookmarks to true",
-            ));
+        if given || self.resource_version_match.is_some() {
+            if self.send_initial_events.is_none() {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if !not_older_than {
+                causes.push(FieldError::not_supported(
+                    "resourceVersionMatch",
+                    &serde_json::json!(raw_match),
+                    &["NotOlderThan"],
+                ));
+            }
+            if self.continue_token.is_some() {
+                causes.push(forbidden("resourceVersionMatch is forbidden when continue is provided"));
+            }
         }
         causes
     }
@@ -388,6 +428,44 @@ mod list_tests {
     }
 
     #[test]
+    fn a_watch_from_no_resource_version_or_zero_is_a_watch_list() {
+        for q in ["watch=true", "watch=true&resourceVersion=0&allowWatchBookmarks=true"] {
+            let o = parse(q).unwrap();
+            assert_eq!(
+                (o.send_initial_events, o.resource_version_match),
+                (Some(true), Some(ResourceVersionMatch::NotOlderThan)),
+                "{q}"
+            );
+        }
+        for q in [
+            "watch=true&resourceVersion=7",
+            "watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan",
+            "limit=1",
+        ] {
+            assert_ne!(parse(q).unwrap().send_initial_events, Some(true), "{q}");
+        }
+        // Defaulted, it refuses what a watch list refuses.
+        let err = parse("watch=true&continue=abc").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided"
+        );
+        let Error::Invalid { causes, .. } =
+            parse("watch=true&resourceVersion=5&resourceVersionMatch=Exact").unwrap_err()
+        else {
+            panic!()
+        };
+        let shown: Vec<String> = causes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"",
+            ]
+        );
+    }
+
+    #[test]
     fn inconsistent_resource_version_options_are_invalid() {
         for q in [
             "resourceVersionMatch=Exact",
@@ -395,7 +473,6 @@ mod list_tests {
             "resourceVersion=5&resourceVersionMatch=Sometimes",
             "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
             "watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
-            "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
             "watch=true&resourceVersion=4&resourceVersionMatch=NotOlderThan",
         ] {
             let err = parse(q).unwrap_err();

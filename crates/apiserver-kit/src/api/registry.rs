@@ -546,6 +546,7 @@ impl<K: Strategy> Registry<K> {
         let mut object = with_reset_fields_of(object, None, Subresource::Main)?;
         object.prepare_for_create();
         warnings.extend(object.warnings());
+        warnings.extend(validation::finalizer_warnings(object.meta(), None));
         let attempts = if generate.is_some() { GENERATE_ATTEMPTS } else { 1 };
         for attempt in 1..=attempts {
             if let Some(prefix) = &generate {
@@ -599,6 +600,7 @@ impl<K: Strategy> Registry<K> {
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings = decoded.warnings;
                 warnings.extend(object.warnings());
+                warnings.extend(added_finalizer_warnings(&object, current, subresource));
                 object.meta_mut().namespace = Some(namespace.to_string());
                 object.meta_mut().name = Some(name.to_string());
                 prepare_update(current, object, (true, &ctx.at), subresource, self.tracking(ctx))
@@ -643,6 +645,7 @@ impl<K: Strategy> Registry<K> {
                 warnings = decoded.warnings;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings.extend(object.warnings());
+                warnings.extend(added_finalizer_warnings(&object, current, subresource));
                 same_name_and_namespace(&mut object, namespace, name)?;
                 let tracking = match self.tracking(ctx) {
                     Tracking::Update(manager, None, at, versions) if !keeps_managed_fields => {
@@ -806,7 +809,7 @@ fn track_managers<K: Strategy>(
         Some(value) => Some(value),
         None => live.map(|live| at.value(object_value(live)?)).transpose()?,
     };
-    let reset = managed::top_level(K::reset_fields(subresource));
+    let reset = managed_reset::<K>(subresource);
     let api_version = at.api_version::<K>();
     let write = write_of((manager, subresource), &reset, &api_version, versions);
     let schema = at.schema::<K>();
@@ -933,6 +936,26 @@ fn check_resource_version<K: ApiResource>(new: Option<&str>, old: &ObjectMeta, r
             "the object has been modified; please apply your changes to the latest version and try again",
         )),
         _ => Ok(()),
+    }
+}
+
+/// What a write of `subresource` may not own in managed fields: its reset fields, and for
+/// `/status` the whole metadata too, which the status strategy carries over from the stored
+/// object (`statusStrategy.GetResetFields` of custom resources, Kubernetes 1.2x).
+fn managed_reset<K: Strategy>(subresource: Subresource) -> crate::structured_merge::fieldpath::Set {
+    let mut fields = K::reset_fields(subresource).to_vec();
+    if subresource == Subresource::Status {
+        fields.push("metadata");
+    }
+    managed::top_level(&fields)
+}
+
+/// The warnings of the finalizers a write of the object adds (none for a status write, which
+/// keeps the stored metadata).
+fn added_finalizer_warnings<K: Strategy>(object: &K, current: &Current<K>, subresource: Subresource) -> Vec<String> {
+    match subresource {
+        Subresource::Main => validation::finalizer_warnings(object.meta(), Some(current.meta())),
+        Subresource::Status => Vec::new(),
     }
 }
 

@@ -243,7 +243,9 @@ pub async fn serve<K: Strategy, V: Served<K>>(
         Ok(subscription) => {
             let plan = Plan {
                 send_initial,
-                announce_end: options.send_initial_events == Some(true),
+                // As the cacher's `isInitialEventsEndBookmarkRequired`: only to a client that
+                // takes bookmarks.
+                announce_end: options.send_initial_events == Some(true) && options.allow_watch_bookmarks,
                 bookmarks: options.allow_watch_bookmarks,
             };
             let sent = settings.metrics.watch_events.get_or_create(&Metrics::resource(K::info().plural)).clone();
@@ -616,7 +618,9 @@ mod tests {
     async fn dropped_while_its_tick_falls_due() -> Vec<serde_json::Value> {
         let interval = std::time::Duration::from_millis(20);
         let settings = WatchSettings { buffer: 40, bookmark_interval: interval, ..WatchSettings::default() };
-        let (registry, response) = watch_shop(settings, "watch=true&allowWatchBookmarks=true").await;
+        // Not a watch list (the default from no resourceVersion): its first frame is an event.
+        let query = "watch=true&allowWatchBookmarks=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan";
+        let (registry, response) = watch_shop(settings, query).await;
         let mut body = response.into_body();
         create(&registry, 0..30).await;
         // The first read starts the watch's frames, and its bookmark ticker.

@@ -46,6 +46,8 @@ pub enum FieldErrorKind {
     Required,
     /// `Invalid value`
     Invalid,
+    /// `Invalid value` of the wrong JSON type (`FieldValueTypeInvalid`)
+    TypeInvalid,
     /// `Forbidden`
     Forbidden,
     /// `Unsupported value`
@@ -61,6 +63,7 @@ impl FieldErrorKind {
         match self {
             Self::Required => "FieldValueRequired",
             Self::Invalid => "FieldValueInvalid",
+            Self::TypeInvalid => "FieldValueTypeInvalid",
             Self::Forbidden => "FieldValueForbidden",
             Self::NotSupported => "FieldValueNotSupported",
             Self::TooLong => "FieldValueTooLong",
@@ -71,7 +74,7 @@ impl FieldErrorKind {
     fn label(self) -> &'static str {
         match self {
             Self::Required => "Required value",
-            Self::Invalid => "Invalid value",
+            Self::Invalid | Self::TypeInvalid => "Invalid value",
             Self::Forbidden => "Forbidden",
             Self::NotSupported => "Unsupported value",
             Self::TooLong => "Too long",
@@ -94,6 +97,11 @@ impl FieldError {
             value: Some(render_value(value)),
             detail: detail.into(),
         }
+    }
+
+    /// A value of the wrong type; `value` is shown as JSON (strings quoted).
+    pub fn type_invalid(field: impl Into<String>, value: &serde_json::Value, detail: impl Into<String>) -> Self {
+        Self { kind: FieldErrorKind::TypeInvalid, ..Self::invalid(field, value, detail) }
     }
 
     /// A change or value that is not allowed at all.

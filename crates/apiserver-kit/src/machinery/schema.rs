@@ -28,8 +28,8 @@ pub fn strip_nulls(value: &mut Value) {
 
 /// The shapes of `metadata` that managed fields and apply read
 /// ([`crate::structured_merge::typed`]), as the kube-apiserver's schema of ObjectMeta gives them:
-/// labels and annotations granular maps, finalizers a set, ownerReferences a list keyed by uid,
-/// managedFields atomic.
+/// labels and annotations granular maps, finalizers a set, ownerReferences a list keyed by uid
+/// of atomic references (`+structType=atomic` since Kubernetes 1.2x), managedFields atomic.
 pub fn object_meta_shapes() -> Value {
     let string = serde_json::json!({"type": "string"});
     let integer = serde_json::json!({"type": "integer"});
@@ -38,7 +38,7 @@ pub fn object_meta_shapes() -> Value {
         "annotations": string_map, "labels": string_map,
         "finalizers": {"type": "array", "items": string, "x-kubernetes-list-type": "set"},
         "ownerReferences": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"],
-            "items": {"type": "object", "properties": {
+            "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
                 "apiVersion": string, "kind": string, "name": string, "uid": string,
                 "controller": {"type": "boolean"}, "blockOwnerDeletion": {"type": "boolean"},
             }}},

@@ -55,20 +55,46 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
     }
 }
 
-/// The error of `value`, found at `path`, when its JSON type is not the one `schema` names.
+/// The JSON type and format kube-openapi infers for a decoded `value` (the apiserver decodes a
+/// number into an int64 when it fits, else a float64).
+fn inferred_type(value: &Value) -> (&'static str, &'static str) {
+    match value {
+        Value::Number(n) if n.is_i64() => ("integer", "int64"),
+        Value::Number(_) => ("number", "float64"),
+        other => (json_type(other), ""),
+    }
+}
+
+/// The error of `value`, found at `path`, when its JSON type is not the one `schema` names, as
+/// kube-openapi's type validator words it: against a schema with a `format`, a value neither a
+/// string nor a list is checked by its format too ("must be of type double: \"\"" for a
+/// boolean), and a string or list passes a non-numeric schema with a format.
 fn type_error(path: &str, value: &Value, schema: &Value) -> Option<FieldError> {
-    let actual = json_type(value);
     let expected = schema.get("type").and_then(Value::as_str)?;
+    let wanted_format = schema.get("format").and_then(Value::as_str).unwrap_or_default();
+    let (actual, format) = inferred_type(value);
+    let numeric_schema = matches!(expected, "number" | "integer");
     // A whole float is an integer too (kube-openapi's `IsFloat64AJSONInteger`: `12.0`).
-    let whole = expected == "integer" && actual == "number" && value.as_f64().is_some_and(super::number::is_whole);
-    let ok = expected == actual || (expected == "number" && actual == "integer") || whole;
-    (!ok).then(|| {
-        FieldError::invalid(
-            path,
-            &Value::String(actual.to_string()),
-            format!("{path} in body must be of type {expected}: \"{actual}\""),
-        )
-    })
+    let float_int = actual == "number" && expected == "integer" && value.as_f64().is_some_and(super::number::is_whole);
+    let int_float = actual == "integer" && expected == "number";
+    let type_fits = expected == actual || float_int || int_float;
+    let listish = value.is_string() || value.is_array();
+    let lower = (wanted_format == "int64" && format == "int32") || (wanted_format == "float64" && format == "float32");
+    let refuse = |expected: &str, actual: &str| {
+        let detail = format!("{path} in body must be of type {expected}: \"{actual}\"");
+        Some(FieldError::type_invalid(path, &Value::String(actual.to_string()), detail))
+    };
+    let format_fits = wanted_format.is_empty() || type_fits || format == wanted_format || lower;
+    if !listish && !format_fits {
+        return refuse(wanted_format, format);
+    }
+    if !numeric_schema && !wanted_format.is_empty() && listish {
+        return None;
+    }
+    if !type_fits {
+        return refuse(expected, actual);
+    }
+    None
 }
 
 /// Checks only the kinds of `value`, found at `path`, against `schema`, recursively, as

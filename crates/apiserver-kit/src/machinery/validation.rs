@@ -146,31 +146,62 @@ fn finalizers(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// Owner references, as `ValidateOwnerReferences` checks them: apiVersion (with a version), kind,
-/// name and uid set, no Event as an owner, at most one controller. As in apimachinery, the field
-/// paths carry no index.
+/// The finalizers Kubernetes itself uses, which need no domain.
+const STANDARD_FINALIZERS: [&str; 3] = ["orphan", "foregroundDeletion", "kubernetes"];
+
+/// Warnings for each finalizer `meta` adds to `old`'s (all of them on a create) whose name has no
+/// path: "prefer a domain-qualified finalizer name", as the kube-apiserver warns a custom
+/// resource's writer (`WarningsOnCreate`/`WarningsOnUpdate`, Kubernetes 1.28), in name order.
+pub fn finalizer_warnings(meta: &ObjectMeta, old: Option<&ObjectMeta>) -> Vec<String> {
+    let path = "metadata.finalizers";
+    let had = |f: &String| old.is_some_and(|o| o.finalizers.iter().flatten().any(|h| h == f));
+    let added: std::collections::BTreeSet<&String> = meta.finalizers.iter().flatten().filter(|f| !had(f)).collect();
+    let mut warnings = Vec::new();
+    for finalizer in added {
+        warnings.extend(qualified_name(finalizer).into_iter().map(|m| format!("{path}: {finalizer:?}: {m}")));
+        if finalizer.contains('/') || STANDARD_FINALIZERS.contains(&finalizer.as_str()) {
+            continue;
+        }
+        let advice = if finalizer.contains('.') {
+            "prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+        } else {
+            "prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"
+        };
+        warnings.push(format!("{path}: {finalizer:?}: {advice}"));
+    }
+    warnings
+}
+
+/// Owner references, as `ValidateOwnerReferences` checks them: apiVersion (`<group>/<version>`
+/// or `<version>`), kind, name and uid set, no Event as an owner, at most one controller; each
+/// field's path carries the reference's index (since Kubernetes 1.2x).
 fn owner_references(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     let path = "metadata.ownerReferences";
     let mut first_controller: Option<String> = None;
-    for owner in meta.owner_references.iter().flatten() {
+    for (index, owner) in meta.owner_references.iter().flatten().enumerate() {
+        let at = |field: &str| format!("{path}[{index}].{field}");
         let version = match owner.api_version.split('/').collect::<Vec<_>>()[..] {
             [version] | [_, version] => version,
             _ => "",
         };
-        let checks = [
-            ("apiVersion", &owner.api_version, version.is_empty(), "version must not be empty"),
-            ("kind", &owner.kind, owner.kind.is_empty(), "kind must not be empty"),
-            ("name", &owner.name, owner.name.is_empty(), "name must not be empty"),
-            ("uid", &owner.uid, owner.uid.is_empty(), "uid must not be empty"),
-        ];
-        for (field, value, bad, detail) in checks {
-            if bad {
-                errors.push(FieldError::invalid(format!("{path}.{field}"), &json!(value), detail));
+        if owner.api_version.is_empty() {
+            errors.push(FieldError::required(at("apiVersion"), "must not be empty"));
+        } else if version.is_empty() {
+            let detail = "must be <group>/<version> or <version>";
+            errors.push(FieldError::invalid(at("apiVersion"), &json!(owner.api_version), detail));
+        }
+        for (field, value) in [("kind", &owner.kind), ("name", &owner.name), ("uid", &owner.uid)] {
+            if value.is_empty() {
+                errors.push(FieldError::required(at(field), "must not be empty"));
             }
         }
         if owner.api_version == "v1" && owner.kind == "Event" {
             let shown = serde_json::to_value(owner).unwrap_or_default();
-            errors.push(FieldError::invalid(path, &shown, "/v1, Kind=Event is disallowed from being an owner"));
+            errors.push(FieldError::invalid(
+                format!("{path}[{index}]"),
+                &shown,
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
         }
         if owner.controller == Some(true) {
             let current = format!("{}/{}", owner.kind, owner.name);
@@ -191,6 +222,22 @@ fn owner_references(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn added_finalizers_without_a_path_are_warned_of() {
+        let mut m = meta("dolly");
+        m.finalizers = Some(["hold", "farm.example.com/keep", "orphan", "a.b", "kept"].map(String::from).to_vec());
+        let mut old = meta("dolly");
+        old.finalizers = Some(vec!["kept".into()]);
+        assert_eq!(
+            finalizer_warnings(&m, Some(&old)),
+            [
+                r#"metadata.finalizers: "a.b": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"#,
+                r#"metadata.finalizers: "hold": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"#,
+            ]
+        );
+        assert_eq!(finalizer_warnings(&m, None).len(), 3, "on a create every finalizer is new");
+    }
     use std::collections::BTreeMap;
 
     fn meta(name: &str) -> ObjectMeta {
@@ -275,11 +322,12 @@ mod tests {
         assert_eq!(shown.len(), 5, "{shown:#?}");
         assert_eq!(
             shown[0],
-            r#"metadata.ownerReferences.apiVersion: Invalid value: "a/b/c": version must not be empty"#
+            r#"metadata.ownerReferences[1].apiVersion: Invalid value: "a/b/c": must be <group>/<version> or <version>"#
         );
         assert!(shown[1].ends_with(r#"Found "true" in references for Widget/mother and Herd/north"#), "{shown:#?}");
-        assert_eq!(shown[2], r#"metadata.ownerReferences.name: Invalid value: "": name must not be empty"#);
-        assert_eq!(shown[3], r#"metadata.ownerReferences.uid: Invalid value: "": uid must not be empty"#);
+        assert_eq!(shown[2], "metadata.ownerReferences[2].name: Required value: must not be empty");
+        assert_eq!(shown[3], "metadata.ownerReferences[2].uid: Required value: must not be empty");
+        assert!(shown[4].starts_with("metadata.ownerReferences[2]: Invalid value: "), "{shown:#?}");
         assert!(shown[4].ends_with("/v1, Kind=Event is disallowed from being an owner"), "{shown:#?}");
         m.owner_references = Some(vec![owner("v1", "ConfigMap", "cm", "u3", true)]);
         assert!(object_meta(&m, true).is_empty());

@@ -465,11 +465,12 @@ fn apply_once(
         *set = set.difference(stripped());
     }
     managed.entries.retain(|_, (set, _)| !set.is_empty());
-    // The applier's entry is stamped when the object changes, and when it is new (a first
-    // apply that changes nothing still records when the manager came).
+    // The applier's entry is stamped only when the object changes (`managedFieldsUpdater.Apply`:
+    // structured-merge-diff returns no object for a no-op); a new applier's entry of a no-op
+    // apply has no time (kube-apiserver 1.20 stamped it).
     let changed = !super::typed::values_equal(&object, live_value);
     if let Some((_, time)) = managed.entries.get_mut(&key)
-        && (changed || time.is_none())
+        && changed
     {
         *time = Some(write.now.clone());
     }

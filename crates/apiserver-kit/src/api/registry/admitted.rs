@@ -271,6 +271,7 @@ fn key_namespace<K: Strategy>(current: &Current<K>) -> String {
 mod tests {
     use super::super::{Registry, WatchSettings, WriteContext};
     use crate::api::patch::{Patch, PatchType};
+    use crate::api::query::FieldValidation;
     use crate::machinery::admission::{Admission, Call, Mutated, Operation};
     use crate::machinery::error::{Error, Result};
     use crate::machinery::resource::Subresource;
@@ -338,7 +339,8 @@ mod tests {
     }
 
     fn size(patch: f64) -> Patch {
-        Patch::parse(PatchType::Merge, format!(r#"{{"spec":{{"size":{patch}}}}}"#).as_bytes()).unwrap()
+        Patch::parse(PatchType::Merge, format!(r#"{{"spec":{{"size":{patch}}}}}"#).as_bytes(), FieldValidation::Warn)
+            .unwrap()
     }
 
     #[tokio::test]

@@ -124,7 +124,7 @@ impl<K: Strategy> Registry<K> {
         check_target(config, namespace, name)?;
         check_resource_version_syntax(config)?;
         self.admit_create(namespace, name).await?;
-        let reset = managed::top_level(V::reset_fields(subresource));
+        let reset = super::managed_reset::<V>(subresource);
         let api_version = <V as kube::Resource>::api_version(&());
         let write = write_of((&ctx.manager, subresource), &reset, &api_version, &self.versions);
         let schema = body_schema::<V>();
@@ -155,7 +155,7 @@ impl<K: Strategy> Registry<K> {
     ) -> Result<Written<K>> {
         let Configuration { sent, applied: config, force } = *configuration;
         decode::check_applied_types::<V>(config)?;
-        let reset = managed::top_level(V::reset_fields(subresource));
+        let reset = super::managed_reset::<V>(subresource);
         let schema = body_schema::<V>();
         let api_version = <V as kube::Resource>::api_version(&());
         let mut warnings = Vec::new();
@@ -187,6 +187,7 @@ impl<K: Strategy> Registry<K> {
                     None => (**current).clone(),
                 };
                 warnings.extend(object.warnings());
+                warnings.extend(super::added_finalizer_warnings(&object, current, subresource));
                 prepare_update(current, object, (true, &ctx.at), subresource, Tracking::Given(applied.managed.encode()))
             })
             .await?;
