@@ -98,25 +98,15 @@ impl MetaVersion {
             Self::V1Beta1 => "meta.k8s.io/v1beta1",
         }
     }
-    fn param(self) -> &'static str {
-        match self {
-            Self::V1 => "v1",
-            Self::V1Beta1 => "v1beta1",
-        }
-    }
 }
 
 impl Representation {
     /// The response `Content-Type` for this representation of `target`.
-    pub fn content_type(self, target: Target) -> String {
-        match self {
-            Self::Object => "application/json".to_string(),
-            Self::Table(v) => format!("application/json;as=Table;v={};g=meta.k8s.io", v.param()),
-            Self::Metadata(v) => {
-                let kind = if target == Target::List { "PartialObjectMetadataList" } else { "PartialObjectMetadata" };
-                format!("application/json;as={kind};v={};g=meta.k8s.io", v.param())
-            }
-        }
+    pub fn content_type(self, _target: Target) -> String {
+        // The serializer's media type, without the `as=` parameters that chose the conversion:
+        // `WriteObjectNegotiated` writes `application/json` for a Table or metadata answer too
+        // (kube-apiserver 1.37 as 1.20).
+        "application/json".to_string()
     }
 }
 
