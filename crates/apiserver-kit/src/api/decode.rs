@@ -67,6 +67,17 @@ pub fn parse_body(headers: &http::HeaderMap, bytes: &[u8], kind: &str) -> Result
     if media_type(headers) == "application/yaml" { parse_yaml(bytes, kind) } else { parse_json(bytes, kind) }
 }
 
+/// [`parse_body`], and the fields a JSON body repeats (`spec.weight`), which a write warns of or
+/// refuses by its `fieldValidation`, as the kube-apiserver's strict decoder reports them.
+pub fn parse_body_with_duplicates(headers: &http::HeaderMap, bytes: &[u8], kind: &str) -> Result<(Value, Vec<String>)> {
+    let value = parse_body(headers, bytes, kind)?;
+    let duplicates = match media_type(headers).as_str() {
+        "application/yaml" => Vec::new(),
+        _ => crate::machinery::json_duplicates::duplicate_fields(bytes, &value),
+    };
+    Ok((value, duplicates))
+}
+
 /// Refuses (415) a body that is neither JSON (or unlabelled) nor YAML.
 pub fn check_media_type(headers: &http::HeaderMap) -> Result<()> {
     match media_type(headers).as_str() {
@@ -361,7 +372,8 @@ const STRICT_DECODING: &str = "strict decoding error:";
 
 /// Decodes the result of a patch as [`decode_object`] does, except that a result that is not a
 /// `K` (another kind, a mistyped field) is the 422 of the kube-apiserver's patcher, naming the
-/// patched document as the invalid value of `patch`; only unknown fields under `Strict` stay 400.
+/// patched document as the invalid value of `patch`, unknown fields under `Strict` included
+/// (`jsonPatcher.applyPatchToCurrentObject` since Kubernetes 1.25).
 pub fn decode_patched<K: ApiResource>(
     value: &Value,
     namespace: &str,
@@ -383,7 +395,7 @@ pub fn check_patched_type<K: ApiResource>(value: &Value) -> Result<()> {
 /// A decoding error of a patched `value` as the kube-apiserver's patcher reports it.
 fn as_patch_error(value: &Value, error: Error) -> Error {
     match error {
-        Error::BadRequest(message) if !message.starts_with(STRICT_DECODING) => Error::Invalid {
+        Error::BadRequest(message) => Error::Invalid {
             kind: "",
             group: "",
             name: String::new(),
@@ -410,6 +422,18 @@ pub fn decode_write<K: ApiResource>(
     value: &Value,
     namespace: &str,
     validation: FieldValidation,
+    subresource: Subresource,
+) -> Result<Decoded<K>> {
+    decode_body::<K>(value, namespace, (validation, &[]), subresource)
+}
+
+/// [`decode_write`] of a body that repeats the fields `duplicates` names: each is warned of
+/// (`duplicate field "spec.weight"`) before the unknown fields, or refused with them under
+/// `Strict`.
+pub fn decode_body<K: ApiResource>(
+    value: &Value,
+    namespace: &str,
+    (validation, duplicates): (FieldValidation, &[String]),
     subresource: Subresource,
 ) -> Result<Decoded<K>> {
     let map = check_kind::<K>(value)?;
@@ -461,12 +485,17 @@ pub fn decode_write<K: ApiResource>(
         cannot_handle::<K>(format!("{path}: {}", err.into_inner()))
     })?;
     drop_empty_finalizers(object.meta_mut());
-    let messages: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
+    let repeated = duplicates.iter().map(|p| format!("duplicate field {p:?}"));
+    let messages: Vec<String> = repeated.chain(unknown.iter().map(|p| format!("unknown field {p:?}"))).collect();
     match validation {
         FieldValidation::Strict if !messages.is_empty() => {
             Err(Error::BadRequest(format!("{STRICT_DECODING} {}", messages.join(", "))))
         }
-        FieldValidation::Warn => Ok(Decoded { object, warnings: messages }),
+        FieldValidation::Warn => {
+            // Sent with the answer even when the write fails later, as the kube-apiserver's are.
+            super::warning_recorder::record(&messages);
+            Ok(Decoded { object, warnings: messages })
+        }
         _ => Ok(Decoded { object, warnings: Vec::new() }),
     }
 }

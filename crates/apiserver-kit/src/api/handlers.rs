@@ -8,7 +8,10 @@
 //! Handlers only translate HTTP to [`Registry`] calls and render the answer in the negotiated
 //! representation; a verb the resource lacks is a 405 `Status`.
 
-use super::decode::{check_kind, check_media_type, check_metadata, decode_object, parse_body, prepare_body, read_body};
+use super::decode::{
+    check_kind, check_media_type, check_metadata, decode_body, parse_body, parse_body_with_duplicates, prepare_body,
+    read_body,
+};
 use super::extract::{CollectionPath, ObjectPath, PathParams, Requester};
 use super::negotiate::{MetaVersion, Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
@@ -365,6 +368,7 @@ impl WriteRequest {
             field_manager: self.options.field_manager.clone(),
             user,
             at: At::of::<K, V>(),
+            duplicate_fields: Vec::new(),
         }
     }
 }
@@ -381,8 +385,8 @@ async fn create<K: Strategy, V: Served<K>>(
     let (request, ()) =
         WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create, check_media_type, no_causes)?;
     let bytes = read_body(body).await?;
-    cpu_bound::run_async(bytes.len(), async {
-        let mut value = parse_body(&headers, &bytes, V::info().kind)?;
+    super::warning_recorder::answered(cpu_bound::run_async(bytes.len(), async {
+        let (mut value, duplicates) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
         check_kind::<V>(&value)?;
         prepare_body::<V>(&mut value, Subresource::Main);
         check_metadata::<V>(&value)?;
@@ -393,12 +397,13 @@ async fn create<K: Strategy, V: Served<K>>(
             .unwrap_or_default();
         registry.admit_create(&namespace, name).await?;
         super::registry::check_body_namespace(&value, &namespace)?;
-        let decoded = decode_object::<V>(&value, &namespace, request.options.field_validation)?;
+        let validation = (request.options.field_validation, duplicates.as_slice());
+        let decoded = decode_body::<V>(&value, &namespace, validation, Subresource::Main)?;
         let object = V::object_to_hub(decoded.object)?;
         let created = registry.create(&namespace, object, &request.context::<K, V>(requester)).await?;
         let warnings = [decoded.warnings, created.warnings].concat();
         render_object::<K, V>(&created.object, request.representation, &request.query, StatusCode::CREATED, &warnings)
-    })
+    }))
     .await
 }
 
@@ -415,18 +420,18 @@ async fn update<K: Strategy, V: Served<K>>(
     // An update reads its options before its body's media type (a create the other way round).
     let (request, ()) = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update, |_| Ok(()), no_causes)?;
     let bytes = read_body(body).await?;
-    cpu_bound::run_async(bytes.len(), async {
-        let mut value = parse_body(&headers, &bytes, V::info().kind)?;
+    super::warning_recorder::answered(cpu_bound::run_async(bytes.len(), async {
+        let (mut value, duplicates) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
         // Another kind is refused before the object is looked up, as by a built-in resource's
         // decoder; the rest of the body is decoded and validated once the stored object is read.
         check_kind::<V>(&value)?;
         prepare_body::<V>(&mut value, subresource);
         check_metadata::<V>(&value)?;
-        let ctx = request.context::<K, V>(requester);
+        let ctx = WriteContext { duplicate_fields: duplicates, ..request.context::<K, V>(requester) };
         let updated = registry.update::<V>(&namespace, &name, &value, subresource, &ctx).await?;
         let (representation, query) = (request.representation, &request.query);
         render_object::<K, V>(&updated.object, representation, query, StatusCode::OK, &updated.warnings)
-    })
+    }))
     .await
 }
 
@@ -450,7 +455,7 @@ async fn patch<K: Strategy, V: Served<K>>(
     let force = request.query.flag("force");
     let bytes = read_body(body).await?;
     let ctx = request.context::<K, V>(requester);
-    cpu_bound::run_async(bytes.len(), async {
+    super::warning_recorder::answered(cpu_bound::run_async(bytes.len(), async {
         let (written, code) = if patch_type == PatchType::Apply {
             let config = super::patch::apply_configuration(&bytes)?;
             super::patch::check_apply_type::<V>(&config)?;
@@ -461,7 +466,7 @@ async fn patch<K: Strategy, V: Served<K>>(
             (registry.patch::<V>(&namespace, &name, &patch, subresource, &ctx).await?, StatusCode::OK)
         };
         render_object::<K, V>(&written.object, request.representation, &request.query, code, &written.warnings)
-    })
+    }))
     .await
 }
 

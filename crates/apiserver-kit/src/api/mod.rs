@@ -20,6 +20,7 @@ pub mod patch;
 pub mod query;
 pub mod registry;
 pub mod table;
+pub mod warning_recorder;
 pub mod warnings;
 pub mod watch;
 pub mod yaml;

@@ -115,6 +115,9 @@ pub struct WriteContext {
     pub user: Arc<UserInfo>,
     /// The version the write was asked at, where its managers are computed.
     pub at: At,
+    /// The fields the request's JSON body repeats (`spec.weight`), warned of or refused by
+    /// `field_validation` as unknown fields are.
+    pub duplicate_fields: Vec<String>,
 }
 
 /// The version a write is asked at: its managers are computed on the objects converted to it,
@@ -596,7 +599,8 @@ impl<K: Strategy> Registry<K> {
                 check_uid_precondition::<K>(metadata("uid"), current.meta())?;
                 let stored = stored_reset_fields::<K, V>(current, subresource)?;
                 let body = super::decode::with_fields(body, stored);
-                let decoded = super::decode::decode_write::<V>(&body, namespace, ctx.field_validation, subresource)?;
+                let validation = (ctx.field_validation, ctx.duplicate_fields.as_slice());
+                let decoded = super::decode::decode_body::<V>(&body, namespace, validation, subresource)?;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings = decoded.warnings;
                 warnings.extend(object.warnings());

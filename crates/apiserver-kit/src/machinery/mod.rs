@@ -14,6 +14,7 @@ pub mod error;
 pub mod identity;
 pub mod json;
 pub mod json_depth;
+pub mod json_duplicates;
 pub mod json_scan;
 pub mod key;
 pub mod lifecycle;
