@@ -176,15 +176,36 @@ fn reached(document: &Value, paths: &Map<String, Value>, also: &[String]) -> BTr
 /// paths reach, or `also` names (with all they reach), under the names they had before any
 /// aggregator's rename.
 fn part(document: &Value, group: &str, also: &[String]) -> Value {
-    let paths = group_paths(document, group);
+    let mut paths = group_paths(document, group);
+    paths.values_mut().for_each(|item| inline_parameters(document, item));
     let reached = reached(document, &paths, also);
-    let definitions: Map<String, Value> = (reached.iter())
-        .filter_map(|name| Some((unrenamed(name).to_string(), document["definitions"].get(name)?.clone())))
+    // (A name `also` gives that this document lacks is left out: the comparison reports it.)
+    let existing: Vec<&String> = reached.iter().filter(|name| document["definitions"].get(*name).is_some()).collect();
+    let definitions: Map<String, Value> = (existing.iter())
+        .map(|name| (unrenamed(name).to_string(), document["definitions"][name.as_str()].clone()))
         .collect();
-    assert_eq!(definitions.len(), reached.len(), "two reached definitions share a name: {reached:?}");
+    assert_eq!(definitions.len(), existing.len(), "two reached definitions share a name: {existing:?}");
     let mut part = json!({"paths": paths, "definitions": definitions});
     unrename_references(&mut part);
     part
+}
+
+/// `value` with each `{"$ref": "#/parameters/…"}` replaced by the parameter it names: since
+/// Kubernetes 1.2x the kube-apiserver's v2 document shares its common parameters (`allowWatchBookmarks-HC2hJt-J`)
+/// in `parameters`, which a client reads as if written in place.
+fn inline_parameters(document: &Value, value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let shared = map.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/parameters/"));
+            if let Some(parameter) = shared.and_then(|name| document["parameters"].get(name)) {
+                *value = parameter.clone();
+                return;
+            }
+            map.values_mut().for_each(|v| inline_parameters(document, v));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| inline_parameters(document, v)),
+        _ => {}
+    }
 }
 
 /// The reference's part under our names.

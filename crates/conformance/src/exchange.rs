@@ -152,6 +152,23 @@ impl Answer {
         }
     }
 
+    /// What stands for a request the server gave up on without an answer (an HTTP/2 stream it
+    /// reset, as Go's server does when a handler panics): code 0, no headers, the error as body.
+    pub const RESET: u16 = 0;
+
+    /// The stand-in for a request answered with a reset stream, or `None` for another failure.
+    pub fn reset(error: &str) -> Option<Self> {
+        error.contains("INTERNAL_ERROR").then(|| Self {
+            code: Self::RESET,
+            content_type: String::new(),
+            content_encoding: String::new(),
+            warnings: Vec::new(),
+            cache_control: String::new(),
+            audit_ids: 0,
+            body: Value::String("stream reset (INTERNAL_ERROR)".into()),
+        })
+    }
+
     /// The header's value as compared (`Warning`: each value on a line of its own).
     pub fn header(&self, header: Header) -> String {
         match header {

@@ -67,15 +67,17 @@ pub fn parse_body(headers: &http::HeaderMap, bytes: &[u8], kind: &str) -> Result
     if media_type(headers) == "application/yaml" { parse_yaml(bytes, kind) } else { parse_json(bytes, kind) }
 }
 
-/// [`parse_body`], and the fields a JSON body repeats (`spec.weight`), which a write warns of or
-/// refuses by its `fieldValidation`, as the kube-apiserver's strict decoder reports them.
+/// [`parse_body`], and what the kube-apiserver's strict decoding says of the fields the body
+/// repeats (`duplicate field "spec.weight"`; in YAML `line 4: key "weight" already set in map`),
+/// which a write warns of or refuses by its `fieldValidation`.
 pub fn parse_body_with_duplicates(headers: &http::HeaderMap, bytes: &[u8], kind: &str) -> Result<(Value, Vec<String>)> {
-    let value = parse_body(headers, bytes, kind)?;
-    let duplicates = match media_type(headers).as_str() {
-        "application/yaml" => Vec::new(),
-        _ => crate::machinery::json_duplicates::duplicate_fields(bytes, &value),
-    };
-    Ok((value, duplicates))
+    check_media_type(headers)?;
+    if media_type(headers) == "application/yaml" {
+        return super::yaml::to_json_noting_duplicates(bytes, |err| unrecognized(kind, err));
+    }
+    let value = parse_json(bytes, kind)?;
+    let repeated = crate::machinery::json_duplicates::duplicate_fields(bytes, &value);
+    Ok((value, repeated.iter().map(|path| format!("duplicate field {path:?}")).collect()))
 }
 
 /// Refuses (415) a body that is neither JSON (or unlabelled) nor YAML.
@@ -285,10 +287,26 @@ pub fn check_applied_types<K: ApiResource>(config: &Value) -> Result<()> {
 /// - a missing or `null` metadata becomes an empty one (its missing name is then what is
 ///   reported), and a `null` label or annotation value an empty string, as Go decodes `null`
 ///   into a struct or a string (as its zero value).
-pub fn prepare_body<K: Strategy>(value: &mut Value, subresource: Subresource) {
+pub fn prepare_body<K: Strategy>(value: &mut Value, subresource: Subresource) -> Vec<String> {
+    let unknown = unknown_in_reset_fields::<K>(value, subresource);
     drop_reset_fields::<K>(value, subresource);
     metadata_map(value);
     null_labels_as_empty(value);
+    unknown
+}
+
+/// What strict decoding says of the unknown fields inside the fields a write of `subresource`
+/// resets (`unknown field "status.height"`): the kube-apiserver prunes the whole body as it
+/// decodes it, before its strategy resets them.
+fn unknown_in_reset_fields<K: Strategy>(value: &Value, subresource: Subresource) -> Vec<String> {
+    let schema = crate::machinery::resource::body_schema::<K>();
+    let mut unknown = Vec::new();
+    for field in K::reset_fields(subresource) {
+        if let (Some(v), Some(s)) = (value.get(*field), schema.properties.get(*field)) {
+            crate::machinery::schema_validation::unknown_fields(field, v, s, &mut unknown);
+        }
+    }
+    unknown.iter().map(|path| format!("unknown field {path:?}")).collect()
 }
 
 /// The metadata of a body, a missing or `null` one made empty first (as Go decodes `null` into
@@ -427,9 +445,9 @@ pub fn decode_write<K: ApiResource>(
     decode_body::<K>(value, namespace, (validation, &[]), subresource)
 }
 
-/// [`decode_write`] of a body that repeats the fields `duplicates` names: each is warned of
-/// (`duplicate field "spec.weight"`) before the unknown fields, or refused with them under
-/// `Strict`.
+/// [`decode_write`] of a body that repeats fields, which `duplicates` says (as
+/// [`parse_body_with_duplicates`] gives them): each is warned of before the unknown fields, or
+/// refused with them under `Strict`.
 pub fn decode_body<K: ApiResource>(
     value: &Value,
     namespace: &str,
@@ -485,8 +503,8 @@ pub fn decode_body<K: ApiResource>(
         cannot_handle::<K>(format!("{path}: {}", err.into_inner()))
     })?;
     drop_empty_finalizers(object.meta_mut());
-    let repeated = duplicates.iter().map(|p| format!("duplicate field {p:?}"));
-    let messages: Vec<String> = repeated.chain(unknown.iter().map(|p| format!("unknown field {p:?}"))).collect();
+    let unknown = unknown.iter().map(|p| format!("unknown field {p:?}"));
+    let messages: Vec<String> = duplicates.iter().cloned().chain(unknown).collect();
     match validation {
         FieldValidation::Strict if !messages.is_empty() => {
             Err(Error::BadRequest(format!("{STRICT_DECODING} {}", messages.join(", "))))

@@ -368,7 +368,7 @@ impl WriteRequest {
             field_manager: self.options.field_manager.clone(),
             user,
             at: At::of::<K, V>(),
-            duplicate_fields: Vec::new(),
+            strict_decoding: Vec::new(),
         }
     }
 }
@@ -386,9 +386,9 @@ async fn create<K: Strategy, V: Served<K>>(
         WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Create, check_media_type, no_causes)?;
     let bytes = read_body(body).await?;
     super::warning_recorder::answered(cpu_bound::run_async(bytes.len(), async {
-        let (mut value, duplicates) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
+        let (mut value, mut strict) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
         check_kind::<V>(&value)?;
-        prepare_body::<V>(&mut value, Subresource::Main);
+        strict.extend(prepare_body::<V>(&mut value, Subresource::Main));
         check_metadata::<V>(&value)?;
         // Admission (the namespace lifecycle) sees the decoded object, before its validation.
         let name = ["name", "generateName"]
@@ -397,7 +397,7 @@ async fn create<K: Strategy, V: Served<K>>(
             .unwrap_or_default();
         registry.admit_create(&namespace, name).await?;
         super::registry::check_body_namespace(&value, &namespace)?;
-        let validation = (request.options.field_validation, duplicates.as_slice());
+        let validation = (request.options.field_validation, strict.as_slice());
         let decoded = decode_body::<V>(&value, &namespace, validation, Subresource::Main)?;
         let object = V::object_to_hub(decoded.object)?;
         let created = registry.create(&namespace, object, &request.context::<K, V>(requester)).await?;
@@ -421,14 +421,26 @@ async fn update<K: Strategy, V: Served<K>>(
     let (request, ()) = WriteRequest::parse(raw.as_deref(), &headers, OptionsKind::Update, |_| Ok(()), no_causes)?;
     let bytes = read_body(body).await?;
     super::warning_recorder::answered(cpu_bound::run_async(bytes.len(), async {
-        let (mut value, duplicates) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
+        let (mut value, mut strict) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
         // Another kind is refused before the object is looked up, as by a built-in resource's
         // decoder; the rest of the body is decoded and validated once the stored object is read.
         check_kind::<V>(&value)?;
-        prepare_body::<V>(&mut value, subresource);
+        strict.extend(prepare_body::<V>(&mut value, subresource));
         check_metadata::<V>(&value)?;
-        let ctx = WriteContext { duplicate_fields: duplicates, ..request.context::<K, V>(requester) };
-        let updated = registry.update::<V>(&namespace, &name, &value, subresource, &ctx).await?;
+        let ctx = WriteContext { strict_decoding: strict, ..request.context::<K, V>(requester) };
+        let updated = match registry.update::<V>(&namespace, &name, &value, subresource, &ctx).await {
+            Ok(updated) => updated,
+            Err(refused) => {
+                // The kube-apiserver decodes the body before it reads the stored object, so its
+                // refusal (a precondition, a conflict) still warns of the body's unknown fields:
+                // a refused update decodes it for its warnings alone (the cost is the refusal's).
+                if ctx.field_validation == super::query::FieldValidation::Warn {
+                    let validation = (ctx.field_validation, ctx.strict_decoding.as_slice());
+                    drop(decode_body::<V>(&value, &namespace, validation, subresource));
+                }
+                return Err(refused);
+            }
+        };
         let (representation, query) = (request.representation, &request.query);
         render_object::<K, V>(&updated.object, representation, query, StatusCode::OK, &updated.warnings)
     }))

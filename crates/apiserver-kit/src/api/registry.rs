@@ -115,9 +115,10 @@ pub struct WriteContext {
     pub user: Arc<UserInfo>,
     /// The version the write was asked at, where its managers are computed.
     pub at: At,
-    /// The fields the request's JSON body repeats (`spec.weight`), warned of or refused by
-    /// `field_validation` as unknown fields are.
-    pub duplicate_fields: Vec<String>,
+    /// What strict decoding found in the request's body before it reached the registry (fields
+    /// it repeats, `duplicate field "spec.weight"`; unknown fields inside the fields the write
+    /// resets), warned of or refused by `field_validation` as other unknown fields are.
+    pub strict_decoding: Vec<String>,
 }
 
 /// The version a write is asked at: its managers are computed on the objects converted to it,
@@ -519,6 +520,12 @@ impl<K: Strategy> Registry<K> {
         tracking: Tracking<'_>,
     ) -> Result<Written<K>> {
         check_namespace(&mut object, namespace)?;
+        // The system's fields are wiped before managed fields are computed
+        // (`WipeObjectMetaSystemFields` in the create handler): a deletionTimestamp sent is no
+        // field of the writer's.
+        let meta = object.meta_mut();
+        (meta.creation_timestamp, meta.uid, meta.deletion_timestamp) = (None, None, None);
+        (meta.deletion_grace_period_seconds, meta.self_link) = (None, None);
         object.meta_mut().managed_fields = tracking.managed_fields(None, &object, Subresource::Main)?;
         let requested = object.meta().name.as_deref().unwrap_or_default();
         let admission = self.admission_of(Operation::Create, Subresource::Main, namespace, requested, ctx);
@@ -599,7 +606,7 @@ impl<K: Strategy> Registry<K> {
                 check_uid_precondition::<K>(metadata("uid"), current.meta())?;
                 let stored = stored_reset_fields::<K, V>(current, subresource)?;
                 let body = super::decode::with_fields(body, stored);
-                let validation = (ctx.field_validation, ctx.duplicate_fields.as_slice());
+                let validation = (ctx.field_validation, ctx.strict_decoding.as_slice());
                 let decoded = super::decode::decode_body::<V>(&body, namespace, validation, subresource)?;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings = decoded.warnings;
@@ -636,7 +643,9 @@ impl<K: Strategy> Registry<K> {
                     if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
                 let document = V::value_from_hub(current_value)?;
                 let mut patched = patch.apply(&document)?;
-                super::decode::prepare_body::<V>(&mut patched, subresource);
+                // (Its unknown fields are in the patched document only; the reset fields' are not
+                // the patch's to report.)
+                drop(super::decode::prepare_body::<V>(&mut patched, subresource));
                 super::decode::set_fields(&mut patched, stored_reset_fields::<K, V>(current, subresource)?);
                 // In the kube-apiserver's order: a result of another kind (422), name or namespace (400), then
                 // the storage's precondition, then the validation.

@@ -13,15 +13,20 @@ use super::patch::MAX_DEPTH;
 use crate::machinery::error::{Error, Result};
 use serde_json::Value;
 
-/// The parser's options: go-yaml v2's scalar resolution and the budget described above.
-fn options() -> serde_saphyr::Options {
+/// The parser's options: go-yaml v2's scalar resolution and the budget described above; the
+/// last of duplicate keys wins, or a duplicate is an error (`strict`).
+fn options(strict: bool) -> serde_saphyr::Options {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_depth = MAX_DEPTH;
     // Aliases repeat scalars: at most four request bodies' worth of text after expansion.
     budget.max_total_scalar_bytes = 4 * super::decode::MAX_BODY_BYTES;
     serde_saphyr::options! {
         budget: Some(budget),
-        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+        duplicate_keys: if strict {
+            serde_saphyr::DuplicateKeyPolicy::Error
+        } else {
+            serde_saphyr::DuplicateKeyPolicy::LastWins
+        },
         legacy_octal_numbers: true,
         // One-line messages for a Status, without the rustc-like source excerpt.
         with_snippet: false,
@@ -39,6 +44,23 @@ const PARSER_STACK_BYTES: usize = 16 * 1024 * 1024;
 /// enough for any document the budget lets through.
 pub fn to_json(bytes: &[u8], invalid: impl FnOnce(String) -> Error) -> Result<Value> {
     on_deep_stack("yaml-parser", || parse(bytes))?.map_err(invalid)
+}
+
+/// [`to_json`], and the key the document repeats first, as sigs.k8s.io/yaml's strict reading
+/// reports it (`line 4: key "weight" already set in map`), for a write's `fieldValidation`.
+pub fn to_json_noting_duplicates(bytes: &[u8], invalid: impl FnOnce(String) -> Error) -> Result<(Value, Vec<String>)> {
+    let strict = on_deep_stack("yaml-parser", || {
+        let documents = serde_saphyr::from_slice_multiple_with_options::<GoYaml>(bytes, options(true));
+        documents.map(|d| d.into_iter().next().map_or(Value::Null, |d| d.0))
+    })?;
+    match strict {
+        Ok(value) if control_characters(bytes).is_none() => Ok((value, Vec::new())),
+        Err(serde_saphyr::Error::DuplicateMappingKey { key: Some(key), location }) => {
+            let repeated = format!("line {}: key {key:?} already set in map", location.line());
+            Ok((to_json(bytes, invalid)?, vec![repeated]))
+        }
+        _ => Ok((to_json(bytes, invalid)?, Vec::new())),
+    }
 }
 
 /// Runs `work` on a thread of its own named `name`, with a stack deep enough for the YAML
@@ -72,7 +94,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<Value, String> {
         return Err(message);
     }
     let documents: Vec<GoYaml> =
-        serde_saphyr::from_slice_multiple_with_options(bytes, options()).map_err(|e| e.to_string())?;
+        serde_saphyr::from_slice_multiple_with_options(bytes, options(false)).map_err(|e| e.to_string())?;
     Ok(documents.into_iter().next().map_or(Value::Null, |d| d.0))
 }
 
@@ -243,6 +265,30 @@ mod tests {
     fn the_last_duplicate_key_wins_and_only_the_first_document_counts() {
         let v = to_json(b"spec:\n  weight: 1\n  weight: 2\n---\nother: document\n").unwrap();
         assert_eq!(v, json!({"spec": {"weight": 2}}));
+    }
+
+    #[test]
+    fn the_first_repeated_key_is_noted_by_its_line() {
+        let invalid = |e: String| Error::BadRequest(e);
+        let (v, noted) = to_json_noting_duplicates(
+            b"kind: L
+spec: {weight: 1, weight: 2, height: 1}
+",
+            invalid,
+        )
+        .unwrap();
+        assert_eq!(v, json!({"kind": "L", "spec": {"weight": 2, "height": 1}}));
+        assert_eq!(noted, [r#"line 2: key "weight" already set in map"#]);
+        let (_, noted) = to_json_noting_duplicates(
+            b"spec:
+  weight: 1
+",
+            invalid,
+        )
+        .unwrap();
+        assert!(noted.is_empty());
+        assert!(to_json_noting_duplicates(b"a: [", invalid).is_err());
+        assert!(to_json_noting_duplicates(b"a: ", invalid).is_err(), "control characters stay refused");
     }
 
     #[test]

@@ -97,6 +97,38 @@ fn type_error(path: &str, value: &Value, schema: &Value) -> Option<FieldError> {
     None
 }
 
+/// Adds to `out` the path of each field of `value` (found at `path`) that `schema` does not
+/// declare, as a custom resource's pruning names them (`status.height`, `spec.zones[0].x`): a
+/// field of an object with `properties` that are not its own, where neither
+/// `additionalProperties` nor `x-kubernetes-preserve-unknown-fields` keeps it.
+pub fn unknown_fields(path: &str, value: &Value, schema: &Value, out: &mut Vec<String>) {
+    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (key, v) in map {
+                let at = format!("{path}.{key}");
+                match properties.and_then(|p| p.get(key)).or(additional) {
+                    Some(s) => unknown_fields(&at, v, s, out),
+                    None if properties.is_some() => out.push(at),
+                    None => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    unknown_fields(&format!("{path}[{i}]"), v, s, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Checks only the kinds of `value`, found at `path`, against `schema`, recursively, as
 /// structured-merge-diff types an apply configuration before it looks for conflicts: an object,
 /// a list, a string, a boolean or a number (an integer and a fraction are both numbers there; a
