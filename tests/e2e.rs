@@ -291,11 +291,11 @@ async fn authentication_and_authorization_are_delegated_to_the_cluster() {
     let robot: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "robot"}})).unwrap();
     accounts.create(&PostParams::default(), &robot).await.unwrap();
     let request = TokenRequest {
-        spec: TokenRequestSpec { audiences: vec![], expiration_seconds: Some(600), ..Default::default() },
+        spec: Some(TokenRequestSpec { audiences: Some(vec![]), expiration_seconds: Some(600), ..Default::default() }),
         ..Default::default()
     };
     let token = accounts.create_token_request("robot", &PostParams::default(), &request).await.unwrap();
-    let token = token.status.unwrap().token;
+    let token = token.status.unwrap().token.expect("a token");
     let discovery =
         anonymous.get(format!("{base}/apis/farm.example.com/v1alpha")).bearer_auth(&token).send().await.unwrap();
     assert_eq!(discovery.status(), 200, "discovery is allowed to every authenticated user");

@@ -1,7 +1,7 @@
 //! farm-apiserver's OpenAPI documents compared with what the kube-apiserver publishes for the same
 //! Llama as a CustomResourceDefinition (group `ref.example.com`, version v1alpha, the status
-//! subresource, and farm-apiserver's own schema and description of a Llama), on a real
-//! kube-apiserver 1.20 with farm-apiserver registered.
+//! subresource, and farm-apiserver's own schema and description of a Llama), on the real
+//! kube-apiserver of the reference release (1.37) with farm-apiserver registered.
 //!
 //! Once the reference is renamed to our group (`ref.example.com`, `com.example.ref`,
 //! `RefExampleCom` become farm's), the comparison covers every path of the group (farmpods aside,
@@ -12,16 +12,15 @@
 //! LlamaList and the meta.k8s.io types: properties, required, types, descriptions, extensions).
 //!
 //! - v2: our `/openapi/v2`, from farm-apiserver itself, against the kube-apiserver's, which merges
-//!   the CRD's. The copy of ours in that merged document must be ours unchanged, but for the
-//!   names of the definitions the aggregator renames (`ObjectMeta_v2`) because they differ from
-//!   its own.
-//! - v3: kube-apiserver 1.20 has no OpenAPI v3 (alpha in 1.23, GA in 1.27), so our v3 group-version
-//!   document is turned into its v2 equivalent and compared with the same reference: schemas (the
-//!   `allOf` v3 wraps a described reference in is the `$ref` v2 writes), parameters (their
-//!   schema's type and uniqueness), request bodies and responses (their media types are consumes
-//!   and produces). What v3 cannot say (schemes, the media types of a GET) is listed in
-//!   `openapi_reference/allowed.rs` with the other differences; the v3 index (`/openapi/v3`) and
-//!   its hashes have nothing to be compared with.
+//!   the CRD's (its shared `#/parameters/…` read in place). The copy of ours in that merged
+//!   document must be ours unchanged, but for the names of the definitions the aggregator
+//!   renames (`ObjectMeta_v2`) because they differ from its own.
+//! - v3: our group-version document against the kube-apiserver's for the CRD's group
+//!   (`/openapi/v3/apis/ref.example.com/v1alpha`), both turned into their v2 equivalent, so one
+//!   comparison and one table serve both: schemas (the `allOf` v3 wraps a described reference in
+//!   is the `$ref` v2 writes), parameters (their schema's type and uniqueness), request bodies
+//!   and responses (their media types are consumes and produces). The v3 index (`/openapi/v3`)
+//!   and its hashes have nothing to be compared with.
 //!
 //! Every difference must be one of `openapi_reference/allowed.rs`, and every entry there must
 //! explain as many places as it says; the report is printed and written to
@@ -67,6 +66,8 @@ struct Documents {
     ours_v3: Value,
     /// The kube-apiserver's `/openapi/v2`, with the CRD's paths and farm-apiserver's.
     merged: Value,
+    /// The kube-apiserver's `/openapi/v3/apis/ref.example.com/v1alpha`: the CRD's.
+    reference_v3: Value,
 }
 
 /// The control plane with farm-apiserver registered and the reference CRD established (made from
@@ -94,7 +95,15 @@ async fn documents() -> (ControlPlane, Farm, Documents) {
         [GROUP, REFERENCE_GROUP].iter().all(|g| merged["paths"].get(status(g)).is_some())
     })
     .await;
-    (cp, farm, Documents { ours_v2, ours_v3, merged })
+    let url = format!("{base}/openapi/v3/apis/{REFERENCE_GROUP}/v1alpha");
+    let mut reference_v3 = Value::Null;
+    eventually("the kube-apiserver's /openapi/v3 to have the CRD's group", async || {
+        let response = client.get(&url).send().await.unwrap();
+        reference_v3 = response.json().await.unwrap_or_default();
+        reference_v3["paths"].get(status(REFERENCE_GROUP)).is_some()
+    })
+    .await;
+    (cp, farm, Documents { ours_v2, ours_v3, merged, reference_v3 })
 }
 
 /// `io.k8s…ObjectMeta` for `io.k8s…ObjectMeta_v2`: the name before the aggregator's rename.
@@ -476,16 +485,19 @@ async fn published_openapi_is_the_kube_apiservers_for_the_same_crd_but_for_the_l
     let also: Vec<String> =
         reference["definitions"].as_object().into_iter().flatten().map(|(n, _)| n.clone()).collect();
     let ours_v2 = part(&documents.ours_v2, GROUP, &also);
-    let ours_v3 = part(&v3_as_v2(&documents.ours_v3), GROUP, &also);
+    let reference_v3 = as_ours(&part(&v3_as_v2(&documents.reference_v3), REFERENCE_GROUP, &[]));
+    let also_v3: Vec<String> =
+        reference_v3["definitions"].as_object().into_iter().flatten().map(|(n, _)| n.clone()).collect();
+    let ours_v3 = part(&v3_as_v2(&documents.ours_v3), GROUP, &also_v3);
 
     let mut text = String::new();
     let mut failures = Vec::new();
     // A v3 document lists media types as the members of an object, which have no order.
-    let (mut ours_v3, mut reference_v3) = (ours_v3, reference.clone());
+    let (mut ours_v3, mut reference_v3) = (ours_v3, reference_v3);
     sort_media_types(&mut ours_v3);
     sort_media_types(&mut reference_v3);
     let comparisons =
-        [("OpenAPI v2", &ours_v2, &reference, false), ("OpenAPI v3 (as v2)", &ours_v3, &reference_v3, true)];
+        [("OpenAPI v2", &ours_v2, &reference, false), ("OpenAPI v3 (both as v2)", &ours_v3, &reference_v3, true)];
     for (title, ours, reference, v3) in comparisons {
         let mut differences = Vec::new();
         compare(&mut Vec::new(), Some(ours), Some(reference), &mut differences);
@@ -494,9 +506,21 @@ async fn published_openapi_is_the_kube_apiservers_for_the_same_crd_but_for_the_l
         failures.extend(verdict.unexplained.iter().chain(&verdict.miscounted).map(|f| format!("{title}: {f}")));
     }
 
-    // Through the aggregator, users see our paths as we publish them.
-    let aggregated = part(&documents.merged, GROUP, &[]);
-    let ours_v2_alone = part(&documents.ours_v2, GROUP, &[]);
+    // Through the aggregator, users see our paths as we publish them, but for two things of the
+    // aggregator's own (1.37): it serves the group's discovery path itself and leaves ours out,
+    // and its DeleteOptions (which equals ours but for the group-version-kinds of its cluster)
+    // stands for ours.
+    let mut aggregated = part(&documents.merged, GROUP, &[]);
+    let mut ours_v2_alone = part(&documents.ours_v2, GROUP, &[]);
+    if let Some(paths) = ours_v2_alone["paths"].as_object_mut() {
+        paths.remove(&format!("/apis/{GROUP}/"));
+    }
+    for document in [&mut aggregated, &mut ours_v2_alone] {
+        let delete_options = &mut document["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"];
+        if let Some(definition) = delete_options.as_object_mut() {
+            definition.remove("x-kubernetes-group-version-kind");
+        }
+    }
     let mut differences = Vec::new();
     compare(&mut Vec::new(), Some(&aggregated), Some(&ours_v2_alone), &mut differences);
     failures.extend(differences.iter().map(|d| format!("the aggregated copy of our v2 differs at {d}")));

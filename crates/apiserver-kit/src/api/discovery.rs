@@ -23,9 +23,9 @@ use kube::core::discovery::v2::{
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// The Kubernetes API level this server's types follow (k8s-openapi feature `v1_33`), reported
+/// The Kubernetes API level this server's types follow (k8s-openapi feature `v1_37`), reported
 /// by `/version` so that kubectl's version-skew check compares against it.
-pub const KUBERNETES_MINOR: &str = "33";
+pub const KUBERNETES_MINOR: &str = "37";
 
 /// The discovery documents, computed once from the served resources: each version of the
 /// group with its resources, the preferred version first.

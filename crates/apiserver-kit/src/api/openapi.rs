@@ -89,8 +89,9 @@ fn meta_definitions(flavour: Flavour) -> Map<String, Value> {
 /// The `meta.k8s.io` schemas as the kube-apiserver publishes them, where k8s-openapi's derive
 /// differs: a v2 reference carries its description beside `$ref` (kube-openapi's v2 readers,
 /// kubectl's among them, take an `allOf` for an untyped value); `Status.metadata` is optional
-/// (k8s-openapi makes it required); and ObjectMeta's lists keep the patch strategies of their
-/// Go tags (`finalizers` merged, `ownerReferences` merged by `uid`).
+/// (k8s-openapi makes it required); ObjectMeta's lists keep the patch strategies of their Go
+/// tags (`finalizers` merged, `ownerReferences` merged by `uid`); and the list and map types and
+/// the v3 defaults kube-openapi writes are written too.
 fn as_kubernetes_publishes(flavour: Flavour, definitions: &mut Value) {
     if flavour == Flavour::V2 {
         unwrap_described_references(definitions);
@@ -103,12 +104,39 @@ fn as_kubernetes_publishes(flavour: Flavour, definitions: &mut Value) {
         ("ownerReferences", json!({"x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge"})),
     ];
     for (name, extensions) in patch_strategies {
-        let property = definitions
-            .get_mut(format!("{META}.ObjectMeta"))
-            .and_then(|meta| meta.get_mut("properties")?.get_mut(name)?.as_object_mut());
-        if let (Some(property), Value::Object(extensions)) = (property, extensions) {
-            property.extend(extensions);
+        extend(definitions, &["ObjectMeta", "properties", name], extensions);
+    }
+    // The list and map types of Kubernetes 1.37's Go markers (`+listType`, `+structType`).
+    let atomic_list = || json!({"x-kubernetes-list-type": "atomic"});
+    extend(definitions, &["ObjectMeta", "properties", "finalizers"], json!({"x-kubernetes-list-type": "set"}));
+    extend(definitions, &["ObjectMeta", "properties", "managedFields"], atomic_list());
+    let keyed_by_uid = json!({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"]});
+    extend(definitions, &["ObjectMeta", "properties", "ownerReferences"], keyed_by_uid);
+    extend(definitions, &["OwnerReference"], json!({"x-kubernetes-map-type": "atomic"}));
+    extend(definitions, &["StatusDetails", "properties", "causes"], atomic_list());
+    extend(definitions, &["DeleteOptions", "properties", "dryRun"], atomic_list());
+    let status_kind = json!([{"group": "", "kind": "Status", "version": "v1"}]);
+    extend(definitions, &["Status"], json!({"x-kubernetes-group-version-kind": status_kind}));
+    if flavour == Flavour::V3 {
+        // kube-openapi's v3 gives a required value field its zero value as `default`.
+        for field in ["apiVersion", "kind", "name", "uid"] {
+            extend(definitions, &["OwnerReference", "properties", field], json!({"default": ""}));
         }
+        extend(definitions, &["ShardInfo", "properties", "selector"], json!({"default": ""}));
+        extend(definitions, &["Status", "properties", "metadata"], json!({"default": {}}));
+    }
+}
+
+/// Adds `extensions` (an object) to the schema at `path` below the meta.k8s.io definition
+/// `path[0]`, when there is one.
+fn extend(definitions: &mut Value, path: &[&str], extensions: Value) {
+    let Some((name, rest)) = path.split_first() else { return };
+    let mut at = definitions.get_mut(format!("{META}.{name}"));
+    for step in rest {
+        at = at.and_then(|v| v.get_mut(*step));
+    }
+    if let (Some(Value::Object(schema)), Value::Object(extensions)) = (at, extensions) {
+        schema.extend(extensions);
     }
 }
 
@@ -255,12 +283,29 @@ const P_FIELD_MANAGER: Param = Param(
         "fieldManager is a name associated with the actor or entity that is making these changes. The value must be less than or 128 characters long, and only contain printable characters, as defined by https://golang.org/pkg/unicode/#IsPrint.",
     ),
 );
+/// `fieldManager` of a patch, which an apply needs.
+const P_FIELD_MANAGER_PATCH: Param = Param(
+    "fieldManager",
+    "query",
+    "string",
+    Cow::Borrowed(
+        "fieldManager is a name associated with the actor or entity that is making these changes. The value must be less than or 128 characters long, and only contain printable characters, as defined by https://golang.org/pkg/unicode/#IsPrint. This field is required for apply requests (application/apply-patch) but optional for non-apply patch types (JsonPatch, MergePatch, StrategicMergePatch).",
+    ),
+);
+const P_FORCE: Param = Param(
+    "force",
+    "query",
+    "boolean",
+    Cow::Borrowed(
+        "Force is going to \"force\" Apply requests. It means user will re-acquire conflicting fields owned by other people. Force flag must be unset for non-apply patch requests.",
+    ),
+);
 const P_FIELD_VALIDATION: Param = Param(
     "fieldValidation",
     "query",
     "string",
     Cow::Borrowed(
-        "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore: unknown fields are dropped silently. - Warn: unknown fields are dropped and a Warning header names each (the default). - Strict: the request fails with BadRequest naming every unknown field.",
+        "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore: This will ignore any unknown fields that are silently dropped from the object, and will ignore all but the last duplicate field that the decoder encounters. This is the default behavior prior to v1.23. - Warn: This will send a warning via the standard warning response header for each unknown field that is dropped from the object, and for each duplicate field that is encountered. The request will still succeed if there are no other errors, and will only persist the last of any duplicate fields. This is the default in v1.23+ - Strict: This will fail the request with a BadRequest error if any unknown fields would be dropped from the object, or if any duplicate fields are present. The error returned from the server will contain all unknown and duplicate fields encountered.",
     ),
 );
 const P_GRACE: Param = Param(
@@ -352,7 +397,8 @@ const P_SEND_INITIAL: Param = Param(
     "query",
     "boolean",
     Cow::Borrowed(
-        "`sendInitialEvents=true` may be set together with `watch=true`. In that case, the watch stream will begin with synthetic events to produce the current state of objects in the collection. Once all such events have been sent, a synthetic \"Bookmark\" event will be sent. The bookmark will report the ResourceVersion (RV) corresponding to the set of objects, and be marked with `\"k8s.io/initial-events-end\": \"true\"` annotation.",
+        // Kubernetes' text as it is (the double space included).
+        "`sendInitialEvents=true` may be set together with `watch=true`. In that case, the watch stream will begin with synthetic events to produce the current state of objects in the collection. Once all such events have been sent, a synthetic \"Bookmark\" event  will be sent. The bookmark will report the ResourceVersion (RV) corresponding to the set of objects, and be marked with `\"k8s.io/initial-events-end\": \"true\"` annotation. Afterwards, the watch stream will proceed as usual, sending watch events corresponding to changes (subsequent to the RV) to objects watched.\n\nWhen `sendInitialEvents` option is set, we require `resourceVersionMatch` option to also be set. The semantic of the watch request is as following: - `resourceVersionMatch` = NotOlderThan\n  is interpreted as \"data at least as new as the provided `resourceVersion`\"\n  and the bookmark event is send when the state is synced\n  to a `resourceVersion` at least as fresh as the one provided by the ListOptions.\n  If `resourceVersion` is unset, this is interpreted as \"consistent read\" and the\n  bookmark event is send when the state is synced at least to the moment\n  when request started being processed.\n- `resourceVersionMatch` set to any other value or unset\n  Invalid error is returned.\n\nDefaults to true if `resourceVersion=\"\"` or `resourceVersion=\"0\"` (for backward compatibility reasons) and to false otherwise.",
     ),
 );
 const P_TIMEOUT: Param = Param(
@@ -480,7 +526,8 @@ fn operation(verb: Verb, scope: Scope, names: &Names) -> Operation {
             let body = Some((PATCH_TYPES, format!("{META}.Patch")));
             let id = format!("patch{suffix}{scoped}{kind}");
             let description = format!("partially update the specified {kind}");
-            ("patch", id, description, write_params(), body, vec![("200", object.clone())])
+            let params = vec![P_DRY_RUN, P_FIELD_MANAGER_PATCH, P_FIELD_VALIDATION, P_FORCE];
+            ("patch", id, description, params, body, vec![("200", object.clone())])
         }
         Verb::Delete => {
             // The deleted object, or (202) the object that stays for its dependents' deletion.

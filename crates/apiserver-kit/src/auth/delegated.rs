@@ -235,7 +235,7 @@ impl Delegated {
         }
         Metrics::count(&self.metrics.token_cache, "miss");
         let review = TokenReview {
-            spec: TokenReviewSpec { token: Some(token.to_string()), ..Default::default() },
+            spec: TokenReviewSpec { token: token.to_string(), ..Default::default() },
             ..Default::default()
         };
         let api: Api<TokenReview> = Api::all(self.client.clone());
