@@ -262,6 +262,9 @@ make_front_proxy_certs() {
   cd - >/dev/null
 }
 
+# Its discovery manager logs which discovery it took from each aggregated server (`--vmodule
+# handler_discovery=3`: "Successfully downloaded discovery", or "… legacy discovery" after a
+# fallback), which the e2e tests read.
 # On loopback: the kubernetes Service's endpoints are not kept (no Pod could reach 127.0.0.1),
 # as the endpoint reconciler of today's releases refuses a loopback address: "cannot use public IP
 # 127.0.0.1 with endpoint reconciler", pkg/controlplane/instance.go in 1.37.2).
@@ -289,6 +292,7 @@ start_kube_apiserver() {
     --enable-aggregator-routing=false \
     --endpoint-reconciler-type none \
     --disable-admission-plugins ServiceAccount \
+    --vmodule handler_discovery=3 \
     >"$d/kube-apiserver.log" 2>&1 &
   echo $! > "$d/kube-apiserver.pid"
 }

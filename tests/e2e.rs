@@ -45,6 +45,23 @@ async fn kubectl_reaches_llamas_and_farmpods_through_the_aggregator() {
         "{resources}"
     );
 
+    // Today's aggregator takes our aggregated discovery (v2), with no fallback to the legacy
+    // documents, as its discovery manager logs; it aggregates our OpenAPI v3, which kubectl
+    // explain reads.
+    let log = || std::fs::read_to_string(cp.dir.path().join("kube-apiserver.log")).unwrap();
+    eventually("the aggregator's discovery manager to take our discovery", async || {
+        log().contains("DiscoveryManager: Successfully downloaded discovery for")
+    })
+    .await;
+    assert!(!log().contains("legacy discovery"), "{}", log());
+    eventually("the aggregator's /openapi/v3 to list our group", async || {
+        let v3: serde_json::Value = serde_json::from_str(&cp.must(&["get", "--raw", "/openapi/v3"], None)).unwrap();
+        v3["paths"].get("apis/farm.example.com/v1").is_some()
+    })
+    .await;
+    let explained = cp.must(&["explain", "llamas.spec"], None);
+    assert!(explained.contains("GROUP:      farm.example.com") && explained.contains("weight"), "{explained}");
+
     assert_eq!(cp.must(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
     assert_eq!(
         cp.must(&["apply", "-f", "-"], Some(&DOLLY.replace("120", "125"))).trim(),

@@ -455,7 +455,39 @@ pub fn decode_body<K: ApiResource>(
     subresource: Subresource,
 ) -> Result<Decoded<K>> {
     let map = check_kind::<K>(value)?;
+    // Decoded (and its unknown fields noted) before it is validated, as the kube-apiserver's
+    // decoder prunes the body first: its warnings go out with a refusal too.
+    let (object, unknown) = deserialize_noting_unknown::<K>(value);
+    let unknown = unknown.iter().map(|p| format!("unknown field {p:?}"));
+    let messages: Vec<String> = duplicates.iter().cloned().chain(unknown).collect();
+    if validation == FieldValidation::Warn {
+        super::warning_recorder::record(&messages);
+    }
+    let errors = schema_errors::<K>(map);
+    if !errors.is_empty() {
+        let mut all = match subresource {
+            Subresource::Status => Vec::new(),
+            Subresource::Main => metadata_errors(value, namespace),
+        };
+        all.extend(errors);
+        let name =
+            map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
+        return Err(Error::Invalid { kind: K::info().kind, group: K::info().group, name, causes: all });
+    }
+    let mut object = object?;
+    drop_empty_finalizers(object.meta_mut());
+    match validation {
+        FieldValidation::Strict if !messages.is_empty() => {
+            Err(Error::BadRequest(format!("{STRICT_DECODING} {}", messages.join(", "))))
+        }
+        FieldValidation::Warn => Ok(Decoded { object, warnings: messages }),
+        _ => Ok(Decoded { object, warnings: Vec::new() }),
+    }
+}
 
+/// What `K`'s schema says is wrong with the fields of a body (`map`): required ones missing,
+/// and each field's own errors.
+fn schema_errors<K: ApiResource>(map: &serde_json::Map<String, Value>) -> Vec<FieldError> {
     let schema = crate::machinery::resource::body_schema::<K>();
     let mut errors = Vec::new();
     for &name in &schema.required {
@@ -468,18 +500,12 @@ pub fn decode_body<K: ApiResource>(
             crate::machinery::schema_validation::check(name, v, property, &mut errors);
         }
     }
-    if !errors.is_empty() {
-        let mut all = match subresource {
-            Subresource::Status => Vec::new(),
-            Subresource::Main => metadata_errors(value, namespace),
-        };
-        all.append(&mut errors);
-        let errors = all;
-        let name =
-            map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
-        return Err(Error::Invalid { kind: K::info().kind, group: K::info().group, name, causes: errors });
-    }
+    errors
+}
 
+/// `value` as a `K`, and the paths of the fields `K` does not have (but `apiVersion` and `kind`),
+/// those found before a field that does not decode included.
+fn deserialize_noting_unknown<K: ApiResource>(value: &Value) -> (Result<K>, Vec<String>) {
     let mut unknown = Vec::new();
     let mut record = |path: serde_ignored::Path<'_>| {
         let path = path.to_string();
@@ -498,24 +524,11 @@ pub fn decode_body<K: ApiResource>(
         value
     };
     let ignored = serde_ignored::Deserializer::new(value, &mut record);
-    let mut object: K = serde_path_to_error::deserialize(ignored).map_err(|err| {
+    let object = serde_path_to_error::deserialize(ignored).map_err(|err| {
         let path = err.path().to_string();
         cannot_handle::<K>(format!("{path}: {}", err.into_inner()))
-    })?;
-    drop_empty_finalizers(object.meta_mut());
-    let unknown = unknown.iter().map(|p| format!("unknown field {p:?}"));
-    let messages: Vec<String> = duplicates.iter().cloned().chain(unknown).collect();
-    match validation {
-        FieldValidation::Strict if !messages.is_empty() => {
-            Err(Error::BadRequest(format!("{STRICT_DECODING} {}", messages.join(", "))))
-        }
-        FieldValidation::Warn => {
-            // Sent with the answer even when the write fails later, as the kube-apiserver's are.
-            super::warning_recorder::record(&messages);
-            Ok(Decoded { object, warnings: messages })
-        }
-        _ => Ok(Decoded { object, warnings: Vec::new() }),
-    }
+    });
+    (object, unknown)
 }
 
 #[cfg(test)]
