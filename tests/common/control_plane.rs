@@ -118,7 +118,8 @@ impl ControlPlane {
 
 /// The reference CustomResourceDefinition: farm-apiserver's Llama at both versions (spec and
 /// status, from the checked-in OpenAPI v3 documents the server serves), stored at v1, v1alpha
-/// deprecated, each version's Table columns, converted by `farm`'s `/convert`.
+/// deprecated, each version's Table columns and selectable field, converted by `farm`'s
+/// `/convert`.
 pub fn reference_crd(group: &str, farm: &Farm) -> Value {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(&farm.ca_pem);
@@ -156,8 +157,10 @@ fn reference_version(version: &str) -> Value {
         columns.push(column("Color", "string", ".spec.coat.color", "Colour of the llama's coat.", 1));
         columns.push(column("Pattern", "string", ".spec.coat.pattern", "Pattern of the llama's coat.", 1));
     }
+    // The field selectors farm-apiserver serves beyond metadata (CRD selectableFields, 1.32 GA).
+    let selectable = if version == "v1alpha" { ".spec.color" } else { ".spec.coat.color" };
     json!({"name": version, "served": true, "storage": version == "v1", "deprecated": version == "v1alpha",
-        "subresources": {"status": {}},
+        "subresources": {"status": {}}, "selectableFields": [{"jsonPath": selectable}],
         "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": properties}},
         "additionalPrinterColumns": columns})
 }
