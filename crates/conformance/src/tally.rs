@@ -521,26 +521,28 @@ mod tests {
 
     #[test]
     fn an_entry_of_headers_makes_them_the_same_and_another_entry_judges_the_rest() {
-        let request =
-            Request::new("table", Method::GET, "{gv}/widgets").accept("application/json;as=Table;v=v1;g=meta.k8s.io");
-        let table = |link: &str| {
-            let columns = json!([{"name": "Name", "description": format!("Name. More info: {link}")}]);
-            json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "columnDefinitions": columns, "rows": []})
+        let request = Request::new("to v9", Method::PATCH, "{gv}/widgets/w")
+            .content_type("application/merge-patch+json")
+            .json(&json!({"apiVersion": "test.example.com/v9"}));
+        let invalid = |message: &str| {
+            let cause = json!({"field": "apiVersion", "reason": "FieldValueInvalid", "message": message});
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422,
+                "message": message, "details": {"causes": [cause]}})
         };
-        let mut ours = Answer::json(200, table(allowed::tests::NAMES_LINK));
-        ours.content_type = "application/json;as=Table;v=v1;g=meta.k8s.io".into();
-        let reference = Answer::json(200, table(allowed::tests::OLD_NAMES_LINK));
+        let ours = Answer::json(422, invalid("must be test.example.com/v1"));
+        let mut reference = Answer::json(422, invalid("Invalid value: must be test.example.com/v1"));
+        reference.warnings.push(r#"299 - "unknown field \"spec\"""#.into());
         let both = names(explaining(&WIDGETS, &request, &ours, &reference)).expect("explained");
         assert_eq!(both.len(), 2, "{both:?}");
-        assert!(both[0].starts_with("Content-Type of Table") && both[1].starts_with("the Name column"), "{both:?}");
-        let same_link = Answer::json(200, table(allowed::tests::NAMES_LINK));
-        assert_eq!(names(explaining(&WIDGETS, &request, &ours, &same_link)).map(|n| n.len()), Some(1));
+        assert!(both[0].starts_with("a merge patch to a version") && both[1].starts_with("the wording"), "{both:?}");
+        let same_words = Answer { warnings: reference.warnings.clone(), ..ours.clone() };
+        assert_eq!(names(explaining(&WIDGETS, &request, &ours, &same_words)).map(|n| n.len()), Some(1));
         let mut tally = Tally::new(&WIDGETS, false);
         tally.record(Part::Corpus, &request, Ok(ours.clone()), Ok(reference.clone()));
         let firings: usize = tally.allowed.values().map(|(c, g)| c + g).sum();
         assert_eq!((tally.compared, tally.on_purpose, firings), (1, 1, 2), "one request, counted under two entries");
-        let wrong_version = Answer { content_type: "application/json;as=Table;v=v2;g=meta.k8s.io".into(), ..ours };
-        assert_eq!(names(explaining(&WIDGETS, &request, &wrong_version, &reference)), None);
+        let nested = Answer { warnings: vec![r#"299 - "unknown field \"spec.size\"""#.into()], ..reference };
+        assert_eq!(names(explaining(&WIDGETS, &request, &ours, &nested)), None);
     }
 
     /// A generated case of WIDGETS: its setup, a DELETE whose answers the DELETE entry allows
