@@ -255,12 +255,12 @@ async fn llamas_stored_at_v1alpha_by_the_previous_release_are_served_and_migrate
     assert_eq!(stored_api_version(&etcd.endpoint, &key("old-2")).await, "farm.example.com/v1alpha");
 
     // docs/versions.md's one-liner, its standalone form: a standalone server serves no core group, so
-    // kubectl cannot map a `v1` List; the items go one document each.
+    // kubectl cannot map a `v1` List; the items go one JSON document a line (`jq -c '.items[]'`).
     let all = s.kubectl(&["get", "llamas", "-A", "-o", "json"]);
     assert!(all.0, "{}", all.2);
     let list: Value = serde_json::from_str(&all.1).unwrap();
     let items: Vec<String> = list["items"].as_array().unwrap().iter().map(Value::to_string).collect();
-    let replaced = s.kubectl_with_stdin(&["replace", "-f", "-"], Some(&items.join("\n---\n")));
+    let replaced = s.kubectl_with_stdin(&["replace", "-f", "-"], Some(&items.join("\n")));
     assert!(replaced.0, "{}", replaced.2);
     for name in ["old-1", "old-2", "old-3"] {
         assert_eq!(stored_api_version(&etcd.endpoint, &key(name)).await, "farm.example.com/v1", "{name}");

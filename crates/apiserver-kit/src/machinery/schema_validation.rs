@@ -105,23 +105,36 @@ pub fn unknown_fields(path: &str, value: &Value, schema: &Value, out: &mut Vec<S
     if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
         return;
     }
+    let declares = schema.get("properties").is_some();
+    children(path, value, schema, |at, v, s| match s {
+        Some(s) => unknown_fields(&at, v, s, out),
+        None if declares => out.push(at),
+        None => {}
+    });
+}
+
+/// Calls `visit` with each member of an object or item of a list in `value` (found at `path`):
+/// its path, and the schema `schema` gives it (a property's, else an object
+/// `additionalProperties`; for an item, `items`), or `None` for a member it gives none. Items of a
+/// list without `items` are not visited.
+fn children<'v, 's>(
+    path: &str,
+    value: &'v Value,
+    schema: &'s Value,
+    mut visit: impl FnMut(String, &'v Value, Option<&'s Value>),
+) {
     match value {
         Value::Object(map) => {
             let properties = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|a| a.is_object());
             for (key, v) in map {
-                let at = format!("{path}.{key}");
-                match properties.and_then(|p| p.get(key)).or(additional) {
-                    Some(s) => unknown_fields(&at, v, s, out),
-                    None if properties.is_some() => out.push(at),
-                    None => {}
-                }
+                visit(format!("{path}.{key}"), v, properties.and_then(|p| p.get(key)).or(additional));
             }
         }
         Value::Array(items) => {
             if let Some(s) = schema.get("items") {
                 for (i, v) in items.iter().enumerate() {
-                    unknown_fields(&format!("{path}[{i}]"), v, s, out);
+                    visit(format!("{path}[{i}]"), v, Some(s));
                 }
             }
         }
@@ -146,25 +159,11 @@ pub fn check_types(path: &str, value: &Value, schema: &Value, errors: &mut Vec<F
         errors.push(error);
         return;
     }
-    match value {
-        Value::Object(map) => {
-            let properties = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            for (key, v) in map {
-                if let Some(s) = properties.and_then(|p| p.get(key)).or(additional) {
-                    check_types(&format!("{path}.{key}"), v, s, errors);
-                }
-            }
+    children(path, value, schema, |at, v, s| {
+        if let Some(s) = s {
+            check_types(&at, v, s, errors);
         }
-        Value::Array(items) => {
-            if let Some(s) = schema.get("items") {
-                for (i, v) in items.iter().enumerate() {
-                    check_types(&format!("{path}[{i}]"), v, s, errors);
-                }
-            }
-        }
-        _ => {}
-    }
+    });
 }
 
 fn object(path: &str, map: &serde_json::Map<String, Value>, schema: &Value, errors: &mut Vec<FieldError>) {
