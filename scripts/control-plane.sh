@@ -154,6 +154,55 @@ build_once() {
   echo "$dir"
 }
 
+# Prints the folder holding this recipe's Kubernetes binaries, building them when the cache lacks
+# them or they fail the version check (unless $1 is "check").
+ensure_kubernetes() {
+  local dir problem
+  dir=$(kubernetes_dir)
+  problem=$(cache_problem "$dir")
+  if [ -z "$problem" ]; then echo "$dir"; return; fi
+  if [ "${1:-}" = check ]; then log "$problem: run scripts/control-plane.sh binaries to build them"; return 1; fi
+  log "building $K8S_COMPONENTS $K8S_VERSION from the Go module proxy into $dir (about 20 minutes on 2 cores, once)"
+  build_once "$dir" build_kubernetes cache_problem
+  # Binaries of other recipes of this version (and the layout before recipe hashes) only take
+  # disk space now; other versions stay, for compatibility runs.
+  find "$CACHE" -mindepth 1 -maxdepth 1 \( -name "kubernetes-$K8S_VERSION-*" -o -name bin -o -name src \) ! -path "$dir" -exec rm -rf {} +
+}
+
+# The path of one control-plane binary: the variable naming it ($KUBE_APISERVER, ...) when set,
+# else this recipe's build. $2 = "check" never builds.
+kubernetes_binary() {
+  local component=$1 variable dir
+  variable=$(tr 'a-z-' 'A-Z_' <<<"$component")
+  if [ -n "${!variable:-}" ]; then echo "${!variable}"; return; fi
+  dir=$(ensure_kubernetes "${2:-}")
+  echo "$dir/$component"
+}
+
+# Builds etcd and etcdctl of tools/etcd into $1, static and without local paths.
+build_etcd() {
+  local out=$1 work
+  work=$(mktemp -d "$CACHE/build.XXXXXX")
+  cp "$ROOT/tools/etcd/go.mod" "$ROOT/tools/etcd/go.sum" "$work/"
+  rm -rf "$out.partial" && mkdir -p "$out.partial"
+  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.partial/etcd" go.etcd.io/etcd/server/v3 >&2 &&
+    CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.partial/etcdctl" go.etcd.io/etcd/etcdctl/v3 >&2)
+  rm -rf "$out" && mv "$out.partial" "$out"
+  rm -rf "$work"
+}
+
+etcd_dir() {
+  echo "$CACHE/etcd-$ETCD_VERSION-$({ cat "$ROOT/tools/etcd/go.mod" "$ROOT/tools/etcd/go.sum"; declare -f build_etcd; } | sha256sum | cut -c1-12)"
+}
+
+# Why the etcd in $1 cannot be used (nothing when it can).
+etcd_problem() {
+  local version
+  if [ ! -x "$1/etcd" ] || [ ! -x "$1/etcdctl" ]; then echo "no etcd in $1"; return; fi
+  version=$("$1/etcd" --version 2>&1 | head -n1 || true)
+  if [ "$version" != "etcd Version: $ETCD_VERSION" ]; then echo "$1/etcd --version printed '$version', not 'etcd Version: $ETCD_VERSION'"; fi
+}
+
 # The etcd binary: $ETCD when set, else this recipe's build (built when missing, unless $1 is
 # "check").
 ensure_etcd() {
