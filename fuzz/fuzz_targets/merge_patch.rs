@@ -1,5 +1,6 @@
 //! Applies arbitrary bytes as a JSON merge patch (RFC 7386) to a stored Llama, as PATCH with
-//! `application/merge-patch+json` does (`Patch::parse`, `Patch::apply`), then decodes and validates
+//! `application/merge-patch+json` does (`Patch::parse`, with and without field validation,
+//! `Patch::apply`), then decodes and validates
 //! the result in every `fieldValidation` mode. Checks that nothing panics, a body that is no merge
 //! patch is a 400 when applied, every error is a 4xx, and applying a patch a second time changes
 //! nothing (merge patches are idempotent).
@@ -9,6 +10,7 @@ mod common;
 
 use common::{decode_patched, stored_llama};
 use farm_apiserver::api::patch::{Patch, PatchType};
+use farm_apiserver::api::query::FieldValidation;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -16,15 +18,21 @@ use std::sync::LazyLock;
 static STORED: LazyLock<Value> = LazyLock::new(stored_llama);
 
 fuzz_target!(|data: &[u8]| {
-    let patch =
-        Patch::parse(PatchType::Merge, data).unwrap_or_else(|e| panic!("reading a merge patch never fails: {e}"));
-    let patched = match patch.apply(&STORED) {
-        Ok(patched) => patched,
-        // A body that is no merge patch is refused once applied, with a 400.
-        Err(err) => return assert_eq!(err.code(), 400, "a body that is no merge patch: {err}"),
-    };
-    let twice =
-        patch.apply(&patched).unwrap_or_else(|e| panic!("a merge patch that applied once must apply again: {e}"));
-    assert_eq!(twice, patched, "applying a merge patch twice is not the same as once");
-    decode_patched(&patched);
+    // Read as a write validating its fields reads it (an object, or 400), and as one that does not.
+    for validation in [FieldValidation::Warn, FieldValidation::Ignore] {
+        let patch = Patch::parse(PatchType::Merge, data, validation)
+            .unwrap_or_else(|e| panic!("reading a merge patch never fails: {e}"));
+        let patched = match patch.apply(&STORED) {
+            Ok(patched) => patched,
+            // A body that is no merge patch is refused once applied, with a 400.
+            Err(err) => {
+                assert_eq!(err.code(), 400, "a body that is no merge patch: {err}");
+                continue;
+            }
+        };
+        let twice =
+            patch.apply(&patched).unwrap_or_else(|e| panic!("a merge patch that applied once must apply again: {e}"));
+        assert_eq!(twice, patched, "applying a merge patch twice is not the same as once");
+        decode_patched(&patched);
+    }
 });
