@@ -49,20 +49,27 @@ pub fn to_json(bytes: &[u8], invalid: impl FnOnce(String) -> Error) -> Result<Va
 /// [`to_json`], and the key the document repeats first, as sigs.k8s.io/yaml's strict reading
 /// reports it (`line 4: key "weight" already set in map`), for a write's `fieldValidation`.
 pub fn to_json_noting_duplicates(bytes: &[u8], invalid: impl FnOnce(String) -> Error) -> Result<(Value, Vec<String>)> {
-    let strict = on_deep_stack("yaml-parser", || {
-        let documents = serde_saphyr::from_slice_multiple_with_options::<GoYaml>(bytes, options(true));
-        documents.map(|d| d.into_iter().next().map_or(Value::Null, |d| d.0))
-    })?;
-    match strict {
-        Ok(value) if control_characters(bytes).is_none() => Ok((value, Vec::new())),
-        Err(serde_saphyr::Error::DuplicateMappingKey { key: Some(key), location }) => {
-            let repeated = format!("line {}: key {key:?} already set in map", location.line());
-            Ok((to_json(bytes, invalid)?, vec![repeated]))
+    let parsed = on_deep_stack("yaml-parser", || {
+        if let Some(message) = control_characters(bytes) {
+            return Err(message);
         }
-        _ => Ok((to_json(bytes, invalid)?, Vec::new())),
-    }
+        match first_document(bytes, true) {
+            Ok(value) => Ok((value, Vec::new())),
+            // Read again keeping the last of repeated keys (and, for any other refusal of the
+            // strict reading, to give the lenient reading's answer).
+            Err(refused) => {
+                let noted = match refused {
+                    serde_saphyr::Error::DuplicateMappingKey { key: Some(key), location } => {
+                        vec![format!("line {}: key {key:?} already set in map", location.line())]
+                    }
+                    _ => Vec::new(),
+                };
+                first_document(bytes, false).map(|value| (value, noted)).map_err(|e| e.to_string())
+            }
+        }
+    })?;
+    parsed.map_err(invalid)
 }
-
 /// Runs `work` on a thread of its own named `name`, with a stack deep enough for the YAML
 /// parser or writer at [`MAX_DEPTH`] levels (and a few more, for the list around an object).
 pub fn on_deep_stack<T: Send>(name: &str, work: impl FnOnce() -> T + Send) -> Result<T> {
@@ -93,11 +100,14 @@ fn parse(bytes: &[u8]) -> std::result::Result<Value, String> {
     if let Some(message) = control_characters(bytes) {
         return Err(message);
     }
-    let documents: Vec<GoYaml> =
-        serde_saphyr::from_slice_multiple_with_options(bytes, options(false)).map_err(|e| e.to_string())?;
-    Ok(documents.into_iter().next().map_or(Value::Null, |d| d.0))
+    first_document(bytes, false).map_err(|e| e.to_string())
 }
 
+/// The first document of a YAML stream (`null` for none), a repeated key refused when `strict`.
+fn first_document(bytes: &[u8], strict: bool) -> std::result::Result<Value, serde_saphyr::Error> {
+    let documents: Vec<GoYaml> = serde_saphyr::from_slice_multiple_with_options(bytes, options(strict))?;
+    Ok(documents.into_iter().next().map_or(Value::Null, |d| d.0))
+}
 /// A YAML node read as sigs.k8s.io/yaml reads it into JSON: as serde_json reads any value, but a
 /// mapping's plain keys resolve as go-yaml v2 resolves scalars and are then written as text
 /// ([`KeyText`]): `n:` and `off:` are the key `"false"`, `0x10:` is `"16"`, `1.0:` is `"1"`.
