@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# A one-node Kubernetes 1.20.2 cluster inside a network namespace of its own, for the tests that
-# install farm-apiserver as users do: etcd, kube-apiserver (aggregation configured),
-# kube-controller-manager, kube-scheduler, Debian's containerd 1.6 + runc + CNI bridge, kubelet and
-# kube-proxy (iptables), as kind and kubeadm run a single node, with what their add-ons give:
+# A one-node Kubernetes cluster (the release of scripts/control-plane.sh, 1.37.2 by default) inside
+# a network namespace of its own, for the tests that install farm-apiserver as users do: etcd,
+# kube-apiserver (aggregation configured), kube-controller-manager, kube-scheduler, containerd 2
+# + runc + Debian's CNI bridge, kubelet and kube-proxy (iptables), as kind and kubeadm run a
+# single node, with what their add-ons give:
 # a cluster DNS (crates/node-dns, for Services and StatefulSet Pods by name) and local persistent
 # volumes of a default StorageClass.
 #
 #   scripts/node.sh up          start it (idempotent: a running node is left as it is); writes
 #                               $NODE_DIR/kubeconfig and $NODE_DIR/env (KUBECONFIG, SERVER_IMAGE,
-#                               WORKLOAD_IMAGE, NODE_NETNS, NODE_IP)
+#                               WORKLOAD_IMAGE, NODE_NETNS, NODE_IP, CTR: containerd's client)
 #   scripts/node.sh exec CMD…   run CMD inside the node's network namespace, where its addresses are
 #   scripts/node.sh image       build every image the install manifests name (scripts/image.sh) and
 #                               load them into the node under those names
@@ -27,8 +28,9 @@
 # (daemons in `daemons`, containers in `pods`, the kubelet's --cgroup-root), which `down` freezes,
 # kills and removes. A failed `up` runs `down`.
 #
-# Binaries: kube-* from scripts/control-plane.sh (built once into $FARM_CACHE), etcd, containerd,
-# runc, the CNI plugins, iptables, conntrack and buildah from Debian, installed when missing.
+# Binaries: etcd and kube-* from scripts/control-plane.sh, containerd and runc from
+# tools/container-runtime (each built once into $FARM_CACHE from the Go module proxy), the CNI
+# plugins, iptables, conntrack and buildah from Debian, installed when missing.
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,14 +57,78 @@ JOIN='while read -r f; do echo $$ > "$f"; done < "$0"; exec "$@"'
 # In the node's network and mount namespaces (those of the holder process).
 in_node() { nsenter --target "$(cat "$NODE_DIR/pids/holder")" --net --mount -- "$@"; }
 kubectl_() { nsenter --net="$NETNS" -- kubectl --kubeconfig "$NODE_DIR/kubeconfig" "$@"; }
+# containerd's client (without its warning, on every command, that cgroup v1 is deprecated).
+ctr_() {
+  CONTAINERD_SUPPRESS_DEPRECATION_WARNINGS=1 "$(container_runtime_dir)/ctr" --address "$NODE_DIR/containerd.sock" "$@"
+}
 
 ensure_packages() {
-  local wanted=(containerd runc containernetworking-plugins iptables conntrack buildah busybox-static) missing=() p
+  local wanted=(containernetworking-plugins iptables conntrack buildah busybox-static libseccomp-dev) missing=() p
   # Installed, not merely known to dpkg (a removed package keeps its configuration and its status).
   for p in "${wanted[@]}"; do
     dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then log "installing Debian's ${missing[*]}"; apt_install "${missing[@]}"; fi
+}
+
+# --- the container runtime -------------------------------------------------------------------
+
+# containerd 2 (containerd, its runc shim and ctr) and runc, built with the machine's Go from the
+# Go module proxy by tools/container-runtime, whose go.mod names their versions: Kubernetes 1.37
+# supports containerd 2.3 and 2.4 (Debian 12 has 1.6, which 1.35 was the last to support).
+# containerd static (CGO_ENABLED=0, without the btrfs, devmapper and zfs snapshotters, which need
+# C libraries and which the configuration disables anyway); runc with cgo, which its nsenter needs,
+# and seccomp from Debian's libseccomp, as its release builds have. Cached in $FARM_CACHE under the
+# hash of the recipe, as the control plane's binaries are.
+RUNTIME_MODULE=$ROOT/tools/container-runtime
+RUNTIME_BINARIES="containerd containerd-shim-runc-v2 ctr runc"
+module_version() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$RUNTIME_MODULE/go.mod"; }
+CONTAINERD_VERSION=$(module_version github.com/containerd/containerd/v2)
+RUNC_VERSION=$(module_version github.com/opencontainers/runc)
+
+build_container_runtime() {
+  local out=$1 work cmd=github.com/containerd/containerd/v2/cmd
+  work=$(mktemp -d "$CACHE/build.XXXXXX")
+  cp "$RUNTIME_MODULE/go.mod" "$RUNTIME_MODULE/go.sum" "$work/"
+  rm -rf "$out.partial" && mkdir -p "$out.partial"
+  # (containerd's own build sets its version the same way, from `git describe`.)
+  (cd "$work" && CGO_ENABLED=0 go build -trimpath -tags 'no_btrfs no_devmapper no_zfs' \
+      -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+      -o "$out.partial/" "$cmd/containerd" "$cmd/containerd-shim-runc-v2" "$cmd/ctr" >&2 &&
+    CGO_ENABLED=1 go build -trimpath -tags seccomp -ldflags '-s -w' -o "$out.partial/runc" github.com/opencontainers/runc >&2)
+  rm -rf "$out" && mv "$out.partial" "$out"
+  rm -rf "$work"
+}
+
+container_runtime_dir() {
+  echo "$CACHE/container-runtime-$CONTAINERD_VERSION-$({ cat "$RUNTIME_MODULE/go.mod" "$RUNTIME_MODULE/go.sum"
+    declare -f build_container_runtime; } | sha256sum | cut -c1-12)"
+}
+
+# Why the binaries in $1 cannot be used (nothing when they can).
+container_runtime_problem() {
+  local binary
+  for binary in $RUNTIME_BINARIES; do
+    if [ ! -x "$1/$binary" ]; then echo "no $binary in $1"; return; fi
+  done
+  if ! "$1/containerd" --version 2>&1 | grep -qw -- "$CONTAINERD_VERSION"; then
+    echo "$1/containerd --version does not print $CONTAINERD_VERSION"
+  elif [ "$("$1/runc" --version 2>&1 | head -n1)" != "runc version ${RUNC_VERSION#v}" ]; then
+    echo "$1/runc --version does not print runc version ${RUNC_VERSION#v}"
+  fi
+}
+
+# The folder of containerd's and runc's binaries, built when the cache lacks them.
+ensure_container_runtime() {
+  local dir problem
+  dir=$(container_runtime_dir)
+  problem=$(container_runtime_problem "$dir")
+  if [ -n "$problem" ]; then
+    log "building containerd $CONTAINERD_VERSION and runc $RUNC_VERSION from the Go module proxy into $dir (a few minutes, once)"
+    build_once "$dir" build_container_runtime container_runtime_problem >/dev/null
+    find "$CACHE" -mindepth 1 -maxdepth 1 -name 'container-runtime-*' ! -path "$dir" -exec rm -rf {} +
+  fi
+  echo "$dir"
 }
 
 # --- cgroups ---------------------------------------------------------------------------------
@@ -215,27 +281,36 @@ make_namespaces() {
 }
 
 write_configs() {
+  # containerd's configuration version 4 (containerd 2.4: its servers are plugins; what
+  # `containerd config migrate` writes). NRI is off: its socket would be a host path
+  # (/var/run/nri) outside the node's folders.
   cat > "$NODE_DIR/containerd.toml" <<EOF
-version = 2
+version = 4
 root = "$NODE_DIR/containerd/root"
 state = "$NODE_DIR/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-[grpc]
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.nri.v1.nri"]
+[plugins."io.containerd.server.v1.grpc"]
   address = "$NODE_DIR/containerd.sock"
+[plugins."io.containerd.server.v1.ttrpc"]
+  address = "$NODE_DIR/containerd.sock.ttrpc"
 [plugins."io.containerd.internal.v1.opt"]
   path = "$NODE_DIR/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+[plugins."io.containerd.cri.v1.runtime"]
   # Root here lacks CAP_SYS_RESOURCE: the kubelet's -998 for sandboxes would make runc fail.
   restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        BinaryName = "$(container_runtime_dir)/runc"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$NODE_DIR/cni"
 EOF
   mkdir -p "$NODE_DIR/cni"
@@ -284,8 +359,9 @@ start_control_plane() {
 }
 
 start_node() {
-  start containerd containerd --config "$NODE_DIR/containerd.toml"
-  wait_for containerd 30 ctr --address "$NODE_DIR/containerd.sock" version
+  # (containerd finds its shim on its PATH.)
+  start containerd env PATH="$(container_runtime_dir):$PATH" "$(container_runtime_dir)/containerd" --config "$NODE_DIR/containerd.toml"
+  wait_for containerd 30 ctr_ version
   image_sh node-images "$NODE_DIR/images" "$PAUSE_IMAGE" "$WORKLOAD_IMAGE"
   load_images "$NODE_DIR/images"/*.tar
   kubeconfig "$NODE_DIR/kubelet.kubeconfig" kubelet
@@ -352,7 +428,7 @@ recycle() {
 
 load_images() {
   local f
-  for f in "$@"; do ctr --address "$NODE_DIR/containerd.sock" -n k8s.io images import "$f" >/dev/null; done
+  for f in "$@"; do ctr_ -n k8s.io images import "$f" >/dev/null; done
 }
 
 node_ready() {
@@ -374,6 +450,7 @@ up() {
   ensure_packages
   # The binaries first (a first run builds them): nothing is made before they exist.
   ensure_etcd >/dev/null
+  ensure_container_runtime >/dev/null
   for component in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
     kubernetes_binary "$component" >/dev/null
   done
@@ -390,8 +467,9 @@ up() {
   start_node
   wait_for "node $NODE_NAME Ready, untainted, with its Services routed" 120 node_ready
   make_volumes
-  printf 'KUBECONFIG=%s\nSERVER_IMAGE=%s\nWORKLOAD_IMAGE=%s\nNODE_NETNS=%s\nNODE_IP=%s\n' \
-    "$NODE_DIR/kubeconfig" "$(image_sh default-name)" "$WORKLOAD_IMAGE" "$NETNS" "$NODE_IP" > "$NODE_DIR/env"
+  printf 'KUBECONFIG=%s\nSERVER_IMAGE=%s\nWORKLOAD_IMAGE=%s\nNODE_NETNS=%s\nNODE_IP=%s\nCTR=%s\n' \
+    "$NODE_DIR/kubeconfig" "$(image_sh default-name)" "$WORKLOAD_IMAGE" "$NETNS" "$NODE_IP" \
+    "$(container_runtime_dir)/ctr" > "$NODE_DIR/env"
   trap - ERR INT TERM
   log "up in $((SECONDS - made)) s (binaries and packages checked in $((made - start)) s); KUBECONFIG=$NODE_DIR/kubeconfig"
 }

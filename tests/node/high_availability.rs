@@ -486,7 +486,7 @@ fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node) {
     eventually("the reader to be under way", || (outcomes.lock().unwrap().len() >= 20).then_some(()));
     let socket = node.dir.join("containerd.sock");
     let killed = Instant::now();
-    let out = Command::new("ctr")
+    let out = Command::new(node.env("CTR"))
         .args(["--address", socket.to_str().unwrap(), "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", &container])
         .output()
         .expect("run ctr");
