@@ -845,3 +845,48 @@ async fn http2_is_negotiated_over_tls(#[case] backend: Backend) {
     let r = s.client.get(s.url("/apis")).send().await.unwrap();
     assert_eq!(r.version(), reqwest::Version::HTTP_2);
 }
+
+/// A browser's or a command-line tool's request (`User-Agent: curl/…`, `Wget/…`,
+/// `Mozilla/5.0 …`) gets indented JSON, as the kube-apiserver gives it: objects, lists, `Status`
+/// errors (authentication's too), discovery and `/version`; `pretty` in the query decides over
+/// the client as Go reads a boolean (`pretty=yes` is false); watches stay one event per line.
+#[tokio::test]
+async fn human_clients_get_indented_answers_unless_the_query_says_otherwise() {
+    let s = Server::start().await;
+    s.create("default", &llama("dolly", 120.0, 170.5)).await;
+    let text = |client: reqwest::Client, path: String, agent: &'static str| async move {
+        let response = client.get(path).header("user-agent", agent).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    let curl = "curl/8.5.0";
+    for (path, code, start) in [
+        (llama_path("default", "dolly"), 200, "{\n  \"apiVersion\": \"farm.example.com/"),
+        (llamas("default"), 200, "{\n  \"apiVersion\": \"farm.example.com/"),
+        (llama_path("default", "nobody"), 404, "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\""),
+        // (Discovery's and /version's fields are in k8s-openapi's order, not Go's.)
+        ("/apis/farm.example.com/v1".to_string(), 200, "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"APIResourceList\""),
+        ("/version".to_string(), 200, "{\n  \"buildDate\": "),
+        ("/no/such/path".to_string(), 404, "{\n  \"kind\": \"Status\""),
+    ] {
+        let (got, body) = text(s.client.clone(), s.url(&path), curl).await;
+        assert_eq!((got, body.starts_with(start)), (code, true), "{path}: {body}");
+        let (_, compact) = text(s.client.clone(), s.url(&path), "kubectl/v1.32.0").await;
+        assert!(compact.starts_with("{\""), "{path}: {compact}");
+        let (indented, compact): (Value, Value) =
+            (serde_json::from_str(&body).unwrap(), serde_json::from_str(&compact).unwrap());
+        assert_eq!(indented["kind"], compact["kind"], "{path}");
+    }
+    let (code, body) = text(s.anonymous(), s.url(&llamas("default")), "Mozilla/5.0 (X11; Linux x86_64)").await;
+    assert_eq!((code, body.starts_with("{\n  \"kind\": \"Status\"")), (401, true), "{body}");
+    for (query, agent) in
+        [("pretty=0", curl), ("pretty=yes", curl), ("pretty=yes", "Go-http-client/2.0"), ("pretty", "Go")]
+    {
+        let (_, body) = text(s.client.clone(), s.url(&format!("{}?{query}", llamas("default"))), agent).await;
+        assert!(body.starts_with("{\""), "{query} from {agent}: {body}");
+    }
+    let (_, body) = text(s.client.clone(), s.url(&format!("{}?pretty=true", llamas("default"))), "Go").await;
+    assert!(body.starts_with("{\n"), "{body}");
+    let (_, events) =
+        text(s.client.clone(), s.url(&format!("{}?watch=1&timeoutSeconds=1", llamas("default"))), curl).await;
+    assert!(events.starts_with("{\"type\":\"ADDED\""), "{events}");
+}

@@ -144,18 +144,6 @@ pub const ALLOWED: &[Allowed] = &[
                  (`admission.k8s.io/v1`, ...); an aggregated server's document does not know the cluster's groups",
     },
     Allowed {
-        name: "pretty printing by the User-Agent",
-        at: &["paths", "*", "parameters", "query:pretty", "description"],
-        ours: Is(r#""If 'true', then the output is pretty printed.""#),
-        reference: Is(
-            r#""If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates a browser or command-line HTTP tool (curl and wget).""#,
-        ),
-        times: (4, 4),
-        reason: "the kube-apiserver pretty-prints by default for a User-Agent of curl, Wget or a browser \
-                 (`isPrettyPrint`); farm-apiserver pretty-prints on `pretty=true` only, and says so (a gap, \
-                 listed in the notes of issue 56)",
-    },
-    Allowed {
         name: "shardSelector",
         at: &["paths", "*", "**", "parameters", "query:shardSelector"],
         ours: Absent,

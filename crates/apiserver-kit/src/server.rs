@@ -275,7 +275,9 @@ fn router(
     };
     // One `Router::layer` for the three: each boxes every request's future once more.
     let protected_layers = tower::ServiceBuilder::new()
-        // Outermost, so floods are refused before any authentication work.
+        // Around every answer, refusals of the limits and of authentication included.
+        .layer(axum::middleware::from_fn(crate::api::pretty_answers::answer))
+        // Outermost but the indentation, so floods are refused before any authentication work.
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)))
         .layer(gate)
         // Outside the YAML answers: what is compressed is the body the client reads.

@@ -270,7 +270,7 @@ async fn get<K: Strategy, V: Served<K>>(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let query = Query::parse(raw.as_deref());
+    let query = Query::of_request(raw.as_deref(), &headers);
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     super::query::refuse_export(&query)?;
     let resource_version = super::query::resource_version(&query)?;
@@ -312,7 +312,7 @@ async fn list_objects<K: Strategy, V: Served<K>>(
     raw: Option<String>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let query = Query::parse(raw.as_deref());
+    let query = Query::of_request(raw.as_deref(), &headers);
     let options = list_options::<K, V>(&query)?;
     registry.ensure_ready().await?;
     if options.watch {
@@ -352,7 +352,7 @@ impl WriteRequest {
     ) -> Result<(Self, T)> {
         let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
         let body_type = body_type(headers)?;
-        let query = Query::parse(raw);
+        let query = Query::of_request(raw, headers);
         let options = WriteOptions::parse(&query, kind, options_of(&body_type, &query))?;
         let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
         let manager = crate::structured_merge::managed::manager_name(options.field_manager.as_deref(), user_agent);
@@ -563,7 +563,7 @@ async fn delete<K: Strategy, V: Served<K>>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let query = Query::parse(raw.as_deref());
+    let query = Query::of_request(raw.as_deref(), &headers);
     let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;
     let committed = registry.delete(&namespace, &name, &options, &delete_context::<K, V>(dry_run, requester)).await?;
@@ -585,7 +585,7 @@ async fn delete_collection<K: Strategy, V: Served<K>>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
-    let query = Query::parse(raw.as_deref());
+    let query = Query::of_request(raw.as_deref(), &headers);
     let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
     let selection = list_options::<K, V>(&query)?;
     let (options, dry_run) = delete_options(&query, &headers, body).await?;

@@ -17,6 +17,7 @@ pub mod negotiate;
 pub mod openapi;
 pub mod openapi_protobuf;
 pub mod patch;
+pub mod pretty_answers;
 pub mod query;
 pub mod registry;
 pub mod table;

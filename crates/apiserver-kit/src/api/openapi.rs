@@ -265,8 +265,14 @@ struct Param(&'static str, &'static str, &'static str, Cow<'static, str>);
 
 const P_NAMESPACE: Param =
     Param("namespace", "path", "string", Cow::Borrowed("object name and auth scope, such as for teams and projects"));
-const P_PRETTY: Param =
-    Param("pretty", "query", "string", Cow::Borrowed("If 'true', then the output is pretty printed."));
+const P_PRETTY: Param = Param(
+    "pretty",
+    "query",
+    "string",
+    Cow::Borrowed(
+        "If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates a browser or command-line HTTP tool (curl and wget).",
+    ),
+);
 const P_DRY_RUN: Param = Param(
     "dryRun",
     "query",

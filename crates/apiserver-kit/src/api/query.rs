@@ -1,17 +1,20 @@
 //! Query parameters of resource requests: write options (`dryRun`, `fieldValidation`,
-//! `fieldManager`), read options (`includeObject`, `pretty`) and, for later use by list and
-//! watch, the raw pairs.
+//! `fieldManager`), read options (`includeObject`, `pretty`, which a human client's `User-Agent`
+//! implies) and, for later use by list and watch, the raw pairs.
 //!
 //! Invalid option values are refused as the kube-apiserver refuses them: a 422 `Invalid` Status
 //! about the options kind (`CreateOptions.meta.k8s.io ""`), naming the parameter.
 
 use super::table::IncludeObject;
 use crate::machinery::error::{Error, FieldError, Result};
+use axum::http::{HeaderMap, header};
 
 /// The decoded query string of one request. Unknown parameters are ignored, as by Kubernetes.
 #[derive(Debug, Default, Clone)]
 pub struct Query {
     pairs: Vec<(String, String)>,
+    /// The client is a browser or a command-line HTTP tool ([`human_client`]).
+    human_client: bool,
 }
 
 impl Query {
@@ -20,7 +23,13 @@ impl Query {
         let pairs = raw
             .map(|q| form_urlencoded::parse(q.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
             .unwrap_or_default();
-        Self { pairs }
+        Self { pairs, human_client: false }
+    }
+
+    /// [`Query::parse`] of a request's query, noting whether its client is a human's
+    /// ([`human_client`]), for [`Query::pretty`].
+    pub fn of_request(raw: Option<&str>, headers: &HeaderMap) -> Self {
+        Self { human_client: human_client(headers), ..Self::parse(raw) }
     }
 
     /// The first value of `name`.
@@ -39,9 +48,15 @@ impl Query {
         self.get(name).is_some_and(|value| value != "0" && !value.eq_ignore_ascii_case("false"))
     }
 
-    /// `pretty=true` asks for indented JSON.
+    /// Whether the answer is indented JSON, as the kube-apiserver decides it
+    /// (`isPrettyPrint`, k8s.io/apiserver): a non-empty `pretty` says so as Go's
+    /// `strconv.ParseBool` reads it (`pretty=yes` is false); without one, a human client
+    /// ([`Query::of_request`]) gets indented JSON.
     pub fn pretty(&self) -> bool {
-        self.flag("pretty")
+        match self.get("pretty") {
+            Some(value) if !value.is_empty() => matches!(value, "1" | "t" | "T" | "true" | "TRUE" | "True"),
+            _ => self.human_client,
+        }
     }
 
     /// `includeObject` for Table responses.
@@ -53,6 +68,14 @@ impl Query {
             ))
         })
     }
+}
+
+/// Whether the request comes from a browser or a command-line HTTP tool, whose users read the
+/// answer: a `User-Agent` starting `curl`, `Wget` or `Mozilla/5.0`, as the kube-apiserver tells
+/// them.
+pub fn human_client(headers: &HeaderMap) -> bool {
+    let agent = headers.get(header::USER_AGENT).map(|v| v.as_bytes()).unwrap_or_default();
+    [&b"curl"[..], b"Wget", b"Mozilla/5.0"].iter().any(|prefix| agent.starts_with(prefix))
 }
 
 /// How unknown and duplicate fields in a body are treated (`fieldValidation`).
@@ -158,6 +181,31 @@ impl WriteOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pretty_is_read_as_the_kube_apiserver_reads_it() {
+        let curl = HeaderMap::from_iter([(header::USER_AGENT, http::HeaderValue::from_static("curl/8.5.0"))]);
+        let kubectl = HeaderMap::from_iter([(header::USER_AGENT, http::HeaderValue::from_static("kubectl/v1.32.0"))]);
+        for (query, headers, pretty) in [
+            ("", &kubectl, false),
+            ("", &curl, true),
+            ("pretty", &kubectl, false),
+            ("pretty=", &curl, true),
+            ("pretty=true", &kubectl, true),
+            ("pretty=1", &kubectl, true),
+            ("pretty=T", &kubectl, true),
+            ("pretty=yes", &kubectl, false),
+            ("pretty=yes", &curl, false),
+            ("pretty=0", &curl, false),
+            ("pretty=false&pretty=true", &kubectl, false),
+        ] {
+            assert_eq!(Query::of_request(Some(query), headers).pretty(), pretty, "{query} {headers:?}");
+        }
+        let browser = HeaderMap::from_iter([(header::USER_AGENT, http::HeaderValue::from_static("Mozilla/5.0 (X11)"))]);
+        let wget = HeaderMap::from_iter([(header::USER_AGENT, http::HeaderValue::from_static("Wget/1.21"))]);
+        assert!(human_client(&browser) && human_client(&wget) && !human_client(&HeaderMap::new()));
+        assert!(!Query::parse(None).pretty(), "a query without its request knows no client");
+    }
 
     #[test]
     fn export_is_refused_unless_its_first_value_is_false() {

@@ -542,11 +542,7 @@ pub fn failure_status(code: StatusCode, reason: &str, message: String, details: 
     }
 }
 
-/// Serializes a `Status` (k8s-openapi writes its `kind` and `apiVersion`).
-pub fn status_json(status: &Status) -> Vec<u8> {
-    // Serializing plain strings, integers and maps cannot fail.
-    serde_json::to_vec(status).unwrap_or_default()
-}
+pub use super::status_json::status_json;
 
 /// Why a request failed, attached to its response for the request log (`crate::observe`).
 #[derive(Clone, Debug)]

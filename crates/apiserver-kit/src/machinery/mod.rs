@@ -24,6 +24,7 @@ pub mod resource;
 pub mod schema;
 pub mod schema_validation;
 pub mod selector;
+pub mod status_json;
 pub mod stored;
 pub mod strategy;
 #[cfg(test)]
