@@ -480,6 +480,71 @@ async fn field_validation_controls_unknown_fields(#[case] backend: Backend) {
     assert!(bad.body["message"].as_str().unwrap().starts_with("CreateOptions.meta.k8s.io"), "{}", bad.body);
 }
 
+/// What the kube-apiserver's decoder warns of goes out with whatever refuses the write after
+/// it: a namespace or apiVersion other than the request's (400; of another version, only the
+/// metadata's), a name already taken (409, with the finalizer warning of the strategy too).
+#[tokio::test]
+async fn refused_writes_still_warn_of_what_decoding_found() {
+    let s = Server::start().await;
+    let warnings = |r: &reqwest::Response| -> Vec<String> {
+        r.headers().get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect()
+    };
+    let horns = "299 - \"unknown field \\\"spec.horns\\\"\"";
+    let mut body = llama("dolly", 1.0, 1.0);
+    body["spec"]["horns"] = json!(2);
+    body["metadata"]["namespace"] = json!("elsewhere");
+    let other_namespace = s.client.post(s.url(&llamas("default"))).json(&body).send().await.unwrap();
+    assert_eq!(
+        (other_namespace.status().as_u16(), warnings(&other_namespace)),
+        (400, vec![DEPRECATED.to_string(), horns.to_string()])
+    );
+
+    body["metadata"]["namespace"] = json!("default");
+    body["metadata"]["finalizers"] = json!(["hold"]);
+    let finalizer = "299 - \"metadata.finalizers: \\\"hold\\\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers\"";
+    for code in [201, 409] {
+        let created = s.client.post(s.url(&llamas("default"))).json(&body).send().await.unwrap();
+        assert_eq!(created.status().as_u16(), code);
+        assert_eq!(warnings(&created), [DEPRECATED, horns, finalizer], "{code}");
+    }
+
+    // A body of another version: only its metadata's unknown fields (decoded as ObjectMeta
+    // whatever the kind), as a custom resource's decoder warns of them.
+    body["apiVersion"] = json!("");
+    body["metadata"]["horns"] = json!(2);
+    let horns = "299 - \"unknown field \\\"metadata.horns\\\"\"";
+    let no_version = s.client.put(s.url(&llama_path("default", "dolly"))).json(&body).send().await.unwrap();
+    assert_eq!(
+        (no_version.status().as_u16(), warnings(&no_version)),
+        (400, vec![DEPRECATED.to_string(), horns.to_string()])
+    );
+}
+
+/// A patch body that is no JSON at all is refused before the object is looked up (1.31 and
+/// later: `invalid JSON patch`, 400, where the object's absence was answered first).
+#[tokio::test]
+async fn a_patch_that_is_no_json_is_refused_before_the_object_is_looked_up() {
+    let s = Server::start().await;
+    for (content_type, body) in [
+        ("application/merge-patch+json", "z`&"),
+        ("application/json-patch+json", "[{"),
+        ("application/merge-patch+json", ""),
+    ] {
+        let patch = s.client.patch(s.url(&llama_path("default", "nobody"))).header("content-type", content_type);
+        let r = send(patch.body(body)).await;
+        assert_status(&r.body, 400, "BadRequest");
+        assert_eq!(r.body["message"], "invalid JSON patch", "{content_type} {body:?}");
+    }
+    let r = send(
+        s.client
+            .patch(s.url(&llama_path("default", "nobody")))
+            .header("content-type", "application/merge-patch+json")
+            .body("[1]"),
+    )
+    .await;
+    assert_status(&r.body, 404, "NotFound");
+}
+
 #[apply(backends)]
 async fn update_checks_resource_version_and_bumps_generation_on_spec_change(#[case] backend: Backend) {
     let s = Server::start_on(backend).await;

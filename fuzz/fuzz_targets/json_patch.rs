@@ -1,8 +1,9 @@
 //! Applies arbitrary bytes as a JSON patch (RFC 6902) to a stored Llama, as PATCH with
 //! `application/json-patch+json` does (`Patch::parse`, `Patch::apply`), then decodes and validates
-//! the result in every `fieldValidation` mode. Checks that nothing panics, a body that is no JSON
-//! patch is a 400 and an operation that does not decode or apply a 422 (both once applied, as the
-//! kube-apiserver reads a patch only after finding the object), and every later error is a 4xx.
+//! the result in every `fieldValidation` mode. Checks that nothing panics, a body that is not JSON
+//! is refused as it is read (400 `invalid JSON patch`, before the object is looked up, as the
+//! kube-apiserver refuses it), one that is no JSON patch is a 400 and an operation that does not
+//! decode or apply a 422 (both once applied), and every later error is a 4xx.
 #![no_main]
 
 mod common;
@@ -17,8 +18,14 @@ use std::sync::LazyLock;
 static STORED: LazyLock<Value> = LazyLock::new(stored_llama);
 
 fuzz_target!(|data: &[u8]| {
-    let patch = Patch::parse(PatchType::Json, data, FieldValidation::Warn)
-        .unwrap_or_else(|e| panic!("reading a JSON patch never fails: {e}"));
+    let patch = match Patch::parse(PatchType::Json, data, FieldValidation::Warn) {
+        Ok(patch) => patch,
+        Err(err) => {
+            assert_eq!((err.code().as_u16(), err.to_string().as_str()), (400, "invalid JSON patch"), "{err}");
+            assert!(serde_json::from_slice::<Value>(data).is_err(), "refused JSON as no JSON");
+            return;
+        }
+    };
     match patch.apply(&STORED) {
         Ok(patched) => decode_patched(&patched),
         Err(err) => {

@@ -1,9 +1,10 @@
 //! Applies arbitrary bytes as a JSON merge patch (RFC 7386) to a stored Llama, as PATCH with
 //! `application/merge-patch+json` does (`Patch::parse`, with and without field validation,
 //! `Patch::apply`), then decodes and validates
-//! the result in every `fieldValidation` mode. Checks that nothing panics, a body that is no merge
-//! patch is a 400 when applied, every error is a 4xx, and applying a patch a second time changes
-//! nothing (merge patches are idempotent).
+//! the result in every `fieldValidation` mode. Checks that nothing panics, a body that is not JSON
+//! is refused as it is read (400 `invalid JSON patch`), one that is no merge patch is a 400 when
+//! applied, every error is a 4xx, and applying a patch a second time changes nothing (merge
+//! patches are idempotent).
 #![no_main]
 
 mod common;
@@ -20,8 +21,13 @@ static STORED: LazyLock<Value> = LazyLock::new(stored_llama);
 fuzz_target!(|data: &[u8]| {
     // Read as a write validating its fields reads it (an object, or 400), and as one that does not.
     for validation in [FieldValidation::Warn, FieldValidation::Ignore] {
-        let patch = Patch::parse(PatchType::Merge, data, validation)
-            .unwrap_or_else(|e| panic!("reading a merge patch never fails: {e}"));
+        let patch = match Patch::parse(PatchType::Merge, data, validation) {
+            Ok(patch) => patch,
+            Err(err) => {
+                assert_eq!((err.code().as_u16(), err.to_string().as_str()), (400, "invalid JSON patch"), "{err}");
+                return;
+            }
+        };
         let patched = match patch.apply(&STORED) {
             Ok(patched) => patched,
             // A body that is no merge patch is refused once applied, with a 400.

@@ -304,6 +304,20 @@ fn refusals_of_a_client_mistake<'a>(
         .flat_map(move |(_, reads, writes)| if read { reads.iter() } else { writes.iter() })
 }
 
+/// `value` without any `managedFields` member, at any depth.
+fn without_managed_fields(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "managedFields")
+                .map(|(k, v)| (k.clone(), without_managed_fields(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_managed_fields).collect()),
+        other => other.clone(),
+    }
+}
+
 /// Refusals by code and reason.
 type Refusals = &'static [(u16, &'static str)];
 
@@ -321,6 +335,9 @@ const CLIENT_MISTAKES_THE_REFERENCE_FAILS: &[(&str, Refusals, Refusals)] = &[
     // A list's representation asked of one object (a GET of an object accepting only
     // PartialObjectMetadataList): ours is the 406 of a representation it cannot give.
     ("content is not a list", &[(406, "NotAcceptable")], &[]),
+    // A patch that empties `apiVersion`: ours is the patcher's 422 (the patched object is of no
+    // type), the reference's decoder fails on it.
+    ("Object 'apiVersion' is missing in", &[], &[(422, "Invalid")]),
 ];
 
 pub const ON_PURPOSE: &[Allowed] = &[
@@ -329,10 +346,11 @@ pub const ON_PURPOSE: &[Allowed] = &[
         headers: &[],
         headers_only: false,
         stored: &[],
-        // Within 2: a refusal whose causes 1.20 happens to list in our order (Go's map order) counts
-        // here, else under the entry on the same set of causes.
-        expected: &[seen("llamas", 115, 89).within(2), seen("regions", 0, 85).within(2)],
-        per_thousand: 92,
+        // Within 2: a refusal whose causes the reference happens to list in our order (Go's map
+        // order) counts here, else under the entry on the same set of causes. (At the rate of a
+        // random seed of 5,000 against 1.37.2: 1,511 of 13,814.)
+        expected: &[seen("llamas", 112, 89).within(2), seen("regions", 0, 85).within(2)],
+        per_thousand: 110,
         reason: "Parse errors name their cause in Go's words in the reference (`strconv.ParseInt: parsing \"x\": invalid syntax`, json-iterator's byte offsets, `unable to parse requirement: found ''`); the tested server says the same in its own. Clients act on the code, reason and causes' fields, never on this text.",
         applies: |_, _, tested, reference| only_wording(tested, reference),
     },
@@ -483,13 +501,14 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 && causes_of(tested).len() == 1
                 && cause["field"] == "patch"
                 && cause["message"].as_str().is_some_and(refused_type);
-            // What a CRD answers first: the object's absence, a name other than the URL's (its
-            // decoder took the body), a missing resourceVersion, the
+            // What a CRD answers first: the object's absence, a name or namespace other than the
+            // URL's (its decoder took the body), a missing resourceVersion, the
             // kind or apiVersion (Invalid, with causes on those fields only, or none when the
             // patched object lost both); or, for a write of the status, the write.
             let refused_fields = ["kind", "apiVersion", "metadata.resourceVersion"];
             let reference_first = refused_as(reference, 404, "NotFound", "")
                 || refused_as(reference, 400, "BadRequest", "the name of the object (")
+                || refused_as(reference, 400, "BadRequest", "the namespace of the provided object does not match")
                 || (refused_as(reference, 422, "Invalid", "")
                     && causes_of(reference)
                         .iter()
@@ -617,21 +636,45 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 Some(rest) => rest.split_once("): ").map_or("", |(_, why)| why),
                 None => why.strip_prefix(": ").unwrap_or_default(),
             };
+            // One reason, or several listed after `errors:`, one a line.
+            let whys: Vec<&str> = match why.strip_prefix("errors:") {
+                Some(list) => list.lines().map(str::trim).filter(|l| !l.is_empty()).collect(),
+                None => vec![why],
+            };
             // (Warned of, unless the request said fieldValidation=Ignore.)
             let ignore = query_value(request, "fieldValidation") == Some("Ignore");
-            let undeclared_field =
-                why.strip_suffix(": field not declared in schema").map(|f| f.trim_start_matches('.'));
-            let undeclared = undeclared_field
-                .is_some_and(|field| ignore || tested.warnings.iter().any(|w| unknown_field(w) == Some(field)));
-            let untyped_status = why.starts_with(".status: expected map");
+            fn undeclared_field(why: &str) -> Option<&str> {
+                why.strip_suffix(": field not declared in schema").map(|f| f.trim_start_matches('.'))
+            }
+            let explained = |why: &str| {
+                let undeclared = undeclared_field(why)
+                    .is_some_and(|field| ignore || tested.warnings.iter().any(|w| unknown_field(w) == Some(field)));
+                undeclared || why.starts_with(".status: expected map")
+            };
             let mut dropped = tested.warnings.clone();
-            dropped.extend(undeclared_field.map(|f| format!("unknown field \\\"{f}\\\"")));
+            dropped
+                .extend(whys.iter().filter_map(|w| undeclared_field(w)).map(|f| format!("unknown field \\\"{f}\\\"")));
             let known = applied_known_fields(request, &dropped);
             apply_failed_on_reference(request, reference, "failed to create typed patch object")
-                && (undeclared || untyped_status)
+                && !whys.is_empty()
+                && whys.iter().all(|why| explained(why))
                 && wrote(s, tested)
                 && unknown_only
                 && known.is_some_and(|k| holds(&tested.body, &k))
+        },
+    },
+    Allowed {
+        name: "managedFields kept through a write carrying an untypable status",
+        headers: &[],
+        headers_only: false,
+        stored: &[MANAGED_FIELDS],
+        expected: &[seen("llamas", 0, 0), seen("regions", 0, 0)],
+        per_thousand: 1,
+        reason: "The kube-apiserver (1.20 and 1.37 alike) clears every managedFields entry of an object when a write carries a value its schema cannot type, a status that is not an object (which the write then drops): its field manager fails (`[SHOULD NOT HAPPEN] failed to update managedFields`, `FieldManager.UpdateNoErrors`) and removes them all. The tested server types the object once the fields the write resets are dropped, and keeps them.",
+        applies: |_, _, tested, reference| {
+            reference.body["metadata"].get("managedFields").is_none()
+                && tested.body["metadata"]["managedFields"].as_array().is_some_and(|m| !m.is_empty())
+                && without_managed_fields(&tested.body) == without_managed_fields(&reference.body)
         },
     },
     Allowed {
@@ -666,7 +709,7 @@ pub const ON_PURPOSE: &[Allowed] = &[
         stored: &[],
         expected: &[seen("llamas", 8, 3), seen("regions", 0, 5)],
         per_thousand: 15,
-        reason: "kube-apiserver 1.37 (as 1.20 did) answers some malformed requests (an unparsable resourceVersion, a list's representation asked of one object, an apply that does not match the schema, a resourceVersion on a create) with a 500; the tested server answers the client's mistake with the 4xx of `CLIENT_MISTAKES_THE_REFERENCE_FAILS`, each listed with the reference's message.",
+        reason: "kube-apiserver 1.37 (as 1.20 did) answers some malformed requests (an unparsable resourceVersion, a list's representation asked of one object, an apply that does not match the schema, a resourceVersion on a create, a patch that empties apiVersion) with a 500; the tested server answers the client's mistake with the 4xx of `CLIENT_MISTAKES_THE_REFERENCE_FAILS`, each listed with the reference's message.",
         applies: |_, request, tested, reference| {
             refusals_of_a_client_mistake(request, reference).any(|&(code, why)| refused_as(tested, code, why, ""))
         },

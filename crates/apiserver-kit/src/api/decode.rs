@@ -454,15 +454,16 @@ pub fn decode_body<K: ApiResource>(
     (validation, duplicates): (FieldValidation, &[String]),
     subresource: Subresource,
 ) -> Result<Decoded<K>> {
-    let map = check_kind::<K>(value)?;
-    // Decoded (and its unknown fields noted) before it is validated, as the kube-apiserver's
-    // decoder prunes the body first: its warnings go out with a refusal too.
+    // Decoded (and its unknown fields noted) before its kind is checked and it is validated, as
+    // a custom resource's decoder prunes the body first: its warnings go out with a refusal too.
     let (object, unknown) = deserialize_noting_unknown::<K>(value);
     let unknown = unknown.iter().map(|p| format!("unknown field {p:?}"));
     let messages: Vec<String> = duplicates.iter().cloned().chain(unknown).collect();
+    let kind_checked = check_kind::<K>(value);
     if validation == FieldValidation::Warn {
-        super::warning_recorder::record(&messages);
+        super::warning_recorder::record(&decoder_warnings(value, &messages, kind_checked.is_ok()));
     }
+    let map = kind_checked?;
     let errors = schema_errors::<K>(map);
     if !errors.is_empty() {
         let mut all = match subresource {
@@ -483,6 +484,21 @@ pub fn decode_body<K: ApiResource>(
         FieldValidation::Warn => Ok(Decoded { object, warnings: messages }),
         _ => Ok(Decoded { object, warnings: Vec::new() }),
     }
+}
+
+/// Which of a body's `messages` (its duplicate and unknown fields) a custom resource's decoder
+/// warns of, whatever refuses the body later: all of them when the body is of the resource's
+/// kind and version (`of_the_kind`); of another, only those of its metadata (which it decodes as
+/// `ObjectMeta` whatever the kind; the rest it prunes by no schema); none when the body is no
+/// object, names no kind (nothing decoded it), or has `items` (read as a list, whose items it
+/// prunes nothing of).
+fn decoder_warnings(value: &Value, messages: &[String], of_the_kind: bool) -> Vec<String> {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if !value.is_object() || kind.is_empty() || value.get("items").is_some() {
+        return Vec::new();
+    }
+    let of_metadata = |m: &&String| m.starts_with("unknown field \"metadata.");
+    messages.iter().filter(|m| of_the_kind || of_metadata(m)).cloned().collect()
 }
 
 /// What `K`'s schema says is wrong with the fields of a body (`map`): required ones missing,

@@ -15,7 +15,7 @@ use super::decode::{
 use super::extract::{CollectionPath, ObjectPath, PathParams, Requester};
 use super::negotiate::{MetaVersion, Representation, Target, negotiate, partial_metadata_in};
 use super::patch::{Patch, PatchType};
-use super::query::{ListOptions, OptionsKind, Query, WriteOptions};
+use super::query::{FieldValidation, ListOptions, OptionsKind, Query, WriteOptions};
 use super::registry::{At, Registry, WriteContext};
 use super::table;
 use crate::machinery::cpu_bound;
@@ -387,17 +387,22 @@ async fn create<K: Strategy, V: Served<K>>(
     let bytes = read_body(body).await?;
     super::warning_recorder::answered(cpu_bound::run_async(bytes.len(), async {
         let (mut value, mut strict) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
-        check_kind::<V>(&value)?;
         strict.extend(prepare_body::<V>(&mut value, Subresource::Main));
-        check_metadata::<V>(&value)?;
-        // Admission (the namespace lifecycle) sees the decoded object, before its validation.
-        let name = ["name", "generateName"]
-            .iter()
-            .find_map(|field| value["metadata"].get(*field)?.as_str().filter(|n| !n.is_empty()))
-            .unwrap_or_default();
-        registry.admit_create(&namespace, name).await?;
-        super::registry::check_body_namespace(&value, &namespace)?;
         let validation = (request.options.field_validation, strict.as_slice());
+        let checked = async {
+            check_kind::<V>(&value)?;
+            check_metadata::<V>(&value)?;
+            // Admission (the namespace lifecycle) sees the decoded object, before its validation.
+            let name = ["name", "generateName"]
+                .iter()
+                .find_map(|field| value["metadata"].get(*field)?.as_str().filter(|n| !n.is_empty()))
+                .unwrap_or_default();
+            registry.admit_create(&namespace, name).await?;
+            super::registry::check_body_namespace(&value, &namespace)
+        };
+        if let Err(refused) = checked.await {
+            return Err(refused_after_decoding::<V>(refused, &value, &namespace, validation, Subresource::Main));
+        }
         let decoded = decode_body::<V>(&value, &namespace, validation, Subresource::Main)?;
         let object = V::object_to_hub(decoded.object)?;
         let created = registry.create(&namespace, object, &request.context::<K, V>(requester)).await?;
@@ -422,29 +427,42 @@ async fn update<K: Strategy, V: Served<K>>(
     let bytes = read_body(body).await?;
     super::warning_recorder::answered(cpu_bound::run_async(bytes.len(), async {
         let (mut value, mut strict) = parse_body_with_duplicates(&headers, &bytes, V::info().kind)?;
+        strict.extend(prepare_body::<V>(&mut value, subresource));
+        let ctx = WriteContext { strict_decoding: strict, ..request.context::<K, V>(requester) };
         // Another kind is refused before the object is looked up, as by a built-in resource's
         // decoder; the rest of the body is decoded and validated once the stored object is read.
-        check_kind::<V>(&value)?;
-        strict.extend(prepare_body::<V>(&mut value, subresource));
-        check_metadata::<V>(&value)?;
-        let ctx = WriteContext { strict_decoding: strict, ..request.context::<K, V>(requester) };
-        let updated = match registry.update::<V>(&namespace, &name, &value, subresource, &ctx).await {
-            Ok(updated) => updated,
-            Err(refused) => {
-                // The kube-apiserver decodes the body before it reads the stored object, so its
-                // refusal (a precondition, a conflict) still warns of the body's unknown fields:
-                // a refused update decodes it for its warnings alone (the cost is the refusal's).
-                if ctx.field_validation == super::query::FieldValidation::Warn {
-                    let validation = (ctx.field_validation, ctx.strict_decoding.as_slice());
-                    drop(decode_body::<V>(&value, &namespace, validation, subresource));
-                }
-                return Err(refused);
-            }
+        let checked = check_kind::<V>(&value).and_then(|_| check_metadata::<V>(&value));
+        let updated = match checked {
+            Ok(()) => registry.update::<V>(&namespace, &name, &value, subresource, &ctx).await,
+            Err(refused) => Err(refused),
         };
+        let updated = updated.map_err(|refused| {
+            let validation = (ctx.field_validation, ctx.strict_decoding.as_slice());
+            refused_after_decoding::<V>(refused, &value, &namespace, validation, subresource)
+        })?;
         let (representation, query) = (request.representation, &request.query);
         render_object::<K, V>(&updated.object, representation, query, StatusCode::OK, &updated.warnings)
     }))
     .await
+}
+
+/// `refused`, once the body's unknown and duplicate fields are recorded as warnings
+/// (`fieldValidation=Warn`): the kube-apiserver decodes a custom resource's body (an object
+/// whose metadata decodes) before anything else looks at it (its kind, its namespace,
+/// admission, the stored object), so whatever it then refuses still warns of them. Decoding it
+/// again costs the refusal alone; the warnings recorded twice (when the refusal came after
+/// decoding) are written once.
+fn refused_after_decoding<V: Strategy>(
+    refused: Error,
+    value: &serde_json::Value,
+    namespace: &str,
+    validation: (FieldValidation, &[String]),
+    subresource: Subresource,
+) -> Error {
+    if validation.0 == FieldValidation::Warn && check_metadata::<V>(value).is_ok() {
+        drop(decode_body::<V>(value, namespace, validation, subresource));
+    }
+    refused
 }
 
 /// PATCH of the object, or of its `subresource`.

@@ -56,10 +56,12 @@ impl PatchType {
 
 /// A parsed patch, ready to apply to any number of documents (a conflict retry re-applies it).
 ///
-/// As the kube-apiserver, the body is judged only when the patch is applied, that is once the
-/// object was found: a malformed patch of a missing object is a 404. Its errors are those of
-/// Kubernetes' `evanphx/json-patch`: a body that is no patch is a 400, an operation that does not
-/// decode or apply a 422 with empty details.
+/// As the kube-apiserver (since 1.31, `validateAndTranscodePatch`), a body that is not JSON at all
+/// is refused before the object is looked up (400 `invalid JSON patch`); the rest of the body is
+/// judged only when the patch is applied, that is once the object was found: a patch of the
+/// wrong shape for a missing object is a 404. Its errors are those of Kubernetes'
+/// `evanphx/json-patch`: a body that is no patch is a 400, an operation that does not decode or
+/// apply a 422 with empty details.
 #[derive(Clone, Debug)]
 pub enum Patch {
     /// A merge patch document (an object, or an array that replaces the document).
@@ -74,13 +76,14 @@ pub enum Patch {
 }
 
 impl Patch {
-    /// Reads the body for `kind`; what is wrong with it is kept for [`Patch::apply`] to report.
+    /// Reads the body for `kind`: one that is not JSON is refused now (400); what else is wrong
+    /// with it is kept for [`Patch::apply`] to report.
     /// Where fields are validated (`Warn`, the default, or `Strict`), a merge patch is decoded
     /// into an object as the kube-apiserver decodes it since 1.27: one that is no object is 400.
     pub fn parse(kind: PatchType, body: &[u8], validation: FieldValidation) -> Result<Self> {
         let value = match super::decode::json_from_slice(body) {
             Ok(value) => value,
-            Err(e) => return Ok(Self::Malformed(format!("error decoding patch: {e}"))),
+            Err(_) => return Err(Error::BadRequest("invalid JSON patch".into())),
         };
         Ok(match (kind, value) {
             (PatchType::Apply, _) => return Err(Error::Internal("an apply is not a patch document".into())),
@@ -318,10 +321,21 @@ mod tests {
         assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
     }
 
-    /// The code `body`, a patch of type `kind`, gets when it is applied to a widget.
+    /// The code `body`, a patch of type `kind`, gets when it is read or applied to a widget.
     fn code_when_applied(kind: PatchType, body: &str) -> u16 {
-        let patch = Patch::parse(kind, body.as_bytes(), FieldValidation::Warn).unwrap();
-        patch.apply(&json!({"spec": {"weight": 1}})).map_or_else(|e| e.code().as_u16(), |_| 200)
+        Patch::parse(kind, body.as_bytes(), FieldValidation::Warn)
+            .and_then(|patch| patch.apply(&json!({"spec": {"weight": 1}})))
+            .map_or_else(|e| e.code().as_u16(), |_| 200)
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_refused_as_it_is_read() {
+        for kind in [PatchType::Json, PatchType::Merge] {
+            for body in ["[1,", "", "z`&", "{\"a\": 1} x"] {
+                let err = Patch::parse(kind, body.as_bytes(), FieldValidation::Warn).unwrap_err();
+                assert_eq!((err.code().as_u16(), err.to_string()), (400, "invalid JSON patch".into()), "{body}");
+            }
+        }
     }
 
     #[test]

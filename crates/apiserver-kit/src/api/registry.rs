@@ -566,6 +566,9 @@ impl<K: Strategy> Registry<K> {
             if let Some(admission) = &admission {
                 warnings.extend(admission.validate(Some(&object), None).await?);
             }
+            // The strategy's warnings (given once the object is valid) are the request's before
+            // storage answers (a name already taken).
+            super::warning_recorder::record(&warnings);
             if resource_version_set && !ctx.dry_run {
                 return Err(Error::BadRequest("resourceVersion should not be set on objects to be created".into()));
             }

@@ -396,7 +396,7 @@ pub fn apply(
     use super::last_applied::{KUBECTL, allowed_conflicts};
     let by_kubectl = write.manager == KUBECTL;
     let retry = (by_kubectl && !force).then(|| managed.clone());
-    let conflicts = match apply_once(live, config, managed, write, force, schema) {
+    let conflicts = match apply_once(live, (config, as_sent), managed, write, force, schema) {
         Err(conflicts) => conflicts,
         Ok(applied) => return Ok(recorded(applied, live, as_sent, by_kubectl)),
     };
@@ -406,7 +406,7 @@ pub fn apply(
     if !left.is_empty() {
         return Err(left);
     }
-    let applied = apply_once(live, config, managed, write, true, schema)?;
+    let applied = apply_once(live, (config, as_sent), managed, write, true, schema)?;
     Ok(recorded(applied, live, as_sent, by_kubectl))
 }
 
@@ -423,10 +423,11 @@ fn recorded(mut applied: Applied, live: Option<&Value>, as_sent: &Value, by_kube
     applied
 }
 
-/// One apply, with or without `force` (structured-merge-diff's `Updater.Apply`).
+/// One apply, with or without `force` (structured-merge-diff's `Updater.Apply`), of `config`,
+/// the configuration `as_sent` without the fields the write resets.
 fn apply_once(
     live: Option<&Value>,
-    config: &Value,
+    (config, as_sent): (&Value, &Value),
     managed: Managed,
     write: &Write,
     force: bool,
@@ -467,14 +468,33 @@ fn apply_once(
     managed.entries.retain(|_, (set, _)| !set.is_empty());
     // The applier's entry is stamped only when the object changes (`managedFieldsUpdater.Apply`:
     // structured-merge-diff returns no object for a no-op); a new applier's entry of a no-op
-    // apply has no time (kube-apiserver 1.20 stamped it).
+    // apply has no time (kube-apiserver 1.20 stamped it). structured-merge-diff merges the whole
+    // configuration, the fields the write then resets included: a status the applier sends to
+    // the object is a change there, which stamps the time though the object stays as it was.
     let changed = !super::typed::values_equal(&object, live_value);
+    let stamped = changed || resets_change(live_value, as_sent, config, schema);
     if let Some((_, time)) = managed.entries.get_mut(&key)
-        && changed
+        && stamped
     {
         *time = Some(write.now.clone());
     }
     Ok(Applied { object: changed.then_some(object), managed })
+}
+
+/// Whether the top-level fields of `as_sent` that `config` lacks (the fields the write resets),
+/// merged into `live`, change it.
+fn resets_change(live: &Value, as_sent: &Value, config: &Value, schema: &Schema) -> bool {
+    let Value::Object(sent) = as_sent else { return false };
+    let dropped: serde_json::Map<String, Value> = sent
+        .iter()
+        .filter(|(field, _)| config.get(field.as_str()).is_none())
+        .map(|(f, v)| (f.clone(), v.clone()))
+        .collect();
+    if dropped.is_empty() {
+        return false;
+    }
+    let merged = super::merge::merge(live, &Value::Object(dropped), schema);
+    !super::typed::values_equal(&merged, live)
 }
 
 /// A schema: the write's own, or another version's.
@@ -857,6 +877,40 @@ mod tests {
         let again = again.unwrap();
         assert_eq!(again.object, None, "the same apply again changes nothing");
         assert_eq!(again.managed, out.managed, "not even the time");
+    }
+
+    #[test]
+    fn a_status_sent_with_a_no_op_apply_stamps_its_time_but_changes_nothing() {
+        let reset = top_level(&["status"]);
+        let config = spec(json!({"weight": 1, "height": 2}));
+        let out = apply(None, &config, Managed::default(), &write("a", "", &reset, 10), false, &schema()).unwrap();
+        let time = |applied: &Applied| applied.managed.encode().unwrap_or_default()[0].time.clone();
+        let mut sent = config.clone();
+        sent["status"] = json!({"observedGeneration": 3});
+        let with_status = super::apply(
+            Some(&config),
+            &config,
+            &sent,
+            out.managed.clone(),
+            &write("a", "", &reset, 20),
+            false,
+            &schema(),
+        );
+        let with_status = with_status.unwrap();
+        assert_eq!(with_status.object, None, "the status is reset: the object stays as it was");
+        assert_eq!(time(&with_status), Some(at(20)), "structured-merge-diff merged a status that changed it");
+        let mut same_status = config.clone();
+        same_status["status"] = json!({"observedGeneration": 3});
+        let kept = super::apply(
+            Some(&same_status),
+            &config,
+            &same_status,
+            out.managed.clone(),
+            &write("a", "", &reset, 30),
+            false,
+            &schema(),
+        );
+        assert_eq!(time(&kept.unwrap()), Some(at(10)), "a status the object already has changes nothing");
     }
 
     #[test]
