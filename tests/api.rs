@@ -508,6 +508,13 @@ async fn refused_writes_still_warn_of_what_decoding_found() {
         assert_eq!(warnings(&created), [DEPRECATED, horns, finalizer], "{code}");
     }
 
+    // A patched object is decoded, its unknown fields warned of (those of the spec a status
+    // write resets included), before the storage refuses its emptied resourceVersion.
+    let status = s.client.patch(s.url(&format!("{}/status", llama_path("default", "dolly"))));
+    let status = status.header("content-type", "application/merge-patch+json");
+    let emptied = status.body(r#"{"metadata": {"resourceVersion": ""}, "spec": {"horns": 2}}"#).send().await.unwrap();
+    assert_eq!((emptied.status().as_u16(), warnings(&emptied)), (422, vec![DEPRECATED.to_string(), horns.to_string()]));
+
     // A body of another version: only its metadata's unknown fields (decoded as ObjectMeta
     // whatever the kind), as a custom resource's decoder warns of them.
     body["apiVersion"] = json!("");

@@ -94,6 +94,13 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
             c.push(extra);
         }
     }),
+    ("managedFields kept", "our managedFields empty", |_, o, _| o.body["metadata"]["managedFields"] = json!([])),
+    ("a number an integer field cannot hold", "our extra cause", |_, o, _| {
+        let extra = json!({"field": "spec.extra", "reason": "FieldValueInvalid", "message": "extra"});
+        if let Some(c) = o.body["details"]["causes"].as_array_mut() {
+            c.push(extra);
+        }
+    }),
     ("an apply the reference cannot type", "our Warning of something else", |_, o, _| {
         o.warnings.push(r#"299 - "something else""#.into());
     }),

@@ -395,10 +395,10 @@ const STRICT_DECODING: &str = "strict decoding error:";
 pub fn decode_patched<K: ApiResource>(
     value: &Value,
     namespace: &str,
-    validation: FieldValidation,
+    validation: (FieldValidation, &[String]),
     subresource: Subresource,
 ) -> Result<Decoded<K>> {
-    decode_write::<K>(value, namespace, validation, subresource).map_err(|error| as_patch_error(value, error))
+    decode_body::<K>(value, namespace, validation, subresource).map_err(|error| as_patch_error(value, error))
 }
 
 /// [`check_kind`] and [`check_metadata`] on the result of a patch, refusing it as

@@ -646,18 +646,24 @@ impl<K: Strategy> Registry<K> {
                     if keeps_managed_fields { to_value(current.object())? } else { object_value(current.object())? };
                 let document = V::value_from_hub(current_value)?;
                 let mut patched = patch.apply(&document)?;
-                // (Its unknown fields are in the patched document only; the reset fields' are not
-                // the patch's to report.)
-                drop(super::decode::prepare_body::<V>(&mut patched, subresource));
+                // The unknown fields of what the write resets are warned of too: the
+                // kube-apiserver decodes the whole patched object before its strategy resets them.
+                let reset_unknown = super::decode::prepare_body::<V>(&mut patched, subresource);
                 super::decode::set_fields(&mut patched, stored_reset_fields::<K, V>(current, subresource)?);
+                let validation = (ctx.field_validation, reset_unknown.as_slice());
                 // In the kube-apiserver's order: a result of another kind (422), name or namespace (400), then
                 // the storage's precondition, then the validation.
                 super::decode::check_patched_type::<V>(&patched)?;
                 check_body_name(&patched, name)?;
                 check_patched_namespace(&patched, namespace)?;
-                check_resource_version::<K>(resource_version_in(&patched), current.meta(), true)?;
-                let decoded =
-                    super::decode::decode_patched::<V>(&patched, namespace, ctx.field_validation, subresource)?;
+                if let Err(refused) = check_resource_version::<K>(resource_version_in(&patched), current.meta(), true) {
+                    // (Decoded before the storage checks the precondition: its warnings go out.)
+                    if ctx.field_validation == FieldValidation::Warn {
+                        drop(super::decode::decode_patched::<V>(&patched, namespace, validation, subresource));
+                    }
+                    return Err(refused);
+                }
+                let decoded = super::decode::decode_patched::<V>(&patched, namespace, validation, subresource)?;
                 warnings = decoded.warnings;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings.extend(object.warnings());

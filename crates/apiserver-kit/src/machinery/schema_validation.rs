@@ -33,8 +33,14 @@ pub fn check(path: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldEr
     }
     if let Some(error) = type_error(path, value, schema) {
         errors.push(error);
-        // The enum is checked on its own, as kube-openapi's validators each report.
+        // The enum is checked on its own, as kube-openapi's validators each report, and so are
+        // the bounds of a number in a field of the other numeric type (a fraction where an
+        // integer is wanted): its number validator applies to any number.
         enumerated(path, value, schema, errors);
+        let numeric = schema.get("type").and_then(Value::as_str).is_some_and(|t| t == "integer" || t == "number");
+        if value.is_number() && numeric {
+            bounds(path, value, schema, errors);
+        }
         return;
     }
     enumerated(path, value, schema, errors);
@@ -330,6 +336,19 @@ mod tests {
             ["f: Invalid value: \"number\": f in body must be of type integer: \"number\""]
         );
         assert_eq!(errors(json!(1e300), integer).len(), 1, "beyond what a JSON integer says exactly");
+    }
+
+    #[test]
+    fn a_fraction_in_an_integer_field_is_also_checked_against_its_bounds() {
+        let capacity = json!({"type": "integer", "format": "int64", "minimum": 1});
+        assert_eq!(
+            errors(json!(-0.5), capacity.clone()),
+            [
+                "f: Invalid value: \"float64\": f in body must be of type int64: \"float64\"",
+                "f: Invalid value: -0.5: f in body should be greater than or equal to 1",
+            ]
+        );
+        assert_eq!(errors(json!("x"), capacity).len(), 1, "a string is no number: its bounds are not checked");
     }
 
     #[test]

@@ -24,11 +24,18 @@ static DNS1123_SUBDOMAIN: LazyLock<regex::Regex> = LazyLock::new(|| anchored(DNS
 static QUALIFIED_NAME: LazyLock<regex::Regex> = LazyLock::new(|| anchored(QUALIFIED_NAME_FMT));
 static LABEL_VALUE: LazyLock<regex::Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
 
-/// The length and pattern problems of `value`, `shape` describing the pattern.
-fn length_and_pattern(value: &str, max: usize, pattern: &regex::Regex, shape: impl FnOnce() -> String) -> Vec<String> {
+/// The length and pattern problems of `value`, `shape` describing the pattern; `max` is counted
+/// in bytes, and said in `unit` (apimachinery's older validators say "characters", those of its
+/// `validate/content` package, which label keys and values use since 1.34, "bytes").
+fn length_and_pattern(
+    value: &str,
+    (max, unit): (usize, &str),
+    pattern: &regex::Regex,
+    shape: impl FnOnce() -> String,
+) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > max {
-        errs.push(format!("must be no more than {max} characters"));
+        errs.push(format!("must be no more than {max} {unit}"));
     }
     if !pattern.is_match(value) {
         errs.push(shape());
@@ -38,7 +45,12 @@ fn length_and_pattern(value: &str, max: usize, pattern: &regex::Regex, shape: im
 
 /// Problems with `value` as a DNS-1123 subdomain (an object name), as apimachinery words them.
 pub fn dns1123_subdomain(value: &str) -> Vec<String> {
-    length_and_pattern(value, 253, &DNS1123_SUBDOMAIN, || {
+    subdomain_in(value, "characters")
+}
+
+/// [`dns1123_subdomain`], its length said in `unit`.
+fn subdomain_in(value: &str, unit: &str) -> Vec<String> {
+    length_and_pattern(value, (253, unit), &DNS1123_SUBDOMAIN, || {
         format!(
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"
         )
@@ -47,7 +59,7 @@ pub fn dns1123_subdomain(value: &str) -> Vec<String> {
 
 /// Problems with `value` as a DNS-1123 label (a namespace name).
 pub fn dns1123_label(value: &str) -> Vec<String> {
-    length_and_pattern(value, 63, &DNS1123_LABEL, || {
+    length_and_pattern(value, (63, "characters"), &DNS1123_LABEL, || {
         format!(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{DNS1123_LABEL_FMT}')"
         )
@@ -55,32 +67,33 @@ pub fn dns1123_label(value: &str) -> Vec<String> {
 }
 
 /// Problems with `value` as a qualified name (`prefix/name` or `name`): label keys, annotation
-/// keys, finalizers.
+/// keys, finalizers, as apimachinery 1.37 words them (`content.IsLabelKey`): the name part's
+/// length in bytes, its pattern checked even when it is empty.
 pub fn qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let (prefix, name) = match value.split_once('/') {
-        Some((prefix, name)) if !name.contains('/') => (Some(prefix), name),
-        Some(_) => {
-            errs.push(format!(
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ));
-            return errs;
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts[..] {
+        [name] => name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                errs.extend(subdomain_in(prefix, "bytes").into_iter().map(|m| format!("prefix part {m}")));
+            }
+            name
         }
-        None => (None, value),
+        _ => {
+            return vec![format!(
+                "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            )];
+        }
     };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            errs.push("prefix part must be non-empty".to_string());
-        } else {
-            errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
-        }
-    }
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_string());
+        errs.push("name part must be no more than 63 bytes".to_string());
     }
-    if !name.is_empty() && !QUALIFIED_NAME.is_match(name) {
+    if !QUALIFIED_NAME.is_match(name) {
         errs.push(format!(
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}')"
         ));
@@ -90,7 +103,7 @@ pub fn qualified_name(value: &str) -> Vec<String> {
 
 /// Problems with `value` as a label value.
 pub fn label_value(value: &str) -> Vec<String> {
-    length_and_pattern(value, 63, &LABEL_VALUE, || {
+    length_and_pattern(value, (63, "bytes"), &LABEL_VALUE, || {
         format!(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '{LABEL_VALUE_FMT}')"
         )
@@ -273,7 +286,14 @@ mod tests {
         assert!(label_value("").is_empty());
         assert!(label_value("a-b_c.d").is_empty());
         assert!(!label_value("-a").is_empty());
-        assert!(!label_value(&"a".repeat(64)).is_empty());
+        assert_eq!(label_value(&"a".repeat(64)), ["must be no more than 63 bytes"]);
+        assert_eq!(qualified_name(&"a".repeat(64)), ["name part must be no more than 63 bytes"]);
+        let empty_name = qualified_name("example.com/");
+        assert_eq!(empty_name[0], "name part must be non-empty");
+        assert!(empty_name[1].starts_with("name part must consist of"), "the pattern is checked too: {empty_name:?}");
+        assert!(qualified_name("a/b/c")[0].starts_with("a valid label key must consist of"));
+        assert_eq!(qualified_name(&format!("{}/a", "b".repeat(254)))[0], "prefix part must be no more than 253 bytes");
+        assert_eq!(dns1123_subdomain(&"b".repeat(254))[0], "must be no more than 253 characters");
     }
 
     #[test]
