@@ -508,6 +508,13 @@ async fn refused_writes_still_warn_of_what_decoding_found() {
         assert_eq!(warnings(&created), [DEPRECATED, horns, finalizer], "{code}");
     }
 
+    // Every unknown field, also past one of the wrong type, and also when the object is missing.
+    let mut mistyped = llama("nobody", 1.0, 1.0);
+    mistyped["spec"]["height"] = json!([1]);
+    mistyped["spec"]["horns"] = json!(2);
+    let missing = s.client.put(s.url(&llama_path("default", "nobody"))).json(&mistyped).send().await.unwrap();
+    assert_eq!((missing.status().as_u16(), warnings(&missing)), (404, vec![DEPRECATED.to_string(), horns.to_string()]));
+
     // A patched object is decoded, its unknown fields warned of (those of the spec a status
     // write resets included), before the storage refuses its emptied resourceVersion.
     let status = s.client.patch(s.url(&format!("{}/status", llama_path("default", "dolly"))));

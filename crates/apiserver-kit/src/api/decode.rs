@@ -456,7 +456,16 @@ pub fn decode_body<K: ApiResource>(
 ) -> Result<Decoded<K>> {
     // Decoded (and its unknown fields noted) before its kind is checked and it is validated, as
     // a custom resource's decoder prunes the body first: its warnings go out with a refusal too.
-    let (object, unknown) = deserialize_noting_unknown::<K>(value);
+    let (object, mut unknown) = deserialize_noting_unknown::<K>(value);
+    if object.is_err() {
+        // Deserializing stopped at the first field it could not read: the schema names the
+        // rest, as a custom resource's pruning does whatever the types of the other fields.
+        for path in unknown_by_schema::<K>(value) {
+            if !unknown.contains(&path) {
+                unknown.push(path);
+            }
+        }
+    }
     let unknown = unknown.iter().map(|p| format!("unknown field {p:?}"));
     let messages: Vec<String> = duplicates.iter().cloned().chain(unknown).collect();
     let kind_checked = check_kind::<K>(value);
@@ -499,6 +508,20 @@ fn decoder_warnings(value: &Value, messages: &[String], of_the_kind: bool) -> Ve
     }
     let of_metadata = |m: &&String| m.starts_with("unknown field \"metadata.");
     messages.iter().filter(|m| of_the_kind || of_metadata(m)).cloned().collect()
+}
+
+/// The paths of the fields of `value` (but its metadata's) that `K`'s schema does not declare.
+fn unknown_by_schema<K: ApiResource>(value: &Value) -> Vec<String> {
+    let schema = crate::machinery::resource::body_schema::<K>();
+    let mut unknown = Vec::new();
+    for (name, field) in value.as_object().into_iter().flatten() {
+        match schema.properties.get(name) {
+            Some(declared) => crate::machinery::schema_validation::unknown_fields(name, field, declared, &mut unknown),
+            None if ["apiVersion", "kind", "metadata"].contains(&name.as_str()) => {}
+            None => unknown.push(name.clone()),
+        }
+    }
+    unknown
 }
 
 /// What `K`'s schema says is wrong with the fields of a body (`map`): required ones missing,

@@ -543,7 +543,8 @@ impl<K: Strategy> Registry<K> {
         meta.uid = Some(uuid::Uuid::new_v4().to_string());
         meta.creation_timestamp = Some(now());
         meta.generation = Some(1);
-        if !ctx.dry_run {
+        // (An empty one is none, as Go writes it.)
+        if !ctx.dry_run || meta.resource_version.as_deref() == Some("") {
             meta.resource_version = None;
         }
         meta.deletion_timestamp = None;
@@ -654,10 +655,12 @@ impl<K: Strategy> Registry<K> {
                 // In the kube-apiserver's order: a result of another kind (422), name or namespace (400), then
                 // the storage's precondition, then the validation.
                 super::decode::check_patched_type::<V>(&patched)?;
-                check_body_name(&patched, name)?;
-                check_patched_namespace(&patched, namespace)?;
-                if let Err(refused) = check_resource_version::<K>(resource_version_in(&patched), current.meta(), true) {
-                    // (Decoded before the storage checks the precondition: its warnings go out.)
+                let checked = check_body_name(&patched, name)
+                    .and_then(|()| check_patched_namespace(&patched, namespace))
+                    .and_then(|()| check_resource_version::<K>(resource_version_in(&patched), current.meta(), true));
+                if let Err(refused) = checked {
+                    // (Decoded before its name, namespace and precondition are checked: its
+                    // warnings go out with their refusal.)
                     if ctx.field_validation == FieldValidation::Warn {
                         drop(super::decode::decode_patched::<V>(&patched, namespace, validation, subresource));
                     }
