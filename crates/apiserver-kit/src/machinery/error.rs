@@ -161,13 +161,23 @@ fn render_value(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) => go_quote(s),
         serde_json::Value::Null => "null".to_string(),
-        // Go prints the float64 -3 as "-3", serde_json as "-3.0".
-        serde_json::Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
-            _ => n.to_string(),
-        },
+        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), go_float),
         other => other.to_string(),
     }
+}
+
+/// A float64 as Go's `%v` prints it: its shortest digits, with an exponent of at least two
+/// digits when it is below -4 or from 6 up (`-3`, `0.0001234`, `2.5e-07`, `1e+06`).
+fn go_float(f: f64) -> String {
+    let scientific = format!("{f:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..6).contains(&exponent) {
+        return format!("{f}");
+    }
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.abs())
 }
 
 /// `text` quoted as Go's `%q` (`strconv.Quote`) quotes it: printable characters as they are,
@@ -570,6 +580,27 @@ impl IntoResponse for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_are_printed_as_go_prints_them() {
+        // What `fmt.Printf("%v\n", f)` printed for each with Go 1.26.
+        for (f, go) in [
+            (2.5e-7, "2.5e-07"),
+            (-0.5, "-0.5"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (1e21, "1e+21"),
+            (1e-4, "0.0001"),
+            (1e-5, "1e-05"),
+            (0.0001234, "0.0001234"),
+            (314.265, "314.265"),
+            (-3.0, "-3"),
+            (123456.0, "123456"),
+            (12345678901234567890.0, "1.2345678901234567e+19"),
+        ] {
+            assert_eq!(go_float(f), go, "{f}");
+        }
+    }
 
     #[test]
     fn strings_are_quoted_as_go_quotes_them() {
