@@ -189,8 +189,13 @@ fn refused_as(answer: &Answer, code: u16, why: &str, message: &str) -> bool {
 
 /// The causes of an answer, each once, in the order they first appear.
 fn distinct_causes(answer: &Answer) -> Vec<Value> {
+    each_once(causes_of(answer))
+}
+
+/// `causes` with each repeated one left out, in the order they first appear.
+fn each_once(causes: Vec<Value>) -> Vec<Value> {
     let mut seen = Vec::new();
-    for cause in causes_of(answer) {
+    for cause in causes {
         if !seen.contains(&cause) {
             seen.push(cause);
         }
@@ -816,19 +821,10 @@ pub const ON_PURPOSE: &[Allowed] = &[
                 && causes_of(reference).iter().all(refuses_null);
             // (Each cause once: the reference may repeat the metadata's, as the entry on the
             // order of causes says.)
-            let once = |causes: Vec<Value>| {
-                let mut once: Vec<Value> = Vec::new();
-                for cause in causes {
-                    if !once.contains(&cause) {
-                        once.push(cause);
-                    }
-                }
-                once
-            };
             let other_causes_equal = refused_as(tested, 422, "Invalid", "")
                 && refused_as(reference, 422, "Invalid", "")
                 && causes(reference, false).len() > causes(tested, false).len()
-                && once(causes(reference, true)) == once(causes(tested, false));
+                && each_once(causes(reference, true)) == each_once(causes(tested, false));
             // A required field sent as null: missing to the tested server, of type null to the CRD.
             let field_reason = |c: &Value| (c["field"].clone(), c["reason"].clone());
             // (Each cause once: 1.20 may repeat the metadata's, as the entry on the order of causes says.)

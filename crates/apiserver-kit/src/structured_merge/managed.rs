@@ -899,12 +899,10 @@ mod tests {
         let with_status = with_status.unwrap();
         assert_eq!(with_status.object, None, "the status is reset: the object stays as it was");
         assert_eq!(time(&with_status), Some(at(20)), "structured-merge-diff merged a status that changed it");
-        let mut same_status = config.clone();
-        same_status["status"] = json!({"observedGeneration": 3});
         let kept = super::apply(
-            Some(&same_status),
+            Some(&sent),
             &config,
-            &same_status,
+            &sent,
             out.managed.clone(),
             &write("a", "", &reset, 30),
             false,
