@@ -15,7 +15,8 @@
 #   scripts/control-plane.sh recipe        print the cache folder of this recipe's binaries
 #   scripts/control-plane.sh up DIR [--controller-manager | --audit]
 #                                          start etcd and kube-apiserver (and kube-controller-manager:
-#                                          namespace, garbage-collector and service-account controllers;
+#                                          namespace, garbage-collector, service-account and
+#                                          ClusterRole aggregation controllers;
 #                                          or an audit policy recording every request at Metadata, so
 #                                          that every answer has an Audit-Id) in DIR; writes
 #                                          DIR/admin.kubeconfig, DIR/env
@@ -375,12 +376,14 @@ EOF
 }
 
 # kube-controller-manager with the controllers that act on aggregated APIs (namespace deletion
-# and garbage collection) and the service-account ones (a namespace gets its `default` account,
-# without which Pod creation is refused); ready once `default` has its account.
+# and garbage collection), the service-account ones (a namespace gets its `default` account,
+# without which Pod creation is refused) and the ClusterRole aggregation (the default `view`,
+# `edit` and `admin` roles take the rules of the roles labelled for them); ready once `default`
+# has its account.
 start_controller_manager() {
   local d=$1 kcm=$2
   "$kcm" --kubeconfig "$d/admin.kubeconfig" \
-    --controllers namespace,garbagecollector,serviceaccount,serviceaccount-token \
+    --controllers namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation \
     --service-account-private-key-file "$d/sa.key" --root-ca-file "$d/ca.crt" \
     --leader-elect=false --secure-port=0 \
     >"$d/kube-controller-manager.log" 2>&1 &

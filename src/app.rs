@@ -7,8 +7,8 @@ use crate::machinery::identity::Identity;
 use crate::resources::{GROUP, farmpod, farmpod::FarmPod, llama, llama::Llama};
 use crate::server::{
     ApiServer, ApiServerBuilder, AuditOptions, Authentication, CertificateFiles, ClusterConnection, HttpOptions,
-    MirroredView, RequestLimits, ServerOptions, ShutdownOptions, StartError, StorageOptions, StoredResource,
-    TlsOptions, WatchOptions,
+    ManagedCertificates, MirroredView, RequestLimits, ServerOptions, ShutdownOptions, StartError, StorageOptions,
+    StoredResource, TlsOptions, WatchOptions,
 };
 use crate::store::etcd::connection::EtcdConfig;
 use std::future::Future;
@@ -94,6 +94,7 @@ pub fn options(args: &ServeArgs) -> ServerOptions {
             files: CertificateFiles::from_pair(args.tls_cert_file.clone(), args.tls_private_key_file.clone()),
             extra_sans: args.tls_sans.clone(),
             reload_interval: Duration::from_secs(args.tls_reload_interval_seconds),
+            managed: managed_certificates(args),
             conversion_webhook_client_ca: args.conversion_webhook_client_ca_file.clone(),
         },
         storage: storage_options(args),
@@ -119,6 +120,21 @@ pub fn options(args: &ServeArgs) -> ServerOptions {
             grace: Duration::from_secs(args.shutdown_grace_seconds),
         },
     }
+}
+
+/// The Secret of the serving certificate, when `--certificate-secret` names one.
+fn managed_certificates(args: &ServeArgs) -> Option<ManagedCertificates> {
+    let secret = args.certificate_secret.as_deref()?;
+    let (namespace, name) = match secret.split_once('/') {
+        Some((namespace, name)) => (Some(namespace.to_string()), name),
+        None => (None, secret),
+    };
+    Some(ManagedCertificates {
+        namespace,
+        ca_validity: Duration::from_secs(args.certificate_ca_validity_seconds.max(1)),
+        validity: Duration::from_secs(args.certificate_validity_seconds.max(1)),
+        ..ManagedCertificates::new(name, args.certificate_service.clone())
+    })
 }
 
 /// The storage the command line asks for.

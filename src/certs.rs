@@ -71,8 +71,15 @@ pub enum Error {
 }
 
 /// The order of the templates in `app.yaml`; the Secret goes after the RBAC.
-const TEMPLATES: [&str; 6] =
-    ["namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "deployment.yaml", "service.yaml", "apiservice.yaml"];
+const TEMPLATES: [&str; 7] = [
+    "namespace.yaml",
+    "serviceaccount.yaml",
+    "rbac.yaml",
+    "user-roles.yaml",
+    "deployment.yaml",
+    "service.yaml",
+    "apiservice.yaml",
+];
 
 /// The Secret the Deployment mounts.
 pub const SECRET_NAME: &str = "farm-apiserver-serving-cert";
@@ -106,16 +113,7 @@ fn b64(text: &str) -> String {
 }
 
 /// The serving certificate's names for a Service.
-pub fn service_names(service: &str, namespace: &str) -> Vec<String> {
-    vec![
-        format!("{service}.{namespace}.svc"),
-        service.to_string(),
-        format!("{service}.{namespace}"),
-        format!("{service}.{namespace}.svc.cluster.local"),
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-    ]
-}
+pub use tls::service_names;
 
 /// The CA in `out_dir` named by `stem` (`<stem>.crt`, `<stem>.key`), made when missing.
 fn ca(out_dir: &Path, stem: &str, name: &str) -> Result<tls::Ca, Error> {
@@ -254,7 +252,7 @@ mod tests {
         assert!(app.contains(&format!("caBundle: {first}")));
         assert!(!app.contains("CA_BUNDLE"));
         assert!(app.contains("kind: Secret") && app.contains(SECRET_NAME));
-        assert_eq!(app.matches("\n---\n").count(), 12, "thirteen documents (an APIService per version)");
+        assert_eq!(app.matches("\n---\n").count(), 15, "sixteen documents (an APIService per version)");
         assert_eq!(std::fs::read_to_string(dir.path().join("ha/app.yaml")).unwrap(), app, "the overlay's base");
         #[cfg(unix)]
         {

@@ -78,13 +78,34 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_POD_CACHE_MAX_BACKOFF_SECONDS", default_value_t = 30)]
     pub pod_cache_max_backoff_seconds: u64,
 
-    /// PEM serving certificate (chain); a self-signed CA and certificate are generated without it.
-    #[arg(long, env = "FARM_TLS_CERT_FILE", requires = "tls_private_key_file")]
+    /// PEM serving certificate (chain); a self-signed CA and certificate are generated without
+    /// it (or kept in a Secret with `--certificate-secret`).
+    #[arg(long, env = "FARM_TLS_CERT_FILE", requires = "tls_private_key_file", conflicts_with = "certificate_secret")]
     pub tls_cert_file: Option<PathBuf>,
 
     /// PEM private key of `--tls-cert-file`.
     #[arg(long, env = "FARM_TLS_PRIVATE_KEY_FILE", requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
+
+    /// Keep the serving certificate in this Secret (`name`, in the server's namespace, or
+    /// `namespace/name`): the server makes its CA and certificate, renews both before they
+    /// expire, and writes the CA bundle into its APIServices (aggregated mode).
+    #[arg(long, env = "FARM_CERTIFICATE_SECRET", value_name = "[NAMESPACE/]NAME")]
+    pub certificate_secret: Option<String>,
+
+    /// The Service in front of the server, in the Secret's namespace: the managed certificate's
+    /// names.
+    #[arg(long, env = "FARM_CERTIFICATE_SERVICE", default_value = "farm-apiserver")]
+    pub certificate_service: String,
+
+    /// Seconds a managed serving certificate is valid (renewed after two thirds).
+    #[arg(long, env = "FARM_CERTIFICATE_VALIDITY_SECONDS", default_value_t = 7 * 86_400)]
+    pub certificate_validity_seconds: u64,
+
+    /// Seconds a managed CA is valid (a new one is trusted after two thirds, signs after five
+    /// sixths).
+    #[arg(long, env = "FARM_CERTIFICATE_CA_VALIDITY_SECONDS", default_value_t = 365 * 86_400)]
+    pub certificate_ca_validity_seconds: u64,
 
     /// Extra subject alternative names for the generated certificate (repeatable, or comma-separated).
     #[arg(long = "tls-san", env = "FARM_TLS_SAN", value_delimiter = ',')]

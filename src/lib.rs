@@ -14,7 +14,7 @@ pub mod config;
 pub mod resources;
 
 pub use apiserver_kit::{
-    admission, api, audit, auth, health, kept_bodies, kubeconfig, limits, machinery, metrics, mirror, namespaces,
-    observe, panics, server, store, structured_merge, tls,
+    admission, api, audit, auth, certificates, health, kept_bodies, kubeconfig, limits, machinery, metrics, mirror,
+    namespaces, observe, panics, server, store, structured_merge, tls,
 };
 pub use app::run;

@@ -471,6 +471,54 @@ async fn a_replaced_serving_certificate_is_used_by_new_connections_without_a_res
 }
 
 #[tokio::test]
+async fn namespace_users_bound_to_the_default_roles_get_what_the_aggregated_roles_grant() {
+    let cp = ControlPlane::up_with_controller_manager();
+    let mut farm = Farm::start(&cp.kubeconfig("admin"));
+    cp.register(&farm).await;
+    let roles = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/user-roles.yaml")).unwrap();
+    cp.must(&["apply", "-f", "-"], Some(&roles));
+    cp.must(&["create", "namespace", "team"], None);
+    cp.must(&["create", "rolebinding", "alice-edits", "--clusterrole", "edit", "--user", "alice", "-n", "team"], None);
+    cp.must(&["create", "rolebinding", "bob-views", "--clusterrole", "view", "--user", "bob", "-n", "team"], None);
+    cp.must(&["create", "rolebinding", "carol-admin", "--clusterrole", "admin", "--user", "carol", "-n", "team"], None);
+    eventually("the aggregation controller to give edit, view and admin the farm's rules", async || {
+        ["edit", "view", "admin"].iter().all(|role| {
+            cp.must(&["get", "clusterrole", role, "-o", "jsonpath={.rules[*].apiGroups}"], None)
+                .contains("farm.example.com")
+        })
+    })
+    .await;
+    let as_user = |user: &str, args: &[&str], stdin: Option<&str>| {
+        let args: Vec<&str> = ["--as", user, "-n", "team"].iter().chain(args).copied().collect();
+        cp.run(&args, stdin)
+    };
+    // Writes and reads go through the aggregator to farm-apiserver, which asks the cluster
+    // (SubjectAccessReview) whether the impersonated user may.
+    for user in ["alice", "carol"] {
+        let llama = DOLLY.replace("name: dolly", &format!("name: {user}s-llama"));
+        let (ok, _, err) = as_user(user, &["create", "-f", "-"], Some(&llama));
+        assert!(ok, "{user} may create llamas in team: {err}");
+        let (ok, _, err) = as_user(user, &["delete", "llama", &format!("{user}s-llama")], None);
+        assert!(ok, "{user} may delete llamas in team: {err}");
+    }
+    as_user("alice", &["create", "-f", "-"], Some(DOLLY));
+    let (ok, out, err) = as_user("bob", &["get", "llamas,farmpods", "-o", "name"], None);
+    assert!(ok && out.trim() == "llama.farm.example.com/dolly", "bob may read llamas and farmpods: {out}{err}");
+    let (ok, _, err) = as_user("bob", &["delete", "llama", "dolly"], None);
+    assert!(!ok && err.contains("Forbidden") && err.contains("bob"), "bob may not delete: {err}");
+    let status = r#"{"status":{"observedGeneration":1}}"#;
+    let (ok, _, err) = as_user(
+        "alice",
+        &["patch", "llama", "dolly", "--subresource", "status", "--type", "merge", "-p", status],
+        None,
+    );
+    assert!(!ok && err.contains("Forbidden"), "status writes are a controller's, not edit's: {err}");
+    let (ok, _, err) = cp.run(&["--as", "alice", "-n", "default", "get", "llamas"], None);
+    assert!(!ok && err.contains("Forbidden"), "alice's binding is for team only: {err}");
+    farm.stop().await;
+}
+
+#[tokio::test]
 async fn the_controller_manager_creates_accounts_collects_garbage_and_deletes_namespaces() {
     let cp = ControlPlane::up_with_controller_manager();
     cp.must(&["create", "namespace", "pasture"], None);

@@ -5,6 +5,7 @@
 
 use super::clients::{self, Cluster};
 use serde_json::{Value, json};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -211,27 +212,30 @@ impl Farm {
     pub fn start_with(kubeconfig: &Path, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let certs = farm_apiserver::tls::generate("farm-e2e-ca", &["farm-apiserver.farm-system.svc".into()]).unwrap();
-        let (cert, key, log) = (dir.path().join("tls.crt"), dir.path().join("tls.key"), dir.path().join("server.log"));
+        let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
         std::fs::write(&cert, &certs.cert_pem).unwrap();
         std::fs::write(&key, &certs.key_pem).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
-            .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
-            .args(["--pod-cache-max-backoff-seconds", "2", "--tls-reload-interval-seconds", "1"])
-            .args(extra)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .arg("--tls-cert-file")
-            .arg(&cert)
-            .arg("--tls-private-key-file")
-            .arg(&key)
-            .env("RUST_LOG", std::env::var("FARM_TEST_LOG").unwrap_or_else(|_| "info".into()))
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+        let files =
+            [OsStr::new("--tls-cert-file"), cert.as_os_str(), OsStr::new("--tls-private-key-file"), key.as_os_str()];
+        let extra: Vec<&OsStr> = extra.iter().map(OsStr::new).chain(files).collect();
+        let (child, port, log) = spawn(kubeconfig, &extra, dir.path());
         Self { child, port, ca_pem: certs.ca_pem, log, cert, key, _dir: dir }
+    }
+
+    /// Keeping its serving certificate in the Secret `farm-system/<secret>` (no files; `ca_pem`
+    /// is empty: clients read the bundle from the Secret or the APIServices), with `extra`
+    /// arguments to `serve`.
+    pub fn start_managed(kubeconfig: &Path, secret: &str, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = format!("farm-system/{secret}");
+        let args: Vec<&OsStr> = ["--certificate-secret", secret.as_str()]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .map(OsStr::new)
+            .collect();
+        let (child, port, log) = spawn(kubeconfig, &args, dir.path());
+        let (cert, key) = (PathBuf::new(), PathBuf::new());
+        Self { child, port, ca_pem: String::new(), log, cert, key, _dir: dir }
     }
 
     pub fn log(&self) -> String {
@@ -255,16 +259,19 @@ impl Farm {
     }
 
     /// The Namespace, ExternalName Service and APIServices (one per version) routing the group to
-    /// this server.
+    /// this server; without a caBundle for a server that writes its own (`start_managed`).
     pub fn registration(&self) -> String {
         use base64::Engine;
-        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let ca = match self.ca_pem.is_empty() {
+            true => String::new(),
+            false => format!(", caBundle: {}", base64::engine::general_purpose::STANDARD.encode(&self.ca_pem)),
+        };
         let apiservice = |version: &str, priority: u8| {
             format!(
                 "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: {version}.farm.example.com}}\n\
                  spec: {{group: farm.example.com, version: {version}, groupPriorityMinimum: 1000, \
-                 versionPriority: {priority}, service: {{name: farm-apiserver, namespace: farm-system, port: {port}}}, \
-                 caBundle: {ca}}}\n",
+                 versionPriority: {priority}, service: {{name: farm-apiserver, namespace: farm-system, port: {port}}}\
+                 {ca}}}\n",
                 port = self.port
             )
         };
@@ -278,6 +285,25 @@ impl Farm {
             port = self.port
         )
     }
+}
+
+/// Starts farm-apiserver in aggregated mode on a free port with `args`, its log in `dir`.
+fn spawn(kubeconfig: &Path, args: &[&OsStr], dir: &Path) -> (std::process::Child, u16, PathBuf) {
+    let log = dir.join("server.log");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+        .args(["--pod-cache-max-backoff-seconds", "2", "--tls-reload-interval-seconds", "1"])
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("RUST_LOG", std::env::var("FARM_TEST_LOG").unwrap_or_else(|_| "info".into()))
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    (child, port, log)
 }
 
 impl Drop for Farm {

@@ -88,7 +88,9 @@
 //!    ones a write calls, and the calls, behind the registry's
 //!    [`machinery::admission::Admission`]); [`mirror`] (a mirror of a kind of the cluster's
 //!    objects feeding a read-only view); [`namespaces`] (the Namespace cache behind the
-//!    lifecycle of creates and the webhooks' `namespaceSelector`); [`tls`], [`kubeconfig`].
+//!    lifecycle of creates and the webhooks' `namespaceSelector`); [`tls`], [`kubeconfig`];
+//!    [`certificates`] (a serving certificate the server keeps in a Secret, renews and publishes
+//!    in its APIServices).
 //! 5. [`server`] wires everything: the builder, TLS, authentication and audit, the storage
 //!    factory (the configured backend, a store per resource), each resource's routes, the metric
 //!    sources, graceful shutdown; [`server::ApiServer::serve`] takes its listener so tests can
@@ -110,6 +112,7 @@ pub mod admission;
 pub mod api;
 pub mod audit;
 pub mod auth;
+pub mod certificates;
 pub mod health;
 pub mod kept_bodies;
 pub mod kubeconfig;

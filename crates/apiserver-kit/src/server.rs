@@ -36,6 +36,7 @@ mod resource;
 mod signal;
 mod storage;
 pub use crate::api::conversion_webhook::WebhookAuthentication;
+pub use crate::certificates::ManagedCertificates;
 #[cfg(feature = "clap")]
 pub use args::ServerArgs;
 pub use builder::{ApiServer, ApiServerBuilder, BuildError, Listener};
@@ -375,7 +376,8 @@ struct Started {
     converter: Option<Converter>,
     /// The URL clients reach the server at.
     url: String,
-    certs: tls::Certs,
+    /// The listener's certificate (reloaded from files, or managed in a Secret).
+    certificate: Arc<tls::ReloadingCertificate>,
     metrics: Arc<Metrics>,
     authenticator: Authenticator,
     auditor: Option<Arc<Auditor>>,
@@ -391,15 +393,7 @@ async fn serve(
     listener: std::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let certificate = tls::ReloadingCertificate::new(&started.certs)?;
-    if let Some(files) = &options.tls.files {
-        let (cert, key) = (files.certificate.to_string_lossy(), files.private_key.to_string_lossy());
-        certificate.watch_files(
-            cert.into_owned(),
-            key.into_owned(),
-            options.tls.reload_interval.max(Duration::from_secs(1)),
-        );
-    }
+    let certificate = started.certificate;
     let standalone = options.authentication.is_standalone();
     let callers = webhook_callers(&options.tls)?;
     let checks_callers = matches!(callers, WebhookAuthentication::ClientCertificate(_));

@@ -63,13 +63,45 @@ pub struct Ca {
     pub key_pem: String,
 }
 
-/// Makes a new CA named `name`.
+/// When a certificate is valid: from `not_before` to `not_after`. The default is rcgen's, from
+/// 1975 to 4096 (for certificates nobody renews).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Validity {
+    /// The first moment it is valid; `None` for rcgen's default.
+    pub not_before: Option<time::OffsetDateTime>,
+    /// The last; `None` for rcgen's default.
+    pub not_after: Option<time::OffsetDateTime>,
+}
+
+impl Validity {
+    /// Valid from `not_before` to `not_after`.
+    pub fn between(not_before: time::OffsetDateTime, not_after: time::OffsetDateTime) -> Self {
+        Self { not_before: Some(not_before), not_after: Some(not_after) }
+    }
+
+    fn apply(self, params: &mut CertificateParams) {
+        if let Some(not_before) = self.not_before {
+            params.not_before = not_before;
+        }
+        if let Some(not_after) = self.not_after {
+            params.not_after = not_after;
+        }
+    }
+}
+
+/// Makes a new CA named `name`, valid for ever (in practice).
 pub fn new_ca(name: &str) -> Result<Ca> {
+    new_ca_valid(name, Validity::default())
+}
+
+/// Makes a new CA named `name`, valid as `validity` says.
+pub fn new_ca_valid(name: &str, validity: Validity) -> Result<Ca> {
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.distinguished_name.push(DnType::CommonName, name);
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    validity.apply(&mut params);
     let cert = params.self_signed(&key)?;
     Ok(Ca { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
 }
@@ -93,6 +125,11 @@ pub fn issue(ca: &Ca, names: &[String]) -> Result<Certs> {
 /// Issues a certificate named `common_name` with the subject alternative `names` (DNS names,
 /// wildcards such as `*.etcd.ns.svc`, or IP addresses; none for a client) for `usage` from `ca`.
 pub fn issue_for(ca: &Ca, common_name: &str, names: &[String], usage: Usage) -> Result<Certs> {
+    issue_valid(ca, common_name, names, usage, Validity::default())
+}
+
+/// As [`issue_for`], valid as `validity` says.
+pub fn issue_valid(ca: &Ca, common_name: &str, names: &[String], usage: Usage, validity: Validity) -> Result<Certs> {
     let ca_key = KeyPair::from_pem(&ca.key_pem)?;
     let issuer = Issuer::from_ca_cert_pem(&ca.cert_pem, ca_key)?;
     let key = KeyPair::generate()?;
@@ -104,8 +141,23 @@ pub fn issue_for(ca: &Ca, common_name: &str, names: &[String], usage: Usage) -> 
         Usage::ServerAndClient => vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth],
     };
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    validity.apply(&mut params);
     let cert = params.signed_by(&key, &issuer)?;
     Ok(Certs { ca_pem: ca.cert_pem.clone(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+/// The names a serving certificate for the Service `service` in `namespace` carries: the name
+/// the aggregator dials (`<service>.<namespace>.svc`, first) and its other forms, plus
+/// `localhost` and `127.0.0.1` for port-forwards and local runs.
+pub fn service_names(service: &str, namespace: &str) -> Vec<String> {
+    vec![
+        format!("{service}.{namespace}.svc"),
+        service.to_string(),
+        format!("{service}.{namespace}"),
+        format!("{service}.{namespace}.svc.cluster.local"),
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+    ]
 }
 
 /// Makes a CA named `ca_name` and a serving certificate for `sans` plus `localhost` and `127.0.0.1`.
@@ -482,6 +534,13 @@ impl ReloadingCertificate {
         let leaf = current.cert.first()?;
         let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref()).ok()?;
         Some(parsed.validity().not_after.timestamp())
+    }
+
+    /// Whether the certificate served now is the first of `cert_pem`.
+    pub fn serves(&self, cert_pem: &str) -> bool {
+        let current = self.current.read().clone();
+        let first = rustls_pemfile::certs(&mut cert_pem.as_bytes()).next().and_then(|c| c.ok());
+        first.is_some_and(|first| current.cert.first() == Some(&first))
     }
 
     /// Replaces the certificate; an unusable one is refused and the old one stays.

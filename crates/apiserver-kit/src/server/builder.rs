@@ -218,10 +218,29 @@ impl ApiServer {
         };
         let authenticator = authenticator(&builder.identity, &options, client.as_ref(), &url, &certs.ca_pem, &metrics)?;
         let stopping = tokio_util::sync::CancellationToken::new();
+        let certificate = tls::ReloadingCertificate::new(&certs)?;
+        let certificate_check =
+            serving_certificate(&options, config.as_ref().zip(client.as_ref()), &certificate).map(|managed| {
+                let served: Vec<&str> = versions.iter().map(|(version, _)| *version).collect();
+                let context = crate::certificates::Context {
+                    client: managed.1.clone(),
+                    default_namespace: &managed.0.default_namespace,
+                    group: builder.group,
+                    versions: served,
+                    program: builder.identity.name,
+                    certificate: certificate.clone(),
+                    stopping: stopping.clone(),
+                };
+                crate::certificates::start(managed.2, context)
+            });
         let cluster = config.zip(client).map(|(config, client)| cluster_services(&options, config, client, &stopping));
         let settings = watch_settings(&options, &stopping, &metrics);
+        let health = match certificate_check {
+            Some(check) => Health::default().with_required("serving-certificate", check),
+            None => Health::default(),
+        };
         let (storage, health) =
-            StorageFactory::new(&options.storage, options.watch.history_size, &stopping, Health::default()).await?;
+            StorageFactory::new(&options.storage, options.watch.history_size, &stopping, health).await?;
         let mount = Mount {
             storage: &storage,
             settings: &settings,
@@ -239,7 +258,7 @@ impl ApiServer {
             group: builder.group,
             converter: builder.converter,
             url,
-            certs,
+            certificate,
             metrics,
             authenticator,
             auditor,
@@ -247,6 +266,26 @@ impl ApiServer {
         };
         super::serve(started, mounted, options, listener, shutdown).await
     }
+}
+
+/// Reloads the certificate files when they change; with managed certificates and a cluster,
+/// returns what [`crate::certificates::start`] needs.
+fn serving_certificate<'a>(
+    options: &'a ServerOptions,
+    cluster: Option<(&'a kube::Config, &'a kube::Client)>,
+    certificate: &Arc<tls::ReloadingCertificate>,
+) -> Option<(&'a kube::Config, &'a kube::Client, &'a crate::certificates::ManagedCertificates)> {
+    if let Some(files) = &options.tls.files {
+        let (cert, key) = (files.certificate.to_string_lossy(), files.private_key.to_string_lossy());
+        let interval = options.tls.reload_interval.max(Duration::from_secs(1));
+        certificate.watch_files(cert.into_owned(), key.into_owned(), interval);
+    }
+    let managed = options.tls.managed.as_ref()?;
+    let Some((config, client)) = cluster else {
+        tracing::warn!("managed serving certificates need a cluster: serving a self-signed certificate");
+        return None;
+    };
+    Some((config, client, managed))
 }
 
 /// The configuration of the cluster `options` name, if any.

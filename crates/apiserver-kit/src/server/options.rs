@@ -116,6 +116,9 @@ pub struct TlsOptions {
     pub extra_sans: Vec<String>,
     /// How often the files are checked for a change.
     pub reload_interval: Duration,
+    /// A serving certificate the server keeps in a Secret of the cluster, renews, and publishes
+    /// in its APIServices (instead of `files`); an aggregated server only.
+    pub managed: Option<crate::certificates::ManagedCertificates>,
     /// A PEM file of the CA(s) whose client certificates may call the conversion webhook (the
     /// certificate a kube-apiserver presents to webhooks when its webhook kubeconfig gives it
     /// one); without it the webhook, like the kube-apiserver's own default, takes any caller.
@@ -128,6 +131,7 @@ impl Default for TlsOptions {
             files: None,
             extra_sans: Vec::new(),
             reload_interval: Duration::from_secs(10),
+            managed: None,
             conversion_webhook_client_ca: None,
         }
     }
