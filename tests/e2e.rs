@@ -216,6 +216,26 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         assert!(applied.contains(object), "{object} missing from:\n{applied}");
     }
 
+    // The static install (`kubectl apply -k manifests`): no Secret, no caBundle, the RBAC of a
+    // server that manages its certificate.
+    let base = Command::new(common::kubectl_path())
+        .args(["kustomize", concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")])
+        .output()
+        .unwrap();
+    assert!(base.status.success(), "{}", String::from_utf8_lossy(&base.stderr));
+    let base = String::from_utf8(base.stdout).unwrap();
+    assert!(!base.contains("kind: Secret") && !base.contains("caBundle") && !base.contains("PRIVATE KEY"));
+    let applied = cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&base));
+    for object in [
+        "role.rbac.authorization.k8s.io/farm-apiserver:serving-certificate",
+        "clusterrole.rbac.authorization.k8s.io/farm-apiserver:serving-certificate",
+        "clusterrole.rbac.authorization.k8s.io/farm-apiserver:aggregate-to-edit",
+        "deployment.apps/farm-apiserver",
+        "apiservice.apiregistration.k8s.io/v1.farm.example.com",
+    ] {
+        assert!(applied.contains(object), "{object} missing from:\n{applied}");
+    }
+
     let rendered = Command::new(common::kubectl_path()).arg("kustomize").arg(&ha).output().unwrap();
     assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
     let rendered = String::from_utf8(rendered.stdout).unwrap();
