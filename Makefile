@@ -73,7 +73,7 @@ openapi: ## Regenerate the checked-in OpenAPI documents under openapi/.
 	$(CARGO) run --locked --quiet -- openapi --out-dir openapi
 
 certs manifests: ## Make certs/ (CA, serving cert, caBundle) and manifests/app.yaml for `kubectl apply -f`.
-	$(CARGO) run --locked --quiet -- certs --out-dir certs --manifests-dir manifests --app-yaml manifests/app.yaml
+	$(CARGO) run --locked --quiet -- certs --out-dir certs --manifests-dir manifests/base --app-yaml manifests/app.yaml
 
 image: ## Build the container image $(IMAGE): `docker build` where a Docker engine answers, else buildah with bases made locally (scripts/image.sh).
 	if docker info >/dev/null 2>&1; then docker build -t $(IMAGE) .; else bash scripts/image.sh build $(IMAGE); fi

@@ -10,6 +10,7 @@
 #   scripts/control-plane.sh check         the same without building: exit 1, saying why, when the
 #                                          cache holds no binaries of this recipe
 #   scripts/control-plane.sh etcd          print the etcd path (building it if needed) and nothing else
+#   scripts/control-plane.sh helm          print the helm path (building it if needed) and nothing else
 #   scripts/control-plane.sh kubernetes-module
 #                                          write tools/kubernetes anew for $K8S_VERSION
 #   scripts/control-plane.sh recipe        print the cache folder of this recipe's binaries
@@ -30,7 +31,8 @@
 # commands of $K8S_VERSION (default 1.37.2; another release for a compatibility run, e.g.
 # K8S_VERSION=1.35.4, gets a go.mod written the same way), with k8s.io/kubernetes's staging
 # modules replaced by their published v0.MINOR.PATCH; tools/etcd builds etcd and etcdctl
-# $ETCD_VERSION. They are cached in $FARM_CACHE (default ~/.cache/farm-apiserver) under folders
+# $ETCD_VERSION; tools/helm builds helm $HELM_VERSION (`helm`, for the chart's tests; $HELM
+# brings your own). They are cached in $FARM_CACHE (default ~/.cache/farm-apiserver) under folders
 # named after a hash of the recipe (the version, the module's go.mod and go.sum and every build
 # step below), so a changed recipe builds anew, and each binary's `--version` is checked before
 # it is used. Go's own caches (GOMODCACHE, GOCACHE) are the machine's.
@@ -42,6 +44,7 @@ K8S_DEFAULT_VERSION="1.37.2"
 K8S_VERSION="${K8S_VERSION:-$K8S_DEFAULT_VERSION}"
 K8S_COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy"
 ETCD_VERSION="3.6.16"
+HELM_VERSION="3.22.0"
 log() { echo "control-plane: $*" >&2; }
 
 apt_install() {
@@ -218,6 +221,45 @@ ensure_etcd() {
     find "$CACHE" -mindepth 1 -maxdepth 1 -name 'etcd-*' ! -path "$dir" -exec rm -rf {} +
   fi
   echo "$dir/etcd"
+}
+
+# Builds helm of tools/helm into $1 (the chart's tests install charts/farm-apiserver with it),
+# static, without local paths, its version stamped as a release build stamps it.
+build_helm() {
+  local out=$1 work
+  work=$(mktemp -d "$CACHE/build.XXXXXX")
+  cp "$ROOT/tools/helm/go.mod" "$ROOT/tools/helm/go.sum" "$work/"
+  rm -rf "$out.partial" && mkdir -p "$out.partial"
+  (cd "$work" && CGO_ENABLED=0 go build -trimpath -o "$out.partial/helm" \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" helm.sh/helm/v3/cmd/helm >&2)
+  rm -rf "$out" && mv "$out.partial" "$out"
+  rm -rf "$work"
+}
+
+helm_dir() {
+  echo "$CACHE/helm-$HELM_VERSION-$({ cat "$ROOT/tools/helm/go.mod" "$ROOT/tools/helm/go.sum"; declare -f build_helm; } | sha256sum | cut -c1-12)"
+}
+
+# Why the helm in $1 cannot be used (nothing when it can).
+helm_problem() {
+  local version
+  if [ ! -x "$1/helm" ]; then echo "no helm in $1"; return; fi
+  version=$("$1/helm" version --template '{{.Version}}' 2>&1 || true)
+  if [ "$version" != "v$HELM_VERSION" ]; then echo "$1/helm version printed '$version', not 'v$HELM_VERSION'"; fi
+}
+
+# The helm binary: $HELM when set, else this recipe's build (built when missing).
+ensure_helm() {
+  if [ -n "${HELM:-}" ]; then echo "$HELM"; return; fi
+  local dir problem
+  dir=$(helm_dir)
+  problem=$(helm_problem "$dir")
+  if [ -n "$problem" ]; then
+    log "building helm $HELM_VERSION from the Go module proxy into $dir (about two minutes, once)"
+    build_once "$dir" build_helm helm_problem >/dev/null
+    find "$CACHE" -mindepth 1 -maxdepth 1 -name 'helm-*' ! -path "$dir" -exec rm -rf {} +
+  fi
+  echo "$dir/helm"
 }
 
 # Writes tools/kubernetes anew for $K8S_VERSION (to move the default: set K8S_DEFAULT_VERSION
@@ -431,11 +473,12 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
       ensure_etcd "$mode"
       for component in $K8S_COMPONENTS; do kubernetes_binary "$component" "$mode"; done ;;
     etcd) ensure_etcd ;;
+    helm) ensure_helm ;;
     recipe) kubernetes_dir ;;
     kubernetes-module) write_kubernetes_module ;;
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    *) echo "usage: $0 binaries | check | etcd | helm | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
   esac
 fi

@@ -7,11 +7,11 @@
 //! and `<service>.<namespace>.svc.cluster.local` (plus `localhost` and `127.0.0.1` for mirrord
 //! and port-forwards). Then `--app-yaml` (default `manifests/app.yaml`, git-ignored because it
 //! holds the key) is assembled from the templates in `--manifests-dir` (those of
-//! `manifests/kustomization.yaml`, whose server manages its own certificate), switched to the
+//! `manifests/base/kustomization.yaml`, whose server manages its own certificate), switched to the
 //! certificate in files: the serving-certificate Secret, the Deployment mounting it, the
-//! APIServices with their caBundle filled in, without the RBAC of managed certificates. The same
-//! file goes to `--ha-app-yaml` (default `manifests/ha/app.yaml`), the base of the
-//! high-availability kustomize overlay.
+//! APIServices with their caBundle filled in, without the RBAC of managed certificates. And
+//! `--etcd-certs-yaml` (default `manifests/ha/etcd-certs.yaml`, git-ignored): the Secrets of the
+//! etcd of the high-availability overlay.
 
 use crate::tls;
 use base64::Engine;
@@ -30,21 +30,16 @@ pub struct CertsArgs {
     #[arg(long, default_value = "farm-system")]
     pub namespace: String,
     /// The manifest templates to assemble.
-    #[arg(long, default_value = "manifests")]
+    #[arg(long, default_value = "manifests/base")]
     pub manifests_dir: PathBuf,
     /// The assembled manifest; `-` to skip it.
     #[arg(long, default_value = "manifests/app.yaml")]
     pub app_yaml: PathBuf,
-    /// The same manifest again as the base of the high-availability kustomize overlay (kustomize
-    /// loads nothing from outside an overlay's directory); `-` to skip it.
-    #[arg(long, default_value = "manifests/ha/app.yaml")]
-    pub ha_app_yaml: PathBuf,
     /// The etcd of the high-availability overlay: the Secrets of its members' certificate (for
     /// clients and peers) and of the server's etcd client certificate, from a CA of their own
-    /// (`etcd-ca.crt` in `--out-dir`). Default: `etcd-certs.yaml` beside `--ha-app-yaml`, none
-    /// when that is `-`; `-` to skip them.
-    #[arg(long)]
-    pub etcd_certs_yaml: Option<PathBuf>,
+    /// (`etcd-ca.crt` in `--out-dir`); `-` to skip them.
+    #[arg(long, default_value = "manifests/ha/etcd-certs.yaml")]
+    pub etcd_certs_yaml: PathBuf,
     /// The headless Service of the etcd StatefulSet, in `--namespace`.
     #[arg(long, default_value = "etcd")]
     pub etcd_service: String,
@@ -72,7 +67,7 @@ pub enum Error {
     Ca(String),
 }
 
-/// The templates of `app.yaml`, in the order of `manifests/kustomization.yaml`.
+/// The templates of `app.yaml`, in the order of `manifests/base/kustomization.yaml`.
 const TEMPLATES: [&str; 8] = [
     "namespace.yaml",
     "serviceaccount.yaml",
@@ -146,10 +141,8 @@ pub fn run(args: &CertsArgs) -> Result<String, Error> {
     let bundle = b64(&ca.cert_pem);
     write(&args.out_dir.join("ca-bundle.txt"), &format!("{bundle}\n"), false)?;
     let manifest = app_yaml(args, &certs, &bundle)?;
-    for path in [&args.app_yaml, &args.ha_app_yaml] {
-        if path.as_os_str() != "-" {
-            write(path, &manifest, true)?;
-        }
+    if args.app_yaml.as_os_str() != "-" {
+        write(&args.app_yaml, &manifest, true)?;
     }
     if let Some(path) = etcd_certs_path(args) {
         write(&path, &etcd_certs_yaml(args)?, true)?;
@@ -159,12 +152,7 @@ pub fn run(args: &CertsArgs) -> Result<String, Error> {
 
 /// Where the etcd Secrets go, if anywhere.
 pub fn etcd_certs_path(args: &CertsArgs) -> Option<PathBuf> {
-    match &args.etcd_certs_yaml {
-        Some(path) if path.as_os_str() == "-" => None,
-        Some(path) => Some(path.clone()),
-        None if args.ha_app_yaml.as_os_str() == "-" => None,
-        None => Some(args.ha_app_yaml.with_file_name("etcd-certs.yaml")),
-    }
+    (args.etcd_certs_yaml.as_os_str() != "-").then(|| args.etcd_certs_yaml.clone())
 }
 
 /// The names of the etcd members' certificate: every member of the headless Service (a
@@ -280,10 +268,9 @@ mod tests {
             out_dir: dir.join("certs"),
             service: "farm-apiserver".into(),
             namespace: "farm-system".into(),
-            manifests_dir: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")),
+            manifests_dir: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/base")),
             app_yaml: dir.join("app.yaml"),
-            ha_app_yaml: dir.join("ha/app.yaml"),
-            etcd_certs_yaml: None,
+            etcd_certs_yaml: dir.join("ha/etcd-certs.yaml"),
             etcd_service: "etcd".into(),
         }
     }
@@ -302,7 +289,6 @@ mod tests {
         assert!(!app.contains(MANAGED_CERTIFICATE_RBAC) && !app.contains("FARM_CERTIFICATE_SECRET"));
         assert!(app.contains("FARM_TLS_CERT_FILE") && app.contains(&format!("mountPath: {CERTIFICATE_DIR}")));
         assert_eq!(app.matches("\n---\n").count(), 15, "sixteen documents (an APIService per version)");
-        assert_eq!(std::fs::read_to_string(dir.path().join("ha/app.yaml")).unwrap(), app, "the overlay's base");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

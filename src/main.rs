@@ -68,7 +68,7 @@ async fn main() -> ExitCode {
             Ok(bundle) => {
                 println!("{bundle}");
                 let etcd = farm_apiserver::certs::etcd_certs_path(&args);
-                let written: Vec<String> = [&args.out_dir, &args.app_yaml, &args.ha_app_yaml]
+                let written: Vec<String> = [&args.out_dir, &args.app_yaml]
                     .into_iter()
                     .chain(etcd.as_ref())
                     .filter(|p| p.as_os_str() != "-")

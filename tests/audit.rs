@@ -302,7 +302,7 @@ async fn events_record_the_version_a_request_asked_for() {
     assert_eq!(event["responseObject"]["apiVersion"], "farm.example.com/v1");
 }
 
-/// The policy `manifests/deployment.yaml` mounts records nothing of the aggregator's own calls,
+/// The policy `manifests/base/audit-policy.yaml` gives the Deployment records nothing of the aggregator's own calls,
 /// every body of a write, and the metadata of reads.
 #[test]
 fn the_policy_the_deployment_mounts_is_valid() {
@@ -310,7 +310,7 @@ fn the_policy_the_deployment_mounts_is_valid() {
     use farm_apiserver::auth::attributes::Attributes;
     use farm_apiserver::machinery::user::UserInfo;
     let manifests: Vec<Value> =
-        serde_saphyr::from_multiple(include_str!("../manifests/deployment.yaml")).expect("YAML manifests");
+        serde_saphyr::from_multiple(include_str!("../manifests/base/audit-policy.yaml")).expect("YAML manifests");
     let text = manifests.iter().find_map(|m| m["data"]["policy.yaml"].as_str()).expect("a policy.yaml");
     let policy = Policy::parse(text).expect("a valid policy");
     let resource = |verb: &str, namespace: &str, name: &str| Attributes::Resource {

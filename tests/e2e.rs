@@ -181,20 +181,18 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     let cp = ControlPlane::up();
     let dir = tempfile::tempdir().unwrap();
     let app = dir.path().join("app.yaml");
-    // The high-availability overlay, copied beside its generated base.
-    let ha = dir.path().join("ha");
-    std::fs::create_dir(&ha).unwrap();
-    for file in ["kustomization.yaml", "deployment-patch.yaml", "poddisruptionbudget.yaml", "etcd.yaml"] {
-        std::fs::copy(format!("{}/manifests/ha/{file}", env!("CARGO_MANIFEST_DIR")), ha.join(file)).unwrap();
-    }
+    let manifests = common::copy_of_the_manifests(dir.path());
+    let ha = manifests.join("ha");
     let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
-        .args(["certs", "--manifests-dir", concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")])
+        .arg("certs")
+        .arg("--manifests-dir")
+        .arg(manifests.join("base"))
         .arg("--out-dir")
         .arg(dir.path().join("certs"))
         .arg("--app-yaml")
         .arg(&app)
-        .arg("--ha-app-yaml")
-        .arg(ha.join("app.yaml"))
+        .arg("--etcd-certs-yaml")
+        .arg(ha.join("etcd-certs.yaml"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -259,10 +257,83 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     }
 }
 
+/// charts/farm-apiserver rendered by helm (built by scripts/control-plane.sh) in each mode:
+/// `helm lint` passes and the kube-apiserver accepts every object (a server-side dry run), and
+/// each mode renders what it says.
+#[tokio::test]
+async fn the_helm_chart_renders_objects_the_kube_apiserver_accepts_in_each_mode() {
+    let cp = ControlPlane::up();
+    cp.must(&["create", "namespace", "farm-system"], None);
+    let helm = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
+        .arg("helm")
+        .output()
+        .unwrap();
+    assert!(helm.status.success(), "{}", String::from_utf8_lossy(&helm.stderr));
+    let helm = String::from_utf8(helm.stdout).unwrap().trim().to_string();
+    let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/farm-apiserver");
+    let render = |settings: &[&str]| {
+        let mut args = vec!["template", "farm-apiserver", chart, "-n", "farm-system", "--kube-version", "1.37.2"];
+        args.extend(settings.iter().flat_map(|s| ["--set", s]));
+        let out = Command::new(&helm).args(&args).output().unwrap();
+        assert!(out.status.success(), "helm {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let lint = Command::new(&helm).args(["lint", chart, "--strict"]).output().unwrap();
+    assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
+
+    let managed = render(&[]);
+    assert!(!managed.contains("caBundle") && !managed.contains("kind: Secret"), "nothing secret by default");
+    assert!(
+        managed.contains("FARM_CERTIFICATE_SECRET")
+            && managed.contains("priorityClassName: \"system-cluster-critical\"")
+    );
+    cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&managed));
+
+    let ha = render(&["replicaCount=3", "storage.type=etcd"]);
+    for expected in [
+        "kind: StatefulSet",
+        "unhealthyPodEvictionPolicy: AlwaysAllow",
+        "requiredDuringScheduling",
+        "/livez",
+        "--quota-backend-bytes=2147483648",
+        "  ca.key: ",
+    ] {
+        assert!(ha.contains(expected), "{expected} missing from the HA rendering");
+    }
+    let applied = cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&ha));
+    assert!(
+        applied.contains("statefulset.apps/farm-apiserver-etcd")
+            && applied.contains("poddisruptionbudget.policy/farm-apiserver"),
+        "{applied}"
+    );
+
+    let bundle = "LS0tLS1CRUdJTg==";
+    let files = render(&[
+        "certificates.mode=secret",
+        "certificates.secretName=mine",
+        &format!("certificates.caBundle={bundle}"),
+    ]);
+    assert_eq!(files.matches(&format!("caBundle: {bundle}")).count(), 2);
+    assert!(files.contains("secretName: mine") && !files.contains("FARM_CERTIFICATE_SECRET"));
+    assert!(!files.contains(":serving-certificate"), "no RBAC for certificates it does not manage");
+    cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&files));
+
+    let injected = render(&["certificates.mode=certManager"]);
+    assert_eq!(injected.matches("cert-manager.io/inject-ca-from: farm-system/farm-apiserver-serving-cert").count(), 2);
+    assert!(injected.contains("kind: Certificate") && injected.contains("isCA: true"));
+
+    let refused = Command::new(&helm)
+        .args(["template", "x", chart, "--kube-version", "1.37.2", "--set", "replicaCount=2"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("needs storage.type etcd"));
+}
+
 #[tokio::test]
 async fn without_rbac_for_pods_the_log_names_the_rule_llamas_still_work_and_the_cache_recovers() {
     let cp = ControlPlane::up();
-    // Everything an installed server has (manifests/rbac.yaml) except the right to read Pods.
+    // Everything an installed server has (manifests/base/rbac.yaml) except the right to read Pods.
     let farm = cp.farm_lacking_rbac_for(&format!("{NOBODY_DELEGATES}---\n{NOBODY_ADMITS}"), "pods").await;
     assert_eq!(cp.must(&["apply", "-f", "-"], Some(DOLLY)).trim(), "llama.farm.example.com/dolly created");
     // Straight to the server (kubectl would retry the 503 as Retry-After allows).
@@ -379,11 +450,11 @@ async fn authentication_and_authorization_are_delegated_to_the_cluster() {
     assert!(!ok && stderr.contains("cannot create resource"), "{stderr}");
 
     // /metrics is authorized like any non-resource path: the robot may scrape once bound to the
-    // metrics-reader ClusterRole of manifests/rbac.yaml.
+    // metrics-reader ClusterRole of manifests/base/rbac.yaml.
     let metrics_url = format!("{base}/metrics");
     let refused = anonymous.get(&metrics_url).bearer_auth(&token).send().await.unwrap();
     assert_eq!(refused.status(), 403);
-    let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml")).unwrap();
+    let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/base/rbac.yaml")).unwrap();
     let reader = rbac.split("\n---\n").find(|doc| doc.contains("farm-apiserver:metrics-reader")).unwrap();
     cp.must(&["apply", "-f", "-"], Some(reader));
     let role = "--clusterrole=farm-apiserver:metrics-reader";
@@ -495,7 +566,8 @@ async fn namespace_users_bound_to_the_default_roles_get_what_the_aggregated_role
     let cp = ControlPlane::up_with_controller_manager();
     let mut farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    let roles = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/user-roles.yaml")).unwrap();
+    let roles =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/base/user-roles.yaml")).unwrap();
     cp.must(&["apply", "-f", "-"], Some(&roles));
     cp.must(&["create", "namespace", "team"], None);
     cp.must(&["create", "rolebinding", "alice-edits", "--clusterrole", "edit", "--user", "alice", "-n", "team"], None);

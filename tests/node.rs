@@ -8,6 +8,8 @@
 //! The node is shared: a node already up is used and left up; one this test started is removed
 //! when it ends, also when it fails.
 
+#[path = "node/certificates.rs"]
+mod certificates;
 mod common;
 #[path = "node/high_availability.rs"]
 mod high_availability;
@@ -15,24 +17,9 @@ mod high_availability;
 use common::node::{KillOnDrop, Node, ROOT, eventually};
 use common::{EVENT_DEADLINE, LineStream};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
-
-/// Writes the install manifest as a user does (`farm-apiserver certs`, what `make manifests` runs).
-fn install_manifest(dir: &Path) -> PathBuf {
-    let app = dir.join("app.yaml");
-    let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
-        .args(["certs", "--out-dir"])
-        .arg(dir.join("certs"))
-        .args(["--manifests-dir", &format!("{ROOT}/manifests"), "--app-yaml"])
-        .arg(&app)
-        .args(["--ha-app-yaml", "-"])
-        .output()
-        .expect("run farm-apiserver certs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    app
-}
 
 /// The quick start (one replica, Llamas in memory), then the high-availability install (three
 /// replicas over an etcd StatefulSet): one node for both, as their installs share names.
@@ -40,26 +27,71 @@ fn install_manifest(dir: &Path) -> PathBuf {
 fn installed_from_its_manifests_it_serves_shows_the_kubelets_pods_and_survives_rollouts_and_crashes() {
     let node = Node::up();
     let dir = tempfile::tempdir().unwrap();
-    let app = install_manifest(dir.path());
-    let app = app.to_str().unwrap();
+    // The static install: kustomize's base in manifests/, nothing generated, no Secret.
+    let base = format!("{ROOT}/manifests");
     // What an earlier run on this node may have left (the names are the manifest's).
-    node.must(&["delete", "-f", app, "--ignore-not-found", "--wait=true"]);
+    node.must(&["delete", "-k", &base, "--ignore-not-found", "--wait=true"]);
+    node.must(&["delete", "secret", "-n", "farm-system", "farm-apiserver-serving-cert", "--ignore-not-found"]);
     let installed = Instant::now();
-    node.must(&["apply", "-f", app]);
+    node.must(&["apply", "-k", &base]);
     eventually("kubectl get llamas to answer through the aggregator", || {
         node.kubectl(&["get", "llamas"]).0.then_some(())
     });
     eprintln!("from kubectl apply to the first kubectl get llamas: {:.1} s", installed.elapsed().as_secs_f64());
     the_install_is_ready_and_available(&node);
     llamas_are_served_by_the_pod(&node);
+    namespace_users_get_what_the_default_roles_grant(&node);
+    certificates::the_managed_certificate_rotates_under_load_without_a_failed_request(&node);
     farmpods_show_what_the_kubelet_reports(&node);
     when_every_replica_is_gone_it_all_recovers_once_one_is_back(&node);
-    a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(&node, dir.path(), app);
+    a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(&node, dir.path(), &base);
     // Uninstalled as a user uninstalls it: the group leaves discovery.
-    node.must(&["delete", "-f", app, "--wait=true"]);
+    node.must(&["delete", "-k", &base, "--wait=true"]);
     let (found, out, _) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
     assert!(found && !out.contains("llamas"), "{out}");
+    the_helm_chart_installs_serves_and_uninstalls(&node);
     high_availability::with_etcd_and_three_replicas_a_rollout_loses_nothing_and_a_killed_replica_recovers(&node);
+}
+
+/// `helm install` of charts/farm-apiserver (helm built by scripts/control-plane.sh) with its
+/// defaults: served through the aggregator, its ClusterRoles in the default roles; `helm
+/// uninstall` takes the group out of discovery.
+fn the_helm_chart_installs_serves_and_uninstalls(node: &Node) {
+    let helm = Command::new("bash").arg(format!("{ROOT}/scripts/control-plane.sh")).arg("helm").output().unwrap();
+    assert!(helm.status.success(), "{}", String::from_utf8_lossy(&helm.stderr));
+    let helm = String::from_utf8(helm.stdout).unwrap().trim().to_string();
+    let kubeconfig = node.dir.join("kubeconfig").display().to_string();
+    let run = |args: &[&str]| {
+        let all: Vec<&str> = [helm.as_str(), "--kubeconfig", &kubeconfig].iter().chain(args).copied().collect();
+        let out = node.exec(&all, None);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "helm {args:?}: {text}");
+        text
+    };
+    let chart = format!("{ROOT}/charts/farm-apiserver");
+    let installed = Instant::now();
+    run(&[
+        "install",
+        "farm-apiserver",
+        &chart,
+        "-n",
+        "farm-system",
+        "--create-namespace",
+        "--wait",
+        "--timeout",
+        "120s",
+    ]);
+    eventually("kubectl get llamas through the chart's install", || node.kubectl(&["get", "llamas"]).0.then_some(()));
+    eprintln!("helm install to the first kubectl get llamas: {:.1} s", installed.elapsed().as_secs_f64());
+    let pod = &node.json(&["pods", "-n", "farm-system", "-l", "app.kubernetes.io/instance=farm-apiserver"])["items"][0];
+    assert_eq!(pod["spec"]["priorityClassName"], "system-cluster-critical", "{pod}");
+    assert_eq!(pod["spec"]["nodeSelector"]["kubernetes.io/os"], "linux", "{pod}");
+    let view = node.must(&["get", "clusterrole", "view", "-o", "jsonpath={.rules[*].resources}"]);
+    assert!(view.contains("farmpods"), "view aggregates the chart's role: {view}");
+    run(&["uninstall", "farm-apiserver", "-n", "farm-system", "--wait"]);
+    let (found, out, _) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
+    assert!(found && !out.contains("llamas"), "{out}");
+    node.must(&["delete", "secret", "-n", "farm-system", "farm-apiserver-serving-cert", "--ignore-not-found"]);
 }
 
 fn the_install_is_ready_and_available(node: &Node) {
@@ -79,6 +111,29 @@ fn the_install_is_ready_and_available(node: &Node) {
             apiservice["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Available");
         assert_eq!(available.unwrap()["status"], "True", "{apiservice}");
     }
+}
+
+/// A user bound to `edit` in a namespace writes its llamas, one bound to `view` reads them and
+/// farmpods, through the default roles the install's ClusterRoles are aggregated into.
+fn namespace_users_get_what_the_default_roles_grant(node: &Node) {
+    node.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}).to_string());
+    node.must(&["create", "rolebinding", "alice-edits", "--clusterrole", "edit", "--user", "alice", "-n", "team"]);
+    node.must(&["create", "rolebinding", "bob-views", "--clusterrole", "view", "--user", "bob", "-n", "team"]);
+    eventually("the default roles to take the farm's rules", || {
+        let (_, out, _) =
+            node.kubectl(&["auth", "can-i", "create", "llamas.farm.example.com", "--as", "alice", "-n", "team"]);
+        (out.trim() == "yes").then_some(())
+    });
+    let llama = "apiVersion: farm.example.com/v1\nkind: Llama\nmetadata: {name: dolly, namespace: team}\nspec: {weight: 120, height: 170.5}\n";
+    let (ok, _, err) = node.kubectl_with_stdin(&["--as", "alice", "apply", "-f", "-"], Some(llama));
+    assert!(ok, "alice (edit) writes llamas: {err}");
+    let (ok, out, err) = node.kubectl(&["--as", "bob", "-n", "team", "get", "llamas,farmpods", "-o", "name"]);
+    assert!(ok && out.trim() == "llama.farm.example.com/dolly", "bob (view) reads them: {out}{err}");
+    let (ok, _, err) = node.kubectl(&["--as", "bob", "-n", "team", "delete", "llama", "dolly"]);
+    assert!(!ok && err.contains(r#"User "bob" cannot delete resource "llamas""#), "{err}");
+    let (ok, _, err) = node.kubectl(&["--as", "alice", "-n", "default", "get", "llamas"]);
+    assert!(!ok && err.contains("Forbidden"), "alice's binding is for team only: {err}");
+    node.must(&["delete", "namespace", "team", "--wait=false"]);
 }
 
 fn llamas_are_served_by_the_pod(node: &Node) {
@@ -207,17 +262,10 @@ fn when_every_replica_is_gone_it_all_recovers_once_one_is_back(node: &Node) {
     assert!(ok && out.contains("llamas") && out.contains("farmpods"), "{err}{out}");
 }
 
-/// A base64 field of a Secret, decoded.
-fn secret_field(node: &Node, namespace: &str, name: &str, key: &str) -> Vec<u8> {
-    use base64::Engine;
-    let secret = node.json(&["secret", "-n", namespace, name]);
-    base64::engine::general_purpose::STANDARD.decode(secret["data"][key].as_str().unwrap()).unwrap()
-}
-
 /// The development loop of docs/high-availability.md without mirrord: the Pod's configuration
 /// and files copied out with kubectl, a local binary started with them and a kubeconfig of the
 /// ServiceAccount's token, and the aggregator's traffic sent to it (what `--steal` does).
-fn a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(node: &Node, dir: &Path, app: &str) {
+fn a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(node: &Node, dir: &Path, base: &str) {
     let d = dir.join("outside");
     std::fs::create_dir_all(&d).unwrap();
     let log = d.join("server.log");
@@ -260,13 +308,13 @@ fn a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(n
         "{err}"
     );
     outside.0.kill().unwrap();
-    node.must(&["apply", "-f", app]);
+    node.must(&["apply", "-k", base]);
     node.must(&["-n", "farm-system", "rollout", "status", "deployment/farm-apiserver", "--timeout=60s"]);
     eventually("the Pod to serve again", || node.kubectl(&["get", "llamas"]).0.then_some(()));
 }
 
 /// `farm-apiserver serve` in the node's network namespace with the Deployment's environment,
-/// the files of its Secret and ConfigMap and its ServiceAccount's token copied into `d` (as a
+/// the file of its ConfigMap and its ServiceAccount's token copied into `d` (as a
 /// kubeconfig), all read with kubectl: the image has no shell for `kubectl exec cat`.
 fn with_what_kubectl_copies_out_of_the_pod(node: &Node, d: &Path) -> Command {
     let file = |name: &str, bytes: &[u8]| {
@@ -281,7 +329,7 @@ fn with_what_kubectl_copies_out_of_the_pod(node: &Node, d: &Path) -> Command {
     let token = node.must(&["create", "token", "farm-apiserver", "-n", "farm-system", "--duration=1h"]);
     let root_ca = node.json(&["configmap", "-n", "farm-system", "kube-root-ca.crt"])["data"]["ca.crt"].clone();
     let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters: [{{name: node, cluster: {{server: \"https://{}:6443\", certificate-authority: {}}}}}]\nusers: [{{name: sa, user: {{tokenFile: {}}}}}]\ncontexts: [{{name: c, context: {{cluster: node, user: sa}}}}]\ncurrent-context: c\n",
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: node, cluster: {{server: \"https://{}:6443\", certificate-authority: {}}}}}]\nusers: [{{name: sa, user: {{tokenFile: {}}}}}]\ncontexts: [{{name: c, context: {{cluster: node, user: sa, namespace: farm-system}}}}]\ncurrent-context: c\n",
         node.env("NODE_IP"),
         file("ca.crt", root_ca.as_str().unwrap().as_bytes()),
         file("token", token.trim().as_bytes()),
@@ -291,10 +339,9 @@ fn with_what_kubectl_copies_out_of_the_pod(node: &Node, d: &Path) -> Command {
     for variable in &env {
         command.env(variable["name"].as_str().unwrap(), variable["value"].as_str().unwrap());
     }
-    let serving = |key: &str| secret_field(node, "farm-system", "farm-apiserver-serving-cert", key);
+    // The serving certificate: the Deployment's FARM_CERTIFICATE_SECRET, read from the cluster
+    // with the ServiceAccount's token (the kubeconfig's namespace is the Pod's).
     command
-        .env("FARM_TLS_CERT_FILE", file("tls.crt", &serving("tls.crt")))
-        .env("FARM_TLS_PRIVATE_KEY_FILE", file("tls.key", &serving("tls.key")))
         .env("FARM_AUDIT_POLICY_FILE", file("policy.yaml", policy["data"]["policy.yaml"].as_str().unwrap().as_bytes()))
         .env("FARM_KUBECONFIG", file("kubeconfig", kubeconfig.as_bytes()))
         .env("FARM_AUDIT_LOG_PATH", d.join("audit.log"))

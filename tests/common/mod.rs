@@ -467,3 +467,22 @@ pub fn event_summary(event: &serde_json::Value) -> (String, String) {
         event["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string(),
     )
 }
+
+/// A copy of the repository's `manifests/` (the base and its `ha` overlay, without what
+/// `farm-apiserver certs` writes there) in `dir`, as a user has it in a checkout; returns its
+/// path. Tests write their generated files into the copy, never into the repository.
+pub fn copy_of_the_manifests(dir: &std::path::Path) -> PathBuf {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests"));
+    let copy = dir.join("manifests");
+    for sub in ["", "base", "ha"] {
+        std::fs::create_dir_all(copy.join(sub)).unwrap();
+        for entry in std::fs::read_dir(root.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            if name.ends_with(".yaml") && !["app.yaml", "etcd-certs.yaml", "install.yaml"].contains(&name.as_str()) {
+                std::fs::copy(&path, copy.join(sub).join(name)).unwrap();
+            }
+        }
+    }
+    copy
+}

@@ -1,6 +1,7 @@
 //! The high-availability install on the node, as a user makes it: one
 //! `kubectl apply -k` of manifests/ha (three replicas over an etcd StatefulSet of three members
-//! on the node's persistent volumes, certificates by `farm-apiserver certs`). Then, under load
+//! on the node's persistent volumes, the serving certificate managed by the replicas, etcd's by
+//! `farm-apiserver certs`). Then, under load
 //! through the aggregator (kube-rs writers, readers and a watch; kubectl writing and reading; the
 //! kube-controller-manager's garbage collector following every Llama): a `kubectl rollout
 //! restart` loses no acknowledged write and no watch event and fails no request, and a killed
@@ -63,25 +64,15 @@ pub fn with_etcd_and_three_replicas_a_rollout_loses_nothing_and_a_killed_replica
     uninstall(node, ha);
 }
 
-/// The overlay as a user has it after `make manifests`: manifests/ha's own files, and the two
-/// that `farm-apiserver certs` writes there, in a folder of the test (the repository's are the
-/// user's).
+/// The overlay as a user has it after `make manifests`: manifests/base and manifests/ha, and the
+/// etcd Secrets that `farm-apiserver certs` writes there, in a folder of the test (the
+/// repository's are the user's).
 fn ha_overlay(dir: &Path) -> PathBuf {
-    let ha = dir.join("ha");
-    std::fs::create_dir_all(&ha).unwrap();
-    for entry in std::fs::read_dir(format!("{ROOT}/manifests/ha")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        if name.ends_with(".yaml") && name != "app.yaml" && name != "etcd-certs.yaml" {
-            std::fs::copy(&path, ha.join(name)).unwrap();
-        }
-    }
+    let ha = crate::common::copy_of_the_manifests(dir).join("ha");
     let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
         .args(["certs", "--out-dir"])
         .arg(dir.join("certs"))
-        .args(["--manifests-dir", &format!("{ROOT}/manifests"), "--app-yaml", "-", "--ha-app-yaml"])
-        .arg(ha.join("app.yaml"))
-        .arg("--etcd-certs-yaml")
+        .args(["--manifests-dir", &format!("{ROOT}/manifests/base"), "--app-yaml", "-", "--etcd-certs-yaml"])
         .arg(ha.join("etcd-certs.yaml"))
         .output()
         .expect("run farm-apiserver certs");

@@ -1,0 +1,51 @@
+{{/* The name of every object: the release's when it names the chart, else <release>-farm-apiserver. */}}
+{{- define "farm.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The labels that select the server's Pods. */}}
+{{- define "farm.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The labels of every object. */}}
+{{- define "farm.labels" -}}
+{{ include "farm.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The Secret of the serving certificate. */}}
+{{- define "farm.servingSecret" -}}
+{{- if eq .Values.certificates.mode "secret" -}}
+{{- required "certificates.secretName is required with certificates.mode secret" .Values.certificates.secretName -}}
+{{- else -}}
+{{- include "farm.fullname" . }}-serving-cert
+{{- end -}}
+{{- end -}}
+
+{{/* The versions served, each with its APIService. */}}
+{{- define "farm.versions" -}}
+v1: 20
+v1alpha: 15
+{{- end -}}
+
+{{/* The etcd of the chart's own, its Service's name. */}}
+{{- define "farm.etcd" -}}
+{{- include "farm.fullname" . }}-etcd
+{{- end -}}
+
+{{/* The Secret of the server's etcd client certificate. */}}
+{{- define "farm.etcdClientSecret" -}}
+{{- if .Values.storage.etcd.deploy -}}
+{{- include "farm.etcd" . }}-client
+{{- else -}}
+{{- required "storage.etcd.clientSecret is required for an etcd of yours" .Values.storage.etcd.clientSecret -}}
+{{- end -}}
+{{- end -}}
