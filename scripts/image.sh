@@ -10,7 +10,7 @@
 #   - a runtime base: only the files of Debian's libc6 and libgcc-s1 from that rootfs, CA
 #     certificates, and /etc/passwd with the distroless `nonroot` user (65532).
 #
-#   scripts/image.sh build [NAME]        build NAME (default: the image manifests/deployment.yaml names)
+#   scripts/image.sh build [NAME]        build NAME (default: the image manifests/base/deployment.yaml names)
 #   scripts/image.sh archive NAME FILE   write NAME to FILE as an OCI archive, named as a CRI
 #                                        resolves it (docker.io/library/... for a short name)
 #   scripts/image.sh size NAME           print NAME's size (its layers, uncompressed)
@@ -145,8 +145,8 @@ ensure_bases() {
   fi
 }
 
-# The image the Deployment runs: the one name in manifests/deployment.yaml.
-default_name() { sed -n 's/^ *image: *//p' "$ROOT/manifests/deployment.yaml" | head -n1; }
+# The image the Deployment runs: the one name in manifests/base/deployment.yaml.
+default_name() { sed -n 's/^ *image: *//p' "$ROOT/manifests/base/deployment.yaml" | head -n1; }
 
 # A short name as the CRI (and docker) resolves it: docker.io/library/NAME.
 qualified() {

@@ -119,6 +119,7 @@ pub fn options(args: &ServeArgs) -> ServerOptions {
             delay: Duration::from_secs(args.shutdown_delay_seconds),
             grace: Duration::from_secs(args.shutdown_grace_seconds),
         },
+        anonymous_metrics: args.anonymous_metrics,
     }
 }
 

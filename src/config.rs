@@ -107,6 +107,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_CERTIFICATE_CA_VALIDITY_SECONDS", default_value_t = 365 * 86_400)]
     pub certificate_ca_validity_seconds: u64,
 
+    /// Serve `/metrics` to callers without credentials (Prometheus's stock `kubernetes-pods`
+    /// job presents none); without it, `/metrics` is authorized like any non-resource path (the
+    /// ClusterRole farm-apiserver:metrics-reader). What it exposes: docs/observability.md.
+    #[arg(long, env = "FARM_ANONYMOUS_METRICS")]
+    pub anonymous_metrics: bool,
+
     /// Extra subject alternative names for the generated certificate (repeatable, or comma-separated).
     #[arg(long = "tls-san", env = "FARM_TLS_SAN", value_delimiter = ',')]
     pub tls_sans: Vec<String>,

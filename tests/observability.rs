@@ -175,3 +175,23 @@ async fn the_request_log_names_every_refusal_and_never_a_token() {
         .all(|e| level(e) == "INFO");
     assert!(info, "4xx lines are at info");
 }
+
+#[tokio::test]
+async fn metrics_are_open_to_callers_without_credentials_only_when_asked() {
+    for (flags, expected) in [(&["--anonymous-metrics"][..], 200), (&[][..], 401)] {
+        let s = Server::start_with(flags).await;
+        let anonymous = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&s.ca_pem).unwrap())
+            .build()
+            .unwrap();
+        let answer = anonymous.get(format!("{}/metrics", s.base)).send().await.unwrap();
+        assert_eq!(answer.status(), expected, "{flags:?}");
+        if expected == 200 {
+            let text = answer.text().await.unwrap();
+            assert!(text.contains("apiserver_request_total{"), "{text}");
+        }
+        // Nothing else opens: the API still wants the token.
+        let refused = anonymous.get(format!("{}/apis/farm.example.com/v1/llamas", s.base)).send().await.unwrap();
+        assert_eq!(refused.status(), 401);
+    }
+}

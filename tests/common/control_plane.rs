@@ -322,7 +322,7 @@ pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
 }
 
 /// RBAC letting the user `e2e-nobody` (`ControlPlane::kubeconfig("nobody")`) delegate
-/// authentication and authorization, as an installed server may (manifests/rbac.yaml).
+/// authentication and authorization, as an installed server may (manifests/base/rbac.yaml).
 pub const NOBODY_DELEGATES: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-delegates}\n\
     roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}\n\
     subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n---\n\

@@ -4,7 +4,7 @@
 //! looked up with one live GET before a create is refused, as the kube-apiserver's
 //! `NamespaceLifecycle` plugin does, so a namespace created just before its first object is never
 //! refused. The server's ServiceAccount needs get, list and watch on namespaces
-//! (`manifests/rbac.yaml`).
+//! (`manifests/base/rbac.yaml`).
 
 use crate::machinery::error::GroupResource;
 use crate::machinery::error::{Error, Result};

@@ -238,12 +238,18 @@ fn group_routes(shared: &Shared) -> Router<Arc<Shared>> {
     routes
 }
 
+/// What is served without credentials: health, and `/metrics` when the options say so.
+struct Open {
+    health: Arc<Health>,
+    metrics: bool,
+}
+
 /// The whole router: health (open), then everything else behind `authenticator`; every request
 /// observed (counted, timed, logged).
 fn router(
     resource_routes: Router,
     shared: Arc<Shared>,
-    health: Arc<Health>,
+    open: Open,
     gate: Gate,
     converter: Option<(Converter, WebhookAuthentication)>,
 ) -> Router {
@@ -261,9 +267,9 @@ fn router(
         )
         .route("/version", get_only(|State(s): State<Arc<Shared>>| async move { discovery::version_info(&s.identity) }))
         .route("/openapi/v2", get_only(openapi_v2))
-        .route("/openapi/v3", get_only(openapi_v3_index))
-        .route("/metrics", get_only(metrics_text))
-        .with_state(shared);
+        .route("/openapi/v3", get_only(openapi_v3_index));
+    let (open_metrics, protected_metrics) = metrics_routes(open.metrics, &shared, &limits);
+    let non_resource = non_resource.merge(protected_metrics).with_state(shared);
     let resource_routes = resource_routes.layer(axum::middleware::from_fn(crate::api::yaml_answers::answer));
     // Without an audit log, authentication and authorization are one step.
     let gate = match auditor {
@@ -292,7 +298,8 @@ fn router(
         .map(|(converter, callers)| crate::api::conversion_webhook::routes(converter, callers))
         .unwrap_or_default()
         .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(webhook_limits.clone(), req, next)));
-    health::routes(health)
+    health::routes(open.health)
+        .merge(open_metrics)
         .merge(webhook)
         .merge(protected)
         // A body outlives any early answer (the limits', a refusal before it is read).
@@ -304,6 +311,20 @@ fn router(
         .layer(axum::middleware::from_fn(move |req, next| {
             crate::observe::observe(observed.clone(), served.clone(), req, next)
         }))
+}
+
+/// `/metrics`: open (within the limits, outside authentication) when `anonymous`, else among the
+/// protected routes; returns (open routes, protected routes).
+fn metrics_routes(anonymous: bool, shared: &Arc<Shared>, limits: &Limits) -> (Router, Router<Arc<Shared>>) {
+    let route = || Router::new().route("/metrics", get_only(metrics_text));
+    if !anonymous {
+        return (Router::new(), route());
+    }
+    let limits = limits.clone();
+    let open = route()
+        .with_state(shared.clone())
+        .layer(axum::middleware::from_fn(move |req, next| crate::limits::enforce(limits.clone(), req, next)));
+    (open, Router::new())
 }
 
 /// The URL clients use to reach a server bound to `addr`.
@@ -422,7 +443,8 @@ async fn serve(
         limits: limits.clone(),
         max_head_bytes: options.http.max_header_bytes,
     };
-    let app = router(mounted.routes, shared, health.clone(), gate, started.converter.map(|c| (c, callers)));
+    let open = Open { health: health.clone(), metrics: options.anonymous_metrics };
+    let app = router(mounted.routes, shared, open, gate, started.converter.map(|c| (c, callers)));
     let handle = axum_server::Handle::new();
     let drained = Drain {
         handle: handle.clone(),

@@ -1,7 +1,7 @@
 //! The cluster's MutatingWebhookConfigurations and ValidatingWebhookConfigurations, kept in
 //! memory by two kube-rs reflectors, and the webhooks they hold in the order the kube-apiserver
 //! calls them: configurations sorted by name, each one's webhooks in their listed order. The
-//! server's ServiceAccount needs list and watch on both (`manifests/rbac.yaml`).
+//! server's ServiceAccount needs list and watch on both (`manifests/base/rbac.yaml`).
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::{
@@ -69,7 +69,7 @@ fn explain<K: kube::Resource<DynamicType = ()>>(err: &watcher::Error) -> String 
     };
     if forbidden {
         format!(
-            "RBAC forbids the server to list or watch {plural}: {err}; writes that may call an admission webhook are              refused until it can. Grant its ServiceAccount a ClusterRole with the rule {{apiGroups:              [\"admissionregistration.k8s.io\"], resources: [\"{plural}\"], verbs: [\"get\", \"list\", \"watch\"]}}              (manifests/rbac.yaml has it), or start it with --admission-webhooks=false"
+            "RBAC forbids the server to list or watch {plural}: {err}; writes that may call an admission webhook are              refused until it can. Grant its ServiceAccount a ClusterRole with the rule {{apiGroups:              [\"admissionregistration.k8s.io\"], resources: [\"{plural}\"], verbs: [\"get\", \"list\", \"watch\"]}}              (manifests/base/rbac.yaml has it), or start it with --admission-webhooks=false"
         )
     } else {
         format!("watching {plural} failed: {err}")

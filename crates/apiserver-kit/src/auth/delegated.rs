@@ -160,7 +160,7 @@ impl Delegated {
                         );
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot watch kube-system/{CONFIG_MAP}: grant the Role extension-apiserver-authentication-reader (manifests/rbac.yaml)")
+                        tracing::warn!(error = %e, "cannot watch kube-system/{CONFIG_MAP}: grant the Role extension-apiserver-authentication-reader (manifests/base/rbac.yaml)")
                     }
                 }
             }

@@ -33,6 +33,10 @@ pub struct ServerOptions {
     pub http: HttpOptions,
     /// How the server stops.
     pub shutdown: ShutdownOptions,
+    /// Whether `/metrics` is served to callers without credentials (scrapers such as
+    /// Prometheus's stock `kubernetes-pods` job, which present none), as `/healthz` is; off,
+    /// it is authorized like any non-resource path.
+    pub anonymous_metrics: bool,
 }
 
 impl Default for ServerOptions {
@@ -50,6 +54,7 @@ impl Default for ServerOptions {
             limits: RequestLimits::default(),
             http: HttpOptions::default(),
             shutdown: ShutdownOptions::default(),
+            anonymous_metrics: false,
         }
     }
 }
