@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 15
 CONFORMANCE_GENERATED ?= 3000
 CONFORMANCE_SEED ?= random
 
-.PHONY: build run test unit e2e ha conformance conformance-examples bench soak fuzz fmt lint openapi certs manifests image node node-down node-test clean
+.PHONY: build run test unit e2e ha conformance conformance-examples bench soak fuzz fmt lint openapi certs manifests image node node-down node-test dev clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -87,6 +87,9 @@ node-down: ## Stop and remove the one-node cluster.
 
 node-test: ## Only the tests on the node (tests/node.rs): the image, the install, FarmPods of real Pods, the high-availability install under rollouts and crashes.
 	$(CARGO) test --locked --test node -- --nocapture
+
+dev: ## The development loop: a local build in the place of the installed Pods, with their configuration, until Ctrl-C (scripts/dev.sh; ADDRESS: an address of this machine the cluster reaches).
+	bash scripts/dev.sh --address $(ADDRESS)
 
 clean:
 	$(CARGO) clean

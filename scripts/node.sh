@@ -16,6 +16,9 @@
 #   scripts/node.sh recycle     empty the node's released persistent volumes and offer them again
 #   scripts/node.sh down        stop and remove everything `up` made
 #   scripts/node.sh status      exit 0 when the node runs
+#   scripts/node.sh aggregator-routing true|false
+#                               restart the kube-apiserver with --enable-aggregator-routing so (up
+#                               starts it with true)
 #
 # NODE_DIR defaults to target/node. Everything runs inside the network namespace `farmnode-<hash
 # of NODE_DIR>`: the node's address (10.200.0.1 on a bridge), the Pods' bridge (10.244.0.0/24)
@@ -258,6 +261,14 @@ wait_for() {  # wait_for WHAT SECONDS CMD…: until CMD succeeds; on timeout, wh
   done
 }
 
+# Whether process $1 has exited: gone, or a zombie (the daemons' parent, once `up` has exited, is
+# this machine's init, which may reap them late; `kill -0` succeeds on a zombie).
+stopped() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 0
+  [[ "$state" == Z* ]]
+}
+
 own_mount_namespace() { [ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]; }
 
 # The network namespace, and the holder: a process whose only job is to keep the private mount
@@ -324,12 +335,11 @@ EOF
 EOF
 }
 
-start_control_plane() {
+# The kube-apiserver, its aggregator sending requests to the endpoints of an APIService's Service
+# (`--enable-aggregator-routing=true`, as metrics-server's docs advise) or, $1 = false, to the
+# Service's cluster IP through kube-proxy (the kube-apiserver's default, kubeadm's too).
+start_apiserver() {
   local p=$NODE_DIR/pki
-  start etcd "$(ensure_etcd)" --data-dir "$NODE_DIR/etcd" --name farm-node \
-    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
-    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --initial-cluster farm-node=http://127.0.0.1:2380
   start kube-apiserver "$(kubernetes_binary kube-apiserver)" --etcd-servers http://127.0.0.1:2379 \
     --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$NODE_IP" \
     --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
@@ -342,7 +352,39 @@ start_control_plane() {
     --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
     --requestheader-extra-headers-prefix X-Remote-Extra- \
     --proxy-client-cert-file "$p/front-proxy-client.crt" --proxy-client-key-file "$p/front-proxy-client.key" \
-    --enable-aggregator-routing=true
+    --enable-aggregator-routing="$1"
+  echo "$1" > "$NODE_DIR/aggregator-routing"
+}
+
+# Restarts the kube-apiserver with `--enable-aggregator-routing=$1` unless it runs with it; waits
+# until it is ready.
+aggregator_routing() {
+  # (The node's namespaces, not its kube-apiserver's readiness: this may restart a stopped one.)
+  [ -e "$NETNS" ] && kill -0 "$(cat "$NODE_DIR/pids/holder" 2>/dev/null)" 2>/dev/null ||
+    { log "the node is not up: scripts/node.sh up first"; return 1; }
+  [ "$1" = true ] || [ "$1" = false ] || { log "aggregator-routing: true or false"; return 2; }
+  if [ "$(cat "$NODE_DIR/aggregator-routing" 2>/dev/null)" = "$1" ]; then return 0; fi
+  local pid
+  pid=$(cat "$NODE_DIR/pids/kube-apiserver")  # the kube-apiserver itself (start execs it)
+  kill -TERM "$pid" 2>/dev/null || true
+  # (kube-apiserver 1.37 stops listening within a second of SIGTERM but at times never exits, as
+  # scripts/control-plane.sh's `down` found: SIGKILL after 20 s.)
+  if ! wait_for "the kube-apiserver to exit after SIGTERM" 20 stopped "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null || true
+    wait_for "the kube-apiserver to exit after SIGKILL" 10 stopped "$pid"
+  fi
+  start_apiserver "$1"
+  wait_for "kube-apiserver /readyz" 90 kubectl_ get --raw /readyz
+  log "kube-apiserver restarted with --enable-aggregator-routing=$1"
+}
+
+start_control_plane() {
+  local p=$NODE_DIR/pki
+  start etcd "$(ensure_etcd)" --data-dir "$NODE_DIR/etcd" --name farm-node \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster farm-node=http://127.0.0.1:2380
+  start_apiserver true
   kubeconfig "$NODE_DIR/kubeconfig" admin
   wait_for "kube-apiserver /readyz" 90 kubectl_ get --raw /readyz
   # The cluster DNS (what CoreDNS is to kubeadm): Services and StatefulSet Pods by name.
@@ -518,6 +560,7 @@ case "${1:-}" in
   image) images ;;
   recycle) recycle ;;
   status) running ;;
+  aggregator-routing) aggregator_routing "${2:-}" ;;
   exec) shift; if [ -f "$NODE_DIR/env" ]; then set -a && . "$NODE_DIR/env" && set +a; fi; exec nsenter --net="$NETNS" -- "$@" ;;
-  *) echo "usage: $0 up | down | image | recycle | status | exec CMD…" >&2; exit 2 ;;
+  *) echo "usage: $0 up | down | image | recycle | status | aggregator-routing true|false | exec CMD…" >&2; exit 2 ;;
 esac

@@ -4,8 +4,8 @@
 //! `tls.key` (keys with mode 0600) and `ca-bundle.txt`, the base64 caBundle of the APIService.
 //! An existing CA in that directory is reused, so the caBundle stays the same across runs. The
 //! serving certificate names `<service>`, `<service>.<namespace>`, `<service>.<namespace>.svc`
-//! and `<service>.<namespace>.svc.cluster.local` (plus `localhost` and `127.0.0.1` for mirrord
-//! and port-forwards). Then `--app-yaml` (default `manifests/app.yaml`, git-ignored because it
+//! and `<service>.<namespace>.svc.cluster.local` (plus `localhost` and `127.0.0.1` for
+//! port-forwards and local runs). Then `--app-yaml` (default `manifests/app.yaml`, git-ignored because it
 //! holds the key) is assembled from the templates in `--manifests-dir` (those of
 //! `manifests/base/kustomization.yaml`, whose server manages its own certificate), switched to the
 //! certificate in files: the serving-certificate Secret, the Deployment mounting it, the

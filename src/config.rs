@@ -1,6 +1,6 @@
 //! The command line. Every flag of `serve` can also be set by an environment variable named
 //! `FARM_<FLAG_NAME>` (e.g. `FARM_SECURE_PORT`), so the same binary is configured the same way in
-//! a Deployment, on a laptop and under `mirrord exec`.
+//! a Deployment and on a laptop (`scripts/dev.sh` runs a local binary with a Deployment's).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::IpAddr;

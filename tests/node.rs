@@ -17,7 +17,7 @@ mod high_availability;
 use common::node::{KillOnDrop, Node, ROOT, eventually};
 use common::{EVENT_DEADLINE, LineStream};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -44,9 +44,11 @@ fn installed_from_its_manifests_it_serves_shows_the_kubelets_pods_and_survives_r
     certificates::the_managed_certificate_rotates_under_load_without_a_failed_request(&node);
     farmpods_show_what_the_kubelet_reports(&node);
     when_every_replica_is_gone_it_all_recovers_once_one_is_back(&node);
-    a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(&node, dir.path(), &base);
-    // Uninstalled as a user uninstalls it: the group leaves discovery.
-    node.must(&["delete", "-k", &base, "--wait=true"]);
+    a_binary_outside_the_cluster_serves_with_what_the_dev_loop_copies_out_of_the_pod(&node, dir.path());
+    // Uninstalled as docs/installing.md says: the APIServices first (here after the server is
+    // gone for good), then the rest; the group leaves discovery.
+    a_server_gone_for_good_is_freed_by_deleting_its_apiservices(&node);
+    node.must(&["delete", "-k", &base, "--ignore-not-found", "--wait=true"]);
     let (found, out, _) = node.kubectl(&["api-resources", "--api-group=farm.example.com"]);
     assert!(found && !out.contains("llamas"), "{out}");
     the_helm_chart_installs_serves_and_uninstalls(&node);
@@ -262,91 +264,82 @@ fn when_every_replica_is_gone_it_all_recovers_once_one_is_back(node: &Node) {
     assert!(ok && out.contains("llamas") && out.contains("farmpods"), "{err}{out}");
 }
 
-/// The development loop of docs/high-availability.md without mirrord: the Pod's configuration
-/// and files copied out with kubectl, a local binary started with them and a kubeconfig of the
-/// ServiceAccount's token, and the aggregator's traffic sent to it (what `--steal` does).
-fn a_binary_outside_the_cluster_serves_with_what_kubectl_copies_out_of_the_pod(node: &Node, dir: &Path, base: &str) {
-    let d = dir.join("outside");
-    std::fs::create_dir_all(&d).unwrap();
-    let log = d.join("server.log");
-    let mut command = with_what_kubectl_copies_out_of_the_pod(node, &d);
-    command.stdout(std::fs::File::create(d.join("stdout")).unwrap()).stderr(std::fs::File::create(&log).unwrap());
-    let mut outside = KillOnDrop(command.spawn().expect("start the local binary"));
-    eventually("the local binary to serve", || {
-        std::fs::read_to_string(&log).unwrap().contains("\"serving\"").then_some(())
-    });
+/// A server gone for good (every replica gone, never to return): namespace deletions hang on
+/// the discovery of its group until the one command of docs/installing.md deletes its
+/// APIServices; then the namespace goes and discovery is whole again.
+fn a_server_gone_for_good_is_freed_by_deleting_its_apiservices(node: &Node) {
+    node.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "meadow"}}).to_string());
     node.must(&["-n", "farm-system", "scale", "deployment/farm-apiserver", "--replicas=0"]);
-    node.must(&[
-        "-n",
-        "farm-system",
-        "patch",
-        "service",
-        "farm-apiserver",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/spec/selector"}]"#,
-    ]);
-    let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "farm-apiserver", "namespace": "farm-system"},
-        "subsets": [{"addresses": [{"ip": node.env("NODE_IP")}], "ports": [{"name": "https", "port": 8443, "protocol": "TCP"}]}]});
-    node.must(&["-n", "farm-system", "delete", "endpoints", "farm-apiserver"]);
-    node.apply(&endpoints.to_string());
+    eventually("v1.farm.example.com to be unavailable", || {
+        condition(node, &["apiservice", "v1.farm.example.com"], "Available").filter(|c| c["status"] == "False")
+    });
+    node.must(&["delete", "namespace", "meadow", "--wait=false"]);
+    eventually("the namespace controller to report the discovery failure", || {
+        condition(node, &["namespace", "meadow"], "NamespaceDeletionDiscoveryFailure").filter(|c| c["status"] == "True")
+    });
+    let freed = Instant::now();
+    let out = node.must(&["delete", "apiservice", "-l", "app.kubernetes.io/name=farm-apiserver"]);
+    assert!(out.contains("v1.farm.example.com") && out.contains("v1alpha.farm.example.com"), "{out}");
+    eventually("the namespace to be deleted", || {
+        let (_, _, err) = node.kubectl(&["get", "namespace", "meadow"]);
+        err.contains("NotFound").then_some(())
+    });
+    eprintln!("gone for good: the namespace was deleted {:.1} s after the APIServices", freed.elapsed().as_secs_f64());
+    let (ok, out, err) = node.kubectl(&["api-resources"]);
+    assert!(ok && out.contains("pods") && !out.contains("farm.example.com") && !err.contains("farm"), "{out}{err}");
+}
+
+/// The development loop of docs/installing.md: `scripts/dev.sh` (what `make dev` runs) copies
+/// the Pod's configuration and a token of its ServiceAccount, sends the aggregator's traffic to
+/// a local binary, and restores the install when the binary stops.
+fn a_binary_outside_the_cluster_serves_with_what_the_dev_loop_copies_out_of_the_pod(node: &Node, dir: &Path) {
+    let log = dir.join("dev.log");
+    let replicas =
+        node.must(&["-n", "farm-system", "get", "deployment", "farm-apiserver", "-o", "jsonpath={.spec.replicas}"]);
+    let mut command = Command::new("bash");
+    command
+        .arg(format!("{ROOT}/scripts/node.sh"))
+        .args(["exec", "bash", &format!("{ROOT}/scripts/dev.sh"), "--address", &node.env("NODE_IP")])
+        .args(["--binary", env!("CARGO_BIN_EXE_farm-apiserver")])
+        .stdout(std::fs::File::create(dir.join("dev.out")).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut dev = KillOnDrop(command.spawn().expect("start scripts/dev.sh"));
+    let work = eventually("the local binary to serve", || {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let work = text.lines().find_map(|l| l.strip_prefix("dev: its configuration and logs: "))?.to_string();
+        text.contains("\"serving\"").then_some(PathBuf::from(work))
+    });
     let outsider = "apiVersion: farm.example.com/v1\nkind: Llama\nmetadata: {name: outsider, namespace: default}\nspec: {weight: 80, height: 150}\n";
     eventually("the local binary to answer the aggregator", || {
         node.kubectl_with_stdin(&["apply", "-f", "-"], Some(outsider)).0.then_some(())
     });
-    let audit = std::fs::read_to_string(d.join("audit.log")).unwrap();
+    let audit = std::fs::read_to_string(work.join("audit.log")).unwrap();
     let created = audit
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|e| e["verb"] == "create")
         .expect("the create, audited");
     assert_eq!(created["user"]["username"], "farm-node-admin", "the identity the aggregator named: {created}");
-    assert!(node.must(&["get", "farmpods", "-A"]).contains("farm-system"), "FarmPods with the ServiceAccount's token");
+    let (ok, _, err) = node.kubectl(&["get", "farmpods", "-A"]);
+    assert!(ok, "FarmPods from a Pod cache synced with the ServiceAccount's token: {err}");
     let (ok, _, err) = node.kubectl(&["--as", "bob", "get", "llamas"]);
     assert!(
         !ok && err.contains(r#"User "bob" cannot list resource "llamas" in API group "farm.example.com""#),
         "{err}"
     );
-    outside.0.kill().unwrap();
-    node.must(&["apply", "-k", base]);
+    // SIGTERM (or Ctrl-C): the binary drains, the script restores the install.
+    let stopped = Command::new("kill").args(["-TERM", &dev.0.id().to_string()]).status().unwrap();
+    assert!(stopped.success());
+    let exit = dev.0.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(exit.success() && text.contains("dev: restored"), "{exit}: {text}");
+    assert!(text.contains(&format!("scaled from {replicas} to 0")), "it says what it changed: {text}");
+    assert!(!work.exists(), "the token and configuration are removed");
     node.must(&["-n", "farm-system", "rollout", "status", "deployment/farm-apiserver", "--timeout=60s"]);
     eventually("the Pod to serve again", || node.kubectl(&["get", "llamas"]).0.then_some(()));
-}
-
-/// `farm-apiserver serve` in the node's network namespace with the Deployment's environment,
-/// the file of its ConfigMap and its ServiceAccount's token copied into `d` (as a
-/// kubeconfig), all read with kubectl: the image has no shell for `kubectl exec cat`.
-fn with_what_kubectl_copies_out_of_the_pod(node: &Node, d: &Path) -> Command {
-    let file = |name: &str, bytes: &[u8]| {
-        std::fs::write(d.join(name), bytes).unwrap();
-        d.join(name).display().to_string()
-    };
-    let deployment = node.json(&["deployment", "-n", "farm-system", "farm-apiserver"]);
-    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].as_array().unwrap().clone();
-    let policy = node.json(&["configmap", "-n", "farm-system", "farm-apiserver-audit-policy"]);
-    // What the Pod's projected service-account volume holds: a token of the TokenRequest API (no
-    // release since 1.24 makes a Secret of one) and the cluster's CA from kube-root-ca.crt.
-    let token = node.must(&["create", "token", "farm-apiserver", "-n", "farm-system", "--duration=1h"]);
-    let root_ca = node.json(&["configmap", "-n", "farm-system", "kube-root-ca.crt"])["data"]["ca.crt"].clone();
-    let kubeconfig = format!(
-        "apiVersion: v1\nkind: Config\nclusters: [{{name: node, cluster: {{server: \"https://{}:6443\", certificate-authority: {}}}}}]\nusers: [{{name: sa, user: {{tokenFile: {}}}}}]\ncontexts: [{{name: c, context: {{cluster: node, user: sa, namespace: farm-system}}}}]\ncurrent-context: c\n",
-        node.env("NODE_IP"),
-        file("ca.crt", root_ca.as_str().unwrap().as_bytes()),
-        file("token", token.trim().as_bytes()),
-    );
-    let mut command = Command::new("bash");
-    command.arg(format!("{ROOT}/scripts/node.sh")).args(["exec", env!("CARGO_BIN_EXE_farm-apiserver"), "serve"]);
-    for variable in &env {
-        command.env(variable["name"].as_str().unwrap(), variable["value"].as_str().unwrap());
-    }
-    // The serving certificate: the Deployment's FARM_CERTIFICATE_SECRET, read from the cluster
-    // with the ServiceAccount's token (the kubeconfig's namespace is the Pod's).
-    command
-        .env("FARM_AUDIT_POLICY_FILE", file("policy.yaml", policy["data"]["policy.yaml"].as_str().unwrap().as_bytes()))
-        .env("FARM_KUBECONFIG", file("kubeconfig", kubeconfig.as_bytes()))
-        .env("FARM_AUDIT_LOG_PATH", d.join("audit.log"))
-        .env("FARM_BIND_ADDRESS", node.env("NODE_IP"));
-    command
+    let selector =
+        node.must(&["-n", "farm-system", "get", "service", "farm-apiserver", "-o", "jsonpath={.spec.selector}"]);
+    assert!(selector.contains("farm-apiserver"), "{selector}");
 }
 
 /// Events of `watch` up to the first that `last` accepts; every one in resourceVersion order.

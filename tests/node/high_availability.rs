@@ -44,8 +44,14 @@ pub fn with_etcd_and_three_replicas_a_rollout_loses_nothing_and_a_killed_replica
         &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "herd", "namespace": NS}}).to_string(),
     );
     let owner = node.json(&["configmap", "-n", NS, "herd"])["metadata"]["uid"].as_str().unwrap().to_string();
-    a_rollout_restart_under_load_loses_nothing(node, &owner);
-    a_killed_replica_is_measured_until_every_request_succeeds(node);
+    // Through the endpoints (`--enable-aggregator-routing=true`, the node's default) and through
+    // the Service's cluster IP and kube-proxy (the kube-apiserver's default).
+    for routing in ["true", "false"] {
+        aggregator_routing(node, routing);
+        a_rollout_restart_under_load_loses_nothing(node, &owner, routing);
+        a_killed_replica_is_measured_until_every_request_succeeds(node, routing);
+    }
+    aggregator_routing(node, "true");
 
     // The garbage collector's informers saw every Llama: deleting their owner deletes them all.
     let owned = node.json(&["llamas", "-n", NS, "-l", "owned=true"])["items"].as_array().unwrap().len();
@@ -119,6 +125,18 @@ fn uninstall(node: &Node, ha: &str) {
     node.must(&["delete", "namespace", "farm-system", NS, "--ignore-not-found", "--wait=true"]);
     let recycled = node.exec(&["bash", &format!("{ROOT}/scripts/node.sh"), "recycle"], None);
     assert!(recycled.status.success(), "{}", String::from_utf8_lossy(&recycled.stderr));
+}
+
+/// Restarts the node's kube-apiserver with `--enable-aggregator-routing=<routing>` (unless it
+/// runs so) and waits until the group answers through it.
+fn aggregator_routing(node: &Node, routing: &str) {
+    let out =
+        Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).args(["aggregator-routing", routing]).output();
+    let out = out.expect("run scripts/node.sh aggregator-routing");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    eventually("the group to answer through the kube-apiserver", || {
+        node.kubectl(&["get", "llamas", "-A"]).0.then_some(())
+    });
 }
 
 /// The server's Pods, as JSON.
@@ -394,7 +412,7 @@ fn kubectl_client(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle
     })
 }
 
-fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
+fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str, routing: &str) {
     let before: BTreeSet<String> = replicas(node).iter().map(|p| p["metadata"]["name"].to_string()).collect();
     let load = Load::start(node, owner);
     let kubectl_stop = Arc::new(AtomicBool::new(false));
@@ -420,7 +438,7 @@ fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str) {
     load.tally.lock().unwrap().acknowledged.extend(by_kubectl.created.iter().cloned());
     let tally = load.stop();
     eprintln!(
-        "rollout restart in {:.1} s under load: {} writes acknowledged ({} by kubectl), {} kube-rs requests \
+        "aggregator routing {routing}: rollout restart in {:.1} s under load: {} writes acknowledged ({} by kubectl), {} kube-rs requests \
          and {} kubectl reads succeeded, failures {:?} and {:?}, watch resumed {} times",
         rolled.as_secs_f64(),
         tally.acknowledged.len(),
@@ -456,7 +474,7 @@ type Outcome = (Instant, Option<String>);
 /// One replica's container killed (SIGKILL, as the kernel's OOM killer does): requests through
 /// the aggregator go on until twenty in a row succeeded after the replica was ready again; the
 /// time from the kill to the last failed request is measured.
-fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node) {
+fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node, routing: &str) {
     let ready = |p: &Value| {
         p["status"]["containerStatuses"][0]["ready"] == true && p["metadata"]["deletionTimestamp"].is_null()
     };
@@ -504,10 +522,19 @@ fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node) {
         *kinds.entry(f.as_deref().unwrap()).or_default() += 1;
     }
     eprintln!(
-        "a replica killed: {} of {} requests failed {kinds:?}, the last {last_failure:?} after the kill; \
-         the replica restarted and ready after {:.1} s",
+        "aggregator routing {routing}: a replica killed: {} of {} requests failed {kinds:?}, the last \
+         {last_failure:?} after the kill; the replica restarted and ready after {:.1} s",
         failed.len(),
         outcomes.len(),
         ready_again.as_secs_f64()
     );
+    // What a killed replica costs, bounded: only the aggregator's 503s for the dead replica, none
+    // once the restarted one is ready (plus the time endpoints take to follow, a few seconds).
+    assert!(kinds.keys().all(|k| k.starts_with("503")), "failures other than the aggregator's 503: {kinds:?}");
+    if let Some(last) = last_failure {
+        assert!(
+            last <= ready_again + Duration::from_secs(5),
+            "a failure {last:?} after the kill, {ready_again:?} ready"
+        );
+    }
 }
