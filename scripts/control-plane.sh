@@ -183,21 +183,44 @@ kubernetes_binary() {
   echo "$dir/$component"
 }
 
-# Builds etcd and etcdctl of tools/etcd into $1, static and without local paths.
-build_etcd() {
-  local out=$1 work
+# Builds into $1 commands of the Go module tools/$2, static and without local paths: each further
+# argument is "BINARY PACKAGE [-X …]", its extra link flags after the package.
+build_tools() {
+  local out=$1 module=$2 work spec binary package flags
+  shift 2
   work=$(mktemp -d "$CACHE/build.XXXXXX")
-  cp "$ROOT/tools/etcd/go.mod" "$ROOT/tools/etcd/go.sum" "$work/"
+  cp "$ROOT/tools/$module/go.mod" "$ROOT/tools/$module/go.sum" "$work/"
   rm -rf "$out.partial" && mkdir -p "$out.partial"
-  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.partial/etcd" go.etcd.io/etcd/server/v3 >&2 &&
-    CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out.partial/etcdctl" go.etcd.io/etcd/etcdctl/v3 >&2)
+  for spec in "$@"; do
+    read -r binary package flags <<<"$spec"
+    (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $flags" -o "$out.partial/$binary" "$package" >&2)
+  done
   rm -rf "$out" && mv "$out.partial" "$out"
   rm -rf "$work"
 }
 
-etcd_dir() {
-  echo "$CACHE/etcd-$ETCD_VERSION-$({ cat "$ROOT/tools/etcd/go.mod" "$ROOT/tools/etcd/go.sum"; declare -f build_etcd; } | sha256sum | cut -c1-12)"
+# The cache folder of the recipe that `$3` builds from tools/$2, named $1-<hash of the module and
+# the build's steps>.
+tools_dir() {
+  echo "$CACHE/$1-$({ cat "$ROOT/tools/$2/go.mod" "$ROOT/tools/$2/go.sum"; declare -f "$3" build_tools; } | sha256sum | cut -c1-12)"
 }
+
+# Fills the cache folder $1 with `$2 $1` unless `$3 $1` finds nothing missing, then removes the
+# folders of other recipes of it (named like $4); the log calls it $5.
+ensure_tools() {
+  local dir=$1 build=$2 problem_of=$3 others=$4 what=$5 problem
+  problem=$("$problem_of" "$dir")
+  if [ -n "$problem" ]; then
+    log "building $what from the Go module proxy into $dir (once)"
+    build_once "$dir" "$build" "$problem_of" >/dev/null
+    find "$CACHE" -mindepth 1 -maxdepth 1 -name "$others" ! -path "$dir" -exec rm -rf {} +
+  fi
+}
+
+# Builds etcd and etcdctl of tools/etcd into $1.
+build_etcd() { build_tools "$1" etcd "etcd go.etcd.io/etcd/server/v3" "etcdctl go.etcd.io/etcd/etcdctl/v3"; }
+
+etcd_dir() { tools_dir "etcd-$ETCD_VERSION" etcd build_etcd; }
 
 # Why the etcd in $1 cannot be used (nothing when it can).
 etcd_problem() {
@@ -214,31 +237,18 @@ ensure_etcd() {
   local dir problem
   dir=$(etcd_dir)
   problem=$(etcd_problem "$dir")
-  if [ -n "$problem" ]; then
-    if [ "${1:-}" = check ]; then log "$problem: run scripts/control-plane.sh binaries to build it"; return 1; fi
-    log "building etcd $ETCD_VERSION from the Go module proxy into $dir (a few minutes, once)"
-    build_once "$dir" build_etcd etcd_problem >/dev/null
-    find "$CACHE" -mindepth 1 -maxdepth 1 -name 'etcd-*' ! -path "$dir" -exec rm -rf {} +
+  if [ -n "$problem" ] && [ "${1:-}" = check ]; then
+    log "$problem: run scripts/control-plane.sh binaries to build it"; return 1
   fi
+  ensure_tools "$dir" build_etcd etcd_problem 'etcd-*' "etcd $ETCD_VERSION"
   echo "$dir/etcd"
 }
 
 # Builds helm of tools/helm into $1 (the chart's tests install charts/farm-apiserver with it),
-# static, without local paths, its version stamped as a release build stamps it.
-build_helm() {
-  local out=$1 work
-  work=$(mktemp -d "$CACHE/build.XXXXXX")
-  cp "$ROOT/tools/helm/go.mod" "$ROOT/tools/helm/go.sum" "$work/"
-  rm -rf "$out.partial" && mkdir -p "$out.partial"
-  (cd "$work" && CGO_ENABLED=0 go build -trimpath -o "$out.partial/helm" \
-    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" helm.sh/helm/v3/cmd/helm >&2)
-  rm -rf "$out" && mv "$out.partial" "$out"
-  rm -rf "$work"
-}
+# its version stamped as a release build stamps it.
+build_helm() { build_tools "$1" helm "helm helm.sh/helm/v3/cmd/helm -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION"; }
 
-helm_dir() {
-  echo "$CACHE/helm-$HELM_VERSION-$({ cat "$ROOT/tools/helm/go.mod" "$ROOT/tools/helm/go.sum"; declare -f build_helm; } | sha256sum | cut -c1-12)"
-}
+helm_dir() { tools_dir "helm-$HELM_VERSION" helm build_helm; }
 
 # Why the helm in $1 cannot be used (nothing when it can).
 helm_problem() {
@@ -251,14 +261,9 @@ helm_problem() {
 # The helm binary: $HELM when set, else this recipe's build (built when missing).
 ensure_helm() {
   if [ -n "${HELM:-}" ]; then echo "$HELM"; return; fi
-  local dir problem
+  local dir
   dir=$(helm_dir)
-  problem=$(helm_problem "$dir")
-  if [ -n "$problem" ]; then
-    log "building helm $HELM_VERSION from the Go module proxy into $dir (about two minutes, once)"
-    build_once "$dir" build_helm helm_problem >/dev/null
-    find "$CACHE" -mindepth 1 -maxdepth 1 -name 'helm-*' ! -path "$dir" -exec rm -rf {} +
-  fi
+  ensure_tools "$dir" build_helm helm_problem 'helm-*' "helm $HELM_VERSION"
   echo "$dir/helm"
 }
 

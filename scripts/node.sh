@@ -123,14 +123,10 @@ container_runtime_problem() {
 
 # The folder of containerd's and runc's binaries, built when the cache lacks them.
 ensure_container_runtime() {
-  local dir problem
+  local dir
   dir=$(container_runtime_dir)
-  problem=$(container_runtime_problem "$dir")
-  if [ -n "$problem" ]; then
-    log "building containerd $CONTAINERD_VERSION and runc $RUNC_VERSION from the Go module proxy into $dir (a few minutes, once)"
-    build_once "$dir" build_container_runtime container_runtime_problem >/dev/null
-    find "$CACHE" -mindepth 1 -maxdepth 1 -name 'container-runtime-*' ! -path "$dir" -exec rm -rf {} +
-  fi
+  ensure_tools "$dir" build_container_runtime container_runtime_problem 'container-runtime-*' \
+    "containerd $CONTAINERD_VERSION and runc $RUNC_VERSION"
   echo "$dir"
 }
 
@@ -275,8 +271,12 @@ own_mount_namespace() { [ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/s
 # namespace (and its bind mounts) alive; every daemon enters both through it.
 make_namespaces() {
   ip netns add "$NS"
+  # A route for the Services' range, as a node's default route gives it: connections from the
+  # node itself to a cluster IP (the aggregator's, without --enable-aggregator-routing) need one
+  # before kube-proxy's rules rewrite their destination; without it, "network is unreachable".
   nsenter --net="$NETNS" sh -c "ip link set lo up && ip link add br-node type bridge &&
-    ip addr add $NODE_IP/24 dev br-node && ip link set br-node up && sysctl -qw net.ipv4.ip_forward=1"
+    ip addr add $NODE_IP/24 dev br-node && ip link set br-node up && sysctl -qw net.ipv4.ip_forward=1 &&
+    ip route add $SERVICE_RANGE dev br-node"
   gcc -static -O2 -o "$NODE_DIR/bin/pause" "$ROOT/scripts/node/pause.c"
   nsenter --net="$NETNS" unshare --mount --propagation private -- sh -c "$JOIN" "$NODE_DIR/cgroup-procs" "$NODE_DIR/bin/pause" \
     < /dev/null > /dev/null 2>&1 &

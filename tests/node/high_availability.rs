@@ -208,14 +208,17 @@ struct Load {
 }
 
 impl Load {
-    fn start(node: &Node, owner: &str) -> Self {
+    /// Writers, a reader and a watch; the writers' Llamas are named after `run` (one load a run).
+    fn start(node: &Node, owner: &str, run: &str) -> Self {
         let (tally, stop) = (Arc::new(Mutex::new(Tally::default())), Arc::new(AtomicBool::new(false)));
         let (t, s, kubeconfig, owner) = (tally.clone(), stop.clone(), node.dir.join("kubeconfig"), owner.to_string());
+        let run = run.to_string();
         let running = node.in_netns(move || async move {
             let api = llamas(Node::kube_client(kubeconfig).await);
             let since = api.list(&ListParams::default()).await.expect("the first list").metadata.resource_version;
-            let mut tasks: Vec<_> =
-                (0..3).map(|id| writer(api.clone(), id, owner.clone(), t.clone(), s.clone())).collect();
+            let mut tasks: Vec<_> = (0..3)
+                .map(|id| writer(api.clone(), format!("{run}-w{id}"), owner.clone(), t.clone(), s.clone()))
+                .collect();
             tasks.push(Box::pin(reader(api.clone(), t.clone(), s.clone())));
             tasks.push(Box::pin(watch(api, since.unwrap_or_default(), t, s)));
             futures::future::join_all(tasks).await;
@@ -248,10 +251,10 @@ type Task = std::pin::Pin<Box<dyn Future<Output = ()>>>;
 
 /// Creates Llamas owned by the ConfigMap `owner` one after another; a failed create is sent
 /// again, and an AlreadyExists after a failure means the failed one was stored.
-fn writer(api: Api<DynamicObject>, id: usize, owner: String, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) -> Task {
+fn writer(api: Api<DynamicObject>, id: String, owner: String, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) -> Task {
     Box::pin(async move {
         for n in 0.. {
-            let name = format!("w{id}-{n}");
+            let name = format!("{id}-{n}");
             let mut llama = json!({
                 "apiVersion": "farm.example.com/v1", "kind": "Llama",
                 "metadata": {"name": name},
@@ -379,8 +382,8 @@ struct KubectlTally {
 
 /// kubectl creating a Llama, then listing them, over and over until `stop`; a failed create is
 /// sent again, and AlreadyExists after a failure means the failed one was stored.
-fn kubectl_client(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<KubectlTally> {
-    let kubeconfig = node.dir.join("kubeconfig");
+fn kubectl_client(node: &Node, run: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<KubectlTally> {
+    let (kubeconfig, run) = (node.dir.join("kubeconfig"), run.to_string());
     std::thread::spawn(move || {
         let kubectl = |args: &[&str], stdin: Option<String>| {
             let in_namespace = [&["-n", NS], args].concat();
@@ -389,7 +392,7 @@ fn kubectl_client(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle
         };
         let mut tally = KubectlTally::default();
         for n in 0.. {
-            let name = format!("k-{n}");
+            let name = format!("{run}-k-{n}");
             let llama = json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "metadata": {"name": name}, "spec": {"weight": 7, "height": 7}});
             let mut failed = false;
             loop {
@@ -414,9 +417,10 @@ fn kubectl_client(node: &Node, stop: Arc<AtomicBool>) -> std::thread::JoinHandle
 
 fn a_rollout_restart_under_load_loses_nothing(node: &Node, owner: &str, routing: &str) {
     let before: BTreeSet<String> = replicas(node).iter().map(|p| p["metadata"]["name"].to_string()).collect();
-    let load = Load::start(node, owner);
+    let run = format!("routing-{routing}");
+    let load = Load::start(node, owner, &run);
     let kubectl_stop = Arc::new(AtomicBool::new(false));
-    let kubectl = kubectl_client(node, kubectl_stop.clone());
+    let kubectl = kubectl_client(node, &run, kubectl_stop.clone());
     load.until_more_writes(50);
     let restarted = Instant::now();
     node.must(&["-n", "farm-system", "rollout", "restart", "deployment/farm-apiserver"]);
