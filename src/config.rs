@@ -24,6 +24,8 @@ pub enum Command {
     Openapi(OpenapiArgs),
     /// Make the CA and serving certificate for the in-cluster Service, and assemble manifests/app.yaml.
     Certs(crate::certs::CertsArgs),
+    /// In the cluster, make the Secrets of the etcd of manifests/ha that are missing (its Job).
+    EtcdSecrets(crate::etcd_secrets::EtcdSecretsArgs),
 }
 
 /// How log lines are written.

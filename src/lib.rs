@@ -11,6 +11,7 @@
 pub mod app;
 pub mod certs;
 pub mod config;
+pub mod etcd_secrets;
 pub mod resources;
 
 pub use apiserver_kit::{

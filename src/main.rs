@@ -82,6 +82,16 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::EtcdSecrets(args) => match farm_apiserver::etcd_secrets::run(&args).await {
+            Ok(done) => {
+                done.iter().for_each(|line| println!("{line}"));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("etcd-secrets: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Openapi(args) => match write_openapi(&args.out_dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -191,8 +191,6 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         .arg(dir.path().join("certs"))
         .arg("--app-yaml")
         .arg(&app)
-        .arg("--etcd-certs-yaml")
-        .arg(ha.join("etcd-certs.yaml"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -249,12 +247,52 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         "poddisruptionbudget.policy/farm-apiserver",
         "statefulset.apps/etcd",
         "service/etcd",
-        "secret/etcd-certs",
-        "secret/farm-apiserver-etcd-client",
+        "job.batch/farm-apiserver-etcd-secrets",
+        "role.rbac.authorization.k8s.io/farm-apiserver-etcd-secrets",
         "poddisruptionbudget.policy/etcd",
     ] {
         assert!(applied.contains(object), "{object} missing from:\n{applied}");
     }
+    assert!(!rendered.contains("kind: Secret") && !applied.contains("secret/"), "nothing secret in the HA install");
+}
+
+/// `farm-apiserver etcd-secrets` (the Job of manifests/ha) against the real kube-apiserver: the
+/// first run makes etcd's CA, the members' and the client's Secrets; a second keeps them; a
+/// deleted member Secret is made again from the kept CA.
+#[tokio::test]
+async fn the_etcd_secrets_job_makes_what_is_missing_and_keeps_what_exists() {
+    let cp = ControlPlane::up();
+    cp.must(&["create", "namespace", "farm-system"], None);
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+            .args(["etcd-secrets", "--namespace", "farm-system"])
+            .env("KUBECONFIG", cp.kubeconfig("admin"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let field = |secret: &str, key: &str| {
+        let path = format!("jsonpath={{.data.{}}}", key.replace('.', "\\."));
+        cp.must(&["get", "secret", "-n", "farm-system", secret, "-o", &path], None)
+    };
+    assert_eq!(run(), "created secret/etcd-ca\ncreated secret/etcd-certs\ncreated secret/farm-apiserver-etcd-client\n");
+    let ca = field("etcd-ca", "ca.crt");
+    assert_eq!(field("etcd-certs", "ca.crt"), ca, "the members trust the kept CA");
+    assert_eq!(field("farm-apiserver-etcd-client", "ca.crt"), ca);
+    let member = field("etcd-certs", "tls.crt");
+    assert_eq!(run(), "kept secret/etcd-ca\nkept secret/etcd-certs\nkept secret/farm-apiserver-etcd-client\n");
+    assert_eq!(field("etcd-certs", "tls.crt"), member);
+    cp.must(&["delete", "secret", "-n", "farm-system", "etcd-certs"], None);
+    assert_eq!(run(), "kept secret/etcd-ca\ncreated secret/etcd-certs\nkept secret/farm-apiserver-etcd-client\n");
+    assert_eq!(field("etcd-certs", "ca.crt"), ca);
+    assert_ne!(field("etcd-certs", "tls.crt"), member);
+    let der =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, field("etcd-certs", "tls.crt")).unwrap();
+    let facts = farm_apiserver::certificates::material::Facts::of_pem(&String::from_utf8(der).unwrap()).unwrap();
+    let years = (facts[0].not_after - facts[0].not_before) / (365 * 86_400);
+    assert_eq!(years, 10, "valid ten years");
+    assert!(facts[0].names.contains(&"*.etcd.farm-system.svc".to_string()), "{:?}", facts[0].names);
 }
 
 /// charts/farm-apiserver rendered by helm (built by scripts/control-plane.sh) in each mode:

@@ -70,20 +70,10 @@ pub fn with_etcd_and_three_replicas_a_rollout_loses_nothing_and_a_killed_replica
     uninstall(node, ha);
 }
 
-/// The overlay as a user has it after `make manifests`: manifests/base and manifests/ha, and the
-/// etcd Secrets that `farm-apiserver certs` writes there, in a folder of the test (the
-/// repository's are the user's).
+/// The overlay as a user has it in a checkout, nothing generated (etcd's Secrets are made by its
+/// Job), in a folder of the test.
 fn ha_overlay(dir: &Path) -> PathBuf {
-    let ha = crate::common::copy_of_the_manifests(dir).join("ha");
-    let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
-        .args(["certs", "--out-dir"])
-        .arg(dir.join("certs"))
-        .args(["--manifests-dir", &format!("{ROOT}/manifests/base"), "--app-yaml", "-", "--etcd-certs-yaml"])
-        .arg(ha.join("etcd-certs.yaml"))
-        .output()
-        .expect("run farm-apiserver certs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    ha
+    crate::common::copy_of_the_manifests(dir).join("ha")
 }
 
 /// `kubectl apply -k`. Kubernetes 1.20 (the node's) serves PodDisruptionBudgets as

@@ -79,6 +79,12 @@ impl Validity {
         Self { not_before: Some(not_before), not_after: Some(not_after) }
     }
 
+    /// Valid from five minutes ago (for clocks a little behind this one) for `days` days.
+    pub fn days_from_now(days: u32) -> Self {
+        let now = time::OffsetDateTime::now_utc();
+        Self::between(now - time::Duration::minutes(5), now + time::Duration::days(i64::from(days.max(1))))
+    }
+
     fn apply(self, params: &mut CertificateParams) {
         if let Some(not_before) = self.not_before {
             params.not_before = not_before;
