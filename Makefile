@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 15
 CONFORMANCE_GENERATED ?= 3000
 CONFORMANCE_SEED ?= random
 
-.PHONY: build run test unit e2e ha conformance conformance-examples bench soak fuzz fmt lint openapi certs manifests image node node-down node-test dev clean
+.PHONY: build run test unit e2e ha conformance conformance-examples bench soak fuzz fmt lint openapi certs manifests release-manifests image node node-down node-test dev clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -74,6 +74,11 @@ openapi: ## Regenerate the checked-in OpenAPI documents under openapi/.
 
 certs manifests: ## Make certs/ (CA, serving cert, caBundle) and manifests/app.yaml for `kubectl apply -f`.
 	$(CARGO) run --locked --quiet -- certs --out-dir certs --manifests-dir manifests/base --app-yaml manifests/app.yaml
+
+release-manifests: ## Render the static installs a release attaches, dist/install.yaml (manifests/) and dist/install-ha.yaml (manifests/ha), with kustomize (kubectl's): nothing secret in them.
+	mkdir -p dist
+	kubectl kustomize manifests > dist/install.yaml
+	kubectl kustomize manifests/ha > dist/install-ha.yaml
 
 image: ## Build the container image $(IMAGE): `docker build` where a Docker engine answers, else buildah with bases made locally (scripts/image.sh).
 	if docker info >/dev/null 2>&1; then docker build -t $(IMAGE) .; else bash scripts/image.sh build $(IMAGE); fi
