@@ -219,20 +219,13 @@ impl ApiServer {
         let authenticator = authenticator(&builder.identity, &options, client.as_ref(), &url, &certs.ca_pem, &metrics)?;
         let stopping = tokio_util::sync::CancellationToken::new();
         let certificate = tls::ReloadingCertificate::new(&certs)?;
-        let certificate_check =
-            serving_certificate(&options, config.as_ref().zip(client.as_ref()), &certificate).map(|managed| {
-                let served: Vec<&str> = versions.iter().map(|(version, _)| *version).collect();
-                let context = crate::certificates::Context {
-                    client: managed.1.clone(),
-                    default_namespace: &managed.0.default_namespace,
-                    group: builder.group,
-                    versions: served,
-                    program: builder.identity.name,
-                    certificate: certificate.clone(),
-                    stopping: stopping.clone(),
-                };
-                crate::certificates::start(managed.2, context)
-            });
+        let served = Served { group: builder.group, versions: versions.iter().map(|(v, _)| *v).collect() };
+        let certificate_check = serving_certificate(
+            &options,
+            config.as_ref().zip(client.as_ref()),
+            &certificate,
+            (&served, builder.identity.name, &stopping),
+        );
         let cluster = config.zip(client).map(|(config, client)| cluster_services(&options, config, client, &stopping));
         let settings = watch_settings(&options, &stopping, &metrics);
         let health = match certificate_check {
@@ -268,13 +261,22 @@ impl ApiServer {
     }
 }
 
-/// Reloads the certificate files when they change; with managed certificates and a cluster,
-/// returns what [`crate::certificates::start`] needs.
-fn serving_certificate<'a>(
-    options: &'a ServerOptions,
-    cluster: Option<(&'a kube::Config, &'a kube::Client)>,
+/// The API group and versions a server serves.
+struct Served {
+    group: &'static str,
+    versions: Vec<&'static str>,
+}
+
+/// Keeps `certificate` current: reloads the certificate files when they change, or, with
+/// managed certificates and a cluster, starts their manager and returns its readiness check.
+/// `managing` is what the manager is told: what is served, the program's name (its field
+/// manager) and when to stop.
+fn serving_certificate(
+    options: &ServerOptions,
+    cluster: Option<(&kube::Config, &kube::Client)>,
     certificate: &Arc<tls::ReloadingCertificate>,
-) -> Option<(&'a kube::Config, &'a kube::Client, &'a crate::certificates::ManagedCertificates)> {
+    managing: (&Served, &str, &tokio_util::sync::CancellationToken),
+) -> Option<crate::health::Check> {
     if let Some(files) = &options.tls.files {
         let (cert, key) = (files.certificate.to_string_lossy(), files.private_key.to_string_lossy());
         let interval = options.tls.reload_interval.max(Duration::from_secs(1));
@@ -285,7 +287,17 @@ fn serving_certificate<'a>(
         tracing::warn!("managed serving certificates need a cluster: serving a self-signed certificate");
         return None;
     };
-    Some((config, client, managed))
+    let (served, program, stopping) = managing;
+    let context = crate::certificates::Context {
+        client: client.clone(),
+        default_namespace: &config.default_namespace,
+        group: served.group,
+        versions: served.versions.clone(),
+        program,
+        certificate: certificate.clone(),
+        stopping: stopping.clone(),
+    };
+    Some(crate::certificates::start(managed, context))
 }
 
 /// The configuration of the cluster `options` name, if any.
