@@ -65,11 +65,21 @@ impl Manager {
         use kube::runtime::{WatchStreamExt, watcher};
         let config = watcher::Config::default().fields(&format!("metadata.name={}", self.secret));
         let mut changes = watcher(self.secrets.clone(), config).default_backoff().boxed();
-        let mut failures = 0u32;
+        let (mut failures, mut writes) = (0u32, 0u32);
         loop {
             let wait = match self.pass().await {
+                // A write is read back at once; writes without end would be a bug of the plan
+                // (it never agreeing with what it wrote): they wait, and say so.
+                Ok(wait) if wait.is_zero() => {
+                    writes += 1;
+                    if writes <= 5 {
+                        continue;
+                    }
+                    tracing::error!(secret = %self.secret, writes, "the certificates are written again and again");
+                    self.resync
+                }
                 Ok(wait) => {
-                    failures = 0;
+                    (failures, writes) = (0, 0);
                     wait.min(self.resync)
                 }
                 Err(error) => {
@@ -78,9 +88,6 @@ impl Manager {
                     Duration::from_millis(250u64 << failures.min(7)).min(self.resync)
                 }
             };
-            if wait.is_zero() {
-                continue;
-            }
             tokio::select! {
                 () = stopping.cancelled() => return,
                 () = tokio::time::sleep(wait) => {}
@@ -107,8 +114,9 @@ impl Manager {
         let now = unix_now();
         match plan::decide(now, current.as_ref(), &published, &self.policy)? {
             Decision::Write { material, changes } => {
-                self.write(secret, &material).await?;
-                tracing::info!(secret = %self.secret, ?changes, "wrote the serving certificates");
+                if self.write(secret, &material).await? {
+                    tracing::info!(secret = %self.secret, ?changes, "wrote the serving certificates");
+                }
                 Ok(Duration::ZERO)
             }
             Decision::Keep { recheck_at } => {
@@ -138,9 +146,9 @@ impl Manager {
         Ok(bundles)
     }
 
-    /// Creates or replaces the Secret (a conflict with another writer is no error: the next
+    /// Creates or replaces the Secret; false when another writer was first (no error: the next
     /// pass reads what won).
-    async fn write(&self, existing: Option<Secret>, material: &Material) -> Result<(), Error> {
+    async fn write(&self, existing: Option<Secret>, material: &Material) -> Result<bool, Error> {
         let mut secret = existing.unwrap_or_default();
         secret.metadata.name = Some(self.secret.clone());
         secret
@@ -155,10 +163,10 @@ impl Manager {
             Some(_) => self.secrets.replace(&self.secret, &PostParams::default(), &secret).await,
         };
         match written {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(true),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::debug!(secret = %self.secret, "another replica wrote the certificates first");
-                Ok(())
+                Ok(false)
             }
             Err(source) => Err(Error::Cluster { what: format!("writing Secret {}", self.secret), source }),
         }

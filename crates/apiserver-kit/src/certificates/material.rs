@@ -36,7 +36,7 @@ pub struct Facts {
     pub subject: Vec<u8>,
     /// The issuer's distinguished name, DER.
     pub issuer: Vec<u8>,
-    /// Its DNS names and IP addresses, sorted.
+    /// Its DNS names and IP addresses, sorted, each once.
     pub names: Vec<String>,
     /// The whole certificate, DER: two certificates are the same when these are.
     pub der: Vec<u8>,
@@ -65,6 +65,7 @@ impl Facts {
             }
         }
         names.sort();
+        names.dedup();
         Ok(Self {
             not_before: cert.validity().not_before.timestamp(),
             not_after: cert.validity().not_after.timestamp(),
