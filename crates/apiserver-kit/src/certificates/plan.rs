@@ -224,6 +224,14 @@ mod tests {
     }
 
     #[test]
+    fn a_name_given_twice_does_not_make_the_plan_write_again() {
+        let mut p = policy(600, 60);
+        p.names.push("farm".into());
+        let (m, _) = written(decide(T0, None, &[], &p).unwrap());
+        assert!(matches!(decide(T0 + 1, Some(&m), &[], &p).unwrap(), Decision::Keep { .. }));
+    }
+
+    #[test]
     fn an_unreadable_secret_or_an_expired_ca_starts_again() {
         let p = policy(600, 60);
         let (m, _) = written(decide(T0, None, &[], &p).unwrap());
