@@ -153,7 +153,7 @@ impl Material {
         let trusted = split_pem(&trusted_pem)
             .into_iter()
             .map(|cert_pem| {
-                let facts = Facts::of_pem(&cert_pem)?.remove(0);
+                let facts = Facts::of_pem(&cert_pem)?.pop().ok_or("an empty certificate block")?;
                 Ok(Trusted { cert_pem, facts })
             })
             .collect::<Result<Vec<_>, String>>()
