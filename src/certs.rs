@@ -212,11 +212,15 @@ fn yaml(secret: &Secret) -> Result<String, Error> {
 
 /// A `kubernetes.io/tls` Secret of `certs` (tls.crt, tls.key and the CA as ca.crt).
 pub fn tls_secret(name: &str, namespace: &str, app: &str, certs: &tls::Certs) -> Secret {
+    let files = [("tls.crt", &certs.cert_pem), ("tls.key", &certs.key_pem), ("ca.crt", &certs.ca_pem)];
+    Secret { type_: Some("kubernetes.io/tls".into()), ..pem_secret(name, namespace, app, &files) }
+}
+
+/// A Secret named `name` of the app `app` (its `app.kubernetes.io/name` label) holding the PEM
+/// `files`, each under its key.
+pub fn pem_secret(name: &str, namespace: &str, app: &str, files: &[(&str, &String)]) -> Secret {
     use k8s_openapi::ByteString;
-    let data = [("tls.crt", &certs.cert_pem), ("tls.key", &certs.key_pem), ("ca.crt", &certs.ca_pem)]
-        .into_iter()
-        .map(|(key, pem)| (key.to_string(), ByteString(pem.as_bytes().to_vec())))
-        .collect();
+    let data = files.iter().map(|(key, pem)| (key.to_string(), ByteString(pem.as_bytes().to_vec()))).collect();
     Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(name.into()),
@@ -224,7 +228,6 @@ pub fn tls_secret(name: &str, namespace: &str, app: &str, certs: &tls::Certs) ->
             labels: Some([("app.kubernetes.io/name".to_string(), app.to_string())].into()),
             ..Default::default()
         },
-        type_: Some("kubernetes.io/tls".into()),
         data: Some(data),
         ..Default::default()
     }

@@ -7,7 +7,6 @@
 
 use crate::certs::{self, Error as CertsError};
 use crate::tls;
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 
@@ -57,7 +56,8 @@ pub async fn run(args: &EtcdSecretsArgs) -> Result<Vec<String>, Error> {
         }
         None => {
             let ca = tls::new_ca_valid(&ca_name, validity).map_err(CertsError::from)?;
-            let made = create(&secrets, ca_secret(&ca_name, &namespace, &ca), &mut done).await?;
+            let files = [("ca.crt", &ca.cert_pem), ("ca.key", &ca.key_pem)];
+            let made = create(&secrets, certs::pem_secret(&ca_name, &namespace, "etcd", &files), &mut done).await?;
             ca_of(&made).ok_or_else(|| Error::Ca(ca_name.clone()))?
         }
     };
@@ -86,24 +86,6 @@ async fn create(secrets: &Api<Secret>, secret: Secret, done: &mut Vec<String>) -
             Ok(secrets.get(&name).await?)
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// The Secret keeping the CA (certificate and key).
-fn ca_secret(name: &str, namespace: &str, ca: &tls::Ca) -> Secret {
-    let data = [("ca.crt", &ca.cert_pem), ("ca.key", &ca.key_pem)]
-        .into_iter()
-        .map(|(key, pem)| (key.to_string(), ByteString(pem.as_bytes().to_vec())))
-        .collect();
-    Secret {
-        metadata: kube::api::ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(namespace.into()),
-            labels: Some([("app.kubernetes.io/name".to_string(), "etcd".to_string())].into()),
-            ..Default::default()
-        },
-        data: Some(data),
-        ..Default::default()
     }
 }
 
