@@ -8,7 +8,7 @@
 //! client that trusts the published bundle trusts every certificate any replica serves, before,
 //! during and after a rotation.
 
-use super::material::{Facts, Keyed, Material, Trusted, bundle_holds};
+use super::material::{Keyed, Material, Trusted, bundle_holds};
 use crate::tls;
 use std::time::Duration;
 
@@ -158,16 +158,10 @@ fn issue(now: i64, signer: &Keyed, policy: &Policy) -> tls::Result<Keyed> {
     Keyed::new(certs.cert_pem, certs.key_pem).map_err(tls::Error::Pem)
 }
 
-/// Whether `leaf` chains to a CA among `trusted` (by issuer name) and is valid at `now`.
-pub fn trusted_at(now: i64, leaf: &Facts, trusted: &[Facts]) -> bool {
-    leaf.not_before <= now
-        && now < leaf.not_after
-        && trusted.iter().any(|ca| ca.subject == leaf.issuer && ca.not_before <= now && now < ca.not_after)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::certificates::material::Facts;
     use proptest::prelude::*;
 
     fn policy(ca: u64, leaf: u64) -> Policy {
@@ -184,6 +178,13 @@ mod tests {
             Decision::Write { material, changes } => (*material, changes),
             Decision::Keep { .. } => panic!("expected a write"),
         }
+    }
+
+    /// Whether `leaf` chains to a CA among `trusted` (by issuer name) and is valid at `now`.
+    fn trusted_at(now: i64, leaf: &Facts, trusted: &[Facts]) -> bool {
+        leaf.not_before <= now
+            && now < leaf.not_after
+            && trusted.iter().any(|ca| ca.subject == leaf.issuer && ca.not_before <= now && now < ca.not_after)
     }
 
     const T0: i64 = 1_800_000_000;
