@@ -77,11 +77,14 @@ impl Member {
 }
 
 /// Whether `status` says the request never reached etcd: the connection to the member could
-/// not be made (refused, or not made in time), so sending it elsewhere cannot apply it twice.
+/// not be made (its name resolves to no address, as a StatefulSet member's while its Pod is
+/// gone; refused; not made in time), so sending it elsewhere cannot apply it twice.
 pub fn never_sent(status: &Status) -> bool {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
     while let Some(error) = cause {
-        let connect = error.to_string().contains("tcp connect error")
+        let text = error.to_string();
+        let connect = text.starts_with("dns error")
+            || text.contains("tcp connect error")
             || error
                 .downcast_ref::<std::io::Error>()
                 .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
@@ -301,6 +304,25 @@ mod tests {
         let reset = Status::from_error(Box::new(Error::from(ErrorKind::ConnectionReset)));
         assert!(!never_sent(&reset), "a reset connection may have carried the request");
         assert!(!never_sent(&Status::unavailable("etcdserver: leader changed")));
+        let unresolved = Status::from_error(Box::new(Resolving(Error::other("failed to lookup address information"))));
+        assert!(never_sent(&unresolved), "a member whose name resolves to nothing was never asked");
+    }
+
+    /// What hyper-util's connector answers when a name does not resolve: "dns error", the
+    /// resolver's error as its source.
+    #[derive(Debug)]
+    struct Resolving(Error);
+
+    impl std::fmt::Display for Resolving {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("dns error")
+        }
+    }
+
+    impl std::error::Error for Resolving {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
     }
 
     #[test]
