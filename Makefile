@@ -83,14 +83,14 @@ release-manifests: ## Render the static installs a release attaches, dist/instal
 image: ## Build the container image $(IMAGE): `docker build` where a Docker engine answers, else buildah with bases made locally (scripts/image.sh).
 	if docker info >/dev/null 2>&1; then docker build -t $(IMAGE) .; else bash scripts/image.sh build $(IMAGE); fi
 
-node: ## Start the one-node cluster of the node tests (scripts/node.sh up; KUBECONFIG in target/node/env) and load the images the manifests name.
+node: ## Start the two-node cluster of the node tests (scripts/node.sh up; KUBECONFIG in target/node/env) and load the images the manifests name.
 	bash scripts/node.sh up
 	bash scripts/node.sh image
 
-node-down: ## Stop and remove the one-node cluster.
+node-down: ## Stop and remove the two-node cluster.
 	bash scripts/node.sh down
 
-node-test: ## Only the tests on the node (tests/node.rs): the image, the install, FarmPods of real Pods, the high-availability install under rollouts and crashes.
+node-test: ## Only the tests on the node (tests/node.rs): the image, the install, FarmPods of real Pods, the high-availability install under rollouts, crashes, a drain and a lost node.
 	$(CARGO) test --locked --test node -- --nocapture
 
 dev: ## The development loop: a local build in the place of the installed Pods, with their configuration, until Ctrl-C (scripts/dev.sh; ADDRESS: an address of this machine the cluster reaches).

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# A one-node Kubernetes cluster (the release of scripts/control-plane.sh, 1.37.2 by default) inside
-# a network namespace of its own, for the tests that install farm-apiserver as users do: etcd,
-# kube-apiserver (aggregation configured), kube-controller-manager, kube-scheduler, containerd 2
-# + runc + Debian's CNI bridge, kubelet and kube-proxy (iptables), as kind and kubeadm run a
-# single node, with what their add-ons give:
-# a cluster DNS (crates/node-dns, for Services and StatefulSet Pods by name) and local persistent
-# volumes of a default StorageClass.
+# A two-node Kubernetes cluster (the release of scripts/control-plane.sh, 1.37.2 by default), each
+# node in a network namespace of its own, for the tests that install farm-apiserver as users do:
+# the first node runs the control plane (etcd, kube-apiserver with aggregation configured,
+# kube-controller-manager, kube-scheduler) and, as both nodes do, containerd 2 + runc + Debian's
+# CNI bridge, a kubelet and kube-proxy (iptables), as kind and kubeadm run nodes, with what their
+# add-ons give: a cluster DNS (crates/node-dns, for Services and StatefulSet Pods by name) and
+# local persistent volumes of a default StorageClass.
 #
 #   scripts/node.sh up          start it (idempotent: a running node is left as it is); writes
 #                               $NODE_DIR/kubeconfig and $NODE_DIR/env (KUBECONFIG, SERVER_IMAGE,
@@ -19,15 +19,25 @@
 #   scripts/node.sh aggregator-routing true|false
 #                               restart the kube-apiserver with --enable-aggregator-routing so (up
 #                               starts it with true)
+#   scripts/node.sh ctr NODE ARG…
+#                               containerd's client for node NODE (farm-node or farm-node-2)
+#   scripts/node.sh power-off farm-node-2
+#                               the second node lost as a machine is when its power goes: every
+#                               process of it killed at once (kubelet, containerd, kube-proxy,
+#                               containers), its link cut, so that packets to it go unanswered
+#   scripts/node.sh power-on farm-node-2
+#                               the node boots again: /run emptied, its daemons started, its link up
 #
-# NODE_DIR defaults to target/node. Everything runs inside the network namespace `farmnode-<hash
-# of NODE_DIR>`: the node's address (10.200.0.1 on a bridge), the Pods' bridge (10.244.0.0/24)
-# and the Services' range (10.96.0.0/16) exist only there, and it has no default route, so
-# nothing is sent outside it (loopback is its own). The daemons also share a private mount
-# namespace, where the folders containerd and the kubelet use whatever they are told
+# NODE_DIR defaults to target/node. The first node, `farm-node`, lives in the network namespace
+# `farmnode-<hash of NODE_DIR>`: its address (10.200.0.1 on the bridge br-node), its Pods' bridge
+# (10.244.0.0/24) and the Services' range (10.96.0.0/16) exist only there, and it has no default
+# route, so nothing is sent outside it (loopback is its own). The second, `farm-node-2`, lives in
+# `farmnode-<hash of NODE_DIR/nodes/farm-node-2>`, plugged into br-node by a veth pair
+# (10.200.0.2, its Pods 10.244.1.0/24, routed through it). Each node's daemons share a private
+# mount namespace, where the folders containerd and the kubelet use whatever they are told
 # (/run/containerd, /var/lib/cni, /var/lib/kubelet/device-plugins, /var/log/pods,
-# /var/log/containers, /run/netns) are folders of NODE_DIR: every mount they make
-# disappears with them. Every process lives in the cgroup `<this shell's>/farmnode-<hash>`
+# /var/log/containers, /run/netns) are folders of the node's own folder: every mount they make
+# disappears with them. Every process of a node lives in the cgroup `<this shell's>/farmnode-<hash>`
 # (daemons in `daemons`, containers in `pods`, the kubelet's --cgroup-root), which `down` freezes,
 # kills and removes. A failed `up` runs `down`.
 #
@@ -46,11 +56,22 @@ NETNS=/var/run/netns/$NS
 NODE_NAME=farm-node
 NODE_IP=10.200.0.1
 POD_SUBNET=10.244.0.0/24
+# The control plane's, whichever node the variables above describe (see as_worker).
+CP_DIR=$NODE_DIR
+CP_NS=$NS
+CP_NETNS=$NETNS
+CP_IP=$NODE_IP
+CLUSTER_CIDR=10.244.0.0/16
 SERVICE_RANGE=10.96.0.0/16
+# The second node: name, address, Pods' subnet, persistent volumes. One volume: of the three
+# etcd members of manifests/ha it holds one, so that losing it keeps etcd's quorum.
+WORKER=(farm-node-2 10.200.0.2 10.244.1.0/24 1)
 PAUSE_IMAGE=k8s.gcr.io/pause:3.2
 WORKLOAD_IMAGE=localhost/farm-workload:1
 CLUSTER_DOMAIN=cluster.local
 VOLUMES=4
+# What `kubectl get nodes` shows: the node's name.
+nodes() { echo "$NODE_NAME,${WORKER[0]}"; }
 log() { echo "node: $*" >&2; }
 image_sh() { bash "$ROOT/scripts/image.sh" "$@"; }
 # `sh -c "$JOIN" FILE CMD…`: joins the cgroups listed in FILE, then becomes CMD (same process id).
@@ -59,7 +80,7 @@ JOIN='while read -r f; do echo $$ > "$f"; done < "$0"; exec "$@"'
 
 # In the node's network and mount namespaces (those of the holder process).
 in_node() { nsenter --target "$(cat "$NODE_DIR/pids/holder")" --net --mount -- "$@"; }
-kubectl_() { nsenter --net="$NETNS" -- kubectl --kubeconfig "$NODE_DIR/kubeconfig" "$@"; }
+kubectl_() { nsenter --net="$CP_NETNS" -- kubectl --kubeconfig "$CP_DIR/kubeconfig" "$@"; }
 # containerd's client (without its warning, on every command, that cgroup v1 is deprecated).
 ctr_() {
   CONTAINERD_SUPPRESS_DEPRECATION_WARNINGS=1 "$(container_runtime_dir)/ctr" --address "$NODE_DIR/containerd.sock" "$@"
@@ -166,7 +187,7 @@ kill_cgroups() {
   if [ -n "$freezer" ] && [ -d "$freezer$path" ]; then echo FROZEN > "$freezer$path/freezer.state"; fi
   for _ in $(seq 1 50); do
     local pids
-    pids=$(for h in $(hierarchies); do find "$h$path" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u)
+    pids=$(for h in $(hierarchies); do find "$h$path" -name cgroup.procs -exec cat {} + 2>/dev/null || true; done | sort -u)
     if [ -z "$pids" ]; then break; fi
     # shellcheck disable=SC2086
     kill -KILL $pids 2>/dev/null || true
@@ -188,8 +209,8 @@ remove_cgroups() {
 
 # --- certificates and kubeconfigs -------------------------------------------------------------
 
-cert() {  # cert NAME SUBJECT EXTENSIONS: a certificate signed by the node's CA
-  local d=$NODE_DIR/pki
+cert() {  # cert NAME SUBJECT EXTENSIONS: a certificate signed by the cluster's CA
+  local d=$CP_DIR/pki
   openssl req -newkey rsa:2048 -nodes -keyout "$d/$1.key" -out "$d/$1.csr" -subj "$2" 2>/dev/null
   printf '[ext]\nbasicConstraints = CA:FALSE\n%s\n' "$3" > "$d/$1.cnf"
   openssl x509 -req -in "$d/$1.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 30 \
@@ -197,13 +218,12 @@ cert() {  # cert NAME SUBJECT EXTENSIONS: a certificate signed by the node's CA
 }
 
 make_certs() {
-  local d=$NODE_DIR/pki client='extendedKeyUsage = clientAuth'
+  local d=$CP_DIR/pki client='extendedKeyUsage = clientAuth'
   mkdir -p "$d"
   openssl req -x509 -newkey rsa:2048 -nodes -days 30 -keyout "$d/ca.key" -out "$d/ca.crt" -subj "/CN=farm-node-ca" 2>/dev/null
   cert apiserver "/CN=kube-apiserver" "extendedKeyUsage = serverAuth
 subjectAltName = IP:127.0.0.1,IP:$NODE_IP,IP:${SERVICE_RANGE%.0/*}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   cert admin "/O=system:masters/CN=farm-node-admin" "$client"
-  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
   cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
   cert controller-manager "/CN=system:kube-controller-manager" "$client"
   cert scheduler "/CN=system:kube-scheduler" "$client"
@@ -215,14 +235,14 @@ subjectAltName = IP:127.0.0.1,IP:$NODE_IP,IP:${SERVICE_RANGE%.0/*}.1,DNS:localho
 }
 
 kubeconfig() {  # kubeconfig FILE CERT: a kubeconfig of the node's kube-apiserver for CERT's identity
-  local b64='base64 -w0' d=$NODE_DIR/pki
+  local b64='base64 -w0' d=$CP_DIR/pki
   cat > "$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: farm-node
   cluster:
-    server: https://$NODE_IP:6443
+    server: https://$CP_IP:6443
     certificate-authority-data: $($b64 < "$d/ca.crt")
 users:
 - name: $2
@@ -246,6 +266,12 @@ start() {  # start NAME CMD…: CMD in the node's namespaces and cgroup, logging
   disown
 }
 
+# `start NAME sh -c "$SUPERVISED" supervised CMD…`: CMD started again a second after it exits, as
+# the kubelet restarts a control plane's static Pods (kube-scheduler exits on purpose when it finds
+# its cache inconsistent, and counts on being restarted).
+# shellcheck disable=SC2016
+SUPERVISED='while :; do "$@"; echo "node.sh: exited with $?; started again in 1 s" >&2; sleep 1; done'
+
 wait_for() {  # wait_for WHAT SECONDS CMD…: until CMD succeeds; on timeout, what the logs end with
   local what=$1 seconds=$2; shift 2
   local deadline=$((SECONDS + seconds))
@@ -267,9 +293,8 @@ stopped() {
 
 own_mount_namespace() { [ "$(readlink "/proc/$1/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ]; }
 
-# The network namespace, and the holder: a process whose only job is to keep the private mount
-# namespace (and its bind mounts) alive; every daemon enters both through it.
-make_namespaces() {
+# The first node's network namespace: the bridge the nodes share, its address on it.
+make_netns() {
   ip netns add "$NS"
   # A route for the Services' range, as a node's default route gives it: connections from the
   # node itself to a cluster IP (the aggregator's, without --enable-aggregator-routing) need one
@@ -277,7 +302,27 @@ make_namespaces() {
   nsenter --net="$NETNS" sh -c "ip link set lo up && ip link add br-node type bridge &&
     ip addr add $NODE_IP/24 dev br-node && ip link set br-node up && sysctl -qw net.ipv4.ip_forward=1 &&
     ip route add $SERVICE_RANGE dev br-node"
-  gcc -static -O2 -o "$NODE_DIR/bin/pause" "$ROOT/scripts/node/pause.c"
+}
+
+# The name, in the first node's namespace, of the veth end plugged into br-node for this worker.
+veth() { echo "veth-${NODE_IP##*.}"; }
+
+# A worker's network namespace: a veth pair, one end in br-node, the other its eth0 with its
+# address; routes to the other nodes' Pods through their addresses (each way), as a cloud's
+# route table or a CNI's host-gw mode gives them, and to the Services' range.
+make_worker_netns() {
+  ip netns add "$NS"
+  ip -n "$CP_NS" link add "$(veth)" type veth peer name eth0 netns "$NS"
+  ip -n "$CP_NS" link set "$(veth)" master br-node up
+  nsenter --net="$NETNS" sh -c "ip link set lo up && ip addr add $NODE_IP/24 dev eth0 && ip link set eth0 up &&
+    sysctl -qw net.ipv4.ip_forward=1 && ip route add $CLUSTER_CIDR via $CP_IP && ip route add $SERVICE_RANGE dev eth0"
+  ip -n "$CP_NS" route add "$POD_SUBNET" via "$NODE_IP"
+}
+
+# The holder: a process whose only job is to keep the node's private mount namespace (and its
+# bind mounts) alive; every daemon of the node enters both namespaces through it.
+make_holder() {
+  [ -x "$NODE_DIR/bin/pause" ] || gcc -static -O2 -o "$NODE_DIR/bin/pause" "$ROOT/scripts/node/pause.c"
   nsenter --net="$NETNS" unshare --mount --propagation private -- sh -c "$JOIN" "$NODE_DIR/cgroup-procs" "$NODE_DIR/bin/pause" \
     < /dev/null > /dev/null 2>&1 &
   echo $! > "$NODE_DIR/pids/holder"
@@ -339,7 +384,7 @@ EOF
 # (`--enable-aggregator-routing=true`, as metrics-server's docs advise) or, $1 = false, to the
 # Service's cluster IP through kube-proxy (the kube-apiserver's default, kubeadm's too).
 start_apiserver() {
-  local p=$NODE_DIR/pki
+  local p=$CP_DIR/pki
   start kube-apiserver "$(kubernetes_binary kube-apiserver)" --etcd-servers http://127.0.0.1:2379 \
     --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$NODE_IP" \
     --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
@@ -379,7 +424,7 @@ aggregator_routing() {
 }
 
 start_control_plane() {
-  local p=$NODE_DIR/pki
+  local p=$CP_DIR/pki
   start etcd "$(ensure_etcd)" --data-dir "$NODE_DIR/etcd" --name farm-node \
     --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
@@ -391,22 +436,29 @@ start_control_plane() {
   start node-dns env KUBECONFIG="$NODE_DIR/kubeconfig" "$(node_dns_binary)" --listen "$NODE_IP:53" --zone "$CLUSTER_DOMAIN"
   wait_for "node-dns serving" 30 grep -q serving "$NODE_DIR/logs/node-dns.log"
   kubeconfig "$NODE_DIR/controller-manager.kubeconfig" controller-manager
-  start kube-controller-manager "$(kubernetes_binary kube-controller-manager)" \
+  start kube-controller-manager sh -c "$SUPERVISED" supervised "$(kubernetes_binary kube-controller-manager)" \
     --kubeconfig "$NODE_DIR/controller-manager.kubeconfig" --use-service-account-credentials=true \
     --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
     --leader-elect=false --secure-port=0
   kubeconfig "$NODE_DIR/scheduler.kubeconfig" scheduler
-  start kube-scheduler "$(kubernetes_binary kube-scheduler)" --kubeconfig "$NODE_DIR/scheduler.kubeconfig" \
+  start kube-scheduler sh -c "$SUPERVISED" supervised "$(kubernetes_binary kube-scheduler)" --kubeconfig "$NODE_DIR/scheduler.kubeconfig" \
     --leader-elect=false
 }
 
+# A node's daemons: containerd, the kubelet, kube-proxy. With `boot`, containerd already has the
+# images (the node is powered on again).
 start_node() {
   # (containerd finds its shim on its PATH.)
   start containerd env PATH="$(container_runtime_dir):$PATH" "$(container_runtime_dir)/containerd" --config "$NODE_DIR/containerd.toml"
   wait_for containerd 30 ctr_ version
-  image_sh node-images "$NODE_DIR/images" "$PAUSE_IMAGE" "$WORKLOAD_IMAGE"
-  load_images "$NODE_DIR/images"/*.tar
-  kubeconfig "$NODE_DIR/kubelet.kubeconfig" kubelet
+  if [ "${1:-}" != boot ]; then
+    # The pause and workload images, built once for every node.
+    if [ "$NODE_DIR" = "$CP_DIR" ]; then image_sh node-images "$CP_DIR/images" "$PAUSE_IMAGE" "$WORKLOAD_IMAGE"; fi
+    load_images "$CP_DIR/images"/*.tar
+  fi
+  [ -f "$CP_DIR/pki/kubelet-$NODE_NAME.crt" ] ||
+    cert "kubelet-$NODE_NAME" "/O=system:nodes/CN=system:node:$NODE_NAME" 'extendedKeyUsage = clientAuth'
+  kubeconfig "$NODE_DIR/kubelet.kubeconfig" "kubelet-$NODE_NAME"
   start kubelet "$(kubernetes_binary kubelet)" --kubeconfig "$NODE_DIR/kubelet.kubeconfig" \
     --container-runtime-endpoint "unix://$NODE_DIR/containerd.sock" --fail-cgroupv1=false \
     --cgroup-driver cgroupfs --cgroups-per-qos=true --enforce-node-allocatable= \
@@ -415,15 +467,15 @@ start_node() {
     --volume-plugin-dir "$NODE_DIR/kubelet/volume-plugins" \
     --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" --fail-swap-on=false \
     --resolv-conf /dev/null \
-    --cluster-dns "$NODE_IP" --cluster-domain "$CLUSTER_DOMAIN" \
-    --anonymous-auth=false --client-ca-file "$NODE_DIR/pki/ca.crt" --authorization-mode AlwaysAllow \
+    --cluster-dns "$CP_IP" --cluster-domain "$CLUSTER_DOMAIN" \
+    --anonymous-auth=false --client-ca-file "$CP_DIR/pki/ca.crt" --authorization-mode AlwaysAllow \
     --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
     --eviction-hard 'memory.available<100Mi' --runtime-request-timeout 2m
   # (--eviction-hard replaces the default thresholds, so a machine with little free disk does not
   # taint the node with DiskPressure and evict the tests' Pods.)
   kubeconfig "$NODE_DIR/proxy.kubeconfig" proxy
   start kube-proxy "$(kubernetes_binary kube-proxy)" --kubeconfig "$NODE_DIR/proxy.kubeconfig" \
-    --hostname-override "$NODE_NAME" --proxy-mode iptables --cluster-cidr "$POD_SUBNET" \
+    --hostname-override "$NODE_NAME" --proxy-mode iptables --cluster-cidr "$CLUSTER_CIDR" \
     --conntrack-max-per-core 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0
 }
 
@@ -433,9 +485,10 @@ node_dns_binary() {
   echo "${CARGO_TARGET_DIR:-$ROOT/target}/debug/farm-node-dns"
 }
 
-# Local persistent volumes, as a single-node kubeadm cluster provides them (kind provisions
+# Local persistent volumes, as a kubeadm cluster's local storage provides them (kind provisions
 # the same kind of folders on demand): a default StorageClass without a provisioner and
-# VOLUMES PersistentVolumes, folders of NODE_DIR open to any user as local-path-provisioner's are.
+# VOLUMES PersistentVolumes on this node, folders of its own folder open to any user as
+# local-path-provisioner's are.
 make_volumes() {
   local i
   {
@@ -444,7 +497,7 @@ make_volumes() {
     printf 'provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n'
     for i in $(seq 1 "$VOLUMES"); do
       mkdir -p "$NODE_DIR/volumes/pv-$i" && chmod 0777 "$NODE_DIR/volumes/pv-$i"
-      printf -- '---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: farm-node-pv-%s}\n' "$i"
+      printf -- '---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: %s-pv-%s}\n' "$NODE_NAME" "$i"
       printf 'spec:\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOnce]\n'
       printf '  persistentVolumeReclaimPolicy: Retain\n  storageClassName: standard\n  local: {path: %s}\n' "$NODE_DIR/volumes/pv-$i"
       printf '  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [%s]}]}]}}\n' "$NODE_NAME"
@@ -460,9 +513,9 @@ recycle() {
   for pv in $(kubectl_ get pv -o 'jsonpath={range .items[?(@.status.phase=="Released")]}{.metadata.name}{"\n"}{end}'); do
     path=$(kubectl_ get pv "$pv" -o 'jsonpath={.spec.local.path}')
     case "$path" in
-      "$NODE_DIR/volumes/"*)
+      "$NODE_DIR/volumes/"* | "$NODE_DIR/nodes/"*/volumes/*)
         find "$path" -mindepth 1 -delete
-        kubectl_ patch pv "$pv" --type json -p '[{"op": "remove", "path": "/spec/claimRef"}]' >/dev/null
+        kubectl_ patch pv "$pv" --type merge -p '{"spec": {"claimRef": null}}' >/dev/null
         log "recycled $pv" ;;
     esac
   done
@@ -480,9 +533,40 @@ node_ready() {
     in_node iptables -t nat -S KUBE-SERVICES | grep -q "${SERVICE_RANGE%.0/*}.1/32"
 }
 
+# Whether the node's kubelet renewed its Lease after $1 (a time as the Lease writes them: both
+# RFC 3339 in UTC with microseconds, so that they compare as strings).
+renewed_since() {
+  local renewed
+  renewed=$(kubectl_ get lease -n kube-node-lease "$NODE_NAME" -o 'jsonpath={.spec.renewTime}')
+  [[ "$renewed" > "$1" ]]
+}
+
 running() {
   [ -f "$NODE_DIR/pids/kube-apiserver" ] && [ -e "$NETNS" ] && kill -0 "$(cat "$NODE_DIR/pids/holder")" 2>/dev/null &&
     kubectl_ get --raw /readyz >/dev/null 2>&1
+}
+
+# Makes the variables describe the second node (in a subshell: `(as_worker && …)`).
+as_worker() {
+  NODE_NAME=${WORKER[0]} NODE_IP=${WORKER[1]} POD_SUBNET=${WORKER[2]} VOLUMES=${WORKER[3]}
+  NODE_DIR=$CP_DIR/nodes/$NODE_NAME
+  ID=$(printf %s "$NODE_DIR" | sha256sum | cut -c1-8)
+  NS=farmnode-$ID
+  NETNS=/var/run/netns/$NS
+}
+
+# The first node's daemons, or a worker's: folders, cgroups, namespaces, containerd, kubelet,
+# kube-proxy, until the node is Ready; then its volumes.
+up_node() {
+  mkdir -p "$NODE_DIR"/{pids,logs,bin}
+  make_cgroups
+  if [ "$NODE_DIR" = "$CP_DIR" ]; then make_netns; else make_worker_netns; fi
+  make_holder
+  write_configs
+  if [ "$NODE_DIR" = "$CP_DIR" ]; then start_control_plane; fi
+  start_node
+  wait_for "node $NODE_NAME Ready, untainted, with its Services routed" 120 node_ready
+  make_volumes
 }
 
 up() {
@@ -498,31 +582,34 @@ up() {
   done
   node_dns_binary >/dev/null
   local made=$SECONDS
-  mkdir -p "$NODE_DIR"/{pids,logs,bin,images}
+  mkdir -p "$NODE_DIR/images"
   trap 'log "up failed; removing what it made"; down' ERR
   trap 'log "up interrupted; removing what it made"; down; exit 130' INT TERM
   make_certs
-  make_cgroups
-  make_namespaces
-  write_configs
-  start_control_plane
-  start_node
-  wait_for "node $NODE_NAME Ready, untainted, with its Services routed" 120 node_ready
-  make_volumes
-  printf 'KUBECONFIG=%s\nSERVER_IMAGE=%s\nWORKLOAD_IMAGE=%s\nNODE_NETNS=%s\nNODE_IP=%s\nCTR=%s\n' \
-    "$NODE_DIR/kubeconfig" "$(image_sh default-name)" "$WORKLOAD_IMAGE" "$NETNS" "$NODE_IP" \
+  up_node
+  # (The traps are the outer shell's: a failure in the subshell fails `up`, whose trap runs `down`.)
+  (trap - ERR INT TERM && as_worker && up_node)
+  printf 'KUBECONFIG=%s\nSERVER_IMAGE=%s\nWORKLOAD_IMAGE=%s\nNODE_NETNS=%s\nNODE_IP=%s\nNODES=%s\nCTR=%s\n' \
+    "$NODE_DIR/kubeconfig" "$(image_sh default-name)" "$WORKLOAD_IMAGE" "$NETNS" "$NODE_IP" "$(nodes)" \
     "$(container_runtime_dir)/ctr" > "$NODE_DIR/env"
   trap - ERR INT TERM
   log "up in $((SECONDS - made)) s (binaries and packages checked in $((made - start)) s); KUBECONFIG=$NODE_DIR/kubeconfig"
 }
 
-down() {
+# Stops and removes one node's processes, cgroups and network namespace.
+down_node() {
   if [ -f "$NODE_DIR/pids/kubelet" ]; then  # the kubelet first, so nothing restarts what is stopped
     kill "$(cat "$NODE_DIR/pids/kubelet")" 2>/dev/null || true
   fi
   kill_cgroups
   remove_cgroups
   ip netns delete "$NS" 2>/dev/null || true
+}
+
+down() {
+  trap - ERR
+  (as_worker && down_node)
+  down_node
   # The empty mount points `up` made, unless another node runs: removing a folder that is a mount
   # point in another mount namespace would unmount it there.
   if [ -f "$NODE_DIR/host-dirs" ] && ! ls /run/netns 2>/dev/null | grep -v "^$NS$" | grep -q '^farmnode-'; then
@@ -534,7 +621,47 @@ down() {
   log "down: $NODE_DIR and namespace $NS removed"
 }
 
-# Builds the images the install manifests name and loads them into the running node: the
+# Runs CMD… with the variables of node $1 (the first node's or the worker's).
+on_node() {
+  local name=$1; shift
+  case "$name" in
+    "$NODE_NAME") "$@" ;;
+    "${WORKER[0]}") (as_worker && "$@") ;;
+    *) log "no node $name: $(nodes)"; return 2 ;;
+  esac
+}
+
+# The worker lost as a machine is when its power goes: every process at once, nothing stopped
+# in order, and its link cut, so that what is sent to it or its Pods goes unanswered.
+power_off() {
+  [ "$1" = "${WORKER[0]}" ] || { log "power-off: only ${WORKER[0]} (the first node runs the control plane)"; return 2; }
+  as_worker
+  ip -n "$CP_NS" link set "$(veth)" down
+  kill_cgroups
+  log "$NODE_NAME powered off"
+}
+
+# The worker boots again: what a reboot empties (/run: containerd's state, the Pods' network
+# namespaces) emptied, the holder and the daemons started, the link up; until it is Ready.
+power_on() {
+  [ "$1" = "${WORKER[0]}" ] || { log "power-on: only ${WORKER[0]}"; return 2; }
+  as_worker
+  stopped "$(cat "$NODE_DIR/pids/holder")" || { log "$NODE_NAME is not powered off"; return 1; }
+  local freezer booted
+  booted=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
+  freezer=$(hierarchies | grep '/freezer$' || true)
+  if [ -n "$freezer" ]; then echo THAWED > "$freezer$(cat "$NODE_DIR/cgroup")/freezer.state"; fi
+  find "$NODE_DIR/host/run" "$NODE_DIR/containerd/state" -mindepth 1 -delete 2>/dev/null || true
+  make_holder
+  ip -n "$CP_NS" link set "$(veth)" up
+  start_node boot
+  # (Ready as the node last reported it is stale: the kubelet's lease renewed since the boot first.)
+  wait_for "node $NODE_NAME's kubelet to renew its lease" 120 renewed_since "$booted"
+  wait_for "node $NODE_NAME Ready after power-on" 120 node_ready
+  log "$NODE_NAME powered on and Ready"
+}
+
+# Builds the images the install manifests name and loads them into every node: the
 # Deployment's, from the Dockerfile, and etcd's for manifests/ha. A name without a recipe here fails.
 images() {
   running || { log "the node is not up: scripts/node.sh up first"; return 1; }
@@ -549,6 +676,7 @@ images() {
     archive="$NODE_DIR/images/$(basename "${name%%:*}").tar"
     image_sh archive "$name" "$archive"
     load_images "$archive"
+    (as_worker && load_images "$archive")
     rm -f "$archive"
     log "loaded $name"
   done
@@ -561,6 +689,10 @@ case "${1:-}" in
   recycle) recycle ;;
   status) running ;;
   aggregator-routing) aggregator_routing "${2:-}" ;;
+  ctr) shift; on_node "${1:?node}" ctr_ "${@:2}" ;;
+  power-off) power_off "${2:?node}" ;;
+  power-on) power_on "${2:?node}" ;;
   exec) shift; if [ -f "$NODE_DIR/env" ]; then set -a && . "$NODE_DIR/env" && set +a; fi; exec nsenter --net="$NETNS" -- "$@" ;;
-  *) echo "usage: $0 up | down | image | recycle | status | aggregator-routing true|false | exec CMD…" >&2; exit 2 ;;
+  *) echo "usage: $0 up | down | image | recycle | status | aggregator-routing true|false | ctr NODE ARG… |" \
+       "power-off NODE | power-on NODE | exec CMD…" >&2; exit 2 ;;
 esac
