@@ -218,14 +218,16 @@ ensure_tools() {
 }
 
 # Builds etcd and etcdctl of tools/etcd into $1.
-build_etcd() { build_tools "$1" etcd "etcd go.etcd.io/etcd/server/v3" "etcdctl go.etcd.io/etcd/etcdctl/v3"; }
+build_etcd() {
+  build_tools "$1" etcd "etcd go.etcd.io/etcd/server/v3" "etcdctl go.etcd.io/etcd/etcdctl/v3" "etcdutl go.etcd.io/etcd/etcdutl/v3"
+}
 
 etcd_dir() { tools_dir "etcd-$ETCD_VERSION" etcd build_etcd; }
 
 # Why the etcd in $1 cannot be used (nothing when it can).
 etcd_problem() {
   local version
-  if [ ! -x "$1/etcd" ] || [ ! -x "$1/etcdctl" ]; then echo "no etcd in $1"; return; fi
+  if [ ! -x "$1/etcd" ] || [ ! -x "$1/etcdctl" ] || [ ! -x "$1/etcdutl" ]; then echo "no etcd in $1"; return; fi
   version=$("$1/etcd" --version 2>&1 | head -n1 || true)
   if [ "$version" != "etcd Version: $ETCD_VERSION" ]; then echo "$1/etcd --version printed '$version', not 'etcd Version: $ETCD_VERSION'"; fi
 }

@@ -172,7 +172,7 @@ build() {
 # release image, with the binary at /usr/local/bin/etcd): the runtime base and the etcd
 # scripts/control-plane.sh builds, which must be the version the name says.
 etcd_image() {
-  local name=$1 etcd version c
+  local name=$1 etcd version c tool
   etcd=$(ensure_etcd)
   version=$("$etcd" --version | sed -n 's/^etcd Version: //p')
   if [ "v$version" != "${name##*:}" ]; then
@@ -180,7 +180,10 @@ etcd_image() {
   fi
   ensure_bases
   c=$(buildah_ from "$(runtime_base)")
-  buildah_ copy -q --chmod 0755 "$c" "$etcd" /usr/local/bin/etcd >/dev/null
+  # etcd, etcdctl and etcdutl in /usr/local/bin, as etcd's release image has them.
+  for tool in etcd etcdctl etcdutl; do
+    buildah_ copy -q --chmod 0755 "$c" "$(dirname "$etcd")/$tool" "/usr/local/bin/$tool" >/dev/null
+  done
   buildah_ config --cmd '["/usr/local/bin/etcd"]' "$c"
   buildah_ commit -q --rm "$c" "$name" >/dev/null
   log "built $name (etcd $version): $(size "$name")"
