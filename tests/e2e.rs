@@ -235,9 +235,15 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     let rendered = Command::new(common::kubectl_path()).arg("kustomize").arg(&ha).output().unwrap();
     assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
     let rendered = String::from_utf8(rendered.stdout).unwrap();
-    for expected in
-        ["replicas: 3", "kind: PodDisruptionBudget", "podAntiAffinity", "name: FARM_STORAGE\n          value: etcd"]
-    {
+    for expected in [
+        "replicas: 2",
+        "kind: PodDisruptionBudget",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "whenUnsatisfiable: DoNotSchedule",
+        "name: ETCD_INITIAL_CLUSTER_STATE",
+        "kind: CronJob",
+        "name: FARM_STORAGE\n          value: etcd",
+    ] {
         assert!(rendered.contains(expected), "{expected} missing from the HA overlay:\n{rendered}");
     }
     assert_eq!(rendered.matches("apiVersion: policy/v1\nkind: PodDisruptionBudget").count(), 2);
@@ -246,6 +252,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         "deployment.apps/farm-apiserver",
         "poddisruptionbudget.policy/farm-apiserver",
         "statefulset.apps/etcd",
+        "cronjob.batch/etcd-defrag",
         "service/etcd",
         "job.batch/farm-apiserver-etcd-secrets",
         "role.rbac.authorization.k8s.io/farm-apiserver-etcd-secrets",
@@ -328,11 +335,14 @@ async fn the_helm_chart_renders_objects_the_kube_apiserver_accepts_in_each_mode(
     );
     cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&managed));
 
-    let ha = render(&["replicaCount=3", "storage.type=etcd"]);
+    let ha = render(&["replicaCount=2", "storage.type=etcd"]);
     for expected in [
         "kind: StatefulSet",
         "unhealthyPodEvictionPolicy: AlwaysAllow",
         "requiredDuringScheduling",
+        "whenUnsatisfiable: DoNotSchedule",
+        "maxSurge: 0",
+        "kind: CronJob",
         "/livez",
         "--quota-backend-bytes=2147483648",
         "  ca.key: ",

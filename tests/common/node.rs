@@ -180,7 +180,16 @@ pub fn eventually_within<T>(what: &str, within: Duration, mut check: impl FnMut(
 pub struct KillOnDrop(pub std::process::Child);
 
 impl Drop for KillOnDrop {
+    /// SIGTERM first, so that a script stops what it started (scripts/dev.sh its binary, and
+    /// restores the install); SIGKILL after ten seconds.
     fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

@@ -1,0 +1,297 @@
+//! The load of the high-availability steps: kube-rs writers, a reader and a watch, and kubectl
+//! writing and reading, through the aggregator from inside the node's network namespace; what
+//! they saw, to compare with what was stored.
+
+use crate::common::EVENT_DEADLINE;
+use crate::common::node::{Node, kubectl_in_node};
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{WatchEvent, WatchParams};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The namespace of the load's Llamas.
+pub const NS: &str = "stampede";
+
+/// What the load saw.
+#[derive(Default, Debug)]
+pub struct Tally {
+    /// Llamas whose create was acknowledged.
+    pub acknowledged: BTreeSet<String>,
+    /// Llamas a watch saw ADDED.
+    pub watched: BTreeSet<String>,
+    /// Requests answered with success.
+    pub succeeded: u64,
+    /// Failed requests by what failed them.
+    pub failures: BTreeMap<String, u64>,
+    /// Reads that missed a write acknowledged before they began.
+    pub stale_reads: Vec<String>,
+    /// Times the watch was resumed from its last resourceVersion.
+    pub resumed: u64,
+    /// When each failed request failed.
+    pub failed_at: Vec<Instant>,
+}
+
+impl Tally {
+    fn fail(&mut self, what: String) {
+        *self.failures.entry(what).or_default() += 1;
+        self.failed_at.push(Instant::now());
+    }
+
+    /// Every acknowledged write stored and seen by the watch, no read missing one: what a lost
+    /// replica, member or node may never cost.
+    pub fn assert_nothing_lost(&self, node: &Node) {
+        assert!(self.stale_reads.is_empty(), "{:?}", self.stale_reads);
+        let unseen: Vec<_> = self.acknowledged.iter().filter(|n| !self.watched.contains(*n)).collect();
+        assert!(unseen.is_empty(), "acknowledged writes the watch never saw: {unseen:?}");
+        let stored: BTreeSet<String> = node.json(&["llamas", "-n", NS])["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        let lost: Vec<_> = self.acknowledged.iter().filter(|n| !stored.contains(*n)).collect();
+        assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    }
+}
+
+/// What failed a request: the Status's code, reason and the start of its message, or the
+/// connection's error.
+pub fn failure(error: &kube::Error) -> String {
+    match error {
+        // (What our server says, shortened: the storage's failure, say; the aggregator's 503s
+        // say only "error trying to reach service".)
+        kube::Error::Api(status) => {
+            format!("{} {}: {}", status.code, status.reason, status.message.chars().take(60).collect::<String>())
+        }
+        other => format!("connection: {}", other.to_string().chars().take(80).collect::<String>()),
+    }
+}
+
+pub fn llamas(client: kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("farm.example.com", "v1", "Llama");
+    Api::namespaced_with(client, NS, &ApiResource::from_gvk_with_plural(&gvk, "llamas"))
+}
+
+fn rv_of(object: &DynamicObject) -> u64 {
+    object.metadata.resource_version.as_deref().and_then(|rv| rv.parse().ok()).unwrap_or_default()
+}
+
+/// The load: writers, a reader and a watch (kube-rs, inside the node's namespace), until `stop`;
+/// then the watch goes on until it has seen every acknowledged write.
+pub struct Load {
+    pub tally: Arc<Mutex<Tally>>,
+    stop: Arc<AtomicBool>,
+    running: std::thread::JoinHandle<()>,
+}
+
+impl Load {
+    /// Writers, a reader and a watch; the writers' Llamas are named after `run` (one load a run).
+    pub fn start(node: &Node, owner: &str, run: &str) -> Self {
+        let (tally, stop) = (Arc::new(Mutex::new(Tally::default())), Arc::new(AtomicBool::new(false)));
+        let (t, s, kubeconfig, owner) = (tally.clone(), stop.clone(), node.dir.join("kubeconfig"), owner.to_string());
+        let run = run.to_string();
+        let running = node.in_netns(move || async move {
+            let api = llamas(Node::kube_client(kubeconfig).await);
+            let since = api.list(&ListParams::default()).await.expect("the first list").metadata.resource_version;
+            let mut tasks: Vec<_> = (0..3)
+                .map(|id| writer(api.clone(), format!("{run}-w{id}"), owner.clone(), t.clone(), s.clone()))
+                .collect();
+            tasks.push(Box::pin(reader(api.clone(), t.clone(), s.clone())));
+            tasks.push(Box::pin(watch(api, since.unwrap_or_default(), t, s)));
+            futures::future::join_all(tasks).await;
+        });
+        Self { tally, stop, running }
+    }
+
+    /// Waits until `more` further writes are acknowledged.
+    pub fn until_more_writes(&self, more: usize) {
+        let start = self.tally.lock().unwrap().acknowledged.len();
+        let deadline = Instant::now() + EVENT_DEADLINE;
+        while self.tally.lock().unwrap().acknowledged.len() < start + more {
+            assert!(
+                Instant::now() < deadline,
+                "no {more} more writes acknowledged: {:?}",
+                self.tally.lock().unwrap().failures
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn stop(self) -> Tally {
+        self.stop.store(true, Ordering::SeqCst);
+        self.running.join().expect("the load");
+        Arc::try_unwrap(self.tally).expect("the load's tally").into_inner().unwrap()
+    }
+}
+
+type Task = std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
+/// Creates Llamas owned by the ConfigMap `owner` one after another; a failed create is sent
+/// again, and an AlreadyExists after a failure means the failed one was stored.
+fn writer(api: Api<DynamicObject>, id: String, owner: String, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) -> Task {
+    Box::pin(async move {
+        for n in 0.. {
+            let name = format!("{id}-{n}");
+            let mut llama = json!({
+                "apiVersion": "farm.example.com/v1", "kind": "Llama",
+                "metadata": {"name": name},
+                "spec": {"weight": 1 + n % 500, "height": 150},
+            });
+            // One in 25 owned by the ConfigMap, with a label to find them by: the garbage
+            // collector deletes a few Llamas a second (the kube-controller-manager's default
+            // client rate limit of 20 requests a second, shared with its informers' lists).
+            if n % 25 == 0 {
+                llama["metadata"]["labels"] = json!({"owned": "true"});
+                llama["metadata"]["ownerReferences"] =
+                    json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "herd", "uid": owner}]);
+            }
+            let llama: DynamicObject = serde_json::from_value(llama).unwrap();
+            let mut failed = false;
+            loop {
+                let created = api.create(&PostParams::default(), &llama).await;
+                let mut tally = tally.lock().unwrap();
+                match created {
+                    Ok(_) => {
+                        tally.succeeded += 1;
+                        tally.acknowledged.insert(name);
+                        break;
+                    }
+                    Err(kube::Error::Api(status)) if failed && status.code == 409 => {
+                        tally.acknowledged.insert(name);
+                        break;
+                    }
+                    Err(error) => tally.fail(format!("create: {}", failure(&error))),
+                }
+                failed = true;
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    })
+}
+
+/// Lists the Llamas again and again: each list must hold every write acknowledged before it began.
+async fn reader(api: Api<DynamicObject>, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        let before: Vec<String> = tally.lock().unwrap().acknowledged.iter().cloned().collect();
+        let listed = api.list(&ListParams::default()).await;
+        let mut tally = tally.lock().unwrap();
+        match listed {
+            Ok(list) => {
+                tally.succeeded += 1;
+                let names: BTreeSet<_> = list.items.iter().filter_map(|o| o.metadata.name.clone()).collect();
+                let missing: Vec<_> = before.into_iter().filter(|n| !names.contains(n)).collect();
+                if !missing.is_empty() {
+                    tally
+                        .stale_reads
+                        .push(format!("a list at {:?} missed {missing:?}", list.metadata.resource_version));
+                }
+            }
+            Err(error) => tally.fail(format!("list: {}", failure(&error))),
+        }
+    }
+}
+
+/// Watches from `since`, resuming from the last resourceVersion seen whenever the watch ends
+/// or fails, until `stop` and every acknowledged write seen (or [`EVENT_DEADLINE`] after `stop`).
+async fn watch(api: Api<DynamicObject>, since: String, tally: Arc<Mutex<Tally>>, stop: Arc<AtomicBool>) {
+    let (mut rv, mut last) = (since, 0u64);
+    let mut stopped_at: Option<Instant> = None;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            let seen_all = {
+                let t = tally.lock().unwrap();
+                t.acknowledged.iter().all(|n| t.watched.contains(n))
+            };
+            let since_stop = stopped_at.get_or_insert_with(Instant::now).elapsed();
+            if seen_all || since_stop > EVENT_DEADLINE {
+                return;
+            }
+        }
+        let stream = match api.watch(&WatchParams::default().timeout(20), &rv).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                tally.lock().unwrap().fail(format!("watch: {}", failure(&error)));
+                continue;
+            }
+        };
+        let mut stream = std::pin::pin!(stream);
+        while let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(1), stream.next()).await {
+            let mut t = tally.lock().unwrap();
+            let object = match event {
+                Ok(WatchEvent::Added(o)) => {
+                    t.watched.insert(o.metadata.name.clone().unwrap_or_default());
+                    o
+                }
+                Ok(WatchEvent::Modified(o) | WatchEvent::Deleted(o)) => o,
+                Ok(WatchEvent::Bookmark(b)) => {
+                    rv = b.metadata.resource_version;
+                    continue;
+                }
+                Ok(WatchEvent::Error(status)) => {
+                    t.fail(format!("watch event: {} {}", status.code, status.reason));
+                    break;
+                }
+                Err(error) => {
+                    t.fail(format!("watch stream: {}", failure(&error)));
+                    break;
+                }
+            };
+            let at = rv_of(&object);
+            assert!(at > last, "watch events out of order: {at} after {last}");
+            (last, rv) = (at, at.to_string());
+        }
+        tally.lock().unwrap().resumed += 1;
+    }
+}
+
+/// What kubectl did: the Llamas it created, its reads that succeeded, its failures' messages.
+#[derive(Default)]
+pub struct KubectlTally {
+    pub created: Vec<String>,
+    pub reads: u64,
+    pub failures: Vec<String>,
+}
+
+/// kubectl creating a Llama, then listing them, over and over until `stop`; a failed create is
+/// sent again, and AlreadyExists after a failure means the failed one was stored.
+pub fn kubectl_client(node: &Node, run: &str, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<KubectlTally> {
+    let (kubeconfig, run) = (node.dir.join("kubeconfig"), run.to_string());
+    std::thread::spawn(move || {
+        let kubectl = |args: &[&str], stdin: Option<String>| {
+            let in_namespace = [&["-n", NS], args].concat();
+            let (ok, _, err) = kubectl_in_node(&kubeconfig, &in_namespace, stdin.as_deref());
+            (ok, err)
+        };
+        let mut tally = KubectlTally::default();
+        for n in 0.. {
+            let name = format!("{run}-k-{n}");
+            let llama = json!({"apiVersion": "farm.example.com/v1", "kind": "Llama", "metadata": {"name": name}, "spec": {"weight": 7, "height": 7}});
+            let mut failed = false;
+            loop {
+                match kubectl(&["create", "-f", "-"], Some(llama.to_string())) {
+                    (true, _) => break tally.created.push(name.clone()),
+                    (false, err) if failed && err.contains("AlreadyExists") => break tally.created.push(name.clone()),
+                    (false, err) => tally.failures.push(err),
+                }
+                failed = true;
+            }
+            match kubectl(&["get", "llamas", "-o", "name"], None) {
+                (true, _) => tally.reads += 1,
+                (false, err) => tally.failures.push(err),
+            }
+            if stop.load(Ordering::SeqCst) {
+                return tally;
+            }
+        }
+        tally
+    })
+}
