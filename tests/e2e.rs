@@ -329,6 +329,18 @@ async fn the_helm_chart_renders_objects_the_kube_apiserver_accepts_in_each_mode(
 
     let managed = render(&[]);
     assert!(!managed.contains("caBundle") && !managed.contains("kind: Secret"), "nothing secret by default");
+    // The chart's defaults install what `kubectl apply -k manifests` installs: the two state the
+    // same objects, and a change to one that the other misses fails here.
+    let base = Command::new(common::kubectl_path())
+        .args(["kustomize", concat!(env!("CARGO_MANIFEST_DIR"), "/manifests")])
+        .output()
+        .unwrap();
+    let base = String::from_utf8(base.stdout).unwrap();
+    let (by_chart, by_kustomize) = (as_installed(&cp, &managed), as_installed(&cp, &base));
+    assert_eq!(by_chart.keys().collect::<Vec<_>>(), by_kustomize.keys().collect::<Vec<_>>());
+    for (name, object) in &by_chart {
+        assert_eq!(object, &by_kustomize[name], "{name}: the chart's defaults and manifests/ differ");
+    }
     assert!(
         managed.contains("FARM_CERTIFICATE_SECRET")
             && managed.contains("priorityClassName: \"system-cluster-critical\"")
@@ -376,6 +388,60 @@ async fn the_helm_chart_renders_objects_the_kube_apiserver_accepts_in_each_mode(
         .output()
         .unwrap();
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("needs storage.type etcd"));
+}
+
+/// The objects of an install as the kube-apiserver would store them (a server-side dry run), by
+/// kind and name, without what only says who rendered them: Helm's labels, kubectl's
+/// last-applied annotation, server-set metadata, the order of environment variables, and the
+/// variables the chart states at the server's own defaults. The Namespace aside (Helm's
+/// `--create-namespace` makes it).
+fn as_installed(cp: &ControlPlane, yaml: &str) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let stored = cp.must(&["apply", "--dry-run=server", "-o", "json", "-f", "-"], Some(yaml));
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let items = stored["items"].as_array().cloned().unwrap_or_else(|| vec![stored.clone()]);
+    let mut objects = std::collections::BTreeMap::new();
+    for mut object in items.into_iter().filter(|o| o["kind"] != "Namespace") {
+        let meta = object["metadata"].clone();
+        object["metadata"] = json!({"name": meta["name"], "namespace": meta["namespace"],
+            "labels": meta["labels"], "annotations": meta["annotations"]});
+        object.as_object_mut().unwrap().remove("status");
+        without_renderers_marks(&mut object);
+        let key = format!("{}/{}", object["kind"].as_str().unwrap(), object["metadata"]["name"].as_str().unwrap());
+        objects.insert(key, object);
+    }
+    objects
+}
+
+/// Removes Helm's labels and kubectl's annotation wherever they are (metadata, selectors, Pod
+/// templates), sorts `env` lists by name and drops the chart's variables that state defaults.
+fn without_renderers_marks(value: &mut serde_json::Value) {
+    const MARKS: [&str; 5] = [
+        "helm.sh/chart",
+        "app.kubernetes.io/managed-by",
+        "app.kubernetes.io/instance",
+        "app.kubernetes.io/version",
+        "kubectl.kubernetes.io/last-applied-configuration",
+    ];
+    // The server's defaults: its Service is the Deployment's, a week's certificates, a year's CA.
+    const DEFAULTS: [(&str, &str); 3] = [
+        ("FARM_CERTIFICATE_SERVICE", "farm-apiserver"),
+        ("FARM_CERTIFICATE_VALIDITY_SECONDS", "604800"),
+        ("FARM_CERTIFICATE_CA_VALIDITY_SECONDS", "31536000"),
+    ];
+    match value {
+        serde_json::Value::Object(map) => {
+            for mark in MARKS {
+                map.remove(mark);
+            }
+            if let Some(serde_json::Value::Array(env)) = map.get_mut("env") {
+                env.retain(|e| !DEFAULTS.iter().any(|(name, value)| e["name"] == *name && e["value"] == *value));
+                env.sort_by_key(|e| e["name"].as_str().unwrap_or_default().to_string());
+            }
+            map.values_mut().for_each(without_renderers_marks);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(without_renderers_marks),
+        _ => {}
+    }
 }
 
 #[tokio::test]
