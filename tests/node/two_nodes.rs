@@ -26,6 +26,8 @@ fn per_node(node: &Node, selector: &str) -> BTreeMap<String, usize> {
     counts
 }
 
+/// manifests/ha's placement on the two nodes: one replica each (required anti-affinity); etcd's
+/// members two and one (spread with `maxSkew: 1`; the second node has one volume).
 pub fn each_node_holds_one_replica_and_the_second_one_etcd_member(node: &Node) {
     let expected = |first, second| BTreeMap::from([(FIRST.to_string(), first), (SECOND.to_string(), second)]);
     assert_eq!(per_node(node, SERVER), expected(1, 1), "one replica a node");
@@ -42,7 +44,7 @@ fn all_ready(node: &Node) {
 /// `kubectl drain` of the second node under load: its replica and its etcd member evicted (their
 /// budgets allow one each), their replacements Pending (one replica a node; the member's volume
 /// is on that node); a drain of the first node meanwhile refused by both budgets; uncordoned,
-/// all back; no request failed, nothing lost.
+/// all back; nothing lost, and no request failed but those in flight on the leaving etcd member.
 pub fn a_drain_of_the_second_node_respects_the_budgets_and_loses_nothing(node: &Node, owner: &str) {
     let load = Load::start(node, owner, "drain");
     load.until_more_writes(30);
