@@ -194,6 +194,8 @@ kill_cgroups() {
     if [ -n "$freezer" ] && [ -d "$freezer$path" ]; then echo THAWED > "$freezer$path/freezer.state"; fi
     sleep 0.1
   done
+  # Thawed again, also when nothing was left to kill: a powered-off node's cgroups are used again.
+  if [ -n "$freezer" ] && [ -d "$freezer$path" ]; then echo THAWED > "$freezer$path/freezer.state"; fi
 }
 
 remove_cgroups() {
@@ -647,10 +649,8 @@ power_on() {
   [ "$1" = "${WORKER[0]}" ] || { log "power-on: only ${WORKER[0]}"; return 2; }
   as_worker
   stopped "$(cat "$NODE_DIR/pids/holder")" || { log "$NODE_NAME is not powered off"; return 1; }
-  local freezer booted
+  local booted
   booted=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
-  freezer=$(hierarchies | grep '/freezer$' || true)
-  if [ -n "$freezer" ]; then echo THAWED > "$freezer$(cat "$NODE_DIR/cgroup")/freezer.state"; fi
   find "$NODE_DIR/host/run" "$NODE_DIR/containerd/state" -mindepth 1 -delete 2>/dev/null || true
   make_holder
   ip -n "$CP_NS" link set "$(veth)" up

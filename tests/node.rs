@@ -33,9 +33,7 @@ use std::time::Instant;
 fn installed_from_its_manifests_it_serves_shows_the_kubelets_pods_and_survives_rollouts_and_crashes() {
     let node = Node::up();
     // Through the endpoints, whatever an earlier run on this node left.
-    let routing =
-        Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).args(["aggregator-routing", "true"]).status();
-    assert!(routing.expect("run scripts/node.sh").success(), "the kube-apiserver not restarted");
+    node.script(&["aggregator-routing", "true"]);
     let dir = tempfile::tempdir().unwrap();
     // The static install: kustomize's base in manifests/, nothing generated, no Secret.
     let base = format!("{ROOT}/manifests");

@@ -36,6 +36,13 @@ impl Node {
         node
     }
 
+    /// `scripts/node.sh ARGS…` (aggregator-routing, ctr, power-off, recycle…), which must succeed.
+    pub fn script(&self, args: &[&str]) {
+        let out = Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).args(args).output();
+        let out = out.expect("run scripts/node.sh");
+        assert!(out.status.success(), "scripts/node.sh {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
     /// `CMD…` inside the node's network namespace.
     pub fn exec(&self, args: &[&str], stdin: Option<&str>) -> Output {
         exec_in_node(args, stdin)

@@ -3,7 +3,7 @@
 //! restart); a member whose volume is lost is replaced (removed, added again, its claim and Pod
 //! deleted), and nothing stored is lost.
 
-use crate::common::node::{Node, ROOT, eventually_within};
+use crate::common::node::{Node, eventually_within};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -58,8 +58,7 @@ pub fn a_member_whose_volume_is_lost_is_replaced(node: &Node) {
     // The new claim waits for a volume: the node's only one, released, is emptied and offered
     // again, as a provisioner gives a new one.
     eventually_within("the member's new claim to be bound", Duration::from_secs(180), || {
-        let recycled = node.exec(&["bash", &format!("{ROOT}/scripts/node.sh"), "recycle"], None);
-        assert!(recycled.status.success(), "{}", String::from_utf8_lossy(&recycled.stderr));
+        node.script(&["recycle"]);
         let claim = node.json(&["pvc", "-n", "farm-system", &format!("data-{lost}"), "--ignore-not-found"]);
         (claim["status"]["phase"] == "Bound").then_some(())
     });

@@ -9,12 +9,11 @@
 
 use super::load::{Load, NS, failure, kubectl_client, llamas};
 use super::{etcd_operations, two_nodes};
-use crate::common::node::{Node, ROOT, eventually, eventually_within};
+use crate::common::node::{Node, eventually, eventually_within};
 use kube::api::ListParams;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,6 +54,9 @@ pub fn with_etcd_and_two_replicas_nothing_acknowledged_is_lost_through_rollouts_
     // controller-manager's informers had not yet followed pods again; that measured the restart.)
     two_nodes::a_drain_of_the_second_node_respects_the_budgets_and_loses_nothing(node, &owner);
     two_nodes::losing_the_second_node_fails_requests_only_until_its_endpoints_go(node, &owner, "true");
+    // (Also before the kube-apiserver restarts: once, right after, the scheduler placed the
+    // member's new Pod on its old claim, deleted but not yet so in its cache.)
+    etcd_operations::a_member_whose_volume_is_lost_is_replaced(node);
     // Through the endpoints and through the Service's cluster IP and kube-proxy (the
     // kube-apiserver's default).
     for routing in ["true", "false"] {
@@ -64,7 +66,6 @@ pub fn with_etcd_and_two_replicas_nothing_acknowledged_is_lost_through_rollouts_
     }
     two_nodes::losing_the_second_node_fails_requests_only_until_its_endpoints_go(node, &owner, "false");
     aggregator_routing(node, "true");
-    etcd_operations::a_member_whose_volume_is_lost_is_replaced(node);
 
     // The garbage collector's informers saw every Llama: deleting their owner deletes them all.
     let owned = node.json(&["llamas", "-n", NS, "-l", "owned=true"])["items"].as_array().unwrap().len();
@@ -136,17 +137,13 @@ fn uninstall(node: &Node, ha: &str) {
     kubectl_k(node, &["delete", "-k", ha, "--ignore-not-found", "--wait=true"]);
     // (kubectl does not wait when some of its objects failed.)
     node.must(&["delete", "namespace", "farm-system", NS, "--ignore-not-found", "--wait=true"]);
-    let recycled = node.exec(&["bash", &format!("{ROOT}/scripts/node.sh"), "recycle"], None);
-    assert!(recycled.status.success(), "{}", String::from_utf8_lossy(&recycled.stderr));
+    node.script(&["recycle"]);
 }
 
 /// Restarts the node's kube-apiserver with `--enable-aggregator-routing=<routing>` (unless it
 /// runs so) and waits until the group answers through it.
 pub fn aggregator_routing(node: &Node, routing: &str) {
-    let out =
-        Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).args(["aggregator-routing", routing]).output();
-    let out = out.expect("run scripts/node.sh aggregator-routing");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    node.script(&["aggregator-routing", routing]);
     eventually("the group to answer through the kube-apiserver", || {
         node.kubectl(&["get", "llamas", "-A"]).0.then_some(())
     });
@@ -264,12 +261,7 @@ fn a_killed_replica_is_measured_until_every_request_succeeds(node: &Node, routin
     eventually("the reader to be under way", || (outcomes.lock().unwrap().len() >= 20).then_some(()));
     let (name, on, container, served) = busiest_replica(node);
     let killed = Instant::now();
-    let out = Command::new("bash")
-        .arg(format!("{ROOT}/scripts/node.sh"))
-        .args(["ctr", &on, "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", &container])
-        .output()
-        .expect("run scripts/node.sh ctr");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    node.script(&["ctr", &on, "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", &container]);
     eventually("the killed replica to be restarted and ready", || {
         let pod = node.json(&["pod", "-n", "farm-system", &name]);
         let status = &pod["status"]["containerStatuses"][0];

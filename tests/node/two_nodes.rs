@@ -7,10 +7,9 @@
 
 use super::high_availability::{SERVER, replicas};
 use super::load::Load;
-use crate::common::node::{Node, ROOT, eventually_within};
+use crate::common::node::{Node, eventually_within};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const FIRST: &str = "farm-node";
@@ -101,11 +100,6 @@ pub fn a_drain_of_the_second_node_respects_the_budgets_and_loses_nothing(node: &
 /// The load's clients that have a request in flight at any time: three writers, a reader, a watch.
 const CLIENTS: u64 = 5;
 
-fn node_sh(args: &[&str]) {
-    let out = Command::new("bash").arg(format!("{ROOT}/scripts/node.sh")).args(args).output().expect("scripts/node.sh");
-    assert!(out.status.success(), "scripts/node.sh {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// Whether the Service's endpoints still name a ready address on the second node.
 fn ready_endpoint_on_second(node: &Node) -> bool {
     let slices = node.json(&["endpointslices", "-n", "farm-system", "-l", "kubernetes.io/service-name=farm-apiserver"]);
@@ -126,7 +120,7 @@ pub fn losing_the_second_node_fails_requests_only_until_its_endpoints_go(node: &
     let load = Load::start(node, owner, &format!("loss-{routing}"));
     load.until_more_writes(30);
     let off = Instant::now();
-    node_sh(&["power-off", SECOND]);
+    node.script(&["power-off", SECOND]);
     eventually_within("the lost node's endpoint to leave the Service", Duration::from_secs(180), || {
         (!ready_endpoint_on_second(node)).then_some(())
     });
@@ -134,7 +128,7 @@ pub fn losing_the_second_node_fails_requests_only_until_its_endpoints_go(node: &
     load.until_more_writes(30);
     let writes_without = load.tally.lock().unwrap().acknowledged.len();
     let on = Instant::now();
-    node_sh(&["power-on", SECOND]);
+    node.script(&["power-on", SECOND]);
     all_ready(node);
     let back = on.elapsed();
     load.until_more_writes(30);
