@@ -352,12 +352,18 @@ start_kube_apiserver() {
 }
 
 wait_ready() {
-  local d=$1 port=$2
+  local d=$1 port=$2 p
   for _ in $(seq 1 120); do
     if curl -sf --cacert "$d/ca.crt" --cert "$d/admin.crt" --key "$d/admin.key" "https://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
       log "kube-apiserver ready on 127.0.0.1:$port"
       return 0
     fi
+    for p in etcd kube-apiserver; do
+      if ! kill -0 "$(cat "$d/$p.pid")" 2>/dev/null; then
+        log "$p exited; last log lines:"; tail -n 30 "$d/$p.log" >&2
+        return 1
+      fi
+    done
     sleep 0.5
   done
   log "kube-apiserver did not become ready; last log lines:"; tail -n 30 "$d/kube-apiserver.log" >&2
@@ -390,6 +396,22 @@ up() {
     *) echo "unknown option: $2" >&2; exit 2 ;;
   esac
   make_certs "$d"
+  # A free port can be taken by another test between its choice and the bind (the CI saw
+  # kube-apiserver exit with "bind: address already in use"): then both start again on others.
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    start_on_free_ports "$d" "$etcd" "$kas" && break
+    grep -qs "address already in use" "$d/etcd.log" "$d/kube-apiserver.log" && [ "$attempt" -lt 5 ] || return 1
+    log "a port was taken before its server bound it (attempt $attempt); starting on other ports"
+    stop "$d/kube-apiserver.pid"; stop "$d/etcd.pid"; rm -rf "$d/etcd"
+  done
+  if [ -n "$kcm" ]; then start_controller_manager "$d" "$kcm"; fi
+}
+
+# etcd and kube-apiserver on ports chosen now, the kubeconfigs and `env` naming them; fails when
+# either exits before kube-apiserver is ready.
+start_on_free_ports() {
+  local d=$1 etcd=$2 kas=$3
   local etcd_port peer_port port
   etcd_port=$(free_port); peer_port=$(free_port); port=$(free_port)
   "$etcd" --data-dir "$d/etcd" --name e2e \
@@ -398,6 +420,13 @@ up() {
     --initial-cluster "e2e=http://127.0.0.1:$peer_port" >"$d/etcd.log" 2>&1 &
   echo $! > "$d/etcd.pid"
   start_kube_apiserver "$d" "$kas" "$etcd_port" "$port"
+  write_kubeconfigs "$d" "$port"
+  printf 'KUBE_APISERVER_PORT=%s\nETCD_PORT=%s\n' "$port" "$etcd_port" > "$d/env"
+  wait_ready "$d" "$port"
+}
+
+write_kubeconfigs() {
+  local d=$1 port=$2
   cat > "$d/admin.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -419,9 +448,6 @@ EOF
   # A user with no RBAC at all, for the tests of what the server does when it may not list pods.
   sed -e "s#$d/admin.crt#$d/nobody.crt#" -e "s#$d/admin.key#$d/nobody.key#" -e "s#name: admin#name: nobody#" \
       -e "s#user: admin#user: nobody#" "$d/admin.kubeconfig" > "$d/nobody.kubeconfig"
-  printf 'KUBE_APISERVER_PORT=%s\nETCD_PORT=%s\n' "$port" "$etcd_port" > "$d/env"
-  wait_ready "$d" "$port"
-  if [ -n "$kcm" ]; then start_controller_manager "$d" "$kcm"; fi
 }
 
 # kube-controller-manager with the controllers that act on aggregated APIs (namespace deletion

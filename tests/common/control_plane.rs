@@ -287,12 +287,13 @@ impl Farm {
     }
 }
 
-/// Starts farm-apiserver in aggregated mode on a free port with `args`, its log in `dir`.
+/// Starts farm-apiserver in aggregated mode with `args`, its log in `dir`, on a port it chose
+/// itself (`--secure-port 0`; a port chosen here could be taken by another test before the server
+/// binds it), read from its "serving" log line.
 fn spawn(kubeconfig: &Path, args: &[&OsStr], dir: &Path) -> (std::process::Child, u16, PathBuf) {
     let log = dir.join("server.log");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
-        .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", "0"])
         .args(["--pod-cache-max-backoff-seconds", "2", "--tls-reload-interval-seconds", "1"])
         .args(args)
         .arg("--kubeconfig")
@@ -303,7 +304,23 @@ fn spawn(kubeconfig: &Path, args: &[&OsStr], dir: &Path) -> (std::process::Child
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    (child, port, log)
+    let deadline = Instant::now() + super::EVENT_DEADLINE;
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(port) = serving_port(&text) {
+            return (child, port, log);
+        }
+        let exited = child.try_wait().unwrap();
+        assert!(exited.is_none() && Instant::now() < deadline, "farm-apiserver is not serving ({exited:?}):\n{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The port of the server's "serving url=https://127.0.0.1:PORT" log line.
+fn serving_port(log: &str) -> Option<u16> {
+    let line = log.lines().find(|l| l.contains(" serving "))?;
+    let (_, rest) = line.split_once("url=https://127.0.0.1:")?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
 impl Drop for Farm {
