@@ -396,6 +396,39 @@ async fn etcd_over_mutual_tls_with_a_client_certificate() {
     assert_status(&r.json().await.unwrap(), 503, "ServiceUnavailable");
 }
 
+/// A CA rotation as `etcd-secrets` runs it in a cluster (docs/installing.md): etcd already
+/// trusts the new CA; the server's mounted files change in place (bundle, client certificate)
+/// and etcd's serving certificate is reissued by the new CA. The server rereads its files, so
+/// once etcd restarts (every connection remade) it trusts etcd's new certificate and presents
+/// its new one. Without the reload it could not reconnect (unknown issuer).
+#[tokio::test]
+async fn the_server_rereads_its_etcd_tls_files_when_a_new_ca_and_certificates_arrive() {
+    let (mut etcd, tls) = Etcd::start_tls();
+    let files = [&tls.ca, &tls.client_cert, &tls.client_key].map(|p| p.display().to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let mut flags = common::etcd::storage_flags(&etcd, &unique_prefix(), &[]);
+    flags.extend(
+        ["--etcd-cafile", &files[0], "--etcd-certfile", &files[1], "--etcd-keyfile", &files[2]].map(String::from),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let s = Server::start_logging(&flags, "info", &log).await;
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("before", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+
+    tls.rotate_to_next_ca();
+    common::wait_for_log(&log, "reloaded the etcd TLS files", 0).await;
+    etcd.stop();
+    common::wait_for_log(&log, "etcd is unreachable", 0).await;
+    etcd.restart();
+    let ready = readyz_becomes(&s, 200, Duration::from_secs(30)).await;
+    assert!(ready.contains("[+]etcd ok"), "{ready}");
+    let r = s.client.post(s.url(&llamas("default"))).json(&llama("after", 1.0, 1.0)).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", std::fs::read_to_string(&log).unwrap());
+    let (_, list) = get_json(&s, &llamas("default")).await;
+    assert_eq!(weights(&list).keys().collect::<Vec<_>>(), ["after", "before"]);
+}
+
 #[tokio::test]
 async fn a_replica_started_before_etcd_becomes_ready_when_etcd_comes() {
     let mut etcd = Etcd::unstarted();

@@ -48,6 +48,28 @@ pub struct EtcdTls {
     pub client_cert: PathBuf,
     /// Its key.
     pub client_key: PathBuf,
+    /// etcd's serving certificate and key, which etcd reads at each handshake.
+    serving: (PathBuf, PathBuf),
+    /// A second CA that etcd trusts from its start, as after a CA rotation's first step.
+    next: rcgen::Issuer<'static, rcgen::KeyPair>,
+    next_pem: String,
+}
+
+impl EtcdTls {
+    /// The rest of a CA rotation: the client's bundle gains the second CA, then the client
+    /// certificate and etcd's serving certificate are issued by it (files replaced in place, as
+    /// a mounted Secret's are).
+    pub fn rotate_to_next_ca(&self) {
+        let bundle = std::fs::read_to_string(&self.ca).expect("CA bundle") + &self.next_pem;
+        std::fs::write(&self.ca, bundle).expect("write CA bundle");
+        let (cert, key) = leaf(&self.next, Vec::new(), "farm-apiserver", rcgen::ExtendedKeyUsagePurpose::ClientAuth);
+        std::fs::write(&self.client_cert, cert).expect("write");
+        std::fs::write(&self.client_key, key).expect("write");
+        let (cert, key) =
+            leaf(&self.next, vec!["127.0.0.1".into()], "etcd", rcgen::ExtendedKeyUsagePurpose::ServerAuth);
+        std::fs::write(&self.serving.0, cert).expect("write");
+        std::fs::write(&self.serving.1, key).expect("write");
+    }
 }
 
 fn write_pem(dir: &std::path::Path, name: &str, pem: &str) -> PathBuf {
@@ -56,39 +78,58 @@ fn write_pem(dir: &std::path::Path, name: &str, pem: &str) -> PathBuf {
     path
 }
 
+/// A new CA: its PEM and an issuer of certificates.
+fn new_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let key = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    let cert = params.self_signed(&key).expect("CA");
+    (cert.pem(), Issuer::new(params, key))
+}
+
+/// A certificate of `issuer` for `names` and its key, PEM.
+fn leaf(
+    issuer: &rcgen::Issuer<'static, rcgen::KeyPair>,
+    names: Vec<String>,
+    cn: &str,
+    usage: rcgen::ExtendedKeyUsagePurpose,
+) -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(names).expect("params");
+    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    params.extended_key_usages = vec![usage];
+    (params.signed_by(&key, issuer).expect("certificate").pem(), key.serialize_pem())
+}
+
 /// A CA, a serving certificate for 127.0.0.1 and a client certificate, written into `dir`;
-/// returns the client's files and etcd's TLS flags.
+/// returns the client's files and etcd's TLS flags (etcd trusts a second CA too).
 fn tls_files(dir: &std::path::Path) -> (EtcdTls, Vec<String>) {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().expect("key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(DnType::CommonName, "etcd-test-ca");
-    let ca_cert = ca_params.self_signed(&ca_key).expect("CA");
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf = |names: Vec<String>, cn: &str, usage: ExtendedKeyUsagePurpose| {
-        let key = KeyPair::generate().expect("key");
-        let mut params = CertificateParams::new(names).expect("params");
-        params.distinguished_name.push(DnType::CommonName, cn);
-        params.extended_key_usages = vec![usage];
-        (params.signed_by(&key, &issuer).expect("certificate").pem(), key.serialize_pem())
-    };
-    let (server_cert, server_key) = leaf(vec!["127.0.0.1".into()], "etcd", ExtendedKeyUsagePurpose::ServerAuth);
-    let (client_cert, client_key) = leaf(Vec::new(), "farm-apiserver", ExtendedKeyUsagePurpose::ClientAuth);
-    let ca = write_pem(dir, "ca.crt", &ca_cert.pem());
+    use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+    let (ca_pem, issuer) = new_ca("etcd-test-ca");
+    let (next_pem, next) = new_ca("etcd-test-ca-next");
+    let (server_cert, server_key) = leaf(&issuer, vec!["127.0.0.1".into()], "etcd", ServerAuth);
+    let (client_cert, client_key) = leaf(&issuer, Vec::new(), "farm-apiserver", ClientAuth);
+    let ca = write_pem(dir, "ca.crt", &ca_pem);
+    let trusted = write_pem(dir, "trusted.crt", &format!("{ca_pem}{next_pem}"));
+    let serving = (write_pem(dir, "server.crt", &server_cert), write_pem(dir, "server.key", &server_key));
     let flags = vec![
         "--cert-file".into(),
-        write_pem(dir, "server.crt", &server_cert).display().to_string(),
+        serving.0.display().to_string(),
         "--key-file".into(),
-        write_pem(dir, "server.key", &server_key).display().to_string(),
+        serving.1.display().to_string(),
         "--trusted-ca-file".into(),
-        ca.display().to_string(),
+        trusted.display().to_string(),
         "--client-cert-auth".into(),
     ];
     let files = EtcdTls {
         ca,
         client_cert: write_pem(dir, "client.crt", &client_cert),
         client_key: write_pem(dir, "client.key", &client_key),
+        serving,
+        next,
+        next_pem,
     };
     (files, flags)
 }

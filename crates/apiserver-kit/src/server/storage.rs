@@ -10,6 +10,10 @@ use crate::store::{Revision, Store, memory::MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How often the etcd TLS files are read again: a Secret mounted in a Pod changes within the
+/// kubelet's sync period (a minute by default), so this adds little to a renewal's delay.
+const TLS_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
+
 /// Where a server keeps the objects of the resources it stores.
 #[derive(Clone, Debug, Default)]
 pub enum StorageOptions {
@@ -75,6 +79,7 @@ impl StorageFactory {
         tracing::info!(endpoints = ?config.endpoints, prefix = config.prefix, "storing objects in etcd");
         let probe = format!("{}/health", config.prefix);
         let etcd_health = etcd::connection::monitor(client.clone(), probe, Duration::from_secs(1), stopping.clone());
+        etcd::connection::reload_tls(client.clone(), config.clone(), TLS_RELOAD_INTERVAL, stopping.clone());
         if let Some(interval) = compaction_interval {
             let clock = format!("{}/compact_rev_key", config.prefix);
             etcd::compactor::start(client.clone(), clock, interval, stopping.clone());

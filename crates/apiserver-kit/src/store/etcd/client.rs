@@ -47,9 +47,24 @@ pub struct EtcdClient {
 /// One etcd member's channel, and until when it is passed over.
 #[derive(Debug)]
 struct Member {
+    clients: parking_lot::RwLock<Clients>,
+    down_until: parking_lot::Mutex<Option<Instant>>,
+}
+
+/// The services of one channel.
+#[derive(Clone, Debug)]
+struct Clients {
     kv: KvClient<Transport>,
     watch: WatchClient<Transport>,
-    down_until: parking_lot::Mutex<Option<Instant>>,
+}
+
+impl Clients {
+    fn new(channel: Channel) -> Self {
+        let kv =
+            KvClient::with_interceptor(channel.clone(), RequireLeader).max_decoding_message_size(MAX_RESPONSE_BYTES);
+        let watch = WatchClient::with_interceptor(channel, RequireLeader).max_decoding_message_size(MAX_RESPONSE_BYTES);
+        Self { kv, watch }
+    }
 }
 
 /// How long a member that refused a connection is passed over (unless every member is).
@@ -65,10 +80,15 @@ const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 impl Member {
     fn new(channel: Channel) -> Self {
-        let kv =
-            KvClient::with_interceptor(channel.clone(), RequireLeader).max_decoding_message_size(MAX_RESPONSE_BYTES);
-        let watch = WatchClient::with_interceptor(channel, RequireLeader).max_decoding_message_size(MAX_RESPONSE_BYTES);
-        Self { kv, watch, down_until: parking_lot::Mutex::new(None) }
+        Self { clients: parking_lot::RwLock::new(Clients::new(channel)), down_until: parking_lot::Mutex::new(None) }
+    }
+
+    fn kv(&self) -> KvClient<Transport> {
+        self.clients.read().kv.clone()
+    }
+
+    fn watch(&self) -> WatchClient<Transport> {
+        self.clients.read().watch.clone()
     }
 
     fn is_down(&self) -> bool {
@@ -107,6 +127,15 @@ impl EtcdClient {
     /// A client of the members behind `channels` (each connects on first use).
     pub fn new(channels: Vec<Channel>) -> Self {
         Self { members: channels.into_iter().map(Member::new).collect(), next: Arc::new(AtomicUsize::new(0)) }
+    }
+
+    /// Sends the requests that follow through `channels` (one per member, in the same order):
+    /// new connections, with the TLS settings they were made with. Requests and watches under
+    /// way keep their connection until they end.
+    pub fn replace_channels(&self, channels: Vec<Channel>) {
+        for (member, channel) in self.members.iter().zip(channels) {
+            *member.clients.write() = Clients::new(channel);
+        }
     }
 
     /// Runs `call` on the members in turn, starting with the next one and with those not passed
@@ -159,7 +188,7 @@ impl EtcdClient {
     pub async fn range_once(&self, request: RangeRequest) -> Result<RangeResponse, Status> {
         self.on_a_member(|m| {
             let request = request.clone();
-            let mut kv = m.kv.clone();
+            let mut kv = m.kv();
             async move { Ok(kv.range(request).await?.into_inner()) }
         })
         .await
@@ -175,7 +204,7 @@ impl EtcdClient {
         let request = TxnRequest { compare, success, failure };
         self.on_a_member(|m| {
             let request = request.clone();
-            let mut kv = m.kv.clone();
+            let mut kv = m.kv();
             async move { Ok(kv.txn(request).await?.into_inner()) }
         })
         .await
@@ -184,7 +213,7 @@ impl EtcdClient {
     /// Discards history before `revision`, waiting until it is gone from the disk too.
     pub async fn compact(&self, revision: i64) -> Result<(), Status> {
         self.on_a_member(|m| {
-            let mut kv = m.kv.clone();
+            let mut kv = m.kv();
             async move { kv.compact(CompactionRequest { revision, physical: true }).await.map(|_| ()) }
         })
         .await
@@ -193,7 +222,7 @@ impl EtcdClient {
     /// A watch created by `request`.
     pub async fn watch(&self, request: WatchCreateRequest) -> Result<WatchStream, Status> {
         self.on_a_member(|m| {
-            let (request, mut client) = (request.clone(), m.watch.clone());
+            let (request, mut client) = (request.clone(), m.watch());
             async move {
                 // The request stream stays open as long as the watch: closing it would end the watch.
                 let (requests, receiver) = mpsc::channel(1);

@@ -11,7 +11,7 @@ use crate::machinery::error::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 /// How to reach etcd.
 #[derive(Clone, Debug)]
@@ -56,10 +56,57 @@ fn read(path: &PathBuf) -> Result<Vec<u8>, ConnectError> {
 /// A client for `config`. It does not wait for etcd: connections are made (and remade) on use,
 /// one per endpoint, used in turn.
 pub async fn connect(config: &EtcdConfig) -> Result<EtcdClient, ConnectError> {
+    Ok(EtcdClient::new(channels(config)?))
+}
+
+/// A lazily connected channel per endpoint, with the TLS files as they are now.
+fn channels(config: &EtcdConfig) -> Result<Vec<Channel>, ConnectError> {
     let tls = tls_config(config)?;
     let endpoints =
         config.endpoints.iter().map(|url| endpoint(url, tls.as_ref(), config)).collect::<Result<Vec<_>, _>>()?;
-    Ok(EtcdClient::new(endpoints.into_iter().map(|e| e.connect_lazy()).collect()))
+    Ok(endpoints.into_iter().map(|e| e.connect_lazy()).collect())
+}
+
+/// The contents of the TLS files `config` names, in a fixed order.
+fn tls_files(config: &EtcdConfig) -> Result<Vec<Vec<u8>>, ConnectError> {
+    let (cert, key) = config.client_cert.as_ref().map(|(c, k)| (Some(c), Some(k))).unwrap_or_default();
+    [config.ca_file.as_ref(), cert, key].into_iter().flatten().map(read).collect()
+}
+
+/// Rereads the TLS files every `interval` until `stopping` is cancelled; when they changed (a
+/// renewed client certificate, a CA bundle with a new CA, as a mounted Secret changes), the
+/// connections made from then on use them. A file that cannot be read or used keeps the
+/// previous settings, with a warning.
+pub fn reload_tls(
+    client: EtcdClient,
+    config: EtcdConfig,
+    interval: Duration,
+    stopping: tokio_util::sync::CancellationToken,
+) {
+    if config.ca_file.is_none() && config.client_cert.is_none() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut loaded = tls_files(&config).ok();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(interval) => {}
+                () = stopping.cancelled() => return,
+            }
+            let read = tls_files(&config);
+            if read.as_ref().ok() == loaded.as_ref() {
+                continue;
+            }
+            match read.and_then(|files| Ok((files, channels(&config)?))) {
+                Ok((files, channels)) => {
+                    client.replace_channels(channels);
+                    loaded = Some(files);
+                    tracing::info!("reloaded the etcd TLS files: new connections use them");
+                }
+                Err(error) => tracing::warn!(%error, "the etcd TLS files changed but cannot be used; keeping the last"),
+            }
+        }
+    });
 }
 
 /// The TLS settings, when any endpoint is `https://` or a CA or client certificate is given.
