@@ -253,6 +253,7 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         "poddisruptionbudget.policy/farm-apiserver",
         "statefulset.apps/etcd",
         "cronjob.batch/etcd-defrag",
+        "cronjob.batch/etcd-certificates",
         "service/etcd",
         "job.batch/farm-apiserver-etcd-secrets",
         "role.rbac.authorization.k8s.io/farm-apiserver-etcd-secrets",
@@ -263,16 +264,19 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
     assert!(!rendered.contains("kind: Secret") && !applied.contains("secret/"), "nothing secret in the HA install");
 }
 
-/// `farm-apiserver etcd-secrets` (the Job of manifests/ha) against the real kube-apiserver: the
-/// first run makes etcd's CA, the members' and the client's Secrets; a second keeps them; a
-/// deleted member Secret is made again from the kept CA.
+/// `farm-apiserver etcd-secrets` (the Job and CronJob of manifests/ha) against the real
+/// kube-apiserver: the first run makes etcd's CA, the members' and the client's Secrets; a
+/// second keeps them; a deleted member Secret is made again from the kept CA; `--rotate-ca`
+/// puts a new CA in every bundle, which does not sign while no member could be asked whether
+/// it trusts it (the node test runs the whole rotation).
 #[tokio::test]
-async fn the_etcd_secrets_job_makes_what_is_missing_and_keeps_what_exists() {
+async fn the_etcd_secrets_job_makes_what_is_missing_keeps_what_exists_and_starts_a_rotation() {
     let cp = ControlPlane::up();
     cp.must(&["create", "namespace", "farm-system"], None);
-    let run = || {
+    let run = |extra: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
             .args(["etcd-secrets", "--namespace", "farm-system"])
+            .args(extra)
             .env("KUBECONFIG", cp.kubeconfig("admin"))
             .output()
             .unwrap();
@@ -281,25 +285,46 @@ async fn the_etcd_secrets_job_makes_what_is_missing_and_keeps_what_exists() {
     };
     let field = |secret: &str, key: &str| {
         let path = format!("jsonpath={{.data.{}}}", key.replace('.', "\\."));
-        cp.must(&["get", "secret", "-n", "farm-system", secret, "-o", &path], None)
+        let base64 = cp.must(&["get", "secret", "-n", "farm-system", secret, "-o", &path], None);
+        String::from_utf8(base64::Engine::decode(&base64::engine::general_purpose::STANDARD, base64).unwrap()).unwrap()
     };
-    assert_eq!(run(), "created secret/etcd-ca\ncreated secret/etcd-certs\ncreated secret/farm-apiserver-etcd-client\n");
+    let facts = |pem: &str| farm_apiserver::certificates::material::Facts::of_pem(pem).unwrap();
+    let (member, client) = ("secret/etcd-certs", "secret/farm-apiserver-etcd-client");
+    assert_eq!(
+        run(&[]),
+        format!(
+            "a new CA\ncreated secret/etcd-ca\na new certificate for {member}\ncreated {member}\na new certificate for {client}\ncreated {client}\n"
+        )
+    );
     let ca = field("etcd-ca", "ca.crt");
     assert_eq!(field("etcd-certs", "ca.crt"), ca, "the members trust the kept CA");
     assert_eq!(field("farm-apiserver-etcd-client", "ca.crt"), ca);
-    let member = field("etcd-certs", "tls.crt");
-    assert_eq!(run(), "kept secret/etcd-ca\nkept secret/etcd-certs\nkept secret/farm-apiserver-etcd-client\n");
-    assert_eq!(field("etcd-certs", "tls.crt"), member);
+    let leaf = field("etcd-certs", "tls.crt");
+    assert_eq!(run(&[]), "kept secret/etcd-ca\nkept secret/etcd-certs\nkept secret/farm-apiserver-etcd-client\n");
     cp.must(&["delete", "secret", "-n", "farm-system", "etcd-certs"], None);
-    assert_eq!(run(), "kept secret/etcd-ca\ncreated secret/etcd-certs\nkept secret/farm-apiserver-etcd-client\n");
+    assert_eq!(
+        run(&[]),
+        format!("kept secret/etcd-ca\na new certificate for {member}\ncreated {member}\nkept {client}\n")
+    );
     assert_eq!(field("etcd-certs", "ca.crt"), ca);
-    assert_ne!(field("etcd-certs", "tls.crt"), member);
-    let der =
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, field("etcd-certs", "tls.crt")).unwrap();
-    let facts = farm_apiserver::certificates::material::Facts::of_pem(&String::from_utf8(der).unwrap()).unwrap();
-    let years = (facts[0].not_after - facts[0].not_before) / (365 * 86_400);
-    assert_eq!(years, 10, "valid ten years");
-    assert!(facts[0].names.contains(&"*.etcd.farm-system.svc".to_string()), "{:?}", facts[0].names);
+    assert_ne!(field("etcd-certs", "tls.crt"), leaf);
+    let (ca_facts, leaf_facts) = (facts(&ca).remove(0), facts(&field("etcd-certs", "tls.crt")).remove(0));
+    assert_eq!((ca_facts.not_after - ca_facts.not_before) / 86_400, 365, "a CA is valid a year");
+    assert_eq!((leaf_facts.not_after - leaf_facts.not_before) / 86_400, 90, "a certificate 90 days");
+    assert!(leaf_facts.names.contains(&"*.etcd.farm-system.svc".to_string()), "{:?}", leaf_facts.names);
+
+    let rotating = run(&["--rotate-ca"]);
+    assert!(rotating.contains("a new CA joins the trusted bundle\nupdated secret/etcd-ca\n"), "{rotating}");
+    assert!(rotating.contains("the new CA signs in ") && rotating.contains(" s at the earliest"), "{rotating}");
+    for secret in ["etcd-ca", "etcd-certs", "farm-apiserver-etcd-client"] {
+        assert_eq!(facts(&field(secret, "ca.crt")).len(), 2, "{secret} trusts both CAs");
+    }
+    let waiting = run(&["--settle-seconds", "0"]);
+    assert!(
+        waiting.starts_with("the new CA does not sign yet: no statefulset/etcd\nkept secret/etcd-ca\n"),
+        "{waiting}"
+    );
+    assert_eq!(field("etcd-ca", "signer.crt"), ca, "the old CA signs until the members trust the new one");
 }
 
 /// charts/farm-apiserver rendered by helm (built by scripts/control-plane.sh) in each mode:

@@ -11,6 +11,8 @@
 #[path = "node/certificates.rs"]
 mod certificates;
 mod common;
+#[path = "node/etcd_certificates.rs"]
+mod etcd_certificates;
 #[path = "node/etcd_operations.rs"]
 mod etcd_operations;
 #[path = "node/high_availability.rs"]

@@ -8,7 +8,7 @@
 //! again, and the second node is drained and then lost ([`two_nodes`]).
 
 use super::load::{Load, NS, failure, kubectl_client, llamas};
-use super::{etcd_operations, two_nodes};
+use super::{etcd_certificates, etcd_operations, two_nodes};
 use crate::common::node::{Node, eventually, eventually_within};
 use kube::api::ListParams;
 use serde_json::{Value, json};
@@ -48,6 +48,7 @@ pub fn with_etcd_and_two_replicas_nothing_acknowledged_is_lost_through_rollouts_
         &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "herd", "namespace": NS}}).to_string(),
     );
     let owner = node.json(&["configmap", "-n", NS, "herd"])["metadata"]["uid"].as_str().unwrap().to_string();
+    etcd_certificates::a_ca_rotation_under_load_loses_nothing(node, &owner);
     // The second node drained, then lost, through the endpoints (`--enable-aggregator-routing=true`,
     // the node's default): first, while the kube-apiserver has run for a while. (Drained 16 s
     // after it restarted, the evicted replica kept its endpoint for over 20 s: the

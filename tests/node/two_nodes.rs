@@ -98,7 +98,7 @@ pub fn a_drain_of_the_second_node_respects_the_budgets_and_loses_nothing(node: &
 }
 
 /// The load's clients that have a request in flight at any time: three writers, a reader, a watch.
-const CLIENTS: u64 = 5;
+pub const CLIENTS: u64 = 5;
 
 /// Whether the Service's endpoints still name a ready address on the second node.
 fn ready_endpoint_on_second(node: &Node) -> bool {

@@ -128,6 +128,19 @@ pub struct Trusted {
     pub facts: Facts,
 }
 
+impl Trusted {
+    /// Each certificate of a PEM bundle, in its order.
+    pub fn of_bundle(pem: &str) -> Result<Vec<Self>, String> {
+        split_pem(pem)
+            .into_iter()
+            .map(|cert_pem| {
+                let facts = Facts::of_pem(&cert_pem)?.pop().ok_or("an empty certificate block")?;
+                Ok(Self { cert_pem, facts })
+            })
+            .collect()
+    }
+}
+
 /// Everything the Secret holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Material {
@@ -149,15 +162,7 @@ impl Material {
             String::from_utf8(bytes.0.clone()).map_err(|_| format!("{key} is not PEM text"))
         };
         let keyed = |cert: &str, key: &str| Keyed::new(text(cert)?, text(key)?).map_err(|e| format!("{cert}: {e}"));
-        let trusted_pem = text(keys::TRUSTED)?;
-        let trusted = split_pem(&trusted_pem)
-            .into_iter()
-            .map(|cert_pem| {
-                let facts = Facts::of_pem(&cert_pem)?.pop().ok_or("an empty certificate block")?;
-                Ok(Trusted { cert_pem, facts })
-            })
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(|e| format!("{}: {e}", keys::TRUSTED))?;
+        let trusted = Trusted::of_bundle(&text(keys::TRUSTED)?).map_err(|e| format!("{}: {e}", keys::TRUSTED))?;
         let next = match data.contains_key(keys::NEXT_CERT) {
             true => Some(keyed(keys::NEXT_CERT, keys::NEXT_KEY)?),
             false => None,

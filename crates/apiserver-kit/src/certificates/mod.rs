@@ -9,6 +9,7 @@
 pub mod controller;
 pub mod material;
 pub mod plan;
+pub mod probe;
 
 use crate::health::Check;
 use crate::tls::ReloadingCertificate;

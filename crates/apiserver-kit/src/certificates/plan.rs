@@ -8,7 +8,7 @@
 //! client that trusts the published bundle trusts every certificate any replica serves, before,
 //! during and after a rotation.
 
-use super::material::{Keyed, Material, Trusted, bundle_holds};
+use super::material::{Facts, Keyed, Material, Trusted, bundle_holds};
 use crate::tls;
 use std::time::Duration;
 
@@ -52,68 +52,128 @@ pub fn decide(
     policy: &Policy,
 ) -> tls::Result<Decision> {
     let mut changes = Vec::new();
-    let mut material = match current {
-        Some(m) if m.signer.facts.not_after > now => m.clone(),
+    let authority =
+        current.map(|m| Authority { trusted: m.trusted.clone(), signer: m.signer.clone(), next: m.next.clone() });
+    let mut authority = refresh(now, authority.as_ref(), false, &policy.authority(), &mut changes)?;
+    let due = authority.signer.facts.at_fraction(5, 6);
+    let published_everywhere =
+        |next: &Keyed| published.iter().all(|p| p.as_deref().is_some_and(|pem| bundle_holds(pem, &next.facts)));
+    if authority.next.as_ref().is_some_and(|next| now >= due && published_everywhere(next)) {
+        authority.promote(&mut changes);
+    }
+    let leaf = match current {
+        Some(m) if !leaf_due(now, &m.leaf.facts, &authority.signer, &policy.names) => m.leaf.clone(),
         _ => {
-            changes.push(if current.is_some() { "the signing CA expired: a new one" } else { "a new CA" });
-            fresh(now, current, policy)?
+            changes.push("a new serving certificate");
+            let common_name = policy.names.first().map_or("localhost", String::as_str);
+            let subject = (common_name, policy.names.as_slice());
+            issue(now, &authority.signer, subject, tls::Usage::Server, policy.leaf_validity)?
         }
     };
-    let before = material.trusted.len();
-    material.trusted.retain(|t| t.facts.not_after > now);
-    if material.trusted.len() < before {
-        changes.push("expired CAs leave the trusted bundle");
-    }
-    if !material.trusted.iter().any(|t| t.facts.der == material.signer.facts.der) {
-        material.trusted.push(trusted(&material.signer));
-        changes.push("the signing CA joins the trusted bundle");
-    }
-    if material.next.is_none() && now >= material.signer.facts.at_fraction(2, 3) {
-        let next = new_ca(now, policy)?;
-        material.trusted.push(trusted(&next));
-        material.next = Some(next);
-        changes.push("a new CA joins the trusted bundle");
-    }
-    let promote = material.next.as_ref().is_some_and(|next| {
-        now >= material.signer.facts.at_fraction(5, 6)
-            && published.iter().all(|p| p.as_deref().is_some_and(|pem| bundle_holds(pem, &next.facts)))
-    });
-    if promote && let Some(next) = material.next.take() {
-        material.signer = next;
-        changes.push("the new CA signs from now on");
-    }
-    if leaf_due(now, &material, policy) {
-        material.leaf = issue(now, &material.signer, policy)?;
-        changes.push("a new serving certificate");
-    }
+    let Authority { trusted, signer, next } = authority;
+    let material = Material { trusted, signer, next, leaf };
     if changes.is_empty() {
         return Ok(Decision::Keep { recheck_at: recheck_at(now, &material) });
     }
     Ok(Decision::Write { material: Box::new(material), changes })
 }
 
-/// A new CA and a serving certificate it signs; the CAs `previous` trusted that are still
-/// valid stay trusted (the certificates they signed may still be served).
-fn fresh(now: i64, previous: Option<&Material>, policy: &Policy) -> tls::Result<Material> {
-    let signer = new_ca(now, policy)?;
-    let mut trusted_cas: Vec<Trusted> = previous.map(|m| m.trusted.clone()).unwrap_or_default();
-    trusted_cas.retain(|t| t.facts.not_after > now);
-    trusted_cas.push(trusted(&signer));
-    let leaf = issue(now, &signer, policy)?;
-    Ok(Material { trusted: trusted_cas, signer, next: None, leaf })
+impl Policy {
+    fn authority(&self) -> AuthorityPolicy {
+        AuthorityPolicy { ca_name: self.ca_name.clone(), ca_validity: self.ca_validity }
+    }
+}
+
+/// The CAs of a rotation: those trusted, the one that signs now, the one that signs next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Authority {
+    /// The CAs clients trust, in the order of the bundle.
+    pub trusted: Vec<Trusted>,
+    /// The CA that signs now.
+    pub signer: Keyed,
+    /// The CA that signs next, already trusted.
+    pub next: Option<Keyed>,
+}
+
+/// What a CA must be.
+#[derive(Clone, Debug)]
+pub struct AuthorityPolicy {
+    /// The CAs' common name; each CA adds `@<unix seconds>-<random>`.
+    pub ca_name: String,
+    /// How long a CA is valid.
+    pub ca_validity: Duration,
+}
+
+impl Authority {
+    /// The CA bundle clients trust, PEM.
+    pub fn bundle(&self) -> String {
+        self.trusted.iter().map(|t| t.cert_pem.trim_end().to_string() + "\n").collect()
+    }
+
+    /// The next CA signs from now on; the one that signed stays trusted until it expires.
+    pub fn promote(&mut self, changes: &mut Vec<&'static str>) {
+        if let Some(next) = self.next.take() {
+            self.signer = next;
+            changes.push("the new CA signs from now on");
+        }
+    }
+}
+
+/// The CAs at `now`, from `current` (`None` when absent or unreadable): a new CA when there is
+/// none or the signing one expired (the others still valid stay trusted), expired CAs out of
+/// the bundle, and a next CA joining it after two thirds of the signer's validity, or at once
+/// when `rotate` asks for a rotation. Each change is said in `changes`.
+pub fn refresh(
+    now: i64,
+    current: Option<&Authority>,
+    rotate: bool,
+    policy: &AuthorityPolicy,
+    changes: &mut Vec<&'static str>,
+) -> tls::Result<Authority> {
+    let mut authority = match current {
+        Some(a) if a.signer.facts.not_after > now => a.clone(),
+        _ => {
+            changes.push(if current.is_some() { "the signing CA expired: a new one" } else { "a new CA" });
+            let signer = new_ca(now, policy)?;
+            let mut trusted_cas: Vec<Trusted> = current.map(|a| a.trusted.clone()).unwrap_or_default();
+            trusted_cas.push(trusted(&signer));
+            Authority { trusted: trusted_cas, signer, next: None }
+        }
+    };
+    let before = authority.trusted.len();
+    authority.trusted.retain(|t| t.facts.not_after > now);
+    if authority.trusted.len() < before {
+        changes.push("expired CAs leave the trusted bundle");
+    }
+    if !authority.trusted.iter().any(|t| t.facts.der == authority.signer.facts.der) {
+        authority.trusted.push(trusted(&authority.signer));
+        changes.push("the signing CA joins the trusted bundle");
+    }
+    if authority.next.is_none() && (rotate || now >= authority.signer.facts.at_fraction(2, 3)) {
+        let next = new_ca(now, policy)?;
+        authority.trusted.push(trusted(&next));
+        authority.next = Some(next);
+        changes.push("a new CA joins the trusted bundle");
+    }
+    Ok(authority)
+}
+
+/// When a CA of `policy` was made: its start is set back (see [`backdating`]).
+pub fn made_at(ca: &Keyed, policy: &AuthorityPolicy) -> i64 {
+    ca.facts.not_before + backdating(policy.ca_validity)
 }
 
 fn trusted(ca: &Keyed) -> Trusted {
     Trusted { cert_pem: ca.cert_pem.clone(), facts: ca.facts.clone() }
 }
 
-/// Whether the serving certificate must be issued again.
-fn leaf_due(now: i64, material: &Material, policy: &Policy) -> bool {
-    let leaf = &material.leaf.facts;
-    let mut names = policy.names.clone();
+/// Whether a certificate `leaf` for `names` must be issued again: after two thirds of its
+/// validity, when another CA signs now, or when its names changed.
+pub fn leaf_due(now: i64, leaf: &Facts, signer: &Keyed, names: &[String]) -> bool {
+    let mut names = names.to_vec();
     names.sort();
     names.dedup();
-    leaf.issuer != material.signer.facts.subject || leaf.names != names || now >= leaf.at_fraction(2, 3)
+    leaf.issuer != signer.facts.subject || leaf.names != names || now >= leaf.at_fraction(2, 3)
 }
 
 /// The first moment something falls due.
@@ -144,24 +204,30 @@ fn validity(now: i64, length: Duration, cap: Option<i64>) -> tls::Result<(tls::V
     Ok((tls::Validity::between(time(now - backdating(length))?, time(end)?), end))
 }
 
-fn new_ca(now: i64, policy: &Policy) -> tls::Result<Keyed> {
+fn new_ca(now: i64, policy: &AuthorityPolicy) -> tls::Result<Keyed> {
     let (validity, _) = validity(now, policy.ca_validity, None)?;
     let name = format!("{}@{now}-{:08x}", policy.ca_name, rand::random::<u32>());
     let ca = tls::new_ca_valid(&name, validity)?;
     Keyed::new(ca.cert_pem, ca.key_pem).map_err(tls::Error::Pem)
 }
 
-fn issue(now: i64, signer: &Keyed, policy: &Policy) -> tls::Result<Keyed> {
-    let (validity, _) = validity(now, policy.leaf_validity, Some(signer.facts.not_after))?;
-    let common_name = policy.names.first().map_or("localhost", String::as_str);
-    let certs = tls::issue_valid(&signer.as_ca(), common_name, &policy.names, tls::Usage::Server, validity)?;
+/// A certificate of `signer` for `common_name` and `names`, valid `length` at most (never past
+/// its signer).
+pub fn issue(
+    now: i64,
+    signer: &Keyed,
+    (common_name, names): (&str, &[String]),
+    usage: tls::Usage,
+    length: Duration,
+) -> tls::Result<Keyed> {
+    let (validity, _) = validity(now, length, Some(signer.facts.not_after))?;
+    let certs = tls::issue_valid(&signer.as_ca(), common_name, names, usage, validity)?;
     Keyed::new(certs.cert_pem, certs.key_pem).map_err(tls::Error::Pem)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::certificates::material::Facts;
     use proptest::prelude::*;
 
     fn policy(ca: u64, leaf: u64) -> Policy {
@@ -192,7 +258,7 @@ mod tests {
     #[test]
     fn a_missing_secret_gets_a_ca_and_a_serving_certificate_it_signs() {
         let (m, changes) = written(decide(T0, None, &[], &policy(600, 60)).unwrap());
-        assert_eq!(changes, ["a new CA"]);
+        assert_eq!(changes, ["a new CA", "a new serving certificate"]);
         assert_eq!(m.trusted.len(), 1);
         assert_eq!(m.leaf.facts.issuer, m.signer.facts.subject);
         assert_eq!(m.leaf.facts.names, ["farm", "farm.ns.svc"]);
