@@ -254,6 +254,8 @@ async fn the_generated_install_manifest_is_accepted_by_the_kube_apiserver() {
         "statefulset.apps/etcd",
         "cronjob.batch/etcd-defrag",
         "cronjob.batch/etcd-certificates",
+        "cronjob.batch/etcd-backup",
+        "persistentvolumeclaim/etcd-backup",
         "service/etcd",
         "job.batch/farm-apiserver-etcd-secrets",
         "role.rbac.authorization.k8s.io/farm-apiserver-etcd-secrets",
@@ -389,7 +391,9 @@ async fn the_helm_chart_renders_objects_the_kube_apiserver_accepts_in_each_mode(
     let applied = cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&ha));
     assert!(
         applied.contains("statefulset.apps/farm-apiserver-etcd")
-            && applied.contains("poddisruptionbudget.policy/farm-apiserver"),
+            && applied.contains("poddisruptionbudget.policy/farm-apiserver")
+            && applied.contains("cronjob.batch/farm-apiserver-etcd-backup")
+            && applied.contains("persistentvolumeclaim/farm-apiserver-etcd-backup"),
         "{applied}"
     );
 

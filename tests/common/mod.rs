@@ -474,7 +474,7 @@ pub fn event_summary(event: &serde_json::Value) -> (String, String) {
 pub fn copy_of_the_manifests(dir: &std::path::Path) -> PathBuf {
     let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests"));
     let copy = dir.join("manifests");
-    for sub in ["", "base", "ha"] {
+    for sub in ["", "base", "ha", "ha/restore"] {
         std::fs::create_dir_all(copy.join(sub)).unwrap();
         for entry in std::fs::read_dir(root.join(sub)).unwrap() {
             let path = entry.unwrap().path();

@@ -76,6 +76,7 @@ pub fn a_ca_rotation_under_load_loses_nothing(node: &Node, owner: &str) {
     let started = Instant::now();
     let out = run_job(node, "etcd-rotate", &["FARM_ROTATE_CA=true"]);
     assert!(out.contains("a new CA joins the trusted bundle") && out.contains("restarting the members"), "{out}");
+    eprintln!("$ kubectl -n farm-system logs job/etcd-rotate\n{out}");
     node.must(&["-n", "farm-system", "rollout", "status", "statefulset/etcd", "--timeout=300s"]);
     let mut runs = 0;
     let promoted = eventually_within("the new CA to sign", Duration::from_secs(300), || {
@@ -84,6 +85,7 @@ pub fn a_ca_rotation_under_load_loses_nothing(node: &Node, owner: &str) {
         out.contains("the new CA signs from now on").then_some(out)
     });
     assert!(promoted.contains("all 3 members accept the new CA"), "{promoted}");
+    eprintln!("$ kubectl -n farm-system logs job/etcd-certificates-{runs}\n{promoted}");
     let new = subject_of(node, "etcd-ca", "signer.crt");
     assert_ne!(new, old);
     eventually_within("every member to serve a certificate of the new CA", Duration::from_secs(240), || {

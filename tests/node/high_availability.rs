@@ -81,6 +81,7 @@ pub fn with_etcd_and_two_replicas_nothing_acknowledged_is_lost_through_rollouts_
         node.json(&["llamas", "-n", NS, "-l", "owned=true"])["items"].as_array().unwrap().is_empty().then_some(())
     });
     eprintln!("the garbage collector deleted the {owned} owned Llamas in {:.1} s", deleting.elapsed().as_secs_f64());
+    etcd_operations::a_snapshot_restores_what_was_stored_when_it_was_taken(node, ha, NS);
     node.must(&["delete", "namespace", NS, "--timeout=60s"]);
     uninstall(node, ha);
 }
