@@ -316,8 +316,16 @@ async fn the_etcd_secrets_job_makes_what_is_missing_keeps_what_exists_and_starts
     assert!(leaf_facts.names.contains(&"*.etcd.farm-system.svc".to_string()), "{:?}", leaf_facts.names);
 
     let rotating = run(&["--rotate-ca"]);
-    assert!(rotating.contains("a new CA joins the trusted bundle\nupdated secret/etcd-ca\n"), "{rotating}");
-    assert!(rotating.contains("the new CA signs in ") && rotating.contains(" s at the earliest"), "{rotating}");
+    let lines: Vec<&str> = rotating.lines().collect();
+    assert_eq!(lines[0], "a new CA joins the trusted bundle", "{rotating}");
+    assert!(
+        lines[1].starts_with("the new CA signs in ")
+            && lines[1].ends_with(" s at the earliest (mounted Secrets update)")
+    );
+    assert_eq!(
+        lines[2..],
+        ["updated secret/etcd-ca", "updated secret/etcd-certs", "updated secret/farm-apiserver-etcd-client"]
+    );
     for secret in ["etcd-ca", "etcd-certs", "farm-apiserver-etcd-client"] {
         assert_eq!(facts(&field(secret, "ca.crt")).len(), 2, "{secret} trusts both CAs");
     }
@@ -327,6 +335,35 @@ async fn the_etcd_secrets_job_makes_what_is_missing_keeps_what_exists_and_starts
         "{waiting}"
     );
     assert_eq!(field("etcd-ca", "signer.crt"), ca, "the old CA signs until the members trust the new one");
+
+    // The chart's first versions kept the CA in the members' Secret: taken over, key moved out.
+    let dir = tempfile::tempdir().unwrap();
+    let legacy = farm_apiserver::tls::new_ca("chart-etcd-ca").unwrap();
+    let member = farm_apiserver::tls::issue(&legacy, &["*.etcd.farm-system.svc".into()]).unwrap();
+    let files = [
+        ("ca.crt", &legacy.cert_pem),
+        ("ca.key", &legacy.key_pem),
+        ("tls.crt", &member.cert_pem),
+        ("tls.key", &member.key_pem),
+    ];
+    let mut create = vec![
+        "create".to_string(),
+        "secret".into(),
+        "generic".into(),
+        "-n".into(),
+        "farm-system".into(),
+        "etcd-certs".into(),
+    ];
+    for (key, pem) in files {
+        std::fs::write(dir.path().join(key), pem).unwrap();
+        create.push(format!("--from-file={key}={}", dir.path().join(key).display()));
+    }
+    cp.must(&["delete", "secret", "-n", "farm-system", "etcd-ca", "etcd-certs"], None);
+    cp.must(&create.iter().map(String::as_str).collect::<Vec<_>>(), None);
+    let adopted = run(&[]);
+    assert!(adopted.starts_with("took over the CA of secret/etcd-certs\n"), "{adopted}");
+    assert_eq!(field("etcd-ca", "signer.crt"), legacy.cert_pem);
+    assert_eq!(field("etcd-certs", "ca.key"), "", "the members no longer hold the CA's key");
 }
 
 /// charts/farm-apiserver rendered by helm (built by scripts/control-plane.sh) in each mode:
@@ -384,15 +421,19 @@ async fn the_helm_chart_renders_objects_the_kube_apiserver_accepts_in_each_mode(
         "kind: CronJob",
         "/livez",
         "--quota-backend-bytes=2147483648",
-        "  ca.key: ",
+        r#"args: ["etcd-secrets","--etcd-service","farm-apiserver-etcd","--service","farm-apiserver","--client-secret","farm-apiserver-etcd-client"]"#,
+        "name: farm-apiserver-etcd-secrets-1",
     ] {
         assert!(ha.contains(expected), "{expected} missing from the HA rendering");
     }
+    assert!(!ha.contains("kind: Secret"), "etcd's certificates are made in the cluster, not rendered");
     let applied = cp.must(&["apply", "--dry-run=server", "-f", "-"], Some(&ha));
     assert!(
         applied.contains("statefulset.apps/farm-apiserver-etcd")
             && applied.contains("poddisruptionbudget.policy/farm-apiserver")
             && applied.contains("cronjob.batch/farm-apiserver-etcd-backup")
+            && applied.contains("cronjob.batch/farm-apiserver-etcd-certificates")
+            && applied.contains("job.batch/farm-apiserver-etcd-secrets-1")
             && applied.contains("persistentvolumeclaim/farm-apiserver-etcd-backup"),
         "{applied}"
     );

@@ -44,6 +44,9 @@ pub struct EtcdSecretsArgs {
     /// The server's name (its client certificate's common name).
     #[arg(long, default_value = "farm-apiserver")]
     pub service: String,
+    /// The Secret of the server's client certificate.
+    #[arg(long, default_value = ETCD_CLIENT_SECRET_NAME)]
+    pub client_secret: String,
     /// Days a CA is valid.
     #[arg(long, default_value_t = 365)]
     pub ca_validity_days: u32,
@@ -123,13 +126,14 @@ impl Cluster<'_> {
     async fn authority(&self, now: i64, done: &mut Vec<String>) -> Result<Authority, Error> {
         let name = format!("{}-ca", self.args.etcd_service);
         let kept = self.secrets.get_opt(&name).await?;
-        let current = match kept.as_ref().map(contents::authority_of).transpose() {
-            Ok(current) => current,
-            Err(reason) => return Err(Error::Ca(name, reason)),
+        let current = match &kept {
+            Some(secret) => Some(contents::authority_of(secret).map_err(|reason| Error::Ca(name.clone(), reason))?),
+            None => self.adopted_ca(done).await?,
         };
         let policy = AuthorityPolicy { ca_name: name.clone(), ca_validity: days(self.args.ca_validity_days) };
         let mut changes = Vec::new();
         let mut authority = plan::refresh(now, current.as_ref(), self.args.rotate_ca, &policy, &mut changes)?;
+        done.extend(changes.drain(..).map(str::to_string));
         if let Some(next) = &authority.next {
             let settled = plan::made_at(next, &policy) + self.args.settle_seconds - now;
             match settled > 0 {
@@ -146,6 +150,19 @@ impl Cluster<'_> {
         done.extend(changes.iter().map(|change| change.to_string()));
         self.write(&name, kept, contents::authority_data(&authority), None, done).await?;
         Ok(authority)
+    }
+
+    /// The CA that the chart's first versions kept in the members' Secret (`ca.crt`, `ca.key`),
+    /// taken over, so that an upgrade keeps the certificates the members trust.
+    async fn adopted_ca(&self, done: &mut Vec<String>) -> Result<Option<Authority>, Error> {
+        let member = format!("{}-certs", self.args.etcd_service);
+        let Some(secret) = self.secrets.get_opt(&member).await? else { return Ok(None) };
+        if !secret.data.as_ref().is_some_and(|d| d.contains_key("ca.key")) {
+            return Ok(None);
+        }
+        let authority = contents::authority_of(&secret).map_err(|reason| Error::Ca(member.clone(), reason))?;
+        done.push(format!("took over the CA of secret/{member}"));
+        Ok(Some(authority))
     }
 
     /// Whether every member of the StatefulSet accepts a client certificate of the next CA on
@@ -179,7 +196,7 @@ impl Cluster<'_> {
         let names = certs::etcd_member_names(etcd, &self.namespace);
         [
             (format!("{etcd}-certs"), (etcd.clone(), names), tls::Usage::ServerAndClient),
-            (ETCD_CLIENT_SECRET_NAME.to_string(), (service.clone(), Vec::new()), tls::Usage::Client),
+            (self.args.client_secret.clone(), (service.clone(), Vec::new()), tls::Usage::Client),
         ]
     }
 
@@ -204,7 +221,7 @@ impl Cluster<'_> {
                 let files: Vec<(String, String)> =
                     data.iter().map(|(k, v)| (k.clone(), String::from_utf8_lossy(&v.0).into_owned())).collect();
                 let files: Vec<(&str, &String)> = files.iter().map(|(k, v)| (k.as_str(), v)).collect();
-                let app = if name == ETCD_CLIENT_SECRET_NAME { self.args.service.as_str() } else { "etcd" };
+                let app = if name == self.args.client_secret { self.args.service.as_str() } else { "etcd" };
                 let mut secret = certs::pem_secret(name, &self.namespace, app, &files);
                 secret.type_ = type_.map(str::to_string);
                 self.secrets.create(&PostParams::default(), &secret).await?;

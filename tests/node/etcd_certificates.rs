@@ -82,7 +82,11 @@ pub fn a_ca_rotation_under_load_loses_nothing(node: &Node, owner: &str) {
     let promoted = eventually_within("the new CA to sign", Duration::from_secs(300), || {
         runs += 1;
         let out = run_job(node, &format!("etcd-certificates-{runs}"), &["FARM_SETTLE_SECONDS=60"]);
-        out.contains("the new CA signs from now on").then_some(out)
+        let signs = out.contains("the new CA signs from now on");
+        if !signs {
+            eprintln!("etcd-certificates-{runs}: {}", out.lines().next().unwrap_or_default());
+        }
+        signs.then_some(out)
     });
     assert!(promoted.contains("all 3 members accept the new CA"), "{promoted}");
     eprintln!("$ kubectl -n farm-system logs job/etcd-certificates-{runs}\n{promoted}");

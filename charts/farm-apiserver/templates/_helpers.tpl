@@ -49,3 +49,37 @@ v1alpha: 15
 {{- required "storage.etcd.clientSecret is required for an etcd of yours" .Values.storage.etcd.clientSecret -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The Pod of etcd-secrets' Job and CronJob: dict root, name (its ServiceAccount), args, restart. */}}
+{{- define "farm.etcdSecretsPod" -}}
+{{- $root := .root -}}
+metadata:
+  labels:
+    app.kubernetes.io/component: etcd-secrets
+    app.kubernetes.io/instance: {{ $root.Release.Name }}
+spec:
+  serviceAccountName: {{ .name }}
+  restartPolicy: {{ .restart }}
+  priorityClassName: {{ $root.Values.priorityClassName | quote }}
+  nodeSelector:
+    kubernetes.io/os: linux
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    runAsGroup: 65532
+    seccompProfile:
+      type: RuntimeDefault
+  containers:
+  - name: etcd-secrets
+    image: "{{ $root.Values.image.repository }}:{{ $root.Values.image.tag | default $root.Chart.AppVersion }}"
+    imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+    args: {{ toJson .args }}
+    resources:
+      requests: {cpu: 10m, memory: 16Mi}
+      limits: {memory: 64Mi}
+    securityContext:
+      allowPrivilegeEscalation: false
+      readOnlyRootFilesystem: true
+      capabilities:
+        drop: ["ALL"]
+{{- end -}}
