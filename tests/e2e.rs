@@ -434,6 +434,7 @@ async fn the_helm_chart_renders_objects_the_kube_apiserver_accepts_in_each_mode(
             && applied.contains("cronjob.batch/farm-apiserver-etcd-backup")
             && applied.contains("cronjob.batch/farm-apiserver-etcd-certificates")
             && applied.contains("job.batch/farm-apiserver-etcd-secrets-1")
+            && applied.contains("job.batch/farm-apiserver-etcd-backup-1")
             && applied.contains("persistentvolumeclaim/farm-apiserver-etcd-backup"),
         "{applied}"
     );

@@ -118,6 +118,10 @@ fn the_helm_chart_installs_serves_and_uninstalls(node: &Node) {
     eprintln!("helm install with its etcd to a stored Llama: {:.1} s", installed.elapsed().as_secs_f64());
     let job = node.must(&["-n", "farm-system", "logs", "job/farm-apiserver-etcd-secrets-1"]);
     assert!(job.contains("created secret/farm-apiserver-etcd-ca"), "{job}");
+    // The revision's snapshot, the backup claim's first consumer (bound for `--wait`).
+    let backup = "job/farm-apiserver-etcd-backup-1";
+    node.must(&["-n", "farm-system", "wait", "--for=condition=Complete", backup, "--timeout=180s"]);
+    assert!(node.must(&["-n", "farm-system", "logs", backup]).contains("Snapshot saved at /backup/snapshot.db"));
     node.must(&["delete", "llama", "charted"]);
     run(&["uninstall", "farm-apiserver", "-n", "farm-system", "--wait"]);
     node.must(&["delete", "namespace", "farm-system", "--wait=true"]);

@@ -83,3 +83,58 @@ spec:
       capabilities:
         drop: ["ALL"]
 {{- end -}}
+
+{{/* The Pod of the etcd backup's CronJob and Job: a snapshot into the backup claim. */}}
+{{- define "farm.etcdBackupPod" -}}
+metadata:
+  labels:
+    app.kubernetes.io/component: etcd-backup
+    app.kubernetes.io/instance: {{ .Release.Name }}
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  nodeSelector:
+    kubernetes.io/os: linux
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    runAsGroup: 65532
+    fsGroup: 65532
+    seccompProfile:
+      type: RuntimeDefault
+  containers:
+  - name: backup
+    image: "{{ .Values.storage.etcd.image.repository }}:{{ .Values.storage.etcd.image.tag }}"
+    imagePullPolicy: {{ .Values.storage.etcd.image.pullPolicy }}
+    command:
+    - /usr/local/bin/etcdctl
+    - {{ printf "--endpoints=https://%s.%s.svc:2379" (include "farm.etcd" .) .Release.Namespace }}
+    - --cacert=/etc/etcd/client/ca.crt
+    - --cert=/etc/etcd/client/tls.crt
+    - --key=/etc/etcd/client/tls.key
+    - --command-timeout=600s
+    - snapshot
+    - save
+    - /backup/snapshot.db
+    resources:
+      requests: {cpu: 10m, memory: 32Mi}
+      limits: {memory: 256Mi}
+    securityContext:
+      allowPrivilegeEscalation: false
+      readOnlyRootFilesystem: true
+      capabilities:
+        drop: ["ALL"]
+    volumeMounts:
+    - name: etcd-client
+      mountPath: /etc/etcd/client
+      readOnly: true
+    - name: backup
+      mountPath: /backup
+  volumes:
+  - name: etcd-client
+    secret:
+      secretName: {{ include "farm.etcdClientSecret" . }}
+  - name: backup
+    persistentVolumeClaim:
+      claimName: {{ include "farm.etcd" . }}-backup
+{{- end -}}
