@@ -55,6 +55,14 @@ pub fn leaf_of(secret: &Secret) -> Option<Keyed> {
     Keyed::new(text(keys::LEAF_CERT)?, text(keys::LEAF_KEY)?).ok()
 }
 
+/// Whether `authority` trusts a CA that the bundle of the `kubernetes.io/tls` Secret `kept`
+/// lacks.
+pub fn gains_a_ca(kept: &Secret, authority: &Authority) -> bool {
+    let bundle = kept.data.as_ref().and_then(|d| d.get(keys::TRUSTED));
+    let held = bundle.and_then(|b| Trusted::of_bundle(&String::from_utf8_lossy(&b.0)).ok()).unwrap_or_default();
+    authority.trusted.iter().any(|ca| !held.iter().any(|h| h.facts.der == ca.facts.der))
+}
+
 /// A `kubernetes.io/tls` Secret's data: `leaf` and the bundle.
 pub fn leaf_data(leaf: &Keyed, bundle: &str) -> BTreeMap<String, ByteString> {
     [(keys::LEAF_CERT, &leaf.cert_pem), (keys::LEAF_KEY, &leaf.key_pem), (keys::TRUSTED, &bundle.to_string())]
@@ -98,5 +106,12 @@ mod tests {
         data.remove(keys::NEXT_KEY);
         assert_eq!(authority_of(&secret(data)).unwrap_err(), "no next-signer.key");
         assert!(leaf_of(&Secret::default()).is_none());
+        let leaf = tls::issue(&authority.signer.as_ca(), &["m".into()]).unwrap();
+        let leaf = Keyed::new(leaf.cert_pem, leaf.key_pem).unwrap();
+        let one = Authority { trusted: authority.trusted[..1].to_vec(), ..authority.clone() };
+        let members = secret(leaf_data(&leaf, &one.bundle()));
+        assert!(gains_a_ca(&members, &authority), "the next CA is not in the members' bundle");
+        assert!(!gains_a_ca(&members, &one));
+        assert!(!gains_a_ca(&secret(leaf_data(&leaf, &authority.bundle())), &authority));
     }
 }

@@ -102,8 +102,13 @@ pub async fn run(args: &EtcdSecretsArgs) -> Result<Vec<String>, Error> {
     let mut done = Vec::new();
     let authority = cluster.authority(now, &mut done).await?;
     let bundle = authority.bundle();
+    // A CA the members do not trust yet (a rotation, or a new CA after the signing one expired)
+    // needs them restarted.
+    let mut restart = authority.next.is_some();
+    let members = format!("{}-certs", args.etcd_service);
     for (name, subject, usage) in cluster.leaves() {
         let kept = cluster.secrets.get_opt(&name).await?;
+        restart |= name == members && kept.as_ref().is_some_and(|k| contents::gains_a_ca(k, &authority));
         let leaf = match kept.as_ref().and_then(contents::leaf_of) {
             Some(leaf) if !plan::leaf_due(now, &leaf.facts, &authority.signer, &subject.1) => leaf,
             _ => {
@@ -115,7 +120,7 @@ pub async fn run(args: &EtcdSecretsArgs) -> Result<Vec<String>, Error> {
         let data = contents::leaf_data(&leaf, &bundle);
         cluster.write(&name, kept, data, Some("kubernetes.io/tls"), &mut done).await?;
     }
-    if authority.next.is_some() {
+    if restart {
         cluster.restart_members(&bundle, &mut done).await?;
     }
     Ok(done)

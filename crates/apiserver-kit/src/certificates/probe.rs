@@ -29,8 +29,16 @@ pub async fn answers_with_client_certificate(
             tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| format!("handshake: {e}"))?;
         let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await.map_err(|e| format!("sending: {e}"))?;
+        // The status line is enough (a server may keep the connection open after it).
         let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await.map_err(|e| format!("the certificate was refused: {e}"))?;
+        let mut chunk = [0u8; 512];
+        while !answer.contains(&b'\n') {
+            let read = stream.read(&mut chunk).await.map_err(|e| format!("the certificate was refused: {e}"))?;
+            if read == 0 {
+                break;
+            }
+            answer.extend_from_slice(&chunk[..read]);
+        }
         let text = String::from_utf8_lossy(&answer);
         match text.lines().next() {
             Some(status) if status.starts_with("HTTP/") => Ok(status.to_string()),
