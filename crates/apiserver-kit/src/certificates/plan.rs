@@ -158,7 +158,8 @@ pub fn refresh(
     Ok(authority)
 }
 
-/// When a CA of `policy` was made: its start is set back (see [`backdating`]).
+/// When a CA of `policy` was made: its start is set back five minutes (a tenth of a short
+/// validity), for clocks a little behind.
 pub fn made_at(ca: &Keyed, policy: &AuthorityPolicy) -> i64 {
     ca.facts.not_before + backdating(policy.ca_validity)
 }
