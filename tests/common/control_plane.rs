@@ -316,10 +316,10 @@ fn spawn(kubeconfig: &Path, args: &[&OsStr], dir: &Path) -> (std::process::Child
     }
 }
 
-/// The port of the server's "serving url=https://127.0.0.1:PORT" log line.
+/// The port of the server's "serving url=https://127.0.0.1:PORT" log line (other lines say
+/// "serving" too: "managing the serving certificate").
 fn serving_port(log: &str) -> Option<u16> {
-    let line = log.lines().find(|l| l.contains(" serving "))?;
-    let (_, rest) = line.split_once("url=https://127.0.0.1:")?;
+    let rest = log.lines().find_map(|l| l.split_once(" serving url=https://127.0.0.1:"))?.1;
     rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
