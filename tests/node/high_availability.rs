@@ -149,6 +149,32 @@ pub fn aggregator_routing(node: &Node, routing: &str) {
     eventually("the group to answer through the kube-apiserver", || {
         node.kubectl(&["get", "llamas", "-A"]).0.then_some(())
     });
+    endpoints_follow_pods_again(node);
+}
+
+/// After the kube-apiserver restarted, the controller-manager's informers resume with a delay:
+/// a rollout started meanwhile left the Service without a ready endpoint for seconds (247
+/// requests refused at its cluster IP in one run), which measured the restart, not the
+/// rollout. A label put on a replica now must show in a probe Service's endpoints first.
+fn endpoints_follow_pods_again(node: &Node) {
+    let pod = replicas(node)[0]["metadata"]["name"].as_str().unwrap().to_string();
+    let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos().to_string();
+    let probe = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "endpoints-probe", "namespace": "farm-system"},
+        "spec": {"selector": {"endpoints-probe": nonce}, "ports": [{"port": 443, "targetPort": 8443}]}});
+    node.apply(&probe.to_string());
+    node.must(&["-n", "farm-system", "label", "pod", &pod, &format!("endpoints-probe={nonce}"), "--overwrite"]);
+    eventually_within("the endpoints to follow the replicas' labels", Duration::from_secs(120), || {
+        let slices =
+            node.json(&["endpointslices", "-n", "farm-system", "-l", "kubernetes.io/service-name=endpoints-probe"]);
+        let listed = slices["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default());
+        listed.into_iter().any(|e| e["targetRef"]["name"] == pod.as_str()).then_some(())
+    });
+    node.must(&["-n", "farm-system", "delete", "service", "endpoints-probe"]);
+    node.must(&["-n", "farm-system", "label", "pod", &pod, "endpoints-probe-"]);
 }
 
 /// The ready replica whose audit log (its standard output) recorded the most lists in the last
