@@ -102,9 +102,10 @@ fn ha_overlay(dir: &Path) -> PathBuf {
     crate::common::copy_of_the_manifests(dir).join("ha")
 }
 
-/// `kubectl apply -k`. Kubernetes 1.20 (the node's) serves PodDisruptionBudgets as
-/// `policy/v1beta1` only, where every release since 1.25 serves `policy/v1` only: there, the
-/// same two budgets are applied at the older version, and nothing else may have failed.
+/// `kubectl apply -k`. On a node of Kubernetes 1.20 (`K8S_VERSION=1.20…`; the default is
+/// 1.37.2), which serves PodDisruptionBudgets as `policy/v1beta1` only where every release
+/// since 1.25 serves `policy/v1` only, the same two budgets are applied at the older version,
+/// and nothing else may have failed.
 fn apply_overlay(node: &Node, ha: &str) {
     if kubectl_k(node, &["apply", "-k", ha]) {
         let rendered = node.must(&["kustomize", ha]);
