@@ -33,34 +33,46 @@ async fn aggregated_mode_from_env_vars_uses_pem_certificates_and_refuses_until_a
     let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
     std::fs::write(&cert, &certs.cert_pem).unwrap();
     std::fs::write(&key, &certs.key_pem).unwrap();
-    let port = free_port();
-
-    let _child = Child(
-        Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
-            .arg("serve")
-            .env("FARM_BIND_ADDRESS", "127.0.0.1")
-            .env("FARM_SECURE_PORT", port.to_string())
-            .env("FARM_KUBECONFIG", &kubeconfig)
-            .env("FARM_TLS_CERT_FILE", &cert)
-            .env("FARM_TLS_PRIVATE_KEY_FILE", &key)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
     // The client trusts only the test CA and checks the name `localhost`.
     let client = common::Server::client_with(certs.ca_pem.as_bytes(), None);
-    let base = format!("https://localhost:{port}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
-            && r.status() == 200
-        {
+    // A port chosen here can be taken by another test before the server binds it (the server
+    // then exits): start again on another.
+    let mut started = None;
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = Child(
+            Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+                .arg("serve")
+                .env("FARM_BIND_ADDRESS", "127.0.0.1")
+                .env("FARM_SECURE_PORT", port.to_string())
+                .env("FARM_KUBECONFIG", &kubeconfig)
+                .env("FARM_TLS_CERT_FILE", &cert)
+                .env("FARM_TLS_PRIVATE_KEY_FILE", &key)
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let base = format!("https://localhost:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = client.get(format!("{base}/readyz")).send().await
+                && r.status() == 200
+            {
+                started = Some((child, base));
+                break;
+            }
+            if child.0.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "aggregated server never became ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if started.is_some() {
             break;
         }
-        assert!(Instant::now() < deadline, "aggregated server never became ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let (_child, base) = started.expect("the server started on one of five free ports");
     // Without the cluster's authentication ConfigMap nothing can be authenticated yet: 503, not
     // an open door; health stays open.
     let r = client
