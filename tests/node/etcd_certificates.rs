@@ -9,7 +9,6 @@
 
 use super::high_availability::replicas;
 use super::load::Load;
-use super::two_nodes::CLIENTS;
 use crate::common::node::{Node, eventually_within};
 use std::time::{Duration, Instant};
 
@@ -117,11 +116,5 @@ pub fn a_ca_rotation_under_load_loses_nothing(node: &Node, owner: &str) {
     tally.assert_nothing_lost(node);
     // Each member's restart fails at most the requests in flight on it (as a drain's does); the
     // new certificates, the bundle and the server's reread files fail none.
-    let failed: u64 = tally.failures.values().sum();
-    let storage = |what: &String| what.contains("503 ServiceUnavailable: storage is unavailable");
-    assert!(
-        failed <= 3 * CLIENTS && tally.failures.keys().all(storage),
-        "a CA rotation failed more than the members' restarts: {:?}",
-        tally.failures
-    );
+    tally.assert_only_stopping_members_failed(3, "a CA rotation");
 }

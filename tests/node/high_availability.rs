@@ -153,6 +153,14 @@ pub fn aggregator_routing(node: &Node, routing: &str) {
     endpoints_follow_pods_again(node);
 }
 
+/// The endpoints of the EndpointSlices of the Service `service` in farm-system.
+pub fn endpoints(node: &Node, service: &str) -> Vec<Value> {
+    let selector = format!("kubernetes.io/service-name={service}");
+    let slices = node.json(&["endpointslices", "-n", "farm-system", "-l", &selector]);
+    let slices = slices["items"].as_array().unwrap().iter();
+    slices.flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default()).collect()
+}
+
 /// After the kube-apiserver restarted, the controller-manager's informers resume with a delay:
 /// a rollout started meanwhile left the Service without a ready endpoint for seconds (247
 /// requests refused at its cluster IP in one run), which measured the restart, not the
@@ -165,14 +173,7 @@ fn endpoints_follow_pods_again(node: &Node) {
     node.apply(&probe.to_string());
     node.must(&["-n", "farm-system", "label", "pod", &pod, &format!("endpoints-probe={nonce}"), "--overwrite"]);
     eventually_within("the endpoints to follow the replicas' labels", Duration::from_secs(120), || {
-        let slices =
-            node.json(&["endpointslices", "-n", "farm-system", "-l", "kubernetes.io/service-name=endpoints-probe"]);
-        let listed = slices["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default());
-        listed.into_iter().any(|e| e["targetRef"]["name"] == pod.as_str()).then_some(())
+        endpoints(node, "endpoints-probe").iter().any(|e| e["targetRef"]["name"] == pod.as_str()).then_some(())
     });
     node.must(&["-n", "farm-system", "delete", "service", "endpoints-probe"]);
     node.must(&["-n", "farm-system", "label", "pod", &pod, "endpoints-probe-"]);

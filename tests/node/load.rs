@@ -56,7 +56,26 @@ impl Tally {
         let lost: Vec<_> = self.acknowledged.iter().filter(|n| !stored.contains(*n)).collect();
         assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     }
+
+    /// No request failed but those in flight on an etcd member as it stopped (`stops` times
+    /// during `what`): each a 503 "storage is unavailable" with Retry-After (etcd's "server
+    /// stopped" or "leader changed": they may have been applied, so neither etcd's client nor
+    /// ours sends them again), at most one a client of the load for each stop.
+    pub fn assert_only_stopping_members_failed(&self, stops: u64, what: &str) {
+        let failed: u64 = self.failures.values().sum();
+        let storage = |what: &String| what.contains("503 ServiceUnavailable: storage is unavailable");
+        assert!(
+            failed <= stops * CLIENTS && self.failures.keys().all(storage),
+            "{what} failed more than the requests in flight on the etcd members that stopped: {:?}",
+            self.failures
+        );
+    }
 }
+
+/// The load's writers.
+const WRITERS: u64 = 3;
+/// The load's clients that have a request in flight at any time: the writers, a reader, a watch.
+const CLIENTS: u64 = WRITERS + 2;
 
 /// What failed a request: the Status's code, reason and the start of its message, or the
 /// connection's error.
@@ -97,7 +116,7 @@ impl Load {
         let running = node.in_netns(move || async move {
             let api = llamas(Node::kube_client(kubeconfig).await);
             let since = api.list(&ListParams::default()).await.expect("the first list").metadata.resource_version;
-            let mut tasks: Vec<_> = (0..3)
+            let mut tasks: Vec<_> = (0..WRITERS)
                 .map(|id| writer(api.clone(), format!("{run}-w{id}"), owner.clone(), t.clone(), s.clone()))
                 .collect();
             tasks.push(Box::pin(reader(api.clone(), t.clone(), s.clone())));

@@ -5,7 +5,7 @@
 //! containers killed at once, its link down) fails requests only until the node controller has
 //! taken its endpoints away, and loses no acknowledged write.
 
-use super::high_availability::{SERVER, replicas};
+use super::high_availability::{SERVER, endpoints, replicas};
 use super::load::Load;
 use crate::common::node::{Node, eventually_within};
 use serde_json::Value;
@@ -85,30 +85,13 @@ pub fn a_drain_of_the_second_node_respects_the_budgets_and_loses_nothing(node: &
     );
     tally.assert_nothing_lost(node);
     // The replica leaves as in a rollout, without failing a request; the etcd member fails
-    // those of its requests in flight as it stops (etcd's "server stopped" or "leader changed":
-    // they may have been applied, so neither etcd's client nor ours sends them again): at most
-    // one a client of the load, each a 503 with Retry-After.
-    let failed: u64 = tally.failures.values().sum();
-    let storage = |what: &String| what.contains("503 ServiceUnavailable: storage is unavailable");
-    assert!(
-        failed <= CLIENTS && tally.failures.keys().all(storage),
-        "a drain failed more than the requests in flight on the leaving etcd member: {:?}",
-        tally.failures
-    );
+    // those of its requests in flight as it stops.
+    tally.assert_only_stopping_members_failed(1, "a drain");
 }
-
-/// The load's clients that have a request in flight at any time: three writers, a reader, a watch.
-pub const CLIENTS: u64 = 5;
 
 /// Whether the Service's endpoints still name a ready address on the second node.
 fn ready_endpoint_on_second(node: &Node) -> bool {
-    let slices = node.json(&["endpointslices", "-n", "farm-system", "-l", "kubernetes.io/service-name=farm-apiserver"]);
-    slices["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
-        .any(|e| e["nodeName"] == SECOND && e["conditions"]["ready"] == true)
+    endpoints(node, "farm-apiserver").iter().any(|e| e["nodeName"] == SECOND && e["conditions"]["ready"] == true)
 }
 
 /// The second node's power cut under load: requests routed to its replica hang, then fail,
