@@ -22,7 +22,7 @@ mod load;
 #[path = "node/two_nodes.rs"]
 mod two_nodes;
 
-use common::node::{KillOnDrop, Node, ROOT, eventually};
+use common::node::{FIRST_NODE, KillOnDrop, Node, ROOT, eventually};
 use common::{EVENT_DEADLINE, LineStream};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -111,7 +111,9 @@ fn the_helm_chart_installs_serves_and_uninstalls(node: &Node) {
     // members and the replicas wait for; a Llama is stored; uninstalled with its namespace (the
     // Secrets and claims are not the release's), the volumes emptied for the next install.
     let installed = Instant::now();
-    let etcd = ["--set", "replicaCount=2", "--set", "storage.type=etcd"];
+    // The worker's only volume is for a member: the snapshot's claim binds on the first node.
+    let backup_node = format!("storage.etcd.backup.nodeSelector.kubernetes\\.io/hostname={FIRST_NODE}");
+    let etcd = ["--set", "replicaCount=2", "--set", "storage.type=etcd", "--set", backup_node.as_str()];
     let install = ["install", "farm-apiserver", &chart, "-n", "farm-system", "--wait", "--timeout", "300s"];
     run(&[&install[..], &etcd[..]].concat());
     node.apply("apiVersion: farm.example.com/v1\nkind: Llama\nmetadata: {name: charted, namespace: default}\nspec: {weight: 80, height: 150}\n");

@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 /// The repository.
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// The node that runs the control plane, with four local volumes (`scripts/node.sh`).
+pub const FIRST_NODE: &str = "farm-node";
+/// The worker, with one local volume: exactly one etcd member lands on it.
+pub const SECOND_NODE: &str = "farm-node-2";
+
 /// The one-node cluster of `scripts/node.sh`; removed when dropped if this test started it.
 pub struct Node {
     /// `NODE_DIR`: its kubeconfig, env file, PKI and logs.

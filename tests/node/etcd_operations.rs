@@ -3,7 +3,7 @@
 //! restart); a member whose volume is lost is replaced (removed, added again, its claim and Pod
 //! deleted), and nothing stored is lost.
 
-use crate::common::node::{Node, eventually_within};
+use crate::common::node::{FIRST_NODE, Node, SECOND_NODE, eventually_within};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -43,9 +43,9 @@ pub fn a_member_whose_volume_is_lost_is_replaced(node: &Node) {
     let pods = node.json(&["pods", "-n", "farm-system", "-l", "app.kubernetes.io/name=etcd"]);
     let on = |p: &&Value, n: &str| p["spec"]["nodeName"] == n;
     let lost =
-        pods["items"].as_array().unwrap().iter().find(|p| on(p, "farm-node-2")).expect("a member on farm-node-2");
+        pods["items"].as_array().unwrap().iter().find(|p| on(p, SECOND_NODE)).expect("a member on the second node");
     let lost = lost["metadata"]["name"].as_str().unwrap().to_string();
-    let through = pods["items"].as_array().unwrap().iter().find(|p| on(p, "farm-node")).unwrap();
+    let through = pods["items"].as_array().unwrap().iter().find(|p| on(p, FIRST_NODE)).unwrap();
     let through = through["metadata"]["name"].as_str().unwrap().to_string();
     let llamas_before = node.json(&["llamas", "-A"])["items"].as_array().unwrap().len();
 

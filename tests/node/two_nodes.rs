@@ -7,13 +7,10 @@
 
 use super::high_availability::{SERVER, endpoints, replicas};
 use super::load::Load;
-use crate::common::node::{Node, eventually_within};
+use crate::common::node::{FIRST_NODE as FIRST, Node, SECOND_NODE as SECOND, eventually_within};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-const FIRST: &str = "farm-node";
-const SECOND: &str = "farm-node-2";
 
 /// How many Pods of `selector` in farm-system run (or wait to) on each node.
 fn per_node(node: &Node, selector: &str) -> BTreeMap<String, usize> {

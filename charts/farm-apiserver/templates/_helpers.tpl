@@ -93,8 +93,18 @@ metadata:
 spec:
   restartPolicy: Never
   automountServiceAccountToken: false
+  {{- with .Values.storage.etcd.backup.nodeSelector }}
   nodeSelector:
-    kubernetes.io/os: linux
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.storage.etcd.backup.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.storage.etcd.backup.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   securityContext:
     runAsNonRoot: true
     runAsUser: 65532
