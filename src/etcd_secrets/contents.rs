@@ -4,8 +4,7 @@
 //! `ca.crt` and `ca.key` alone, read as a signer trusted alone), and the two `kubernetes.io/tls`
 //! Secrets of the members and of the server (`tls.crt`, `tls.key`, `ca.crt`).
 
-use apiserver_kit::certificates::material::{Keyed, Trusted, keys};
-use apiserver_kit::certificates::plan::Authority;
+use apiserver_kit::certificates::material::{self, Authority, Keyed, Trusted, keys};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use std::collections::BTreeMap;
@@ -17,42 +16,17 @@ const LEGACY_CA_KEY: &str = "ca.key";
 pub fn authority_of(secret: &Secret) -> Result<Authority, String> {
     let empty = BTreeMap::new();
     let data = secret.data.as_ref().unwrap_or(&empty);
-    let text = |key: &str| -> Result<String, String> {
-        let bytes = data.get(key).ok_or_else(|| format!("no {key}"))?;
-        String::from_utf8(bytes.0.clone()).map_err(|_| format!("{key} is not PEM text"))
-    };
-    let keyed = |cert: &str, key: &str| Keyed::new(text(cert)?, text(key)?).map_err(|e| format!("{cert}: {e}"));
-    let trusted = Trusted::of_bundle(&text(keys::TRUSTED)?).map_err(|e| format!("{}: {e}", keys::TRUSTED))?;
-    if !data.contains_key(keys::SIGNER_CERT) {
-        let signer = keyed(keys::TRUSTED, LEGACY_CA_KEY)?;
-        return Ok(Authority { trusted, signer, next: None });
+    if data.contains_key(keys::SIGNER_CERT) {
+        return Authority::from_data(data);
     }
-    let next = match data.contains_key(keys::NEXT_CERT) {
-        true => Some(keyed(keys::NEXT_CERT, keys::NEXT_KEY)?),
-        false => None,
-    };
-    Ok(Authority { trusted, signer: keyed(keys::SIGNER_CERT, keys::SIGNER_KEY)?, next })
-}
-
-/// A CA Secret's data for `authority`.
-pub fn authority_data(authority: &Authority) -> BTreeMap<String, ByteString> {
-    let mut data = BTreeMap::new();
-    let mut put = |key: &str, text: &str| data.insert(key.to_string(), ByteString(text.as_bytes().to_vec()));
-    put(keys::TRUSTED, &authority.bundle());
-    put(keys::SIGNER_CERT, &authority.signer.cert_pem);
-    put(keys::SIGNER_KEY, &authority.signer.key_pem);
-    if let Some(next) = &authority.next {
-        put(keys::NEXT_CERT, &next.cert_pem);
-        put(keys::NEXT_KEY, &next.key_pem);
-    }
-    data
+    let trusted =
+        Trusted::of_bundle(&material::text(data, keys::TRUSTED)?).map_err(|e| format!("{}: {e}", keys::TRUSTED))?;
+    Ok(Authority { trusted, signer: material::keyed(data, keys::TRUSTED, LEGACY_CA_KEY)?, next: None })
 }
 
 /// The certificate a `kubernetes.io/tls` Secret holds, if it holds a readable one.
 pub fn leaf_of(secret: &Secret) -> Option<Keyed> {
-    let data = secret.data.as_ref()?;
-    let text = |key: &str| String::from_utf8(data.get(key)?.0.clone()).ok();
-    Keyed::new(text(keys::LEAF_CERT)?, text(keys::LEAF_KEY)?).ok()
+    material::keyed(secret.data.as_ref()?, keys::LEAF_CERT, keys::LEAF_KEY).ok()
 }
 
 /// Whether `authority` trusts a CA that the bundle of the `kubernetes.io/tls` Secret `kept`
@@ -89,7 +63,7 @@ mod tests {
         assert_eq!(authority.signer.cert_pem, ca.cert_pem);
         assert_eq!(authority.trusted.len(), 1);
         assert!(authority.next.is_none());
-        assert_eq!(authority_of(&secret(authority_data(&authority))).unwrap(), authority);
+        assert_eq!(authority_of(&secret(authority.to_data())).unwrap(), authority);
     }
 
     #[test]
@@ -101,7 +75,7 @@ mod tests {
         let (signer, next) = (keyed("old"), keyed("new"));
         let trusted = Trusted::of_bundle(&format!("{}{}", signer.cert_pem, next.cert_pem)).unwrap();
         let authority = Authority { trusted, signer, next: Some(next) };
-        let mut data = authority_data(&authority);
+        let mut data = authority.to_data();
         assert_eq!(authority_of(&secret(data.clone())).unwrap(), authority);
         data.remove(keys::NEXT_KEY);
         assert_eq!(authority_of(&secret(data)).unwrap_err(), "no next-signer.key");

@@ -17,7 +17,8 @@
 mod contents;
 
 use crate::certs::{self, ETCD_CLIENT_SECRET_NAME};
-use apiserver_kit::certificates::plan::{self, Authority, AuthorityPolicy};
+use apiserver_kit::certificates::material::Authority;
+use apiserver_kit::certificates::plan::{self, AuthorityPolicy};
 use apiserver_kit::certificates::probe;
 use apiserver_kit::tls;
 use k8s_openapi::ByteString;
@@ -153,7 +154,7 @@ impl Cluster<'_> {
             }
         }
         done.extend(changes.iter().map(|change| change.to_string()));
-        self.write(&name, kept, contents::authority_data(&authority), None, done).await?;
+        self.write(&name, kept, authority.to_data(), None, done).await?;
         Ok(authority)
     }
 

@@ -117,6 +117,11 @@ impl Keyed {
     pub fn as_ca(&self) -> tls::Ca {
         tls::Ca { cert_pem: self.cert_pem.clone(), key_pem: self.key_pem.clone() }
     }
+
+    /// As a CA to trust.
+    pub fn as_trusted(&self) -> Trusted {
+        Trusted { cert_pem: self.cert_pem.clone(), facts: self.facts.clone() }
+    }
 }
 
 /// A trusted CA certificate (no key).
@@ -141,53 +146,39 @@ impl Trusted {
     }
 }
 
-/// Everything the Secret holds.
+/// The CAs of a rotation: those trusted, the one that signs now, the one that signs next.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Material {
+pub struct Authority {
     /// The CAs clients trust, in the order of the bundle.
     pub trusted: Vec<Trusted>,
     /// The CA that signs now.
     pub signer: Keyed,
     /// The CA that signs next, once trusted long enough.
     pub next: Option<Keyed>,
-    /// The serving certificate.
-    pub leaf: Keyed,
 }
 
-impl Material {
-    /// Reads a Secret's data; `Err` says what is missing or unreadable.
+impl Authority {
+    /// Reads the CAs of a Secret's data (`ca.crt`, `signer.*`, `next-signer.*`); `Err` says
+    /// what is missing or unreadable.
     pub fn from_data(data: &BTreeMap<String, ByteString>) -> Result<Self, String> {
-        let text = |key: &str| -> Result<String, String> {
-            let bytes = data.get(key).ok_or_else(|| format!("no {key}"))?;
-            String::from_utf8(bytes.0.clone()).map_err(|_| format!("{key} is not PEM text"))
-        };
-        let keyed = |cert: &str, key: &str| Keyed::new(text(cert)?, text(key)?).map_err(|e| format!("{cert}: {e}"));
-        let trusted = Trusted::of_bundle(&text(keys::TRUSTED)?).map_err(|e| format!("{}: {e}", keys::TRUSTED))?;
+        let trusted = Trusted::of_bundle(&text(data, keys::TRUSTED)?).map_err(|e| format!("{}: {e}", keys::TRUSTED))?;
         let next = match data.contains_key(keys::NEXT_CERT) {
-            true => Some(keyed(keys::NEXT_CERT, keys::NEXT_KEY)?),
+            true => Some(keyed(data, keys::NEXT_CERT, keys::NEXT_KEY)?),
             false => None,
         };
-        Ok(Self {
-            trusted,
-            signer: keyed(keys::SIGNER_CERT, keys::SIGNER_KEY)?,
-            next,
-            leaf: keyed(keys::LEAF_CERT, keys::LEAF_KEY)?,
-        })
+        Ok(Self { trusted, signer: keyed(data, keys::SIGNER_CERT, keys::SIGNER_KEY)?, next })
     }
 
-    /// The Secret's data.
+    /// The Secret's data of the CAs.
     pub fn to_data(&self) -> BTreeMap<String, ByteString> {
         let mut data = BTreeMap::new();
-        let mut put = |key: &str, text: &str| data.insert(key.to_string(), ByteString(text.as_bytes().to_vec()));
-        put(keys::TRUSTED, &self.bundle());
-        put(keys::SIGNER_CERT, &self.signer.cert_pem);
-        put(keys::SIGNER_KEY, &self.signer.key_pem);
+        put(&mut data, keys::TRUSTED, &self.bundle());
+        put(&mut data, keys::SIGNER_CERT, &self.signer.cert_pem);
+        put(&mut data, keys::SIGNER_KEY, &self.signer.key_pem);
         if let Some(next) = &self.next {
-            put(keys::NEXT_CERT, &next.cert_pem);
-            put(keys::NEXT_KEY, &next.key_pem);
+            put(&mut data, keys::NEXT_CERT, &next.cert_pem);
+            put(&mut data, keys::NEXT_KEY, &next.key_pem);
         }
-        put(keys::LEAF_CERT, &self.leaf.cert_pem);
-        put(keys::LEAF_KEY, &self.leaf.key_pem);
         data
     }
 
@@ -195,11 +186,55 @@ impl Material {
     pub fn bundle(&self) -> String {
         self.trusted.iter().map(|t| t.cert_pem.trim_end().to_string() + "\n").collect()
     }
+}
+
+/// Everything the Secret holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Material {
+    /// The CAs.
+    pub authority: Authority,
+    /// The serving certificate.
+    pub leaf: Keyed,
+}
+
+impl Material {
+    /// Reads a Secret's data; `Err` says what is missing or unreadable.
+    pub fn from_data(data: &BTreeMap<String, ByteString>) -> Result<Self, String> {
+        Ok(Self { authority: Authority::from_data(data)?, leaf: keyed(data, keys::LEAF_CERT, keys::LEAF_KEY)? })
+    }
+
+    /// The Secret's data.
+    pub fn to_data(&self) -> BTreeMap<String, ByteString> {
+        let mut data = self.authority.to_data();
+        put(&mut data, keys::LEAF_CERT, &self.leaf.cert_pem);
+        put(&mut data, keys::LEAF_KEY, &self.leaf.key_pem);
+        data
+    }
+
+    /// The CA bundle clients trust, PEM.
+    pub fn bundle(&self) -> String {
+        self.authority.bundle()
+    }
 
     /// The serving certificate as the TLS listener takes it.
     pub fn serving(&self) -> tls::Certs {
         tls::Certs { ca_pem: self.bundle(), cert_pem: self.leaf.cert_pem.clone(), key_pem: self.leaf.key_pem.clone() }
     }
+}
+
+/// The PEM text under `key` of a Secret's data.
+pub fn text(data: &BTreeMap<String, ByteString>, key: &str) -> Result<String, String> {
+    let bytes = data.get(key).ok_or_else(|| format!("no {key}"))?;
+    String::from_utf8(bytes.0.clone()).map_err(|_| format!("{key} is not PEM text"))
+}
+
+/// The certificate under `cert` and its key under `key` of a Secret's data.
+pub fn keyed(data: &BTreeMap<String, ByteString>, cert: &str, key: &str) -> Result<Keyed, String> {
+    Keyed::new(text(data, cert)?, text(data, key)?).map_err(|e| format!("{cert}: {e}"))
+}
+
+fn put(data: &mut BTreeMap<String, ByteString>, key: &str, text: &str) {
+    data.insert(key.to_string(), ByteString(text.as_bytes().to_vec()));
 }
 
 /// Each PEM certificate block of `pem`, as text.
@@ -225,7 +260,10 @@ mod tests {
         let leaf = tls::issue(&ca, &["svc.ns.svc".into(), "10.0.0.1".into()]).unwrap();
         let signer = Keyed::new(ca.cert_pem.clone(), ca.key_pem).unwrap();
         let trusted = vec![Trusted { cert_pem: ca.cert_pem, facts: signer.facts.clone() }];
-        Material { trusted, signer, next: None, leaf: Keyed::new(leaf.cert_pem, leaf.key_pem).unwrap() }
+        Material {
+            authority: Authority { trusted, signer, next: None },
+            leaf: Keyed::new(leaf.cert_pem, leaf.key_pem).unwrap(),
+        }
     }
 
     #[test]
@@ -233,12 +271,12 @@ mod tests {
         let mut written = material();
         let next = tls::new_ca("next-ca").unwrap();
         let next = Keyed::new(next.cert_pem, next.key_pem).unwrap();
-        written.trusted.push(Trusted { cert_pem: next.cert_pem.clone(), facts: next.facts.clone() });
-        written.next = Some(next);
+        written.authority.trusted.push(next.as_trusted());
+        written.authority.next = Some(next);
         assert_eq!(Material::from_data(&written.to_data()).unwrap(), written);
         assert_eq!(written.leaf.facts.names, ["10.0.0.1", "svc.ns.svc"]);
-        assert_eq!(written.leaf.facts.issuer, written.signer.facts.subject);
-        assert!(bundle_holds(&written.bundle(), &written.trusted[1].facts));
+        assert_eq!(written.leaf.facts.issuer, written.authority.signer.facts.subject);
+        assert!(bundle_holds(&written.bundle(), &written.authority.trusted[1].facts));
     }
 
     #[test]
@@ -249,6 +287,6 @@ mod tests {
         let mut data = material().to_data();
         data.insert(keys::LEAF_CERT.into(), ByteString(b"nope".to_vec()));
         assert!(Material::from_data(&data).unwrap_err().starts_with("tls.crt"));
-        assert!(!bundle_holds("garbage", &material().signer.facts));
+        assert!(!bundle_holds("garbage", &material().authority.signer.facts));
     }
 }

@@ -8,7 +8,7 @@
 //! client that trusts the published bundle trusts every certificate any replica serves, before,
 //! during and after a rotation.
 
-use super::material::{Facts, Keyed, Material, Trusted, bundle_holds};
+use super::material::{Authority, Facts, Keyed, Material, Trusted, bundle_holds};
 use crate::tls;
 use std::time::Duration;
 
@@ -52,9 +52,7 @@ pub fn decide(
     policy: &Policy,
 ) -> tls::Result<Decision> {
     let mut changes = Vec::new();
-    let authority =
-        current.map(|m| Authority { trusted: m.trusted.clone(), signer: m.signer.clone(), next: m.next.clone() });
-    let mut authority = refresh(now, authority.as_ref(), false, &policy.authority(), &mut changes)?;
+    let mut authority = refresh(now, current.map(|m| &m.authority), false, &policy.authority(), &mut changes)?;
     let due = authority.signer.facts.at_fraction(5, 6);
     let published_everywhere =
         |next: &Keyed| published.iter().all(|p| p.as_deref().is_some_and(|pem| bundle_holds(pem, &next.facts)));
@@ -70,8 +68,7 @@ pub fn decide(
             issue(now, &authority.signer, subject, tls::Usage::Server, policy.leaf_validity)?
         }
     };
-    let Authority { trusted, signer, next } = authority;
-    let material = Material { trusted, signer, next, leaf };
+    let material = Material { authority, leaf };
     if changes.is_empty() {
         return Ok(Decision::Keep { recheck_at: recheck_at(now, &material) });
     }
@@ -84,17 +81,6 @@ impl Policy {
     }
 }
 
-/// The CAs of a rotation: those trusted, the one that signs now, the one that signs next.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Authority {
-    /// The CAs clients trust, in the order of the bundle.
-    pub trusted: Vec<Trusted>,
-    /// The CA that signs now.
-    pub signer: Keyed,
-    /// The CA that signs next, already trusted.
-    pub next: Option<Keyed>,
-}
-
 /// What a CA must be.
 #[derive(Clone, Debug)]
 pub struct AuthorityPolicy {
@@ -105,11 +91,6 @@ pub struct AuthorityPolicy {
 }
 
 impl Authority {
-    /// The CA bundle clients trust, PEM.
-    pub fn bundle(&self) -> String {
-        self.trusted.iter().map(|t| t.cert_pem.trim_end().to_string() + "\n").collect()
-    }
-
     /// The next CA signs from now on; the one that signed stays trusted until it expires.
     pub fn promote(&mut self, changes: &mut Vec<&'static str>) {
         if let Some(next) = self.next.take() {
@@ -136,7 +117,7 @@ pub fn refresh(
             changes.push(if current.is_some() { "the signing CA expired: a new one" } else { "a new CA" });
             let signer = new_ca(now, policy)?;
             let mut trusted_cas: Vec<Trusted> = current.map(|a| a.trusted.clone()).unwrap_or_default();
-            trusted_cas.push(trusted(&signer));
+            trusted_cas.push(signer.as_trusted());
             Authority { trusted: trusted_cas, signer, next: None }
         }
     };
@@ -146,12 +127,12 @@ pub fn refresh(
         changes.push("expired CAs leave the trusted bundle");
     }
     if !authority.trusted.iter().any(|t| t.facts.der == authority.signer.facts.der) {
-        authority.trusted.push(trusted(&authority.signer));
+        authority.trusted.push(authority.signer.as_trusted());
         changes.push("the signing CA joins the trusted bundle");
     }
     if authority.next.is_none() && (rotate || now >= authority.signer.facts.at_fraction(2, 3)) {
         let next = new_ca(now, policy)?;
-        authority.trusted.push(trusted(&next));
+        authority.trusted.push(next.as_trusted());
         authority.next = Some(next);
         changes.push("a new CA joins the trusted bundle");
     }
@@ -162,10 +143,6 @@ pub fn refresh(
 /// validity), for clocks a little behind.
 pub fn made_at(ca: &Keyed, policy: &AuthorityPolicy) -> i64 {
     ca.facts.not_before + backdating(policy.ca_validity)
-}
-
-fn trusted(ca: &Keyed) -> Trusted {
-    Trusted { cert_pem: ca.cert_pem.clone(), facts: ca.facts.clone() }
 }
 
 /// Whether a certificate `leaf` for `names` must be issued again: after two thirds of its
@@ -179,12 +156,12 @@ pub fn leaf_due(now: i64, leaf: &Facts, signer: &Keyed, names: &[String]) -> boo
 
 /// The first moment something falls due.
 fn recheck_at(now: i64, material: &Material) -> i64 {
-    let signer = &material.signer.facts;
-    let ca_step = match material.next {
+    let signer = &material.authority.signer.facts;
+    let ca_step = match material.authority.next {
         None => signer.at_fraction(2, 3),
         Some(_) => signer.at_fraction(5, 6),
     };
-    let expiries = material.trusted.iter().map(|t| t.facts.not_after);
+    let expiries = material.authority.trusted.iter().map(|t| t.facts.not_after);
     let due = expiries.chain([ca_step, material.leaf.facts.at_fraction(2, 3), signer.not_after]).filter(|&t| t > now);
     due.min().unwrap_or(now + 1)
 }
@@ -260,10 +237,10 @@ mod tests {
     fn a_missing_secret_gets_a_ca_and_a_serving_certificate_it_signs() {
         let (m, changes) = written(decide(T0, None, &[], &policy(600, 60)).unwrap());
         assert_eq!(changes, ["a new CA", "a new serving certificate"]);
-        assert_eq!(m.trusted.len(), 1);
-        assert_eq!(m.leaf.facts.issuer, m.signer.facts.subject);
+        assert_eq!(m.authority.trusted.len(), 1);
+        assert_eq!(m.leaf.facts.issuer, m.authority.signer.facts.subject);
         assert_eq!(m.leaf.facts.names, ["farm", "farm.ns.svc"]);
-        assert_eq!(m.signer.facts.not_after, T0 + 600);
+        assert_eq!(m.authority.signer.facts.not_after, T0 + 600);
         assert_eq!(m.leaf.facts.not_after, T0 + 60);
         assert_eq!(m.leaf.facts.not_before, T0 - 6, "set back a tenth of a short validity");
         match decide(T0 + 1, Some(&m), &[], &policy(600, 60)).unwrap() {
@@ -276,19 +253,19 @@ mod tests {
     fn a_rotation_waits_for_every_apiservice_to_publish_the_new_ca() {
         let p = policy(600, 60);
         let (m, _) = written(decide(T0, None, &[], &p).unwrap());
-        let at_two_thirds = m.signer.facts.at_fraction(2, 3);
+        let at_two_thirds = m.authority.signer.facts.at_fraction(2, 3);
         let (m, changes) = written(decide(at_two_thirds, Some(&m), &[], &p).unwrap());
         assert!(changes.contains(&"a new CA joins the trusted bundle"), "{changes:?}");
-        let next = m.next.clone().unwrap();
-        let late = m.signer.facts.at_fraction(5, 6);
-        let old = Some(m.trusted[0].cert_pem.clone());
+        let next = m.authority.next.clone().unwrap();
+        let late = m.authority.signer.facts.at_fraction(5, 6);
+        let old = Some(m.authority.trusted[0].cert_pem.clone());
         let (stale, _) = written(decide(late, Some(&m), &[Some(m.bundle()), old], &p).unwrap());
-        assert_eq!(stale.next.as_ref(), Some(&next), "one APIService still has the old bundle");
+        assert_eq!(stale.authority.next.as_ref(), Some(&next), "one APIService still has the old bundle");
         let (promoted, changes) = written(decide(late, Some(&m), &[Some(m.bundle()), Some(m.bundle())], &p).unwrap());
         assert!(changes.contains(&"the new CA signs from now on"), "{changes:?}");
-        assert_eq!(promoted.signer, next);
+        assert_eq!(promoted.authority.signer, next);
         assert_eq!(promoted.leaf.facts.issuer, next.facts.subject);
-        assert_eq!(promoted.trusted.len(), 2, "the old CA stays trusted until it expires");
+        assert_eq!(promoted.authority.trusted.len(), 2, "the old CA stays trusted until it expires");
     }
 
     #[test]
@@ -305,8 +282,8 @@ mod tests {
         let (m, _) = written(decide(T0, None, &[], &p).unwrap());
         let (again, changes) = written(decide(T0 + 601, Some(&m), &[], &p).unwrap());
         assert_eq!(changes[0], "the signing CA expired: a new one");
-        assert_eq!(again.trusted.len(), 1);
-        assert_ne!(again.signer, m.signer);
+        assert_eq!(again.authority.trusted.len(), 1);
+        assert_ne!(again.authority.signer, m.authority.signer);
     }
 
     /// A simulated run: the longest the APIServices lag behind the Secret (seconds), then

@@ -56,21 +56,33 @@ fn read(path: &PathBuf) -> Result<Vec<u8>, ConnectError> {
 /// A client for `config`. It does not wait for etcd: connections are made (and remade) on use,
 /// one per endpoint, used in turn.
 pub async fn connect(config: &EtcdConfig) -> Result<EtcdClient, ConnectError> {
-    Ok(EtcdClient::new(channels(config)?))
+    Ok(EtcdClient::new(channels(config, &TlsFiles::read(config)?)?))
 }
 
-/// A lazily connected channel per endpoint, with the TLS files as they are now.
-fn channels(config: &EtcdConfig) -> Result<Vec<Channel>, ConnectError> {
-    let tls = tls_config(config)?;
+/// A lazily connected channel per endpoint, with the TLS files' contents `files`.
+fn channels(config: &EtcdConfig, files: &TlsFiles) -> Result<Vec<Channel>, ConnectError> {
+    let tls = tls_config(config, files);
     let endpoints =
         config.endpoints.iter().map(|url| endpoint(url, tls.as_ref(), config)).collect::<Result<Vec<_>, _>>()?;
     Ok(endpoints.into_iter().map(|e| e.connect_lazy()).collect())
 }
 
-/// The contents of the TLS files `config` names, in a fixed order.
-fn tls_files(config: &EtcdConfig) -> Result<Vec<Vec<u8>>, ConnectError> {
-    let (cert, key) = config.client_cert.as_ref().map(|(c, k)| (Some(c), Some(k))).unwrap_or_default();
-    [config.ca_file.as_ref(), cert, key].into_iter().flatten().map(read).collect()
+/// The contents of the TLS files `config` names.
+#[derive(PartialEq, Eq)]
+struct TlsFiles {
+    ca: Option<Vec<u8>>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl TlsFiles {
+    fn read(config: &EtcdConfig) -> Result<Self, ConnectError> {
+        let ca = config.ca_file.as_ref().map(read).transpose()?;
+        let identity = match &config.client_cert {
+            Some((cert, key)) => Some((read(cert)?, read(key)?)),
+            None => None,
+        };
+        Ok(Self { ca, identity })
+    }
 }
 
 /// Rereads the TLS files every `interval` until `stopping` is cancelled; when they changed (a
@@ -87,18 +99,18 @@ pub fn reload_tls(
         return;
     }
     tokio::spawn(async move {
-        let mut loaded = tls_files(&config).ok();
+        let mut loaded = TlsFiles::read(&config).ok();
         loop {
             tokio::select! {
                 () = tokio::time::sleep(interval) => {}
                 () = stopping.cancelled() => return,
             }
-            let read = tls_files(&config);
+            let read = TlsFiles::read(&config);
             if read.as_ref().ok() == loaded.as_ref() {
                 continue;
             }
-            match read.and_then(|files| Ok((files, channels(&config)?))) {
-                Ok((files, channels)) => {
+            match read.and_then(|files| Ok((channels(&config, &files)?, files))) {
+                Ok((channels, files)) => {
                     client.replace_channels(channels);
                     loaded = Some(files);
                     tracing::info!("reloaded the etcd TLS files: new connections use them");
@@ -110,19 +122,19 @@ pub fn reload_tls(
 }
 
 /// The TLS settings, when any endpoint is `https://` or a CA or client certificate is given.
-fn tls_config(config: &EtcdConfig) -> Result<Option<ClientTlsConfig>, ConnectError> {
+fn tls_config(config: &EtcdConfig, files: &TlsFiles) -> Option<ClientTlsConfig> {
     let uses_tls = config.endpoints.iter().any(|e| e.starts_with("https://"));
-    if !(uses_tls || config.ca_file.is_some() || config.client_cert.is_some()) {
-        return Ok(None);
+    if !(uses_tls || files.ca.is_some() || files.identity.is_some()) {
+        return None;
     }
     let mut tls = ClientTlsConfig::new();
-    if let Some(ca) = &config.ca_file {
-        tls = tls.ca_certificate(Certificate::from_pem(read(ca)?));
+    if let Some(ca) = &files.ca {
+        tls = tls.ca_certificate(Certificate::from_pem(ca));
     }
-    if let Some((cert, key)) = &config.client_cert {
-        tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+    if let Some((cert, key)) = &files.identity {
+        tls = tls.identity(Identity::from_pem(cert, key));
     }
-    Ok(Some(tls))
+    Some(tls)
 }
 
 /// One endpoint: `https://` with TLS, `http://` without (refused when TLS is configured), and a
