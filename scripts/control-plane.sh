@@ -11,6 +11,9 @@
 #                                          cache holds no binaries of this recipe
 #   scripts/control-plane.sh etcd          print the etcd path (building it if needed) and nothing else
 #   scripts/control-plane.sh helm          print the helm path (building it if needed) and nothing else
+#   scripts/control-plane.sh cel-oracle    print the path of tools/cel-oracle (building it if needed):
+#                                          CEL evaluated by k8s.io/apiserver's policy compiler, the
+#                                          reference of apiserver-kit's CEL tests
 #   scripts/control-plane.sh kubernetes-module
 #                                          write tools/kubernetes anew for $K8S_VERSION
 #   scripts/control-plane.sh recipe        print the cache folder of this recipe's binaries
@@ -260,6 +263,33 @@ helm_problem() {
   if [ "$version" != "v$HELM_VERSION" ]; then echo "$1/helm version printed '$version', not 'v$HELM_VERSION'"; fi
 }
 
+# Builds tools/cel-oracle (a main package of ours over k8s.io/apiserver's CEL) into $1.
+build_cel_oracle() {
+  local work
+  work=$(mktemp -d "$CACHE/build.XXXXXX")
+  cp "$ROOT/tools/cel-oracle/"{go.mod,go.sum,main.go} "$work/"
+  rm -rf "$1.partial" && mkdir -p "$1.partial"
+  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$1.partial/cel-oracle" . >&2)
+  rm -rf "$1" && mv "$1.partial" "$1"
+  rm -rf "$work"
+}
+
+# Why the oracle in $1 cannot be used (nothing when it can).
+cel_oracle_problem() {
+  if [ ! -x "$1/cel-oracle" ]; then echo "no cel-oracle in $1"; return; fi
+  if [ "$(echo '{"expression": "1 + 1"}' | "$1/cel-oracle" 2>&1)" != '{"value":{"int":"2"},"type":"int","cost":1}' ]; then
+    echo "$1/cel-oracle does not evaluate 1 + 1"
+  fi
+}
+
+# The CEL oracle: built when missing; its folder is named after its sources and build step.
+ensure_cel_oracle() {
+  local dir
+  dir="$CACHE/cel-oracle-$({ cat "$ROOT/tools/cel-oracle/"{go.mod,go.sum,main.go}; declare -f build_cel_oracle; } | sha256sum | cut -c1-12)"
+  ensure_tools "$dir" build_cel_oracle cel_oracle_problem 'cel-oracle-*' "the CEL oracle"
+  echo "$dir/cel-oracle"
+}
+
 # The helm binary: $HELM when set, else this recipe's build (built when missing).
 ensure_helm() {
   if [ -n "${HELM:-}" ]; then echo "$HELM"; return; fi
@@ -507,11 +537,12 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
       for component in $K8S_COMPONENTS; do kubernetes_binary "$component" "$mode"; done ;;
     etcd) ensure_etcd ;;
     helm) ensure_helm ;;
+    cel-oracle) ensure_cel_oracle ;;
     recipe) kubernetes_dir ;;
     kubernetes-module) write_kubernetes_module ;;
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | helm | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    *) echo "usage: $0 binaries | check | etcd | helm | cel-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
   esac
 fi
