@@ -112,6 +112,7 @@ pub mod admission;
 pub mod api;
 pub mod audit;
 pub mod auth;
+pub mod cel;
 pub mod certificates;
 pub mod health;
 pub mod kept_bodies;

@@ -1,0 +1,317 @@
+//! The evaluator: walks a [`Program`]'s plan over the variables of one request and counts the
+//! runtime cost as cel-go's cost tracker does (one for each variable read and qualifier, ten
+//! for a list built, thirty for a map, each call its function's cost), stopping once the cost
+//! passes the limit.
+
+use super::error::EvalError;
+use super::functions;
+use super::program::{Fold, Node, Program, Qualifier, Root};
+use super::value::{Map, Value};
+use std::sync::Arc;
+
+/// cel-go's `PerCallLimit`: the runtime cost one expression may reach (k8s.io/apiserver).
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+
+/// The result of one evaluation and what it cost.
+#[derive(Debug)]
+pub struct Evaluation {
+    /// The value, or why there is none.
+    pub value: Result<Value, EvalError>,
+    /// The runtime cost spent, as cel-go's cost tracker counts it.
+    pub cost: u64,
+}
+
+/// Evaluates `program` with `variables` (name, value), stopping past `limit`.
+pub fn evaluate(program: &Program, variables: &[(&str, Value)], limit: u64) -> Evaluation {
+    let mut machine = Machine { variables, locals: Vec::new(), cost: 0, limit };
+    let value = machine.eval(&program.root);
+    Evaluation { value, cost: machine.cost }
+}
+
+struct Machine<'a> {
+    variables: &'a [(&'a str, Value)],
+    /// Comprehension variables, innermost last; an accumulator may hold an error (cel-go's
+    /// `all` goes on after an element's error and may still end `false`).
+    locals: Vec<(Arc<str>, Eval)>,
+    cost: u64,
+    limit: u64,
+}
+
+type Eval = Result<Value, EvalError>;
+
+/// An error that must not be absorbed by `&&`, `||` or a comprehension: the cost limit.
+fn cancelled(result: &Eval) -> bool {
+    matches!(result, Err(e) if e.cost_exceeded)
+}
+
+impl Machine<'_> {
+    fn charge(&mut self, cost: u64) -> Result<(), EvalError> {
+        self.cost = self.cost.saturating_add(cost);
+        if self.cost > self.limit {
+            return Err(EvalError::cost_limit_exceeded());
+        }
+        Ok(())
+    }
+
+    fn eval(&mut self, node: &Node) -> Eval {
+        match node {
+            Node::Const(value) => Ok(value.clone()),
+            Node::Attribute { root, qualifiers } => self.attribute(root, qualifiers),
+            Node::Has { operand, field } => self.has(operand, field),
+            Node::Call { function, target, args } => self.call(function, target.as_deref(), args),
+            Node::And(left, right) => self.logical(left, right, false),
+            Node::Or(left, right) => self.logical(left, right, true),
+            Node::Conditional { condition, truthy, falsy } => match self.eval(condition)? {
+                Value::Bool(true) => self.branch(truthy),
+                Value::Bool(false) => self.branch(falsy),
+                _ => Err(EvalError::no_such_overload()),
+            },
+            Node::InSet { element, set } => self.in_set(element, set),
+            Node::List { elements, optional } => self.list(elements, optional),
+            Node::Map { entries } => self.map(entries),
+            Node::Fold(fold) => self.fold(fold),
+        }
+    }
+
+    /// A branch of `c ? t : f` or an index: cel-go resolves one that is an attribute without
+    /// counting the attribute itself (its qualifiers still count).
+    fn branch(&mut self, node: &Node) -> Eval {
+        match node {
+            Node::Attribute { root, qualifiers } => self.resolve(root, qualifiers),
+            other => self.eval(other),
+        }
+    }
+
+    fn attribute(&mut self, root: &Root, qualifiers: &[Qualifier]) -> Eval {
+        let value = self.resolve(root, qualifiers);
+        if cancelled(&value) {
+            return value;
+        }
+        self.charge(1)?;
+        value
+    }
+
+    /// The attribute's value, each qualifier counted as cel-go observes it: always, but an
+    /// optional one only when it found something; after an optional one found nothing, the
+    /// rest are not applied.
+    fn resolve(&mut self, root: &Root, qualifiers: &[Qualifier]) -> Eval {
+        let mut value = match root {
+            Root::Variable(name) => self.variable(name),
+            Root::Local(name) => self.local(name),
+            Root::Relative(operand) => self.eval(operand),
+        };
+        for qualifier in qualifiers {
+            let Ok(current) = value else { break };
+            if matches!(current, Value::Optional(None)) {
+                return Ok(current);
+            }
+            value = self.qualify(current, qualifier);
+            let missed =
+                matches!(qualifier, Qualifier::Field { optional: true, .. } | Qualifier::Index { optional: true, .. })
+                    && matches!(value, Ok(Value::Optional(None)) | Err(_));
+            if cancelled(&value) {
+                return value;
+            }
+            if !missed {
+                self.charge(1)?;
+            }
+        }
+        value
+    }
+
+    /// `x in [constants]` as cel-go's set membership: found only among elements of the same
+    /// type (the set holds the lossless numeric conversions of its numbers); no call cost.
+    fn in_set(&mut self, element: &Node, set: &[Value]) -> Eval {
+        let value = self.eval(element)?;
+        Ok(Value::Bool(set.iter().any(|member| member.type_of() == value.type_of() && member.equals(&value))))
+    }
+
+    fn variable(&self, name: &str) -> Eval {
+        let found = self.variables.iter().find(|(n, _)| *n == name);
+        found.map(|(_, v)| v.clone()).ok_or_else(|| EvalError::new(format!("no such attribute(s): {name}")))
+    }
+
+    fn local(&self, name: &str) -> Eval {
+        let found = self.locals.iter().rev().find(|(n, _)| &**n == name);
+        found.map(|(_, v)| v.clone()).unwrap_or_else(|| Err(EvalError::new(format!("no such attribute(s): {name}"))))
+    }
+
+    fn qualify(&mut self, value: Value, qualifier: &Qualifier) -> Eval {
+        match qualifier {
+            Qualifier::Field { name, optional } => {
+                functions::select(&value, &Value::String(name.clone()), *optional, true)
+            }
+            Qualifier::Index { key, optional } => {
+                // An attribute as the index is resolved uncounted, as a branch of `?:` is.
+                let key = self.branch(key)?;
+                functions::select(&value, &key, *optional, false)
+            }
+        }
+    }
+
+    fn has(&mut self, operand: &Node, field: &Arc<str>) -> Eval {
+        let value = self.eval(operand)?;
+        match value {
+            Value::Map(map) => Ok(Value::Bool(map.get_str(field).is_some())),
+            Value::Optional(None) => Ok(Value::Optional(None)),
+            Value::Optional(Some(inner)) => match &*inner {
+                Value::Map(map) => Ok(Value::Optional(
+                    map.get_str(field).map(|_| Arc::new(Value::Bool(true))).or(Some(Arc::new(Value::Bool(false)))),
+                )),
+                _ => Err(EvalError::no_such_overload()),
+            },
+            _ => Err(EvalError::no_such_overload()),
+        }
+    }
+
+    fn call(&mut self, function: &str, target: Option<&Node>, args: &[Node]) -> Eval {
+        let target = target.map(|t| self.eval(t));
+        if let Some(t) = &target
+            && cancelled(t)
+        {
+            return t.clone();
+        }
+        let mut values = Vec::with_capacity(args.len());
+        for arg in args {
+            let value = self.eval(arg);
+            if cancelled(&value) {
+                return value;
+            }
+            values.push(value);
+        }
+        let result = match (&target, values.iter().find(|v| v.is_err())) {
+            (Some(Err(error)), _) | (_, Some(Err(error))) => Err(error.clone()),
+            _ => {
+                let target = target.as_ref().and_then(|t| t.as_ref().ok());
+                let args: Vec<&Value> = values.iter().filter_map(|v| v.as_ref().ok()).collect();
+                functions::call(function, target, &args)
+            }
+        };
+        let costed: Vec<&Eval> = target.iter().chain(&values).collect();
+        self.charge(functions::call_cost(function, &costed))?;
+        result
+    }
+
+    /// `&&` (`or` false) and `||` (`or` true), as cel-go: the deciding value wins over an error
+    /// on either side; otherwise the first error.
+    fn logical(&mut self, left: &Node, right: &Node, or: bool) -> Eval {
+        let left = self.eval(left);
+        if cancelled(&left) {
+            return left;
+        }
+        if matches!(left, Ok(Value::Bool(b)) if b == or) {
+            return Ok(Value::Bool(or));
+        }
+        let right = self.eval(right);
+        if cancelled(&right) || matches!(right, Ok(Value::Bool(b)) if b == or) {
+            return right;
+        }
+        for side in [left, right] {
+            match side {
+                Ok(Value::Bool(_)) => {}
+                Ok(_) => return Err(EvalError::no_such_overload()),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(Value::Bool(!or))
+    }
+
+    fn list(&mut self, elements: &[Node], optional: &[usize]) -> Eval {
+        let mut values = Vec::with_capacity(elements.len());
+        let mut failed = None;
+        for (index, element) in elements.iter().enumerate() {
+            match self.eval(element) {
+                Ok(value) if optional.contains(&index) => match value {
+                    Value::Optional(Some(inner)) => values.push((*inner).clone()),
+                    Value::Optional(None) => {}
+                    _ => failed = failed.or(Some(EvalError::no_such_overload())),
+                },
+                Ok(value) => values.push(value),
+                Err(error) if error.cost_exceeded => return Err(error),
+                Err(error) => failed = failed.or(Some(error)),
+            }
+        }
+        self.charge(functions::LIST_CREATE_COST)?;
+        failed.map_or(Ok(Value::list(values)), Err)
+    }
+
+    fn map(&mut self, entries: &[(Node, Node, bool)]) -> Eval {
+        let mut values = Vec::with_capacity(entries.len());
+        let mut failed = None;
+        for (key, value, optional) in entries {
+            let (key, value) = (self.eval(key), self.eval(value));
+            for side in [&key, &value] {
+                if let Err(error) = side {
+                    if error.cost_exceeded {
+                        return Err(error.clone());
+                    }
+                    failed = failed.or(Some(error.clone()));
+                }
+            }
+            if let (Ok(key), Ok(value)) = (key, value) {
+                match (optional, value) {
+                    (true, Value::Optional(Some(inner))) => values.push((key, (*inner).clone())),
+                    (true, Value::Optional(None)) => {}
+                    (true, _) => failed = failed.or(Some(EvalError::no_such_overload())),
+                    (false, value) => values.push((key, value)),
+                }
+            }
+        }
+        self.charge(functions::MAP_CREATE_COST)?;
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(Value::Map(Arc::new(Map::new(values)?))),
+        }
+    }
+
+    fn fold(&mut self, fold: &Fold) -> Eval {
+        let range = self.eval(&fold.range)?;
+        let items: Vec<(Value, Option<Value>)> = match (&range, fold.iter_var2.is_some()) {
+            (Value::List(items), false) => items.iter().map(|v| (v.clone(), None)).collect(),
+            (Value::List(items), true) => {
+                items.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), Some(v.clone()))).collect()
+            }
+            (Value::Map(map), false) => map.keys().map(|k| (k.clone(), None)).collect(),
+            (Value::Map(map), true) => map.entries().map(|(k, v)| (k.clone(), Some(v.clone()))).collect(),
+            (other, _) => {
+                let go_type = functions::go_type_name(other);
+                return Err(EvalError::new(format!("got '{go_type}', expected iterable type")));
+            }
+        };
+        let init = self.eval(&fold.init);
+        if cancelled(&init) {
+            return init;
+        }
+        let depth = self.locals.len();
+        self.locals.push((fold.accu_var.clone(), init));
+        let outcome = self.iterate(fold, items);
+        let result = outcome.and_then(|_| self.eval(&fold.result));
+        self.locals.truncate(depth);
+        result
+    }
+
+    fn iterate(&mut self, fold: &Fold, items: Vec<(Value, Option<Value>)>) -> Result<(), EvalError> {
+        let accu = self.locals.len() - 1;
+        for (first, second) in items {
+            self.locals.push((fold.iter_var.clone(), Ok(first)));
+            if let (Some(name), Some(value)) = (&fold.iter_var2, second) {
+                self.locals.push((name.clone(), Ok(value)));
+            }
+            let condition = self.eval(&fold.condition);
+            if cancelled(&condition) {
+                return condition.map(|_| ());
+            }
+            if matches!(condition, Ok(Value::Bool(false))) {
+                self.locals.truncate(accu + 1);
+                return Ok(());
+            }
+            let step = self.eval(&fold.step);
+            if cancelled(&step) {
+                return step.map(|_| ());
+            }
+            self.locals.truncate(accu + 1);
+            self.locals[accu].1 = step;
+        }
+        Ok(())
+    }
+}

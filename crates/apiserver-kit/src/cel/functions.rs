@@ -1,0 +1,256 @@
+//! CEL's standard functions and operators as cel-go defines them (overflow-checked integers,
+//! numbers compared across types, conversions), how a value is selected or indexed, and what
+//! each call costs at run time (cel-go's default cost of a call).
+
+use super::error::EvalError;
+use super::value::Value;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// The cost of building a list and a map (cel-go's `ListCreateBaseCost`, `MapCreateBaseCost`).
+pub const LIST_CREATE_COST: u64 = 10;
+pub const MAP_CREATE_COST: u64 = 30;
+/// cel-go's `StringTraversalCostFactor` and `RegexStringLengthCostFactor`.
+const TRAVERSAL: f64 = 0.1;
+const REGEX_LENGTH: f64 = 0.25;
+
+type Eval = Result<Value, EvalError>;
+
+const CONVERSIONS: &[&str] =
+    &["int", "uint", "double", "string", "bytes", "bool", "dyn", "type", "duration", "timestamp"];
+
+/// Whether the environment declares `function` for a call of this shape.
+pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
+    match (function, member, args) {
+        (
+            "_+_" | "_-_" | "_*_" | "_/_" | "_%_" | "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "@in",
+            false,
+            2,
+        ) => true,
+        ("-_" | "!_" | "@not_strictly_false", false, 1) => true,
+        ("size", false, 1) | ("size", true, 0) => true,
+        ("contains" | "startsWith" | "endsWith" | "matches", true, 1) | ("matches", false, 2) => true,
+        (conversion, false, 1) => CONVERSIONS.contains(&conversion),
+        _ => false,
+    }
+}
+
+pub fn is_conversion(function: &str) -> bool {
+    CONVERSIONS.contains(&function)
+}
+
+/// Calls `function` (with `target` for a member call) on values that are not errors.
+pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
+    match (function, target, args) {
+        (_, None, [value]) if is_conversion(function) => convert(function, value),
+        (_, None, [left, right]) => binary(function, left, right),
+        ("-_", None, [value]) => negate(value),
+        ("!_", None, [Value::Bool(b)]) => Ok(Value::Bool(!b)),
+        ("@not_strictly_false", None, [value]) => Ok(Value::Bool(!matches!(value, Value::Bool(false)))),
+        ("size", None, [value]) => size(value).map(Value::Int),
+        ("size", Some(value), []) => size(value).map(Value::Int),
+        (_, Some(Value::String(s)), [Value::String(arg)]) => string_member(function, s, arg),
+        _ => Err(EvalError::no_such_overload()),
+    }
+}
+
+fn binary(function: &str, left: &Value, right: &Value) -> Eval {
+    match function {
+        "_==_" => Ok(Value::Bool(left.equals(right))),
+        "_!=_" => Ok(Value::Bool(!left.equals(right))),
+        "_<_" => compare(left, right).map(|o| Value::Bool(o == Ordering::Less)),
+        "_<=_" => compare(left, right).map(|o| Value::Bool(o != Ordering::Greater)),
+        "_>_" => compare(left, right).map(|o| Value::Bool(o == Ordering::Greater)),
+        "_>=_" => compare(left, right).map(|o| Value::Bool(o != Ordering::Less)),
+        "@in" => contains_element(right, left),
+        "matches" => match (left, right) {
+            (Value::String(s), Value::String(re)) => matches(s, re),
+            _ => Err(EvalError::no_such_overload()),
+        },
+        _ => super::arithmetic::apply(function, left, right),
+    }
+}
+
+/// `<` and its kin: numbers across types, strings, bytes, bools, timestamps, durations.
+fn compare(left: &Value, right: &Value) -> Result<Ordering, EvalError> {
+    use Value::*;
+    let ordering = match (left, right) {
+        // cel-go: a NaN double on the left (or beside another double) cannot be ordered; an int
+        // or uint beside a NaN compares equal to it (its compareDoubleInt).
+        (Double(a), Double(b)) if a.is_nan() || b.is_nan() => return Err(nan()),
+        (Double(a), _) if a.is_nan() => return Err(nan()),
+        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => {
+            left.compare_numbers(right).unwrap_or(Ordering::Equal)
+        }
+        (String(a), String(b)) => a.cmp(b),
+        (Bytes(a), Bytes(b)) => a.cmp(b),
+        (Bool(a), Bool(b)) => a.cmp(b),
+        (Timestamp(a), Timestamp(b)) => a.cmp(b),
+        (Duration(a), Duration(b)) => a.cmp(b),
+        _ => return Err(EvalError::no_such_overload()),
+    };
+    Ok(ordering)
+}
+
+fn nan() -> EvalError {
+    EvalError::new("NaN values cannot be ordered")
+}
+
+fn contains_element(container: &Value, element: &Value) -> Eval {
+    match container {
+        Value::List(items) => Ok(Value::Bool(items.iter().any(|item| item.equals(element)))),
+        Value::Map(map) => Ok(Value::Bool(map.get(element).is_some())),
+        _ => Err(EvalError::no_such_overload()),
+    }
+}
+
+fn negate(value: &Value) -> Eval {
+    match value {
+        Value::Int(i) => i.checked_neg().map(Value::Int).ok_or_else(EvalError::overflow),
+        Value::Double(d) => Ok(Value::Double(-d)),
+        Value::Duration(d) => d.checked_neg().map(Value::Duration).ok_or_else(EvalError::overflow),
+        _ => Err(EvalError::no_such_overload()),
+    }
+}
+
+fn size(value: &Value) -> Result<i64, EvalError> {
+    let n = match value {
+        Value::String(s) => s.chars().count(),
+        Value::Bytes(b) => b.len(),
+        Value::List(items) => items.len(),
+        Value::Map(map) => map.len(),
+        _ => return Err(EvalError::no_such_overload()),
+    };
+    Ok(n as i64)
+}
+
+fn string_member(function: &str, s: &str, arg: &str) -> Eval {
+    match function {
+        "contains" => Ok(Value::Bool(s.contains(arg))),
+        "startsWith" => Ok(Value::Bool(s.starts_with(arg))),
+        "endsWith" => Ok(Value::Bool(s.ends_with(arg))),
+        "matches" => matches(s, arg),
+        _ => Err(EvalError::no_such_overload()),
+    }
+}
+
+fn matches(s: &str, pattern: &str) -> Eval {
+    let re = regex::Regex::new(pattern).map_err(|e| EvalError::new(format!("error parsing regexp: {e}")))?;
+    Ok(Value::Bool(re.is_match(s)))
+}
+
+/// A type conversion (`int(x)`, `string(x)`, `type(x)`, ...).
+pub fn convert(function: &str, value: &Value) -> Eval {
+    match function {
+        "dyn" => Ok(value.clone()),
+        "type" => Ok(Value::Type(value.type_of())),
+        "int" => super::conversions::to_int(value),
+        "uint" => super::conversions::to_uint(value),
+        "double" => super::conversions::to_double(value),
+        "string" => super::conversions::to_string(value),
+        "bytes" => match value {
+            Value::Bytes(_) => Ok(value.clone()),
+            Value::String(s) => Ok(Value::Bytes(Arc::from(s.as_bytes()))),
+            _ => Err(EvalError::no_such_overload()),
+        },
+        "bool" => super::conversions::to_bool(value),
+        "duration" => super::conversions::to_duration(value),
+        "timestamp" => super::conversions::to_timestamp(value),
+        _ => Err(EvalError::no_such_overload()),
+    }
+}
+
+/// `value.field` (`field` true) or `value[key]`; with `optional`, `.?field` and `[?key]`.
+pub fn select(value: &Value, key: &Value, optional: bool, field: bool) -> Eval {
+    if let Value::Optional(inner) = value {
+        return match inner {
+            None => Ok(Value::Optional(None)),
+            Some(inner) => select(inner, key, true, field),
+        };
+    }
+    let found = match (value, key) {
+        (Value::Map(map), _) => map.get(key).cloned(),
+        (Value::List(items), _) if !field => list_index(items, key)?,
+        _ if optional => None,
+        _ => return Err(EvalError::no_such_key(key)),
+    };
+    match (found, optional) {
+        (Some(found), false) => Ok(found),
+        (Some(found), true) => Ok(Value::Optional(Some(Arc::new(found)))),
+        (None, true) => Ok(Value::Optional(None)),
+        (None, false) if matches!(value, Value::List(_)) => {
+            Err(EvalError::new(format!("index out of bounds: {}", key.display())))
+        }
+        (None, false) => Err(EvalError::no_such_key(key)),
+    }
+}
+
+/// The element at an integral index (int, uint, or a double without a fraction).
+fn list_index(items: &[Value], key: &Value) -> Result<Option<Value>, EvalError> {
+    let index = match key {
+        Value::Int(i) => *i,
+        Value::Uint(u) => i64::try_from(*u).unwrap_or(i64::MAX),
+        Value::Double(d) if d.fract() == 0.0 => *d as i64,
+        Value::Double(_) => return Err(EvalError::new(format!("unsupported index value {}", key.display()))),
+        _ => return Err(EvalError::new(format!("unsupported index type '{}' in list", key.type_of().name()))),
+    };
+    Ok(usize::try_from(index).ok().and_then(|i| items.get(i)).cloned())
+}
+
+/// The Go type cel-go names in some errors (`got 'types.Int', expected iterable type`).
+pub fn go_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "types.Null",
+        Value::Bool(_) => "types.Bool",
+        Value::Int(_) => "types.Int",
+        Value::Uint(_) => "types.Uint",
+        Value::Double(_) => "types.Double",
+        Value::String(_) => "types.String",
+        Value::Bytes(_) => "types.Bytes",
+        Value::List(_) => "*types.baseList",
+        Value::Map(_) => "*types.baseMap",
+        Value::Timestamp(_) => "types.Timestamp",
+        Value::Duration(_) => "types.Duration",
+        Value::Type(_) => "*types.Type",
+        Value::Optional(_) => "*types.Optional",
+    }
+}
+
+/// cel-go's `actualSize`: a string's code points, a list's or map's entries, the bytes of
+/// bytes; one for anything else, errors included.
+fn actual_size(value: Option<&Eval>) -> u64 {
+    match value {
+        Some(Ok(value)) => size(value).map_or(1, |n| n as u64),
+        _ => 1,
+    }
+}
+
+fn traversal(size: u64) -> u64 {
+    (size as f64 * TRAVERSAL).ceil() as u64
+}
+
+fn textual(value: Option<&Eval>) -> bool {
+    matches!(value, Some(Ok(Value::String(_) | Value::Bytes(_))))
+}
+
+/// What a call of `function` costs (cel-go's `costCall` defaults), given its arguments (the
+/// target first for a member call).
+pub fn call_cost(function: &str, args: &[&Eval]) -> u64 {
+    let arg = |i: usize| args.get(i).copied();
+    let both_textual = textual(arg(0)) && textual(arg(1));
+    match function {
+        "startsWith" | "endsWith" => traversal(actual_size(arg(1))),
+        "@in" if matches!(arg(1), Some(Ok(Value::List(_)))) => actual_size(arg(1)),
+        "_==_" | "_!=_" => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),
+        "_<_" | "_<=_" | "_>_" | "_>=_" if both_textual => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),
+        "_+_" if both_textual => traversal(actual_size(arg(0)) + actual_size(arg(1))),
+        "matches" => {
+            let text = ((1 + actual_size(arg(0))) as f64 * TRAVERSAL).ceil() as u64;
+            text * (actual_size(arg(1)) as f64 * REGEX_LENGTH).ceil() as u64
+        }
+        "contains" if both_textual => traversal(actual_size(arg(0))) * traversal(actual_size(arg(1))),
+        "string" if matches!(arg(0), Some(Ok(Value::Bytes(_)))) => traversal(actual_size(arg(0))),
+        "bytes" if matches!(arg(0), Some(Ok(Value::String(_)))) => traversal(actual_size(arg(0))),
+        _ => 1,
+    }
+}

@@ -1,0 +1,19 @@
+//! CEL, the Common Expression Language, as the kube-apiserver evaluates it for admission
+//! policies and schemas' validation rules: expressions parsed by the `cel` crate (cel-rust),
+//! planned and evaluated here with cel-go's semantics, error messages and runtime cost, so that
+//! a policy the cluster enforces for its own resources is enforced the same way for ours.
+//! tools/cel-oracle (k8s.io/apiserver's compiler) is the reference of the tests.
+
+mod arithmetic;
+mod conversions;
+pub mod error;
+mod eval;
+mod format;
+mod functions;
+mod program;
+pub mod value;
+
+pub use error::{CompileError, EvalError};
+pub use eval::{Evaluation, PER_CALL_LIMIT, evaluate};
+pub use program::Program;
+pub use value::{Map, Type, Value};

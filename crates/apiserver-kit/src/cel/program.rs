@@ -1,0 +1,324 @@
+//! An expression compiled once into the plan the evaluator walks, shaped as cel-go's planner
+//! shapes it (so that the runtime cost counts the same steps): selections and indexes on an
+//! identifier or any expression become one attribute with qualifiers, list and map literals of
+//! constants and conversions of constants are folded into constants, and identifiers that name
+//! types are constants.
+
+use super::error::CompileError;
+use super::functions;
+use super::value::{Map, Type, Value};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use std::sync::Arc;
+
+/// A compiled expression.
+#[derive(Debug)]
+pub struct Program {
+    pub(crate) root: Node,
+    source: String,
+}
+
+impl Program {
+    /// Parses `source` with the optional syntax on (`a.?b`, `[?x]`), as Kubernetes' environment
+    /// has it, and plans it; `variables` are the names the expression may read besides its
+    /// comprehensions' own.
+    pub fn compile(source: &str, variables: &[&str]) -> Result<Program, CompileError> {
+        let parsed = cel::parser::Parser::new()
+            .enable_optional_syntax(true)
+            .parse(source)
+            .map_err(|errors| CompileError { issues: errors.to_string() })?;
+        let mut planner = Planner { variables, locals: Vec::new(), source };
+        let root = planner.plan(&parsed)?;
+        Ok(Program { root, source: source.to_string() })
+    }
+
+    /// The expression's text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+/// One step of a plan.
+#[derive(Debug)]
+pub(crate) enum Node {
+    Const(Value),
+    /// A variable or comprehension variable read, then qualified.
+    Attribute {
+        root: Root,
+        qualifiers: Vec<Qualifier>,
+    },
+    /// `has(x.f)`: whether the last field is present.
+    Has {
+        operand: Box<Node>,
+        field: Arc<str>,
+    },
+    Call {
+        function: Arc<str>,
+        target: Option<Box<Node>>,
+        args: Vec<Node>,
+    },
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Conditional {
+        condition: Box<Node>,
+        truthy: Box<Node>,
+        falsy: Box<Node>,
+    },
+    List {
+        elements: Vec<Node>,
+        optional: Vec<usize>,
+    },
+    Map {
+        entries: Vec<(Node, Node, bool)>,
+    },
+    Fold(Box<Fold>),
+    /// `x in [constants]` (cel-go's set membership), the constants with their numbers' lossless
+    /// conversions.
+    InSet {
+        element: Box<Node>,
+        set: Vec<Value>,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) enum Root {
+    Variable(Arc<str>),
+    /// A comprehension's variable, counted from the innermost.
+    Local(Arc<str>),
+    /// A selection on something that is not an identifier (`f(x).a`).
+    Relative(Box<Node>),
+}
+
+#[derive(Debug)]
+pub(crate) enum Qualifier {
+    Field { name: Arc<str>, optional: bool },
+    Index { key: Box<Node>, optional: bool },
+}
+
+#[derive(Debug)]
+pub(crate) struct Fold {
+    pub iter_var: Arc<str>,
+    pub iter_var2: Option<Arc<str>>,
+    pub accu_var: Arc<str>,
+    pub range: Node,
+    pub init: Node,
+    pub condition: Node,
+    pub step: Node,
+    pub result: Node,
+}
+
+struct Planner<'a> {
+    variables: &'a [&'a str],
+    locals: Vec<String>,
+    source: &'a str,
+}
+
+impl Planner<'_> {
+    fn plan(&mut self, expr: &IdedExpr) -> Result<Node, CompileError> {
+        match &expr.expr {
+            Expr::Literal(literal) => Ok(Node::Const(literal_value(literal))),
+            Expr::Ident(name) => self.ident(name),
+            Expr::Select(select) if select.test => {
+                let operand = self.plan(&select.operand)?;
+                Ok(Node::Has { operand: Box::new(operand), field: Arc::from(select.field.as_str()) })
+            }
+            Expr::Select(select) => {
+                let operand = self.plan(&select.operand)?;
+                Ok(qualify(operand, Qualifier::Field { name: Arc::from(select.field.as_str()), optional: false }))
+            }
+            Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
+            Expr::List(list) => self.list(&list.elements, &list.optional_indices),
+            Expr::Map(map) => self.map(&map.entries),
+            Expr::Comprehension(fold) => self.fold(fold),
+            Expr::Struct(s) => Err(self.unsupported(&format!("message construction {}{{...}}", s.type_name))),
+            Expr::Unspecified => Err(self.unsupported("an empty expression")),
+        }
+    }
+
+    fn ident(&mut self, name: &str) -> Result<Node, CompileError> {
+        if self.locals.iter().any(|l| l == name) {
+            return Ok(Node::Attribute { root: Root::Local(Arc::from(name)), qualifiers: Vec::new() });
+        }
+        if self.variables.contains(&name) {
+            return Ok(Node::Attribute { root: Root::Variable(Arc::from(name)), qualifiers: Vec::new() });
+        }
+        if let Some(t) = Type::named(name) {
+            return Ok(Node::Const(Value::Type(t)));
+        }
+        Err(self.error(&format!("undeclared reference to '{name}' (in container '')")))
+    }
+
+    fn call(&mut self, function: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) -> Result<Node, CompileError> {
+        if let (operators::INDEX | operators::OPT_INDEX, None, [operand, key]) = (function, target, args) {
+            let operand = self.plan(operand)?;
+            let key = Box::new(self.plan(key)?);
+            return Ok(qualify(operand, Qualifier::Index { key, optional: function == operators::OPT_INDEX }));
+        }
+        if let (operators::OPT_SELECT, None, [operand, field]) = (function, target, args) {
+            let Expr::Literal(LiteralValue::String(name)) = &field.expr else {
+                return Err(self.unsupported("an optional selection of a computed field"));
+            };
+            let operand = self.plan(operand)?;
+            return Ok(qualify(operand, Qualifier::Field { name: Arc::from(name.inner()), optional: true }));
+        }
+        let mut planned: Vec<Node> = args.iter().map(|a| self.plan(a)).collect::<Result<_, _>>()?;
+        match (function, target, planned.len()) {
+            (operators::LOGICAL_AND | operators::LOGICAL_OR, None, 2) => {
+                let (right, left) = (Box::new(planned.remove(1)), Box::new(planned.remove(0)));
+                Ok(if function == operators::LOGICAL_AND { Node::And(left, right) } else { Node::Or(left, right) })
+            }
+            (operators::CONDITIONAL, None, 3) => {
+                let falsy = Box::new(planned.remove(2));
+                let truthy = Box::new(planned.remove(1));
+                Ok(Node::Conditional { condition: Box::new(planned.remove(0)), truthy, falsy })
+            }
+            _ => {
+                let target = target.map(|t| self.plan(t)).transpose()?.map(Box::new);
+                if !functions::is_declared(function, target.is_some(), planned.len()) {
+                    return Err(self.undeclared_function(function));
+                }
+                let call = Node::Call { function: Arc::from(function), target, args: planned };
+                fold_conversion(set_membership(call))
+            }
+        }
+    }
+
+    fn list(&mut self, elements: &[IdedExpr], optional: &[usize]) -> Result<Node, CompileError> {
+        let elements: Vec<Node> = elements.iter().map(|e| self.plan(e)).collect::<Result<_, _>>()?;
+        if optional.is_empty() && elements.iter().all(|e| matches!(e, Node::Const(_))) {
+            let values = elements.into_iter().filter_map(|e| if let Node::Const(v) = e { Some(v) } else { None });
+            return Ok(Node::Const(Value::list(values.collect())));
+        }
+        Ok(Node::List { elements, optional: optional.to_vec() })
+    }
+
+    fn map(&mut self, entries: &[cel::common::ast::IdedEntryExpr]) -> Result<Node, CompileError> {
+        let mut planned = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let EntryExpr::MapEntry(entry) = &entry.expr else {
+                return Err(self.unsupported("a message field in a map"));
+            };
+            planned.push((self.plan(&entry.key)?, self.plan(&entry.value)?, entry.optional));
+        }
+        let constant = planned.iter().all(|(k, v, o)| !o && matches!((k, v), (Node::Const(_), Node::Const(_))));
+        if !constant {
+            return Ok(Node::Map { entries: planned });
+        }
+        let entries = planned.into_iter().filter_map(|(k, v, _)| match (k, v) {
+            (Node::Const(k), Node::Const(v)) => Some((k, v)),
+            _ => None,
+        });
+        let map = Map::new(entries.collect()).map_err(|e| self.error(e.message()))?;
+        Ok(Node::Const(Value::Map(Arc::new(map))))
+    }
+
+    fn fold(&mut self, fold: &cel::common::ast::ComprehensionExpr) -> Result<Node, CompileError> {
+        let range = self.plan(&fold.iter_range)?;
+        let init = self.plan(&fold.accu_init)?;
+        self.locals.push(fold.accu_var.clone());
+        let result = self.plan(&fold.result);
+        self.locals.push(fold.iter_var.clone());
+        if let Some(second) = &fold.iter_var2 {
+            self.locals.push(second.clone());
+        }
+        let condition = self.plan(&fold.loop_cond);
+        let step = self.plan(&fold.loop_step);
+        self.locals.truncate(self.locals.len() - 2 - usize::from(fold.iter_var2.is_some()));
+        Ok(Node::Fold(Box::new(Fold {
+            iter_var: Arc::from(fold.iter_var.as_str()),
+            iter_var2: fold.iter_var2.as_deref().map(Arc::from),
+            accu_var: Arc::from(fold.accu_var.as_str()),
+            range,
+            init,
+            condition: condition?,
+            step: step?,
+            result: result?,
+        })))
+    }
+
+    fn undeclared_function(&self, function: &str) -> CompileError {
+        self.error(&format!("undeclared reference to '{function}' (in container '')"))
+    }
+
+    fn unsupported(&self, what: &str) -> CompileError {
+        self.error(&format!("{what} is not supported"))
+    }
+
+    fn error(&self, message: &str) -> CompileError {
+        CompileError { issues: format!("ERROR: <input>: {message}\n | {}", self.source) }
+    }
+}
+
+/// `operand` with one more qualifier: an attribute's own, or a new relative attribute.
+fn qualify(operand: Node, qualifier: Qualifier) -> Node {
+    match operand {
+        Node::Attribute { root, mut qualifiers } => {
+            qualifiers.push(qualifier);
+            Node::Attribute { root, qualifiers }
+        }
+        other => Node::Attribute { root: Root::Relative(Box::new(other)), qualifiers: vec![qualifier] },
+    }
+}
+
+/// A type conversion of a constant, evaluated once (cel-go's OptOptimize); an error then fails
+/// the compilation, as cel-go's program instantiation fails.
+fn fold_conversion(call: Node) -> Result<Node, CompileError> {
+    let Node::Call { function, target: None, args } = &call else { return Ok(call) };
+    if !functions::is_conversion(function) || args.len() != 1 || !matches!(args[0], Node::Const(_)) {
+        return Ok(call);
+    }
+    let Node::Const(arg) = &args[0] else { return Ok(call) };
+    match functions::convert(function, arg) {
+        Ok(value) => Ok(Node::Const(value)),
+        Err(error) => Err(CompileError { issues: format!("program instantiation failed: {error}") }),
+    }
+}
+
+/// `x in [constants]` of primitives other than bytes becomes a set lookup (cel-go's
+/// OptOptimize); `x in []` is `false` without evaluating `x`.
+fn set_membership(call: Node) -> Node {
+    let Node::Call { function, target: None, mut args } = call else { return call };
+    let members = match args.get(1) {
+        Some(Node::Const(Value::List(items))) if &*function == operators::IN => items.clone(),
+        _ => return Node::Call { function, target: None, args },
+    };
+    if members.is_empty() {
+        return Node::Const(Value::Bool(false));
+    }
+    let primitive =
+        |v: &Value| matches!(v, Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::String(_));
+    if !members.iter().all(primitive) {
+        return Node::Call { function, target: None, args };
+    }
+    let mut set = Vec::with_capacity(members.len() * 3);
+    for member in members.iter() {
+        set.push(member.clone());
+        set.extend(lossless_conversions(member));
+    }
+    args.truncate(1);
+    Node::InSet { element: Box::new(args.remove(0)), set }
+}
+
+/// The other numeric types a set member also stands for (cel-go adds an int's double and
+/// uint, a uint's double and int, a double's int and uint when they equal it).
+fn lossless_conversions(member: &Value) -> Vec<Value> {
+    let conversions = ["double", "int", "uint"].map(|to| functions::convert(to, member));
+    conversions
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|converted| converted.type_of() != member.type_of())
+        .filter(|converted| !matches!(member, Value::Double(_)) || converted.equals(member))
+        .filter(|_| matches!(member, Value::Int(_) | Value::Uint(_) | Value::Double(_)))
+        .collect()
+}
+
+fn literal_value(literal: &LiteralValue) -> Value {
+    match literal {
+        LiteralValue::Boolean(b) => Value::Bool(*b.inner()),
+        LiteralValue::Bytes(b) => Value::Bytes(Arc::from(b.inner())),
+        LiteralValue::Double(d) => Value::Double(*d.inner()),
+        LiteralValue::Int(i) => Value::Int(*i.inner()),
+        LiteralValue::Null => Value::Null,
+        LiteralValue::String(s) => Value::string(s.inner()),
+        LiteralValue::UInt(u) => Value::Uint(*u.inner()),
+    }
+}

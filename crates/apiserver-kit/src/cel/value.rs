@@ -1,0 +1,357 @@
+//! CEL values as k8s.io/apiserver's policies see them: an object decoded from JSON as the
+//! kube-apiserver decodes it (integers `int`, other numbers `double`), and cel-go's
+//! heterogeneous equality and ordering of numbers.
+
+use super::error::EvalError;
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+/// A CEL value.
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// `null`.
+    Null,
+    /// `true`, `false`.
+    Bool(bool),
+    /// A 64-bit integer (`1`, and JSON's integers).
+    Int(i64),
+    /// An unsigned 64-bit integer (`1u`).
+    Uint(u64),
+    /// A double (`1.5`, and JSON's other numbers).
+    Double(f64),
+    /// A string.
+    String(Arc<str>),
+    /// Bytes (`b'abc'`).
+    Bytes(Arc<[u8]>),
+    /// A list.
+    List(Arc<[Value]>),
+    /// A map (and a JSON object).
+    Map(Arc<Map>),
+    /// Nanoseconds since the Unix epoch, within 0001-01-01 and 9999-12-31 (UTC).
+    Timestamp(i128),
+    /// Nanoseconds, within Go's `time.Duration`.
+    Duration(i64),
+    /// A type (`type(x)`, `int`).
+    Type(Type),
+    /// An optional value (`optional.of(x)`, `a.?b`): none or one value.
+    Optional(Option<Arc<Value>>),
+}
+
+/// The type of a value, as `type(x)` answers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // each variant is the type of the value variant of its name
+pub enum Type {
+    Null,
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    List,
+    Map,
+    Timestamp,
+    Duration,
+    Type,
+    Optional,
+}
+
+impl Type {
+    /// The name cel-go gives the type (`type(1) == int`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Type::Null => "null_type",
+            Type::Bool => "bool",
+            Type::Int => "int",
+            Type::Uint => "uint",
+            Type::Double => "double",
+            Type::String => "string",
+            Type::Bytes => "bytes",
+            Type::List => "list",
+            Type::Map => "map",
+            Type::Timestamp => "google.protobuf.Timestamp",
+            Type::Duration => "google.protobuf.Duration",
+            Type::Type => "type",
+            Type::Optional => "optional_type",
+        }
+    }
+
+    /// The type an identifier names in expressions (`int`, `list`, `null_type`, ...).
+    pub fn named(name: &str) -> Option<Type> {
+        [
+            Type::Null,
+            Type::Bool,
+            Type::Int,
+            Type::Uint,
+            Type::Double,
+            Type::String,
+            Type::Bytes,
+            Type::List,
+            Type::Map,
+            Type::Type,
+        ]
+        .into_iter()
+        .find(|t| t.name() == name)
+    }
+}
+
+/// A map: its entries in insertion order, keys unique under CEL equality.
+#[derive(Debug, Default)]
+pub struct Map {
+    entries: Vec<(Value, Value)>,
+}
+
+impl Map {
+    /// A map of `entries`; a key that repeats is an error, as in cel-go.
+    pub fn new(entries: Vec<(Value, Value)>) -> Result<Map, EvalError> {
+        let mut map = Map { entries: Vec::with_capacity(entries.len()) };
+        for (key, value) in entries {
+            key.check_map_key()?;
+            if map.get(&key).is_some() {
+                return Err(EvalError::new(format!("Failed with repeated key: {}", key.display())));
+            }
+            map.entries.push((key, value));
+        }
+        Ok(map)
+    }
+
+    /// The value at `key`: numeric keys match across int, uint and double.
+    pub fn get(&self, key: &Value) -> Option<&Value> {
+        self.entries.iter().find(|(k, _)| k.equals(key)).map(|(_, v)| v)
+    }
+
+    /// The value at a string key.
+    pub fn get_str(&self, key: &str) -> Option<&Value> {
+        self.entries.iter().find(|(k, _)| matches!(k, Value::String(s) if &**s == key)).map(|(_, v)| v)
+    }
+
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The keys, in insertion order.
+    pub fn keys(&self) -> impl Iterator<Item = &Value> {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    /// The entries, in insertion order.
+    pub fn entries(&self) -> impl Iterator<Item = &(Value, Value)> {
+        self.entries.iter()
+    }
+}
+
+impl Value {
+    /// A string value.
+    pub fn string(s: &str) -> Value {
+        Value::String(Arc::from(s))
+    }
+
+    /// A list value.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Arc::from(items))
+    }
+
+    /// JSON as the kube-apiserver decodes an object for its policies: integers that fit `int`,
+    /// every other number `double`.
+    pub fn from_json(json: &serde_json::Value) -> Value {
+        match json {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_json::Value::String(s) => Value::string(s),
+            serde_json::Value::Array(items) => Value::list(items.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(fields) => Value::Map(Arc::new(Map {
+                entries: fields.iter().map(|(k, v)| (Value::string(k), Value::from_json(v))).collect(),
+            })),
+        }
+    }
+
+    /// The value's type.
+    pub fn type_of(&self) -> Type {
+        match self {
+            Value::Null => Type::Null,
+            Value::Bool(_) => Type::Bool,
+            Value::Int(_) => Type::Int,
+            Value::Uint(_) => Type::Uint,
+            Value::Double(_) => Type::Double,
+            Value::String(_) => Type::String,
+            Value::Bytes(_) => Type::Bytes,
+            Value::List(_) => Type::List,
+            Value::Map(_) => Type::Map,
+            Value::Timestamp(_) => Type::Timestamp,
+            Value::Duration(_) => Type::Duration,
+            Value::Type(_) => Type::Type,
+            Value::Optional(_) => Type::Optional,
+        }
+    }
+
+    fn check_map_key(&self) -> Result<(), EvalError> {
+        match self {
+            Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::String(_) => Ok(()),
+            other => Err(EvalError::new(format!("unsupported key type: {}", other.type_of().name()))),
+        }
+    }
+
+    /// cel-go's `Equal`: numbers compare across int, uint and double; NaN equals nothing; values
+    /// of different types are unequal (never an error).
+    pub fn equals(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => {
+                self.compare_numbers(other) == Some(Ordering::Equal)
+            }
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (String(a), String(b)) => a == b,
+            (Bytes(a), Bytes(b)) => a == b,
+            (Timestamp(a), Timestamp(b)) => a == b,
+            (Duration(a), Duration(b)) => a == b,
+            (Type(a), Type(b)) => a == b,
+            (List(a), List(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y)),
+            (Map(a), Map(b)) => a.len() == b.len() && a.entries().all(|(k, v)| b.get(k).is_some_and(|w| v.equals(w))),
+            (Optional(a), Optional(b)) => match (a, b) {
+                (None, None) => true,
+                (Some(x), Some(y)) => x.equals(y),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// The order of two numbers of any numeric types; `None` when either is NaN or not a number.
+    pub fn compare_numbers(&self, other: &Value) -> Option<Ordering> {
+        use Value::*;
+        match (self, other) {
+            (Int(a), Int(b)) => Some(a.cmp(b)),
+            (Uint(a), Uint(b)) => Some(a.cmp(b)),
+            (Double(a), Double(b)) => a.partial_cmp(b),
+            (Int(a), Uint(b)) => Some(if *a < 0 { Ordering::Less } else { (*a as u64).cmp(b) }),
+            (Uint(_), Int(_)) => other.compare_numbers(self).map(Ordering::reverse),
+            (Double(d), Int(i)) => compare_double_int(*d, *i),
+            (Int(_), Double(_)) => other.compare_numbers(self).map(Ordering::reverse),
+            (Double(d), Uint(u)) => compare_double_uint(*d, *u),
+            (Uint(_), Double(_)) => other.compare_numbers(self).map(Ordering::reverse),
+            _ => None,
+        }
+    }
+
+    /// How a value reads in an error message (`no such key: spec`).
+    pub fn display(&self) -> String {
+        match self {
+            Value::String(s) => s.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Uint(u) => u.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Double(d) => super::format::go_float(*d),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// The tagged JSON of tools/cel-oracle (`{"int": "5"}`, `{"list": [...]}`, map entries sorted
+    /// by their keys' JSON): what the differential tests compare.
+    pub fn to_tagged_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            Value::Null => json!({"null": null}),
+            Value::Bool(b) => json!({"bool": b}),
+            Value::Int(i) => json!({"int": i.to_string()}),
+            Value::Uint(u) => json!({"uint": u.to_string()}),
+            Value::Double(d) if d.is_finite() => json!({"double": d}),
+            Value::Double(d) => json!({"double": super::format::go_float(*d)}),
+            Value::String(s) => json!({"string": &**s}),
+            Value::Bytes(b) => {
+                use base64::Engine;
+                json!({"bytes": base64::engine::general_purpose::STANDARD.encode(b)})
+            }
+            Value::List(items) => json!({"list": items.iter().map(Value::to_tagged_json).collect::<Vec<_>>()}),
+            Value::Map(map) => {
+                let mut entries: Vec<(String, serde_json::Value, serde_json::Value)> = map
+                    .entries()
+                    .map(|(k, v)| (k.to_tagged_json().to_string(), k.to_tagged_json(), v.to_tagged_json()))
+                    .collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                json!({"map": entries.into_iter().map(|(_, k, v)| json!([k, v])).collect::<Vec<_>>()})
+            }
+            Value::Timestamp(nanos) => json!({"timestamp": super::format::rfc3339(*nanos)}),
+            Value::Duration(nanos) => json!({"duration": super::format::go_duration(*nanos)}),
+            Value::Type(t) => json!({"type": t.name()}),
+            Value::Optional(None) => json!({"optional": null}),
+            Value::Optional(Some(v)) => json!({"optional": v.to_tagged_json()}),
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.display())
+    }
+}
+
+/// cel-go's compareDoubleInt: a double beyond int's range is less or greater than every int.
+fn compare_double_int(d: f64, i: i64) -> Option<Ordering> {
+    if d.is_nan() {
+        return None;
+    }
+    if d < i64::MIN as f64 {
+        return Some(Ordering::Less);
+    }
+    if d >= i64::MAX as f64 {
+        return Some(Ordering::Greater);
+    }
+    d.partial_cmp(&(i as f64))
+}
+
+fn compare_double_uint(d: f64, u: u64) -> Option<Ordering> {
+    if d.is_nan() {
+        return None;
+    }
+    if d < 0.0 {
+        return Some(Ordering::Less);
+    }
+    if d >= u64::MAX as f64 {
+        return Some(Ordering::Greater);
+    }
+    d.partial_cmp(&(u as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_integers_are_ints_and_other_numbers_doubles() {
+        let v = Value::from_json(&json!({"a": 1, "b": 1.5, "c": 1e3, "d": 18446744073709551615u64}));
+        let Value::Map(m) = v else { panic!() };
+        assert!(matches!(m.get_str("a"), Some(Value::Int(1))));
+        assert!(matches!(m.get_str("b"), Some(Value::Double(_))));
+        assert!(matches!(m.get_str("c"), Some(Value::Double(_))));
+        assert!(matches!(m.get_str("d"), Some(Value::Double(_))));
+    }
+
+    #[test]
+    fn numbers_are_equal_across_types_and_nan_to_nothing() {
+        assert!(Value::Int(1).equals(&Value::Uint(1)));
+        assert!(Value::Double(1.0).equals(&Value::Int(1)));
+        assert!(!Value::Int(-1).equals(&Value::Uint(u64::MAX)));
+        assert!(!Value::Double(f64::NAN).equals(&Value::Double(f64::NAN)));
+        assert!(!Value::Int(1).equals(&Value::string("1")));
+        assert_eq!(Value::Double(1e19).compare_numbers(&Value::Int(i64::MAX)), Some(Ordering::Greater));
+    }
+
+    #[test]
+    fn a_repeated_map_key_is_refused() {
+        let err = Map::new(vec![(Value::Int(1), Value::Null), (Value::Uint(1), Value::Null)]).unwrap_err();
+        assert_eq!(err.to_string(), "Failed with repeated key: 1");
+    }
+}
