@@ -67,6 +67,7 @@ impl Machine<'_> {
                 _ => Err(EvalError::no_such_overload()),
             },
             Node::InSet { element, set } => self.in_set(element, set),
+            Node::OptionalOr { optional, alternative, value } => self.optional_or(optional, alternative, *value),
             Node::List { elements, optional } => self.list(elements, optional),
             Node::Map { entries } => self.map(entries),
             Node::Fold(fold) => self.fold(fold),
@@ -164,6 +165,19 @@ impl Machine<'_> {
         }
     }
 
+    fn optional_or(&mut self, optional: &Node, alternative: &Node, value: bool) -> Eval {
+        match (self.eval(optional)?, value) {
+            (Value::Optional(Some(inner)), true) => Ok((*inner).clone()),
+            (present @ Value::Optional(Some(_)), false) => Ok(present),
+            (Value::Optional(None), true) => self.eval(alternative),
+            (Value::Optional(None), false) => match self.eval(alternative)? {
+                alternative @ Value::Optional(_) => Ok(alternative),
+                _ => Err(EvalError::no_such_overload()),
+            },
+            _ => Err(EvalError::no_such_overload()),
+        }
+    }
+
     fn call(&mut self, function: &str, target: Option<&Node>, args: &[Node]) -> Eval {
         let target = target.map(|t| self.eval(t));
         if let Some(t) = &target
@@ -187,8 +201,11 @@ impl Machine<'_> {
                 functions::call(function, target, &args)
             }
         };
-        let costed: Vec<&Eval> = target.iter().chain(&values).collect();
-        self.charge(functions::call_cost(function, &costed))?;
+        let cost = match function {
+            "join" => functions::join_cost(result.as_ref().ok()),
+            _ => functions::call_cost(function, &target.iter().chain(&values).collect::<Vec<_>>()),
+        };
+        self.charge(cost)?;
         result
     }
 

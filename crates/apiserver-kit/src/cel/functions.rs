@@ -4,6 +4,7 @@
 
 use super::error::EvalError;
 use super::value::Value;
+use super::{lists, strings};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -30,8 +31,10 @@ pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
         ("-_" | "!_" | "@not_strictly_false", false, 1) => true,
         ("size", false, 1) | ("size", true, 0) => true,
         ("contains" | "startsWith" | "endsWith" | "matches", true, 1) | ("matches", false, 2) => true,
-        (conversion, false, 1) => CONVERSIONS.contains(&conversion),
-        _ => false,
+        (conversion, false, 1) if CONVERSIONS.contains(&conversion) => true,
+        ("strings.quote", false, 1) => true,
+        (_, true, n) => strings::is_member(function, n) || lists::is_member(function, n),
+        (_, false, n) => lists::is_global(function, n),
     }
 }
 
@@ -49,10 +52,19 @@ pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
         ("@not_strictly_false", None, [value]) => Ok(Value::Bool(!matches!(value, Value::Bool(false)))),
         ("size", None, [value]) => size(value).map(Value::Int),
         ("size", Some(value), []) => size(value).map(Value::Int),
-        (_, Some(Value::String(s)), [Value::String(arg)]) => string_member(function, s, arg),
-        _ => Err(EvalError::no_such_overload()),
+        (_, Some(Value::String(s)), [Value::String(arg)]) if CORE_STRING_MEMBERS.contains(&function) => {
+            string_member(function, s, arg)
+        }
+        ("strings.quote", None, [Value::String(s)]) => Ok(Value::string(&strings::quote(s))),
+        (_, Some(target), _) => strings::call(function, target, args)
+            .or_else(|| lists::call_member(function, target, args))
+            .unwrap_or_else(|| Err(EvalError::no_such_overload())),
+        (_, None, _) => lists::call_global(function, args).unwrap_or_else(|| Err(EvalError::no_such_overload())),
     }
 }
+
+/// The standard library's member functions of strings.
+const CORE_STRING_MEMBERS: &[&str] = &["contains", "startsWith", "endsWith", "matches"];
 
 fn binary(function: &str, left: &Value, right: &Value) -> Eval {
     match function {
@@ -72,7 +84,7 @@ fn binary(function: &str, left: &Value, right: &Value) -> Eval {
 }
 
 /// `<` and its kin: numbers across types, strings, bytes, bools, timestamps, durations.
-fn compare(left: &Value, right: &Value) -> Result<Ordering, EvalError> {
+pub(super) fn compare(left: &Value, right: &Value) -> Result<Ordering, EvalError> {
     use Value::*;
     let ordering = match (left, right) {
         // cel-go: a NaN double on the left (or beside another double) cannot be ordered; an int
@@ -233,13 +245,54 @@ fn textual(value: Option<&Eval>) -> bool {
     matches!(value, Some(Ok(Value::String(_) | Value::Bytes(_))))
 }
 
+/// Kubernetes' cost of its functions and of the strings extension's it prices, by function name
+/// (k8s.io/apiserver's `CostEstimator.CallCost`, consulted before cel-go's defaults).
+fn kubernetes_call_cost(function: &str, args: &[&Eval]) -> Option<u64> {
+    let arg = |i: usize| args.get(i).copied();
+    let cost = match function {
+        "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
+            arg(0).map_or(0, |v| v.as_ref().map_or(1, traversal_cost))
+        }
+        "lowerAscii" | "upperAscii" | "substring" | "trim" => traversal(actual_size(arg(0))),
+        "replace" | "split" => (actual_size(arg(0)) as f64 * 2.0 * TRAVERSAL).ceil() as u64,
+        "find" | "findAll" if args.len() >= 2 => {
+            let text = ((1 + actual_size(arg(0))) as f64 * TRAVERSAL).ceil() as u64;
+            text * (actual_size(arg(1)) as f64 * REGEX_LENGTH).ceil() as u64
+        }
+        _ => return None,
+    };
+    Some(cost)
+}
+
+/// Kubernetes' `traversalCost`: a string's or bytes' length (bytes) a tenth, rounded down; a
+/// list's or map's the sum of its elements' (keys and values); anything else one.
+fn traversal_cost(value: &Value) -> u64 {
+    match value {
+        Value::String(s) => (s.len() as f64 * TRAVERSAL) as u64,
+        Value::Bytes(b) => (b.len() as f64 * TRAVERSAL) as u64,
+        Value::List(items) => items.iter().map(traversal_cost).sum(),
+        Value::Map(map) => map.entries().map(|(k, v)| traversal_cost(k) + traversal_cost(v)).sum(),
+        _ => 1,
+    }
+}
+
+/// The cost of `join`, which Kubernetes reads from its result.
+pub fn join_cost(result: Option<&Value>) -> u64 {
+    let size = result.map_or(1, |v| size(v).map_or(1, |n| n as u64));
+    (size as f64 * 2.0 * TRAVERSAL).ceil() as u64
+}
+
 /// What a call of `function` costs (cel-go's `costCall` defaults), given its arguments (the
 /// target first for a member call).
 pub fn call_cost(function: &str, args: &[&Eval]) -> u64 {
     let arg = |i: usize| args.get(i).copied();
     let both_textual = textual(arg(0)) && textual(arg(1));
+    if let Some(cost) = kubernetes_call_cost(function, args) {
+        return cost;
+    }
     match function {
         "startsWith" | "endsWith" => traversal(actual_size(arg(1))),
+        "strings.quote" => traversal(actual_size(arg(0))),
         "@in" if matches!(arg(1), Some(Ok(Value::List(_)))) => actual_size(arg(1)),
         "_==_" | "_!=_" => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),
         "_<_" | "_<=_" | "_>_" | "_>=_" if both_textual => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),

@@ -10,7 +10,9 @@ pub mod error;
 mod eval;
 mod format;
 mod functions;
+mod lists;
 mod program;
+mod strings;
 pub mod value;
 
 pub use error::{CompileError, EvalError};

@@ -77,6 +77,13 @@ pub(crate) enum Node {
         element: Box<Node>,
         set: Vec<Value>,
     },
+    /// `a.or(b)` (`value` false) and `a.orValue(b)` (true): `b` only evaluated when `a` is
+    /// none, and no call cost (cel-go plans them as their own steps).
+    OptionalOr {
+        optional: Box<Node>,
+        alternative: Box<Node>,
+        value: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -172,6 +179,22 @@ impl Planner<'_> {
                 Ok(Node::Conditional { condition: Box::new(planned.remove(0)), truthy, falsy })
             }
             _ => {
+                // `optional.of(x)`, `strings.quote(s)`: a function of a namespace, not a member.
+                if let Some(Expr::Ident(namespace)) = target.map(|t| &t.expr) {
+                    let qualified = format!("{namespace}.{function}");
+                    if !self.is_variable(namespace) && functions::is_declared(&qualified, false, planned.len()) {
+                        return fold_conversion(Node::Call {
+                            function: Arc::from(qualified),
+                            target: None,
+                            args: planned,
+                        });
+                    }
+                }
+                if let (Some(target), "or" | "orValue", 1) = (target, function, planned.len()) {
+                    let optional = Box::new(self.plan(target)?);
+                    let alternative = Box::new(planned.remove(0));
+                    return Ok(Node::OptionalOr { optional, alternative, value: function == "orValue" });
+                }
                 let target = target.map(|t| self.plan(t)).transpose()?.map(Box::new);
                 if !functions::is_declared(function, target.is_some(), planned.len()) {
                     return Err(self.undeclared_function(function));
@@ -233,6 +256,10 @@ impl Planner<'_> {
             step: step?,
             result: result?,
         })))
+    }
+
+    fn is_variable(&self, name: &str) -> bool {
+        self.locals.iter().any(|l| l == name) || self.variables.contains(&name)
     }
 
     fn undeclared_function(&self, function: &str) -> CompileError {
