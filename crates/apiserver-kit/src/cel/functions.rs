@@ -32,7 +32,7 @@ pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
         ("size", false, 1) | ("size", true, 0) => true,
         ("contains" | "startsWith" | "endsWith" | "matches", true, 1) | ("matches", false, 2) => true,
         (conversion, false, 1) if CONVERSIONS.contains(&conversion) => true,
-        ("strings.quote", false, 1) => true,
+        ("strings.quote", false, 1) | (super::macros::MAP_INSERT, false, 2 | 3) => true,
         (_, true, n) => strings::is_member(function, n) || lists::is_member(function, n),
         (_, false, n) => lists::is_global(function, n),
     }
@@ -45,6 +45,7 @@ pub fn is_conversion(function: &str) -> bool {
 /// Calls `function` (with `target` for a member call) on values that are not errors.
 pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
     match (function, target, args) {
+        (super::macros::MAP_INSERT, None, [Value::Map(map), rest @ ..]) => map_insert(map, rest),
         (_, None, [value]) if is_conversion(function) => convert(function, value),
         (_, None, [left, right]) => binary(function, left, right),
         ("-_", None, [value]) => negate(value),
@@ -65,6 +66,24 @@ pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
 
 /// The standard library's member functions of strings.
 const CORE_STRING_MEMBERS: &[&str] = &["contains", "startsWith", "endsWith", "matches"];
+
+/// `cel.@mapInsert(map, key, value)` and `cel.@mapInsert(map, entries)`: a key already there
+/// is an error.
+fn map_insert(map: &super::value::Map, rest: &[&Value]) -> Eval {
+    let added: Vec<(Value, Value)> = match rest {
+        [key, value] => vec![((*key).clone(), (*value).clone())],
+        [Value::Map(entries)] => entries.entries().cloned().collect(),
+        _ => return Err(EvalError::no_such_overload()),
+    };
+    let mut entries: Vec<(Value, Value)> = map.entries().cloned().collect();
+    for (key, value) in added {
+        if entries.iter().any(|(k, _)| k.equals(&key)) {
+            return Err(EvalError::new(format!("insert failed: key {} already exists", key.display())));
+        }
+        entries.push((key, value));
+    }
+    Ok(Value::Map(Arc::new(super::value::Map::new(entries)?)))
+}
 
 fn binary(function: &str, left: &Value, right: &Value) -> Eval {
     match function {

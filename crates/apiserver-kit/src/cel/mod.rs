@@ -11,6 +11,7 @@ mod eval;
 mod format;
 mod functions;
 mod lists;
+mod macros;
 mod program;
 mod strings;
 pub mod value;

@@ -22,10 +22,8 @@ impl Program {
     /// has it, and plans it; `variables` are the names the expression may read besides its
     /// comprehensions' own.
     pub fn compile(source: &str, variables: &[&str]) -> Result<Program, CompileError> {
-        let parsed = cel::parser::Parser::new()
-            .enable_optional_syntax(true)
-            .parse(source)
-            .map_err(|errors| CompileError { issues: errors.to_string() })?;
+        let parsed =
+            super::macros::parser().parse(source).map_err(|errors| CompileError { issues: errors.to_string() })?;
         let mut planner = Planner { variables, locals: Vec::new(), source };
         let root = planner.plan(&parsed)?;
         Ok(Program { root, source: source.to_string() })
