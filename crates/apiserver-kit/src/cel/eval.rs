@@ -201,9 +201,11 @@ impl Machine<'_> {
                 functions::call(function, target, &args)
             }
         };
+        let args: Vec<&Eval> = target.iter().chain(&values).collect();
         let cost = match function {
             "join" => functions::join_cost(result.as_ref().ok()),
-            _ => functions::call_cost(function, &target.iter().chain(&values).collect::<Vec<_>>()),
+            _ => super::collections::call_cost(function, &args, result.as_ref().ok())
+                .unwrap_or_else(|| functions::call_cost(function, &args)),
         };
         self.charge(cost)?;
         result

@@ -4,7 +4,7 @@
 
 use super::error::EvalError;
 use super::value::Value;
-use super::{lists, strings};
+use super::{collections, lists, strings};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -33,8 +33,10 @@ pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
         ("contains" | "startsWith" | "endsWith" | "matches", true, 1) | ("matches", false, 2) => true,
         (conversion, false, 1) if CONVERSIONS.contains(&conversion) => true,
         ("strings.quote", false, 1) | (super::macros::MAP_INSERT, false, 2 | 3) => true,
-        (_, true, n) => strings::is_member(function, n) || lists::is_member(function, n),
-        (_, false, n) => lists::is_global(function, n),
+        (_, true, n) => {
+            strings::is_member(function, n) || lists::is_member(function, n) || collections::is_member(function, n)
+        }
+        (_, false, n) => lists::is_global(function, n) || collections::is_global(function, n),
     }
 }
 
@@ -46,6 +48,9 @@ pub fn is_conversion(function: &str) -> bool {
 pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
     match (function, target, args) {
         (super::macros::MAP_INSERT, None, [Value::Map(map), rest @ ..]) => map_insert(map, rest),
+        (_, None, _) if collections::is_global(function, args.len()) => {
+            collections::call_global(function, args).unwrap_or_else(|| Err(EvalError::no_such_overload()))
+        }
         (_, None, [value]) if is_conversion(function) => convert(function, value),
         (_, None, [left, right]) => binary(function, left, right),
         ("-_", None, [value]) => negate(value),
@@ -59,6 +64,7 @@ pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
         ("strings.quote", None, [Value::String(s)]) => Ok(Value::string(&strings::quote(s))),
         (_, Some(target), _) => strings::call(function, target, args)
             .or_else(|| lists::call_member(function, target, args))
+            .or_else(|| collections::call_member(function, target, args))
             .unwrap_or_else(|| Err(EvalError::no_such_overload())),
         (_, None, _) => lists::call_global(function, args).unwrap_or_else(|| Err(EvalError::no_such_overload())),
     }

@@ -24,6 +24,7 @@ static ENVIRONMENT: LazyLock<cel::Env> = LazyLock::new(|| {
             let _ = env.add_macro(Macro::receiver(name, arity, move |h, t, a| transform(name, h, t, a).map(Some)));
         }
     }
+    let _ = env.add_macro(Macro::receiver("sortBy", 2, |h, t, a| sort_by(h, t, a).map(Some)));
     env
 });
 
@@ -157,6 +158,55 @@ fn transform(
     let condition = literal(h, LiteralValue::Boolean(true.into()));
     let result = accumulator(h);
     Ok(comprehension(h, target, (first, second), init, condition, step, result))
+}
+
+/// cel-go's sortBy: `list.sortBy(e, key)` binds the list once and sorts it by the keys its
+/// `map(e, key)` gives (`@sortByAssociatedKeys`).
+fn sort_by(h: &mut MacroExprHelper<'_>, target: &mut Option<IdedExpr>, args: &mut Vec<IdedExpr>) -> Expanded {
+    const INPUT: &str = "@__sortBy_input__";
+    let Some(list) = target.take() else { return Err(h.new_error(0, "sortBy needs a target")) };
+    if !matches!(list.expr, Expr::List(_) | Expr::Select(_) | Expr::Ident(_) | Expr::Comprehension(_) | Expr::Call(_)) {
+        return Err(h.new_error(
+            list.id,
+            "sortBy can only be applied to a list, identifier, comprehension, call or select expression",
+        ));
+    }
+    let Expr::Ident(variable) = &args[0].expr else {
+        return Err(h.new_error(args[0].id, "argument is not an identifier"));
+    };
+    let variable = variable.clone();
+    let key = args.remove(1);
+    let input = h.next_expr(Expr::Ident(INPUT.to_string()));
+    let element = h.next_expr(Expr::List(cel::common::ast::ListExpr::new(vec![key])));
+    let accu = accumulator(h);
+    let keys = ComprehensionExpr {
+        iter_range: input,
+        iter_var: variable,
+        iter_var2: None,
+        accu_var: ACCUMULATOR.to_string(),
+        accu_init: h.next_expr(Expr::List(cel::common::ast::ListExpr::new(Vec::new()))),
+        loop_cond: literal(h, LiteralValue::Boolean(true.into())),
+        loop_step: call(h, operators::ADD, vec![accu, element]),
+        result: accumulator(h),
+    };
+    let keys = h.next_expr(Expr::Comprehension(Box::new(keys)));
+    let input = h.next_expr(Expr::Ident(INPUT.to_string()));
+    let sorted = h.next_expr(Expr::Call(CallExpr {
+        func_name: "@sortByAssociatedKeys".to_string(),
+        target: Some(Box::new(input)),
+        args: vec![keys],
+    }));
+    let binding = ComprehensionExpr {
+        iter_range: h.next_expr(Expr::List(cel::common::ast::ListExpr::new(Vec::new()))),
+        iter_var: "#unused".to_string(),
+        iter_var2: None,
+        accu_var: INPUT.to_string(),
+        accu_init: list,
+        loop_cond: literal(h, LiteralValue::Boolean(false.into())),
+        loop_step: h.next_expr(Expr::Ident(INPUT.to_string())),
+        result: sorted,
+    };
+    Ok(h.next_expr(Expr::Comprehension(Box::new(binding))))
 }
 
 fn comprehension(

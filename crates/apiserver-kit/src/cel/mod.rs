@@ -5,6 +5,7 @@
 //! tools/cel-oracle (k8s.io/apiserver's compiler) is the reference of the tests.
 
 mod arithmetic;
+mod collections;
 mod conversions;
 pub mod error;
 mod eval;
