@@ -17,7 +17,7 @@ pub fn apply(function: &str, left: &Value, right: &Value) -> Eval {
         (String(a), String(b)) if function == "_+_" => Ok(Value::String(Arc::from(format!("{a}{b}")))),
         (Bytes(a), Bytes(b)) if function == "_+_" => Ok(Value::Bytes(a.iter().chain(b.iter()).copied().collect())),
         (List(a), List(b)) if function == "_+_" => Ok(Value::list(a.iter().chain(b.iter()).cloned().collect())),
-        (Timestamp(_) | Duration(_), Timestamp(_) | Duration(_)) => time(function, left, right),
+        (Timestamp(..) | Duration(_), Timestamp(..) | Duration(_)) => time(function, left, right),
         _ => Err(EvalError::no_such_overload()),
     }
 }
@@ -65,18 +65,26 @@ fn time(function: &str, left: &Value, right: &Value) -> Eval {
     match (function, left, right) {
         ("_+_", Duration(a), Duration(b)) => a.checked_add(*b).map(Duration).ok_or_else(duration_overflow),
         ("_-_", Duration(a), Duration(b)) => a.checked_sub(*b).map(Duration).ok_or_else(duration_overflow),
-        ("_+_", Timestamp(t), Duration(d)) | ("_+_", Duration(d), Timestamp(t)) => timestamp(t + *d as i128),
-        ("_-_", Timestamp(t), Duration(d)) => timestamp(t - *d as i128),
-        ("_-_", Timestamp(a), Timestamp(b)) => i64::try_from(a - b).map(Duration).map_err(|_| duration_overflow()),
+        ("_+_", Timestamp(t, offset), Duration(d)) | ("_+_", Duration(d), Timestamp(t, offset)) => {
+            timestamp(t + *d as i128, *offset)
+        }
+        ("_-_", Timestamp(t, offset), Duration(d)) => timestamp(t - *d as i128, *offset),
+        ("_-_", Timestamp(a, _), Timestamp(b, _)) => {
+            i64::try_from(a - b).map(Duration).map_err(|_| duration_overflow())
+        }
         _ => Err(EvalError::no_such_overload()),
     }
 }
 
-/// A timestamp within CEL's range (years 1 to 9999).
-pub fn timestamp(nanos: i128) -> Eval {
+/// A timestamp within CEL's range (years 1 to 9999), with its offset from UTC.
+pub fn timestamp(nanos: i128, offset: i32) -> Eval {
     const MIN: i128 = -62_135_596_800 * 1_000_000_000;
     const MAX: i128 = 253_402_300_799 * 1_000_000_000 + 999_999_999;
-    if (MIN..=MAX).contains(&nanos) { Ok(Value::Timestamp(nanos)) } else { Err(EvalError::new("timestamp overflow")) }
+    if (MIN..=MAX).contains(&nanos) {
+        Ok(Value::Timestamp(nanos, offset))
+    } else {
+        Err(EvalError::new("timestamp overflow"))
+    }
 }
 
 fn duration_overflow() -> EvalError {

@@ -136,7 +136,7 @@ fn comparable(value: &Value) -> bool {
             | Value::Bool(_)
             | Value::String(_)
             | Value::Bytes(_)
-            | Value::Timestamp(_)
+            | Value::Timestamp(..)
             | Value::Duration(_)
     )
 }

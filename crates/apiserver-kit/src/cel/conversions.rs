@@ -24,7 +24,7 @@ pub fn to_int(value: &Value) -> Eval {
             Ok(Value::Int(*d as i64))
         }
         Value::String(s) => parse_go_int(s).map(Value::Int).ok_or_else(|| conversion_error(value, "int")),
-        Value::Timestamp(nanos) => Ok(Value::Int(nanos.div_euclid(1_000_000_000) as i64)),
+        Value::Timestamp(nanos, _) => Ok(Value::Int(nanos.div_euclid(1_000_000_000) as i64)),
         Value::Duration(nanos) => Ok(Value::Int(*nanos)),
         _ => Err(EvalError::no_such_overload()),
     }
@@ -84,7 +84,7 @@ pub fn to_string(value: &Value) -> Eval {
         Value::Double(d) => format::go_float_g(*d),
         Value::Bool(b) => b.to_string(),
         Value::Bytes(b) => std::str::from_utf8(b).map_err(|_| conversion_error(value, "string"))?.to_string(),
-        Value::Timestamp(nanos) => format::rfc3339(*nanos),
+        Value::Timestamp(nanos, offset) => format::rfc3339(*nanos, *offset),
         Value::Duration(nanos) => format!("{}s", format::seconds(*nanos)),
         _ => return Err(EvalError::no_such_overload()),
     };
@@ -116,12 +116,12 @@ pub fn to_duration(value: &Value) -> Eval {
 
 pub fn to_timestamp(value: &Value) -> Eval {
     match value {
-        Value::Timestamp(_) => Ok(value.clone()),
-        Value::Int(seconds) => timestamp(*seconds as i128 * 1_000_000_000),
+        Value::Timestamp(..) => Ok(value.clone()),
+        Value::Int(seconds) => timestamp(*seconds as i128 * 1_000_000_000, 0),
         Value::String(s) => {
             let parsed = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
                 .map_err(|_| conversion_error(value, "google.protobuf.Timestamp"))?;
-            timestamp(parsed.unix_timestamp_nanos())
+            timestamp(parsed.unix_timestamp_nanos(), parsed.offset().whole_seconds())
         }
         _ => Err(EvalError::no_such_overload()),
     }

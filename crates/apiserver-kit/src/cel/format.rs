@@ -131,17 +131,28 @@ fn duration_part(number: &str, scale: i128) -> Option<i128> {
     Some(part)
 }
 
-/// Nanoseconds since the epoch as RFC 3339 in UTC with up to nine fraction digits.
-pub fn rfc3339(nanos: i128) -> String {
-    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(nanos) else {
+/// Nanoseconds since the epoch as Go's RFC 3339 with nanoseconds writes them, at `offset`
+/// seconds east of UTC (`Z` for none), with up to nine fraction digits.
+pub fn rfc3339(nanos: i128, offset: i32) -> String {
+    let at = time::UtcOffset::from_whole_seconds(offset)
+        .ok()
+        .and_then(|zone| time::OffsetDateTime::from_unix_timestamp_nanos(nanos).ok().map(|t| t.to_offset(zone)));
+    let Some(at) = at else {
         return nanos.to_string();
+    };
+    let zone = match offset {
+        0 => "Z".to_string(),
+        _ => {
+            let (sign, seconds) = if offset < 0 { ('-', -offset) } else { ('+', offset) };
+            format!("{sign}{:02}:{:02}", seconds / 3600, seconds % 3600 / 60)
+        }
     };
     let fraction = match at.nanosecond() {
         0 => String::new(),
         n => format!(".{}", format!("{n:09}").trim_end_matches('0')),
     };
     format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{fraction}Z",
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{fraction}{zone}",
         at.year(),
         u8::from(at.month()),
         at.day(),
@@ -188,7 +199,8 @@ mod tests {
 
     #[test]
     fn timestamps_are_rfc3339_in_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_500_000_000), "1970-01-01T00:00:01.5Z");
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_500_000_000, 0), "1970-01-01T00:00:01.5Z");
+        assert_eq!(rfc3339(0, 3600), "1970-01-01T01:00:00+01:00");
     }
 }

@@ -4,7 +4,7 @@
 
 use super::error::EvalError;
 use super::value::Value;
-use super::{collections, lists, strings};
+use super::{collections, lists, strings, timestamps};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -34,7 +34,10 @@ pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
         (conversion, false, 1) if CONVERSIONS.contains(&conversion) => true,
         ("strings.quote", false, 1) | (super::macros::MAP_INSERT, false, 2 | 3) => true,
         (_, true, n) => {
-            strings::is_member(function, n) || lists::is_member(function, n) || collections::is_member(function, n)
+            strings::is_member(function, n)
+                || lists::is_member(function, n)
+                || collections::is_member(function, n)
+                || timestamps::is_member(function, n)
         }
         (_, false, n) => lists::is_global(function, n) || collections::is_global(function, n),
     }
@@ -65,6 +68,7 @@ pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
         (_, Some(target), _) => strings::call(function, target, args)
             .or_else(|| lists::call_member(function, target, args))
             .or_else(|| collections::call_member(function, target, args))
+            .or_else(|| timestamps::call(function, target, args))
             .unwrap_or_else(|| Err(EvalError::no_such_overload())),
         (_, None, _) => lists::call_global(function, args).unwrap_or_else(|| Err(EvalError::no_such_overload())),
     }
@@ -122,7 +126,7 @@ pub(super) fn compare(left: &Value, right: &Value) -> Result<Ordering, EvalError
         (String(a), String(b)) => a.cmp(b),
         (Bytes(a), Bytes(b)) => a.cmp(b),
         (Bool(a), Bool(b)) => a.cmp(b),
-        (Timestamp(a), Timestamp(b)) => a.cmp(b),
+        (Timestamp(a, _), Timestamp(b, _)) => a.cmp(b),
         (Duration(a), Duration(b)) => a.cmp(b),
         _ => return Err(EvalError::no_such_overload()),
     };
@@ -246,7 +250,7 @@ pub fn go_type_name(value: &Value) -> &'static str {
         Value::Bytes(_) => "types.Bytes",
         Value::List(_) => "*types.baseList",
         Value::Map(_) => "*types.baseMap",
-        Value::Timestamp(_) => "types.Timestamp",
+        Value::Timestamp(..) => "types.Timestamp",
         Value::Duration(_) => "types.Duration",
         Value::Type(_) => "*types.Type",
         Value::Optional(_) => "*types.Optional",

@@ -82,7 +82,7 @@ fn is_zero(value: &Value) -> bool {
         Value::List(items) => items.is_empty(),
         Value::Map(map) => map.is_empty(),
         Value::Duration(d) => *d == 0,
-        Value::Timestamp(t) => *t == 0,
+        Value::Timestamp(t, _) => *t == 0,
         Value::Optional(inner) => inner.is_none(),
         Value::Type(_) => false,
     }

@@ -15,6 +15,7 @@ mod lists;
 mod macros;
 mod program;
 mod strings;
+mod timestamps;
 pub mod value;
 
 pub use error::{CompileError, EvalError};

@@ -28,8 +28,10 @@ pub enum Value {
     List(Arc<[Value]>),
     /// A map (and a JSON object).
     Map(Arc<Map>),
-    /// Nanoseconds since the Unix epoch, within 0001-01-01 and 9999-12-31 (UTC).
-    Timestamp(i128),
+    /// Nanoseconds since the Unix epoch, within 0001-01-01 and 9999-12-31 (UTC), and the offset
+    /// from UTC (seconds) it was written with: Go's `time.Time` keeps it, and `string(t)`
+    /// writes it.
+    Timestamp(i128, i32),
     /// Nanoseconds, within Go's `time.Duration`.
     Duration(i64),
     /// A type (`type(x)`, `int`).
@@ -188,7 +190,7 @@ impl Value {
             Value::Bytes(_) => Type::Bytes,
             Value::List(_) => Type::List,
             Value::Map(_) => Type::Map,
-            Value::Timestamp(_) => Type::Timestamp,
+            Value::Timestamp(..) => Type::Timestamp,
             Value::Duration(_) => Type::Duration,
             Value::Type(_) => Type::Type,
             Value::Optional(_) => Type::Optional,
@@ -214,7 +216,7 @@ impl Value {
             (Bool(a), Bool(b)) => a == b,
             (String(a), String(b)) => a == b,
             (Bytes(a), Bytes(b)) => a == b,
-            (Timestamp(a), Timestamp(b)) => a == b,
+            (Timestamp(a, _), Timestamp(b, _)) => a == b,
             (Duration(a), Duration(b)) => a == b,
             (Type(a), Type(b)) => a == b,
             (List(a), List(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y)),
@@ -282,7 +284,7 @@ impl Value {
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
                 json!({"map": entries.into_iter().map(|(_, k, v)| json!([k, v])).collect::<Vec<_>>()})
             }
-            Value::Timestamp(nanos) => json!({"timestamp": super::format::rfc3339(*nanos)}),
+            Value::Timestamp(nanos, _) => json!({"timestamp": super::format::rfc3339(*nanos, 0)}),
             Value::Duration(nanos) => json!({"duration": super::format::go_duration(*nanos)}),
             Value::Type(t) => json!({"type": t.name()}),
             Value::Optional(None) => json!({"optional": null}),
