@@ -15,7 +15,7 @@ pub mod etcd_secrets;
 pub mod resources;
 
 pub use apiserver_kit::{
-    admission, api, audit, auth, certificates, health, kept_bodies, kubeconfig, limits, machinery, metrics, mirror,
-    namespaces, observe, panics, server, store, structured_merge, tls,
+    admission, api, audit, auth, cel, certificates, health, kept_bodies, kubeconfig, limits, machinery, metrics,
+    mirror, namespaces, observe, panics, server, store, structured_merge, tls,
 };
 pub use app::run;

@@ -3,89 +3,10 @@
 //! runtime cost compared. The reference is tools/cel-oracle (the admission-policy compiler of
 //! Kubernetes 1.37.2), built by the workspace's `scripts/control-plane.sh cel-oracle`.
 
-use apiserver_kit::cel::{PER_CALL_LIMIT, Program, Value, evaluate};
+mod cel;
+
+use cel::{comparable, llama, ours, reference};
 use serde_json::{Value as Json, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-
-/// The variables of an admission policy's expressions (k8s.io/apiserver's, without the
-/// authorizer).
-const VARIABLES: &[&str] = &["object", "oldObject", "params", "request", "namespace", "variables"];
-
-fn oracle() -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/control-plane.sh");
-    let out = Command::new("bash").arg(script).arg("cel-oracle").output().expect("bash runs");
-    assert!(out.status.success(), "cel-oracle: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("a path").trim().to_string()
-}
-
-/// The oracle's answers to `requests`, in order.
-fn reference(requests: &[Json]) -> Vec<Json> {
-    let mut child =
-        Command::new(oracle()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("the oracle starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let answers: Vec<Json> = BufReader::new(child.stdout.take().expect("stdout"))
-        .lines()
-        .map(|line| serde_json::from_str(&line.expect("a line")).expect("JSON"))
-        .collect();
-    writer.join().expect("writer").expect("written");
-    assert!(child.wait().expect("exit").success());
-    answers
-}
-
-/// Our answer in the oracle's shape.
-fn ours(request: &Json) -> Json {
-    let source = request["expression"].as_str().expect("expression");
-    let program = match Program::compile(source, VARIABLES) {
-        Ok(program) => program,
-        Err(error) => return json!({"compileError": error.to_string()}),
-    };
-    let mut variables: Vec<(&str, Value)> =
-        VARIABLES.iter().map(|name| (*name, Value::from_json(&request[*name]))).collect();
-    variables.retain(|(name, _)| *name != "variables");
-    variables.push(("variables", Value::from_json(&json!({}))));
-    let evaluation = evaluate(&program, &variables, PER_CALL_LIMIT);
-    match evaluation.value {
-        Ok(value) => json!({"value": value.to_tagged_json(), "type": value.type_of().name(), "cost": evaluation.cost}),
-        Err(error) => json!({"error": error.to_string(), "cost": evaluation.cost}),
-    }
-}
-
-/// What is compared: a compile error only by its presence (the checker's wording is not ours
-/// yet); a value or an error and the cost exactly.
-fn comparable(answer: &Json) -> Json {
-    match answer.get("compileError") {
-        Some(_) => json!({"compileError": true}),
-        None => doubles_as_floats(answer.clone()),
-    }
-}
-
-/// `{"double": 341}` (Go) and `{"double": 341.0}` (serde_json) are the same double.
-fn doubles_as_floats(value: Json) -> Json {
-    match value {
-        Json::Object(fields) => Json::Object(
-            fields
-                .into_iter()
-                .map(|(k, v)| match (k.as_str(), &v) {
-                    ("double", Json::Number(n)) => (k, json!(n.as_f64())),
-                    _ => (k, doubles_as_floats(v)),
-                })
-                .collect(),
-        ),
-        Json::Array(items) => Json::Array(items.into_iter().map(doubles_as_floats).collect()),
-        other => other,
-    }
-}
-
-fn llama() -> Json {
-    json!({
-        "apiVersion": "farm.example.com/v1", "kind": "Llama",
-        "metadata": {"name": "dolly", "namespace": "default", "labels": {"team": "wool", "env": "prod"}},
-        "spec": {"weight": 120, "height": 170.5, "color": "white", "tags": ["a", "b", "c"], "friends": []},
-    })
-}
 
 const CORPUS: &[&str] = &[
     // literals and arithmetic
@@ -316,6 +237,62 @@ const CORPUS: &[&str] = &[
     "string(timestamp('2026-11-29T23:30:00.5+01:00'))",
     "timestamp(1700000000)",
     "timestamp('9999-12-31T23:59:59Z') + duration('1s')",
+    // Kubernetes' libraries: quantities, IPs and CIDRs, URLs, versions, named formats
+    "quantity('1.5Gi')",
+    "quantity('1.5Gi') == quantity('1536Mi')",
+    "quantity('100m').isLessThan(quantity('1'))",
+    "quantity('2').isGreaterThan(quantity('1500m'))",
+    "quantity('1k').compareTo(quantity('1000'))",
+    "quantity('1Gi').add(quantity('512Mi'))",
+    "quantity('1').add(2).sub(quantity('500m'))",
+    "quantity('1.5').asInteger()",
+    "quantity('3k').asInteger()",
+    "quantity('1.5').isInteger()",
+    "quantity('250m').asApproximateFloat()",
+    "sign(quantity('-2'))",
+    "quantity('abc')",
+    "isQuantity('1Ei')",
+    "isQuantity('1.5.5')",
+    "ip('192.168.1.10').family()",
+    "ip('fe80::1').isLinkLocalUnicast()",
+    "ip('127.0.0.1').isLoopback()",
+    "ip('::ffff:1.2.3.4')",
+    "ip('01.2.3.4')",
+    "ip.isCanonical('2001:db8::1')",
+    "ip.isCanonical('2001:DB8::1')",
+    "isIP('300.1.1.1')",
+    "string(ip('10.0.0.1'))",
+    "cidr('10.0.0.0/8').containsIP('10.1.2.3')",
+    "cidr('10.0.0.0/8').containsIP(ip('11.0.0.1'))",
+    "cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')",
+    "cidr('10.1.2.3/8').masked()",
+    "cidr('10.1.2.3/8').ip()",
+    "cidr('2001:db8::/32').prefixLength()",
+    "cidr('10.0.0.0')",
+    "isCIDR('10.0.0.0/33')",
+    "string(cidr('192.168.0.0/24'))",
+    "url('https://user@example.com:8443/a/b?x=1&x=2&y=3#f')",
+    "url('https://example.com:8443/a%20b').getHost()",
+    "url('https://example.com:8443/a').getHostname()",
+    "url('https://example.com:8443/a').getPort()",
+    "url('https://example.com/a%20b').getEscapedPath()",
+    "url('https://example.com/?x=1&x=2&y=3').getQuery()",
+    "url('https://[::1]:80/').getHostname()",
+    "url('example.com')",
+    "isURL('/relative')",
+    "semver('1.2.3-rc.1+build').major()",
+    "semver('1.2.3').isLessThan(semver('1.10.0'))",
+    "semver('1.2.3-alpha').compareTo(semver('1.2.3'))",
+    "semver('v1.2', true).minor()",
+    "semver('01.2.3')",
+    "isSemver('1.2')",
+    "semver('1.2.3') == semver('1.2.3+other')",
+    "format.dns1123Label().validate('Not_Valid')",
+    "format.dns1123Label().validate('valid-name')",
+    "format.named('uuid').value().validate('not-a-uuid')",
+    "format.named('nope').hasValue()",
+    "format.labelValue().validate(object.metadata.labels.team)",
+    "format.uri()",
     // errors that the checker catches
     "undeclared + 1",
     "1 + 'a'",
@@ -364,4 +341,35 @@ fn the_corpus_evaluates_as_kubernetes_evaluates_it() {
         }
     }
     assert!(differences.is_empty(), "{} of {} differ:\n{}", differences.len(), CORPUS.len(), differences.join("\n"));
+}
+
+/// Nesting as deep as cel-go's parser allows evaluates, far deeper is refused at compile time,
+/// and neither overflows a worker thread's 2 MiB stack. (Between, the limits differ: cel-go
+/// counts 250 levels of each grammar rule, the `cel` crate 250 levels of its own recursion;
+/// `(1 + ` nested 150 times is refused there and evaluated here.)
+#[test]
+fn deep_expressions_are_refused_or_evaluated_as_kubernetes_does_on_a_small_stack() {
+    let depths = [50, 100, 1000];
+    let requests: Vec<Json> = depths
+        .iter()
+        .flat_map(|&d| {
+            [
+                format!("{}1{}", "(1 + ".repeat(d), ")".repeat(d)),
+                format!("{}1{}", "[".repeat(d), "]".repeat(d)),
+                format!("object{}", ".spec".repeat(d)),
+                format!("{}true", "!".repeat(d)),
+            ]
+        })
+        .map(|e| json!({"expression": e, "object": llama()}))
+        .collect();
+    let answers = reference(&requests);
+    let ours: Vec<Json> = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || requests.iter().map(ours).collect())
+        .expect("a thread")
+        .join()
+        .expect("no stack overflow");
+    for (mine, theirs) in ours.iter().zip(&answers) {
+        assert_eq!(comparable(mine), comparable(theirs), "{mine} / {theirs}");
+    }
 }

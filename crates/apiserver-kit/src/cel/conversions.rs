@@ -86,6 +86,9 @@ pub fn to_string(value: &Value) -> Eval {
         Value::Bytes(b) => std::str::from_utf8(b).map_err(|_| conversion_error(value, "string"))?.to_string(),
         Value::Timestamp(nanos, offset) => format::rfc3339(*nanos, *offset),
         Value::Duration(nanos) => format!("{}s", format::seconds(*nanos)),
+        Value::Opaque(opaque) if matches!(**opaque, super::value::Opaque::Ip(_) | super::value::Opaque::Cidr(_)) => {
+            opaque.text()
+        }
         _ => return Err(EvalError::no_such_overload()),
     };
     Ok(Value::String(Arc::from(text)))

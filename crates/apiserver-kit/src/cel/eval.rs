@@ -5,7 +5,7 @@
 
 use super::error::EvalError;
 use super::functions;
-use super::program::{Fold, Node, Program, Qualifier, Root};
+use super::program::{Fold, GROWTH, Node, Program, Qualifier, RED_ZONE, Root};
 use super::value::{Map, Value};
 use std::sync::Arc;
 
@@ -54,6 +54,10 @@ impl Machine<'_> {
     }
 
     fn eval(&mut self, node: &Node) -> Eval {
+        stacker::maybe_grow(RED_ZONE, GROWTH, || self.eval_node(node))
+    }
+
+    fn eval_node(&mut self, node: &Node) -> Eval {
         match node {
             Node::Const(value) => Ok(value.clone()),
             Node::Attribute { root, qualifiers } => self.attribute(root, qualifiers),
@@ -179,16 +183,23 @@ impl Machine<'_> {
     }
 
     fn call(&mut self, function: &str, target: Option<&Node>, args: &[Node]) -> Eval {
+        // cel-go evaluates the arguments of a call of three or more (the target counted), and of
+        // `matches`, `find` and `findAll` with a constant pattern (compiled once), one after the
+        // other and stops at the first error: the rest are not evaluated, and the call is not
+        // charged (its cost tracker finds not all of its arguments).
+        let arity = args.len() + usize::from(target.is_some());
+        let stops_at_error = arity >= 3
+            || (matches!(function, "matches" | "find" | "findAll") && matches!(args.last(), Some(Node::Const(_))));
         let target = target.map(|t| self.eval(t));
         if let Some(t) = &target
-            && cancelled(t)
+            && (cancelled(t) || (stops_at_error && t.is_err() && !args.is_empty()))
         {
             return t.clone();
         }
         let mut values = Vec::with_capacity(args.len());
-        for arg in args {
+        for (index, arg) in args.iter().enumerate() {
             let value = self.eval(arg);
-            if cancelled(&value) {
+            if cancelled(&value) || (stops_at_error && value.is_err() && index + 1 < args.len()) {
                 return value;
             }
             values.push(value);
@@ -198,6 +209,10 @@ impl Machine<'_> {
             _ => {
                 let target = target.as_ref().and_then(|t| t.as_ref().ok());
                 let args: Vec<&Value> = values.iter().filter_map(|v| v.as_ref().ok()).collect();
+                if functions::result_size(function, target, &args) > self.limit.saturating_sub(self.cost) {
+                    // Cancelled before building a result the cost would refuse anyway.
+                    return Err(EvalError::cost_limit_exceeded());
+                }
                 functions::call(function, target, &args)
             }
         };

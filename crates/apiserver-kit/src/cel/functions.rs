@@ -4,7 +4,7 @@
 
 use super::error::EvalError;
 use super::value::Value;
-use super::{collections, lists, strings, timestamps};
+use super::{collections, kubernetes, lists, strings, timestamps};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -38,8 +38,11 @@ pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
                 || lists::is_member(function, n)
                 || collections::is_member(function, n)
                 || timestamps::is_member(function, n)
+                || kubernetes::is_member(function, n)
         }
-        (_, false, n) => lists::is_global(function, n) || collections::is_global(function, n),
+        (_, false, n) => {
+            lists::is_global(function, n) || collections::is_global(function, n) || kubernetes::is_global(function, n)
+        }
     }
 }
 
@@ -51,6 +54,9 @@ pub fn is_conversion(function: &str) -> bool {
 pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
     match (function, target, args) {
         (super::macros::MAP_INSERT, None, [Value::Map(map), rest @ ..]) => map_insert(map, rest),
+        (_, None, _) if kubernetes::is_global(function, args.len()) => {
+            kubernetes::call_global(function, args).unwrap_or_else(|| Err(EvalError::no_such_overload()))
+        }
         (_, None, _) if collections::is_global(function, args.len()) => {
             collections::call_global(function, args).unwrap_or_else(|| Err(EvalError::no_such_overload()))
         }
@@ -69,6 +75,7 @@ pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
             .or_else(|| lists::call_member(function, target, args))
             .or_else(|| collections::call_member(function, target, args))
             .or_else(|| timestamps::call(function, target, args))
+            .or_else(|| kubernetes::call_member(function, target, args))
             .unwrap_or_else(|| Err(EvalError::no_such_overload())),
         (_, None, _) => lists::call_global(function, args).unwrap_or_else(|| Err(EvalError::no_such_overload())),
     }
@@ -76,6 +83,23 @@ pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
 
 /// The standard library's member functions of strings.
 const CORE_STRING_MEMBERS: &[&str] = &["contains", "startsWith", "endsWith", "matches"];
+
+/// What a call may build, for the calls whose result can be far larger than their arguments
+/// (`lists.range(n)`, `replace` of an empty string): an evaluation cancels such a call before
+/// it builds a result past its remaining budget. `lists.range` costs its result's size, so
+/// cel-go would cancel it right after; a `replace` past 64 MiB is cancelled here where cel-go
+/// would build it (its cost counts only the input).
+pub fn result_size(function: &str, target: Option<&Value>, args: &[&Value]) -> u64 {
+    const REPLACE_LIMIT: u64 = 64 << 20;
+    match (function, target, args) {
+        ("lists.range", None, [Value::Int(n)]) => (*n).max(0) as u64,
+        ("replace", Some(Value::String(s)), [Value::String(old), Value::String(new), ..]) if old.is_empty() => {
+            let grown = (s.chars().count() as u64 + 1).saturating_mul(new.len() as u64);
+            if grown > REPLACE_LIMIT { u64::MAX } else { 0 }
+        }
+        _ => 0,
+    }
+}
 
 /// `cel.@mapInsert(map, key, value)` and `cel.@mapInsert(map, entries)`: a key already there
 /// is an error.
@@ -254,6 +278,7 @@ pub fn go_type_name(value: &Value) -> &'static str {
         Value::Duration(_) => "types.Duration",
         Value::Type(_) => "*types.Type",
         Value::Optional(_) => "*types.Optional",
+        Value::Opaque(_) => "*cel.Opaque",
     }
 }
 
@@ -316,7 +341,7 @@ pub fn join_cost(result: Option<&Value>) -> u64 {
 pub fn call_cost(function: &str, args: &[&Eval]) -> u64 {
     let arg = |i: usize| args.get(i).copied();
     let both_textual = textual(arg(0)) && textual(arg(1));
-    if let Some(cost) = kubernetes_call_cost(function, args) {
+    if let Some(cost) = kubernetes_call_cost(function, args).or_else(|| kubernetes::call_cost(function, args)) {
         return cost;
     }
     match function {

@@ -84,7 +84,7 @@ fn is_zero(value: &Value) -> bool {
         Value::Duration(d) => *d == 0,
         Value::Timestamp(t, _) => *t == 0,
         Value::Optional(inner) => inner.is_none(),
-        Value::Type(_) => false,
+        Value::Type(_) | Value::Opaque(_) => false,
     }
 }
 

@@ -10,6 +10,15 @@ use super::value::{Map, Type, Value};
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 use std::sync::Arc;
 
+/// cel-go's parser recursion limit (`expression recursion limit exceeded: 250`).
+const MAX_RECURSION_DEPTH: u16 = 250;
+/// The stack the parser runs on: virtual memory, committed only as deep as a parse goes.
+const PARSER_STACK: usize = 256 << 20;
+/// What the planner and the evaluator keep free before they grow their stack by [`GROWTH`].
+pub(crate) const RED_ZONE: usize = 128 << 10;
+/// How much stack the planner and the evaluator add when they run short.
+pub(crate) const GROWTH: usize = 4 << 20;
+
 /// A compiled expression.
 #[derive(Debug)]
 pub struct Program {
@@ -22,8 +31,17 @@ impl Program {
     /// has it, and plans it; `variables` are the names the expression may read besides its
     /// comprehensions' own.
     pub fn compile(source: &str, variables: &[&str]) -> Result<Program, CompileError> {
-        let parsed =
-            super::macros::parser().parse(source).map_err(|errors| CompileError { issues: errors.to_string() })?;
+        // The parser takes far more stack per level than a worker thread has for 250 levels
+        // (cel-go's limit, which the parser keeps too): it runs on a stack of its own.
+        let parsed = stacker::grow(PARSER_STACK, || {
+            super::macros::parser().max_recursion_depth(MAX_RECURSION_DEPTH).parse(source)
+        })
+        .map_err(|errors| CompileError { issues: errors.to_string() })?;
+        if depth(&parsed) > usize::from(MAX_RECURSION_DEPTH) {
+            // cel-go's visitor refuses what nests deeper than its limit (a chain of selections,
+            // which its grammar parses without nesting rules, included).
+            return Err(CompileError { issues: "ERROR: <input>:-1:0: max recursion depth exceeded".into() });
+        }
         let mut planner = Planner { variables, locals: Vec::new(), source };
         let root = planner.plan(&parsed)?;
         Ok(Program { root, source: source.to_string() })
@@ -119,6 +137,10 @@ struct Planner<'a> {
 
 impl Planner<'_> {
     fn plan(&mut self, expr: &IdedExpr) -> Result<Node, CompileError> {
+        stacker::maybe_grow(RED_ZONE, GROWTH, || self.plan_node(expr))
+    }
+
+    fn plan_node(&mut self, expr: &IdedExpr) -> Result<Node, CompileError> {
         match &expr.expr {
             Expr::Literal(literal) => Ok(Node::Const(literal_value(literal))),
             Expr::Ident(name) => self.ident(name),
@@ -270,6 +292,40 @@ impl Planner<'_> {
 
     fn error(&self, message: &str) -> CompileError {
         CompileError { issues: format!("ERROR: <input>: {message}\n | {}", self.source) }
+    }
+}
+
+/// How deep `root` nests (a loop over a stack of its own: the tree may be deeper than the
+/// thread's stack allows recursion).
+fn depth(root: &IdedExpr) -> usize {
+    let mut deepest = 0;
+    let mut pending: Vec<(&IdedExpr, usize)> = vec![(root, 1)];
+    while let Some((expr, level)) = pending.pop() {
+        deepest = deepest.max(level);
+        pending.extend(children(expr).into_iter().map(|child| (child, level + 1)));
+    }
+    deepest
+}
+
+/// The expressions `expr` holds.
+fn children(expr: &IdedExpr) -> Vec<&IdedExpr> {
+    match &expr.expr {
+        Expr::Call(call) => call.target.iter().map(|t| &**t).chain(&call.args).collect(),
+        Expr::Select(select) => vec![&select.operand],
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map.entries.iter().flat_map(entry_children).collect(),
+        Expr::Struct(s) => s.entries.iter().flat_map(entry_children).collect(),
+        Expr::Comprehension(fold) => {
+            vec![&fold.iter_range, &fold.accu_init, &fold.loop_cond, &fold.loop_step, &fold.result]
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
+    }
+}
+
+fn entry_children(entry: &cel::common::ast::IdedEntryExpr) -> Vec<&IdedExpr> {
+    match &entry.expr {
+        EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
+        EntryExpr::StructField(field) => vec![&field.value],
     }
 }
 

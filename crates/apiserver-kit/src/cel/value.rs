@@ -38,6 +38,63 @@ pub enum Value {
     Type(Type),
     /// An optional value (`optional.of(x)`, `a.?b`): none or one value.
     Optional(Option<Arc<Value>>),
+    /// A value of one of Kubernetes' libraries (an IP, a CIDR, a URL, a version, a format).
+    Opaque(Arc<Opaque>),
+}
+
+/// The values of Kubernetes' CEL libraries.
+#[derive(Clone, Debug)]
+pub enum Opaque {
+    /// `net.IP`.
+    Ip(std::net::IpAddr),
+    /// `net.CIDR`.
+    Cidr(super::network::Cidr),
+    /// `kubernetes.URL`.
+    Url(super::urls::Url),
+    /// `kubernetes.Semver`.
+    Semver(super::semver::Semver),
+    /// `kubernetes.NamedFormat`.
+    Format(super::formats::NamedFormat),
+    /// `kubernetes.Quantity`.
+    Quantity(super::quantity::Quantity),
+}
+
+impl Opaque {
+    /// The type's name (`net.IP`, `kubernetes.URL`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Opaque::Ip(_) => "net.IP",
+            Opaque::Cidr(_) => "net.CIDR",
+            Opaque::Url(_) => "kubernetes.URL",
+            Opaque::Semver(_) => super::semver::TYPE_NAME,
+            Opaque::Format(_) => super::formats::TYPE_NAME,
+            Opaque::Quantity(_) => "kubernetes.Quantity",
+        }
+    }
+
+    /// How the value reads (Go's `%v` of it, as tools/cel-oracle writes it).
+    pub fn text(&self) -> String {
+        match self {
+            Opaque::Ip(ip) => super::network::ip_string(ip),
+            Opaque::Cidr(cidr) => cidr.to_string(),
+            Opaque::Url(url) => url.to_string(),
+            Opaque::Semver(version) => version.to_string(),
+            Opaque::Format(format) => format.to_string(),
+            Opaque::Quantity(quantity) => quantity.canonical(),
+        }
+    }
+
+    fn equals(&self, other: &Opaque) -> bool {
+        match (self, other) {
+            (Opaque::Ip(a), Opaque::Ip(b)) => a == b,
+            (Opaque::Cidr(a), Opaque::Cidr(b)) => a == b,
+            (Opaque::Url(a), Opaque::Url(b)) => a == b,
+            (Opaque::Semver(a), Opaque::Semver(b)) => a == b,
+            (Opaque::Format(a), Opaque::Format(b)) => a == b,
+            (Opaque::Quantity(a), Opaque::Quantity(b)) => a.compare(b).is_eq(),
+            _ => false,
+        }
+    }
 }
 
 /// The type of a value, as `type(x)` answers it.
@@ -57,6 +114,7 @@ pub enum Type {
     Duration,
     Type,
     Optional,
+    Named(&'static str),
 }
 
 impl Type {
@@ -76,6 +134,7 @@ impl Type {
             Type::Duration => "google.protobuf.Duration",
             Type::Type => "type",
             Type::Optional => "optional_type",
+            Type::Named(name) => name,
         }
     }
 
@@ -194,6 +253,7 @@ impl Value {
             Value::Duration(_) => Type::Duration,
             Value::Type(_) => Type::Type,
             Value::Optional(_) => Type::Optional,
+            Value::Opaque(value) => Type::Named(value.type_name()),
         }
     }
 
@@ -221,6 +281,7 @@ impl Value {
             (Type(a), Type(b)) => a == b,
             (List(a), List(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y)),
             (Map(a), Map(b)) => a.len() == b.len() && a.entries().all(|(k, v)| b.get(k).is_some_and(|w| v.equals(w))),
+            (Opaque(a), Opaque(b)) => a.equals(b),
             (Optional(a), Optional(b)) => match (a, b) {
                 (None, None) => true,
                 (Some(x), Some(y)) => x.equals(y),
@@ -289,6 +350,7 @@ impl Value {
             Value::Type(t) => json!({"type": t.name()}),
             Value::Optional(None) => json!({"optional": null}),
             Value::Optional(Some(v)) => json!({"optional": v.to_tagged_json()}),
+            Value::Opaque(value) => json!({"opaque": value.type_name(), "string": value.text()}),
         }
     }
 }
