@@ -468,7 +468,7 @@ fn push_quoted(out: &mut String, c: char) {
     };
     if !escaped.is_empty() {
         out.push_str(escaped);
-    } else if c == ' ' || printable(c) {
+    } else if c == ' ' || c == '\'' || printable(c) {
         out.push(c);
     } else if (c as u32) < 0x80 {
         out.push_str(&format!("\\x{:02x}", c as u32));

@@ -7,7 +7,7 @@
 //! [`parse_cost`] (a tenth of the string's length in characters, rounded up); every accessor
 //! and comparison, and `==` between versions, cost [`ACCESSOR_COST`].
 
-use super::formats::go_quote;
+use super::network::quote_bytes as go_quote_bytes;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -194,10 +194,10 @@ fn parse_strict(s: &str) -> Result<Semver, String> {
 /// A major, minor or patch number: digits only, no leading zero, fits 64 bits.
 fn version_number(part: &str, lower: &str, title: &str) -> Result<u64, String> {
     if !part.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("Invalid character(s) found in {lower} number {}", go_quote(part.as_bytes())));
+        return Err(format!("Invalid character(s) found in {lower} number {}", go_quote_bytes(part.as_bytes())));
     }
     if part.len() > 1 && part.starts_with('0') {
-        return Err(format!("{title} number must not contain leading zeroes {}", go_quote(part.as_bytes())));
+        return Err(format!("{title} number must not contain leading zeroes {}", go_quote_bytes(part.as_bytes())));
     }
     parse_uint(part)
 }
@@ -209,7 +209,7 @@ fn parse_uint(digits: &str) -> Result<u64, String> {
     }
     digits
         .parse()
-        .map_err(|_| format!("strconv.ParseUint: parsing {}: value out of range", go_quote(digits.as_bytes())))
+        .map_err(|_| format!("strconv.ParseUint: parsing {}: value out of range", go_quote_bytes(digits.as_bytes())))
 }
 
 fn is_alphanumeric(s: &str) -> bool {
@@ -225,7 +225,7 @@ fn prerelease(s: &str) -> Result<Prerelease, String> {
         if s.len() > 1 && s.starts_with('0') {
             return Err(format!(
                 "Numeric PreRelease version must not contain leading zeroes {}",
-                go_quote(s.as_bytes())
+                go_quote_bytes(s.as_bytes())
             ));
         }
         return parse_uint(s).map(Prerelease::Numeric);
@@ -233,7 +233,7 @@ fn prerelease(s: &str) -> Result<Prerelease, String> {
     if is_alphanumeric(s) {
         return Ok(Prerelease::Alphanumeric(s.to_string()));
     }
-    Err(format!("Invalid character(s) found in prerelease {}", go_quote(s.as_bytes())))
+    Err(format!("Invalid character(s) found in prerelease {}", go_quote_bytes(s.as_bytes())))
 }
 
 fn build_identifier(s: &str) -> Result<String, String> {
@@ -241,7 +241,7 @@ fn build_identifier(s: &str) -> Result<String, String> {
         return Err("Build meta data is empty".to_string());
     }
     if !is_alphanumeric(s) {
-        return Err(format!("Invalid character(s) found in build meta data {}", go_quote(s.as_bytes())));
+        return Err(format!("Invalid character(s) found in build meta data {}", go_quote_bytes(s.as_bytes())));
     }
     Ok(s.to_string())
 }

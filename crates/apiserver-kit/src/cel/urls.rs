@@ -45,6 +45,12 @@ pub fn parse(s: &str) -> Result<Url, String> {
     Ok(url)
 }
 
+/// Go's `url.ParseRequestURI(s)` with its error's text after `parse "s": ` (the `uri` format's
+/// validation).
+pub(crate) fn parse_request_uri(s: &str) -> Result<(), String> {
+    go_parse(s, true).map(|_| ())
+}
+
 /// `isURL(s)`: whether Go's `url.ParseRequestURI` accepts `s` (a fragment is not split off, so
 /// it must be a valid path or query part).
 pub fn is_url(s: &str) -> bool {
