@@ -62,7 +62,7 @@ impl Machine<'_> {
             Node::Const(value) => Ok(value.clone()),
             Node::Attribute { root, qualifiers } => self.attribute(root, qualifiers),
             Node::Has { operand, field } => self.has(operand, field),
-            Node::Call { function, target, args } => self.call(function, target.as_deref(), args),
+            Node::Call { function, target, args, priced } => self.call(function, target.as_deref(), args, *priced),
             Node::And(left, right) => self.logical(left, right, false),
             Node::Or(left, right) => self.logical(left, right, true),
             Node::Conditional { condition, truthy, falsy } => match self.eval(condition)? {
@@ -182,7 +182,7 @@ impl Machine<'_> {
         }
     }
 
-    fn call(&mut self, function: &str, target: Option<&Node>, args: &[Node]) -> Eval {
+    fn call(&mut self, function: &str, target: Option<&Node>, args: &[Node], priced: bool) -> Eval {
         // cel-go evaluates the arguments of a call of three or more (the target counted), and of
         // `matches`, `find` and `findAll` with a constant pattern (compiled once), one after the
         // other and stops at the first error: the rest are not evaluated, and the call is not
@@ -218,6 +218,7 @@ impl Machine<'_> {
         };
         let args: Vec<&Eval> = target.iter().chain(&values).collect();
         let cost = match function {
+            _ if !priced => 1,
             "join" => functions::join_cost(result.as_ref().ok()),
             _ => super::collections::call_cost(function, &args, result.as_ref().ok())
                 .unwrap_or_else(|| functions::call_cost(function, &args)),

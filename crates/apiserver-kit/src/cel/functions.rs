@@ -295,10 +295,6 @@ fn traversal(size: u64) -> u64 {
     (size as f64 * TRAVERSAL).ceil() as u64
 }
 
-fn textual(value: Option<&Eval>) -> bool {
-    matches!(value, Some(Ok(Value::String(_) | Value::Bytes(_))))
-}
-
 /// Kubernetes' cost of its functions and of the strings extension's it prices, by function name
 /// (k8s.io/apiserver's `CostEstimator.CallCost`, consulted before cel-go's defaults).
 fn kubernetes_call_cost(function: &str, args: &[&Eval]) -> Option<u64> {
@@ -340,7 +336,6 @@ pub fn join_cost(result: Option<&Value>) -> u64 {
 /// target first for a member call).
 pub fn call_cost(function: &str, args: &[&Eval]) -> u64 {
     let arg = |i: usize| args.get(i).copied();
-    let both_textual = textual(arg(0)) && textual(arg(1));
     if let Some(cost) = kubernetes_call_cost(function, args).or_else(|| kubernetes::call_cost(function, args)) {
         return cost;
     }
@@ -349,13 +344,14 @@ pub fn call_cost(function: &str, args: &[&Eval]) -> u64 {
         "strings.quote" => traversal(actual_size(arg(0))),
         "@in" if matches!(arg(1), Some(Ok(Value::List(_)))) => actual_size(arg(1)),
         "_==_" | "_!=_" => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),
-        "_<_" | "_<=_" | "_>_" | "_>=_" if both_textual => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),
-        "_+_" if both_textual => traversal(actual_size(arg(0)) + actual_size(arg(1))),
+        // Reached only when the static types resolved the string or bytes overload.
+        "_<_" | "_<=_" | "_>_" | "_>=_" => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),
+        "_+_" => traversal(actual_size(arg(0)) + actual_size(arg(1))),
         "matches" => {
             let text = ((1 + actual_size(arg(0))) as f64 * TRAVERSAL).ceil() as u64;
             text * (actual_size(arg(1)) as f64 * REGEX_LENGTH).ceil() as u64
         }
-        "contains" if both_textual => traversal(actual_size(arg(0))) * traversal(actual_size(arg(1))),
+        "contains" => traversal(actual_size(arg(0))) * traversal(actual_size(arg(1))),
         "string" if matches!(arg(0), Some(Ok(Value::Bytes(_)))) => traversal(actual_size(arg(0))),
         "bytes" if matches!(arg(0), Some(Ok(Value::String(_)))) => traversal(actual_size(arg(0))),
         _ => 1,

@@ -21,6 +21,7 @@ mod quantity;
 mod semver;
 mod strings;
 mod timestamps;
+mod types;
 mod urls;
 pub mod value;
 

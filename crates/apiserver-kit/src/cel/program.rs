@@ -6,6 +6,7 @@
 
 use super::error::CompileError;
 use super::functions;
+use super::types::{self, StaticType, static_type};
 use super::value::{Map, Type, Value};
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 use std::sync::Arc;
@@ -67,10 +68,13 @@ pub(crate) enum Node {
         operand: Box<Node>,
         field: Arc<str>,
     },
+    /// A function call; `priced` false when cel-go charges it its default of 1 (the static
+    /// types leave no single overload whose own formula prices it).
     Call {
         function: Arc<str>,
         target: Option<Box<Node>>,
         args: Vec<Node>,
+        priced: bool,
     },
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
@@ -127,11 +131,14 @@ pub(crate) struct Fold {
     pub condition: Node,
     pub step: Node,
     pub result: Node,
+    /// The static type of the result (a `map` or `filter` gives a list of its elements' type).
+    pub result_type: StaticType,
 }
 
 struct Planner<'a> {
     variables: &'a [&'a str],
-    locals: Vec<String>,
+    /// The comprehension variables in scope, innermost last, with their static types.
+    locals: Vec<(String, StaticType)>,
     source: &'a str,
 }
 
@@ -162,7 +169,7 @@ impl Planner<'_> {
     }
 
     fn ident(&mut self, name: &str) -> Result<Node, CompileError> {
-        if self.locals.iter().any(|l| l == name) {
+        if self.locals.iter().any(|(l, _)| l == name) {
             return Ok(Node::Attribute { root: Root::Local(Arc::from(name)), qualifiers: Vec::new() });
         }
         if self.variables.contains(&name) {
@@ -203,10 +210,12 @@ impl Planner<'_> {
                 if let Some(Expr::Ident(namespace)) = target.map(|t| &t.expr) {
                     let qualified = format!("{namespace}.{function}");
                     if !self.is_variable(namespace) && functions::is_declared(&qualified, false, planned.len()) {
+                        let priced = self.priced(&qualified, None, &planned);
                         return fold_conversion(Node::Call {
                             function: Arc::from(qualified),
                             target: None,
                             args: planned,
+                            priced,
                         });
                     }
                 }
@@ -219,7 +228,8 @@ impl Planner<'_> {
                 if !functions::is_declared(function, target.is_some(), planned.len()) {
                     return Err(self.undeclared_function(function));
                 }
-                let call = Node::Call { function: Arc::from(function), target, args: planned };
+                let priced = self.priced(function, target.as_deref(), &planned);
+                let call = Node::Call { function: Arc::from(function), target, args: planned, priced };
                 fold_conversion(set_membership(call))
             }
         }
@@ -254,18 +264,40 @@ impl Planner<'_> {
         Ok(Node::Const(Value::Map(Arc::new(map))))
     }
 
+    fn priced(&self, function: &str, target: Option<&Node>, args: &[Node]) -> bool {
+        let types: Vec<StaticType> = target.into_iter().chain(args).map(|n| static_type(n, &self.locals)).collect();
+        types::priced_by_formula(function, &types)
+    }
+
     fn fold(&mut self, fold: &cel::common::ast::ComprehensionExpr) -> Result<Node, CompileError> {
         let range = self.plan(&fold.iter_range)?;
         let init = self.plan(&fold.accu_init)?;
-        self.locals.push(fold.accu_var.clone());
-        let result = self.plan(&fold.result);
-        self.locals.push(fold.iter_var.clone());
+        let range_type = static_type(&range, &self.locals);
+        let (first_type, second_type) = match (&range_type, fold.iter_var2.is_some()) {
+            (StaticType::List(element), true) => (StaticType::Int, (**element).clone()),
+            (StaticType::Map(key, value), true) => ((**key).clone(), (**value).clone()),
+            (other, _) => (other.element(), StaticType::Dyn),
+        };
+        let depth = self.locals.len();
+        let init_type = static_type(&init, &self.locals);
+        self.locals.push((fold.accu_var.clone(), init_type.clone()));
+        self.locals.push((fold.iter_var.clone(), first_type));
         if let Some(second) = &fold.iter_var2 {
-            self.locals.push(second.clone());
+            self.locals.push((second.clone(), second_type));
         }
         let condition = self.plan(&fold.loop_cond);
         let step = self.plan(&fold.loop_step);
-        self.locals.truncate(self.locals.len() - 2 - usize::from(fold.iter_var2.is_some()));
+        let accu_type = match (&step, init_type) {
+            (Ok(step), StaticType::List(_)) => {
+                appended_type(step, &self.locals).unwrap_or(StaticType::List(Box::new(StaticType::Dyn)))
+            }
+            (_, other) => other,
+        };
+        self.locals.truncate(depth);
+        self.locals.push((fold.accu_var.clone(), accu_type));
+        let result = self.plan(&fold.result);
+        let result_type = result.as_ref().map_or(StaticType::Dyn, |r| static_type(r, &self.locals));
+        self.locals.truncate(depth);
         Ok(Node::Fold(Box::new(Fold {
             iter_var: Arc::from(fold.iter_var.as_str()),
             iter_var2: fold.iter_var2.as_deref().map(Arc::from),
@@ -275,11 +307,12 @@ impl Planner<'_> {
             condition: condition?,
             step: step?,
             result: result?,
+            result_type,
         })))
     }
 
     fn is_variable(&self, name: &str) -> bool {
-        self.locals.iter().any(|l| l == name) || self.variables.contains(&name)
+        self.locals.iter().any(|(l, _)| l == name) || self.variables.contains(&name)
     }
 
     fn undeclared_function(&self, function: &str) -> CompileError {
@@ -329,6 +362,24 @@ fn entry_children(entry: &cel::common::ast::IdedEntryExpr) -> Vec<&IdedExpr> {
     }
 }
 
+/// The type of the list a comprehension's step builds (`@result + [e]`, perhaps under a `?:`):
+/// a list of `e`'s type.
+fn appended_type(step: &Node, locals: &[(String, StaticType)]) -> Option<StaticType> {
+    match step {
+        Node::Call { function, args, .. } if &**function == "_+_" => match args.get(1) {
+            Some(Node::List { elements, optional }) if elements.len() == 1 && optional.is_empty() => {
+                Some(StaticType::List(Box::new(static_type(&elements[0], locals))))
+            }
+            Some(Node::Const(Value::List(items))) if items.len() == 1 => {
+                Some(StaticType::List(Box::new(StaticType::of(&items[0]))))
+            }
+            _ => None,
+        },
+        Node::Conditional { truthy, .. } => appended_type(truthy, locals),
+        _ => None,
+    }
+}
+
 /// `operand` with one more qualifier: an attribute's own, or a new relative attribute.
 fn qualify(operand: Node, qualifier: Qualifier) -> Node {
     match operand {
@@ -343,7 +394,7 @@ fn qualify(operand: Node, qualifier: Qualifier) -> Node {
 /// A type conversion of a constant, evaluated once (cel-go's OptOptimize); an error then fails
 /// the compilation, as cel-go's program instantiation fails.
 fn fold_conversion(call: Node) -> Result<Node, CompileError> {
-    let Node::Call { function, target: None, args } = &call else { return Ok(call) };
+    let Node::Call { function, target: None, args, .. } = &call else { return Ok(call) };
     if !functions::is_conversion(function) || args.len() != 1 || !matches!(args[0], Node::Const(_)) {
         return Ok(call);
     }
@@ -357,10 +408,10 @@ fn fold_conversion(call: Node) -> Result<Node, CompileError> {
 /// `x in [constants]` of primitives other than bytes becomes a set lookup (cel-go's
 /// OptOptimize); `x in []` is `false` without evaluating `x`.
 fn set_membership(call: Node) -> Node {
-    let Node::Call { function, target: None, mut args } = call else { return call };
+    let Node::Call { function, target: None, mut args, priced } = call else { return call };
     let members = match args.get(1) {
         Some(Node::Const(Value::List(items))) if &*function == operators::IN => items.clone(),
-        _ => return Node::Call { function, target: None, args },
+        _ => return Node::Call { function, target: None, args, priced },
     };
     if members.is_empty() {
         return Node::Const(Value::Bool(false));
@@ -368,7 +419,7 @@ fn set_membership(call: Node) -> Node {
     let primitive =
         |v: &Value| matches!(v, Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::String(_));
     if !members.iter().all(primitive) {
-        return Node::Call { function, target: None, args };
+        return Node::Call { function, target: None, args, priced };
     }
     let mut set = Vec::with_capacity(members.len() * 3);
     for member in members.iter() {
