@@ -122,8 +122,66 @@ fn list_expr() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Kubernetes' typed libraries, timestamps, optionals and maps, over strings and lists drawn
+/// from the rest.
+fn library_expr() -> impl Strategy<Value = String> {
+    let quantity = prop::sample::select(vec!["'1.5Gi'", "'100m'", "'2'", "'-3k'", "'1e3'", "'0.5Ki'", "'abc'"]);
+    let address = prop::sample::select(vec!["'10.0.0.1'", "'::1'", "'fe80::1'", "'192.168.1.300'", "'::ffff:1.2.3.4'"]);
+    let network = prop::sample::select(vec!["'10.0.0.0/8'", "'192.168.1.1/24'", "'2001:db8::/32'", "'1.2.3.4/40'"]);
+    let link = prop::sample::select(vec![
+        "'https://u@example.com:8443/a%20b?x=1&x=2'",
+        "'/path?q'",
+        "'example.com'",
+        "'http://[::1]/'",
+    ]);
+    let version = prop::sample::select(vec!["'1.2.3'", "'1.2.3-rc.1+b'", "'v1.2'", "'01.2.3'", "'2.0.0'"]);
+    prop_oneof![
+        (
+            quantity.clone(),
+            quantity.clone(),
+            prop::sample::select(vec!["add", "sub", "compareTo", "isLessThan", "isGreaterThan"])
+        )
+            .prop_map(|(a, b, f)| format!("quantity({a}).{f}(quantity({b}))")),
+        (quantity.clone(), prop::sample::select(vec!["asInteger()", "isInteger()", "asApproximateFloat()", "add(3)"]))
+            .prop_map(|(a, f)| format!("quantity({a}).{f}")),
+        quantity.clone().prop_map(|a| format!("isQuantity({a}) && sign(quantity({a})) >= 0")),
+        (
+            address.clone(),
+            prop::sample::select(vec!["family()", "isLoopback()", "isGlobalUnicast()", "isLinkLocalUnicast()"])
+        )
+            .prop_map(|(a, f)| format!("ip({a}).{f}")),
+        address.clone().prop_map(|a| format!("isIP({a}) ? string(ip({a})) : 'no'")),
+        (network.clone(), address.clone()).prop_map(|(n, a)| format!("cidr({n}).containsIP({a})")),
+        (network.clone(), network.clone()).prop_map(|(n, m)| format!("cidr({n}).containsCIDR({m})")),
+        network.clone().prop_map(|n| format!("[cidr({n}).prefixLength(), size(string(cidr({n}).masked()))]")),
+        (
+            link.clone(),
+            prop::sample::select(vec!["getHost()", "getHostname()", "getPort()", "getEscapedPath()", "getScheme()"])
+        )
+            .prop_map(|(u, f)| format!("url({u}).{f}")),
+        link.clone().prop_map(|u| format!("isURL({u}) && url({u}).getQuery().size() >= 0")),
+        (version.clone(), version.clone()).prop_map(|(a, b)| format!("semver({a}, true).compareTo(semver({b}, true))")),
+        version.clone().prop_map(|a| format!("isSemver({a}) ? semver({a}).major() : -1")),
+        string_expr().prop_map(|s| format!("format.dns1123Label().validate({s})")),
+        string_expr().prop_map(|s| format!("format.named('labelValue').value().validate({s}).orValue([]).size()")),
+        (string_expr(), string_leaf()).prop_map(|(s, t)| format!("{s}.split({t}).join('|')")),
+        (string_expr(), string_leaf()).prop_map(|(s, t)| format!("[{s}.lastIndexOf({t}), {s}.indexOf({t}, 1)]")),
+        string_expr().prop_map(|s| format!("{s}.findAll('[a-z]+').size()")),
+        string_expr().prop_map(|s| format!("{s}.lowerAscii().trim().find('l.')")),
+        Just("object.?spec.?color.orValue('none') + object.?spec.?hue.orValue('none')".to_string()),
+        Just("object.metadata.labels.transformMap(k, v, v + k)".to_string()),
+        (list_expr(), int_expr()).prop_map(|(l, e)| format!("{l}.transformList(i, v, i + v * {e})")),
+        (list_expr(), int_expr()).prop_map(|(l, e)| format!("{l}.exists(i, v, v == {e} || i == 2)")),
+        list_expr().prop_map(|l| format!("{{'n': size({l}), 's': {l}.map(x, string(x)).join()}}")),
+        (0i64..100000, 0i64..100).prop_map(|(t, d)| {
+            format!("(timestamp({t}) + duration('{d}m')).getHours('Europe/Paris') + duration('{d}s').getMilliseconds()")
+        }),
+        (list_expr(), list_expr()).prop_map(|(a, b)| format!("sets.intersects({a}, {b}) || sets.contains({a}, {b})")),
+    ]
+}
+
 fn expression() -> impl Strategy<Value = String> {
-    prop_oneof![int_expr(), string_expr(), bool_expr(), list_expr(), double_leaf()]
+    prop_oneof![int_expr(), string_expr(), bool_expr(), list_expr(), double_leaf(), library_expr(), library_expr()]
 }
 
 #[test]

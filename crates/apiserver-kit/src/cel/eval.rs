@@ -251,52 +251,56 @@ impl Machine<'_> {
         Ok(Value::Bool(!or))
     }
 
+    /// A list literal, as cel-go's: the elements in order up to the first error, which is the
+    /// list's; the list's cost is charged either way.
     fn list(&mut self, elements: &[Node], optional: &[usize]) -> Eval {
         let mut values = Vec::with_capacity(elements.len());
-        let mut failed = None;
+        let mut outcome = Ok(());
         for (index, element) in elements.iter().enumerate() {
-            match self.eval(element) {
-                Ok(value) if optional.contains(&index) => match value {
-                    Value::Optional(Some(inner)) => values.push((*inner).clone()),
-                    Value::Optional(None) => {}
-                    _ => failed = failed.or(Some(EvalError::no_such_overload())),
-                },
-                Ok(value) => values.push(value),
-                Err(error) if error.cost_exceeded => return Err(error),
-                Err(error) => failed = failed.or(Some(error)),
+            match (self.eval(element), optional.contains(&index)) {
+                (Err(error), _) => {
+                    outcome = Err(error);
+                    break;
+                }
+                (Ok(Value::Optional(inner)), true) => values.extend(inner.map(|v| (*v).clone())),
+                (Ok(_), true) => {
+                    outcome = Err(EvalError::no_such_overload());
+                    break;
+                }
+                (Ok(value), false) => values.push(value),
             }
+        }
+        if matches!(&outcome, Err(e) if e.cost_exceeded) {
+            return outcome.map(|()| Value::Null);
         }
         self.charge(functions::LIST_CREATE_COST)?;
-        failed.map_or(Ok(Value::list(values)), Err)
+        outcome.map(|()| Value::list(values))
     }
 
+    /// A map literal, as cel-go's: each key, then its value, up to the first error.
     fn map(&mut self, entries: &[(Node, Node, bool)]) -> Eval {
         let mut values = Vec::with_capacity(entries.len());
-        let mut failed = None;
+        let mut outcome = Ok(());
         for (key, value, optional) in entries {
-            let (key, value) = (self.eval(key), self.eval(value));
-            for side in [&key, &value] {
-                if let Err(error) = side {
-                    if error.cost_exceeded {
-                        return Err(error.clone());
-                    }
-                    failed = failed.or(Some(error.clone()));
+            let entry = self.eval(key).and_then(|key| self.eval(value).map(|value| (key, value)));
+            match (entry, optional) {
+                (Err(error), _) => {
+                    outcome = Err(error);
+                    break;
                 }
-            }
-            if let (Ok(key), Ok(value)) = (key, value) {
-                match (optional, value) {
-                    (true, Value::Optional(Some(inner))) => values.push((key, (*inner).clone())),
-                    (true, Value::Optional(None)) => {}
-                    (true, _) => failed = failed.or(Some(EvalError::no_such_overload())),
-                    (false, value) => values.push((key, value)),
+                (Ok((key, Value::Optional(inner))), true) => values.extend(inner.map(|v| (key, (*v).clone()))),
+                (Ok(_), true) => {
+                    outcome = Err(EvalError::no_such_overload());
+                    break;
                 }
+                (Ok(entry), false) => values.push(entry),
             }
+        }
+        if matches!(&outcome, Err(e) if e.cost_exceeded) {
+            return outcome.map(|()| Value::Null);
         }
         self.charge(functions::MAP_CREATE_COST)?;
-        match failed {
-            Some(error) => Err(error),
-            None => Ok(Value::Map(Arc::new(Map::new(values)?))),
-        }
+        outcome.and_then(|()| Ok(Value::Map(Arc::new(Map::new(values)?))))
     }
 
     fn fold(&mut self, fold: &Fold) -> Eval {

@@ -268,7 +268,8 @@ pub fn call_cost(function: &str, args: &[&Eval]) -> Option<u64> {
             Some(Ok(Value::Opaque(value))) => match &**value {
                 Opaque::Format(format) => match args.get(1) {
                     Some(Ok(Value::String(s))) => format.validate_cost(s),
-                    _ => 1,
+                    // An error argument has size 1 (cel-go's actualSize).
+                    _ => format.validate_cost("."),
                 },
                 _ => 1,
             },
