@@ -90,6 +90,8 @@ const CORPUS: &[&str] = &[
     "[1, 2].map(x, x * 2)",
     "[[1], [2, 3]].map(l, l.size())",
     "{'a': object.spec.weight}",
+    "{'a': 1, 'a': 2}",
+    "{'a': object.spec.weight, 'a': 2}",
     "[object.spec.weight, 1]",
     // conversions
     "int('42')",
@@ -316,6 +318,7 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("[[1, 2], [3, [4]]].flatten(2)", "refused by static types"),
     ("[[1], 2].flatten(-1)", "refused by static types"),
     ("[1, 'a'].sort()", "refused by static types"),
+    ("{'a': object.spec.weight, 'a': 2}", "refused by static types"),
 ];
 
 #[test]

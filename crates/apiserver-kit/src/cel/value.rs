@@ -164,15 +164,16 @@ pub struct Map {
 }
 
 impl Map {
-    /// A map of `entries`; a key that repeats is an error, as in cel-go.
+    /// A map of `entries`; a key that repeats keeps its last value, as cel-go's map literals do.
+    /// A key of a type maps cannot have is an error.
     pub fn new(entries: Vec<(Value, Value)>) -> Result<Map, EvalError> {
         let mut map = Map { entries: Vec::with_capacity(entries.len()) };
         for (key, value) in entries {
             key.check_map_key()?;
-            if map.get(&key).is_some() {
-                return Err(EvalError::new(format!("Failed with repeated key: {}", key.display())));
+            match map.entries.iter_mut().find(|(k, _)| k.equals(&key)) {
+                Some(entry) => entry.1 = value,
+                None => map.entries.push((key, value)),
             }
-            map.entries.push((key, value));
         }
         Ok(map)
     }
@@ -414,8 +415,9 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_map_key_is_refused() {
-        let err = Map::new(vec![(Value::Int(1), Value::Null), (Value::Uint(1), Value::Null)]).unwrap_err();
-        assert_eq!(err.to_string(), "Failed with repeated key: 1");
+    fn a_repeated_map_key_keeps_its_last_value() {
+        let map = Map::new(vec![(Value::string("a"), Value::Int(1)), (Value::string("a"), Value::Int(2))]).unwrap();
+        assert_eq!(map.len(), 1);
+        assert!(matches!(map.get_str("a"), Some(Value::Int(2))));
     }
 }
