@@ -436,55 +436,7 @@ pub(crate) fn go_quote(text: &str) -> String {
     quote_bytes(text.as_bytes())
 }
 
-/// `bytes` quoted as Go's `strconv.Quote` quotes a string holding them: printable characters as
-/// they are, `\n`-style escapes, `\xNN` for other ASCII controls and for bytes that are not
-/// UTF-8, `\uNNNN` / `\UNNNNNNNN` for other characters that do not print. Rust's notion of
-/// printable stands in for Go's `unicode.IsPrint`, combining marks included.
-pub(crate) fn quote_bytes(bytes: &[u8]) -> String {
-    let mut out = String::from("\"");
-    for chunk in bytes.utf8_chunks() {
-        chunk.valid().chars().for_each(|c| push_quoted(&mut out, c));
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// One character of [`quote_bytes`].
-fn push_quoted(out: &mut String, c: char) {
-    let escaped = match c {
-        '"' => "\\\"",
-        '\\' => "\\\\",
-        '\u{7}' => "\\a",
-        '\u{8}' => "\\b",
-        '\u{c}' => "\\f",
-        '\n' => "\\n",
-        '\r' => "\\r",
-        '\t' => "\\t",
-        '\u{b}' => "\\v",
-        _ => "",
-    };
-    if !escaped.is_empty() {
-        out.push_str(escaped);
-    } else if c == ' ' || c == '\'' || printable(c) {
-        out.push(c);
-    } else if (c as u32) < 0x80 {
-        out.push_str(&format!("\\x{:02x}", c as u32));
-    } else if (c as u32) < 0x10000 {
-        out.push_str(&format!("\\u{:04x}", c as u32));
-    } else {
-        out.push_str(&format!("\\U{:08x}", c as u32));
-    }
-}
-
-/// Whether `c` prints: `str::escape_debug` keeps it after another character (where it does not
-/// escape combining marks, which Go prints).
-fn printable(c: char) -> bool {
-    let text: String = ['a', c].into_iter().collect();
-    text.escape_debug().eq(text.chars())
-}
+pub(crate) use crate::machinery::error::go_quote_bytes as quote_bytes;
 
 #[cfg(test)]
 mod tests {

@@ -180,33 +180,60 @@ fn go_float(f: f64) -> String {
     format!("{mantissa}e{sign}{:02}", exponent.abs())
 }
 
-/// `text` quoted as Go's `%q` (`strconv.Quote`) quotes it: printable characters as they are,
-/// `\n`-style escapes, `\xNN` for other ASCII controls, `\uNNNN` and `\UNNNNNNNN` for other
-/// characters that do not print (Rust's notion of printable, close to Go's `unicode.IsPrint`).
+/// `text` quoted as Go's `%q` (`strconv.Quote`) quotes it ([`go_quote_bytes`]).
 pub fn go_quote(text: &str) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(text.len() + 2);
+    go_quote_bytes(text.as_bytes())
+}
+
+/// `bytes` quoted as Go's `strconv.Quote` quotes a string holding them: printable characters
+/// (a single quote and combining marks included) as they are, `\n`-style escapes, `\xNN` for
+/// other ASCII controls and for bytes that are not UTF-8, `\uNNNN` / `\UNNNNNNNN` for other
+/// characters that do not print (Rust's notion of printable stands in for Go's
+/// `unicode.IsPrint`).
+pub fn go_quote_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            ' ' => out.push(' '),
-            c if c.escape_debug().count() == 1 => out.push(c),
-            c if (c as u32) < 0x80 => _ = write!(out, "\\x{:02x}", c as u32),
-            c if (c as u32) < 0x10000 => _ = write!(out, "\\u{:04x}", c as u32),
-            c => _ = write!(out, "\\U{:08x}", c as u32),
+    for chunk in bytes.utf8_chunks() {
+        chunk.valid().chars().for_each(|c| push_go_quoted(&mut out, c));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
         }
     }
     out.push('"');
     out
+}
+
+fn push_go_quoted(out: &mut String, c: char) {
+    let escaped = match c {
+        '"' => "\\\"",
+        '\\' => "\\\\",
+        '\u{7}' => "\\a",
+        '\u{8}' => "\\b",
+        '\u{c}' => "\\f",
+        '\n' => "\\n",
+        '\r' => "\\r",
+        '\t' => "\\t",
+        '\u{b}' => "\\v",
+        _ => "",
+    };
+    if !escaped.is_empty() {
+        out.push_str(escaped);
+    } else if c == ' ' || c == '\'' || printable(c) {
+        out.push(c);
+    } else if (c as u32) < 0x80 {
+        out.push_str(&format!("\\x{:02x}", c as u32));
+    } else if (c as u32) < 0x10000 {
+        out.push_str(&format!("\\u{:04x}", c as u32));
+    } else {
+        out.push_str(&format!("\\U{:08x}", c as u32));
+    }
+}
+
+/// Whether `c` prints: `str::escape_debug` keeps it after another character (where it does not
+/// escape combining marks, which Go prints).
+fn printable(c: char) -> bool {
+    let text: String = ['a', c].into_iter().collect();
+    text.escape_debug().eq(text.chars())
 }
 
 /// A list of strings as Go's `%#v` prints a `[]string`: `[]string{"a", "b"}`.
