@@ -22,32 +22,28 @@ pub fn apply(function: &str, left: &Value, right: &Value) -> Eval {
     }
 }
 
-fn int(function: &str, a: i64, b: i64) -> Eval {
-    let result = match function {
-        "_+_" => a.checked_add(b),
-        "_-_" => a.checked_sub(b),
-        "_*_" => a.checked_mul(b),
-        "_/_" if b == 0 => return Err(EvalError::new("division by zero")),
-        "_/_" => a.checked_div(b),
-        "_%_" if b == 0 => return Err(EvalError::new("modulus by zero")),
-        "_%_" => a.checked_rem(b),
-        _ => return Err(EvalError::no_such_overload()),
+/// `a <operator> b` of two 64-bit integers of one kind, checked: `None` on overflow.
+macro_rules! checked {
+    ($function:expr, $a:expr, $b:expr) => {
+        match $function {
+            "_+_" => $a.checked_add($b),
+            "_-_" => $a.checked_sub($b),
+            "_*_" => $a.checked_mul($b),
+            "_/_" if $b == 0 => return Err(EvalError::new("division by zero")),
+            "_/_" => $a.checked_div($b),
+            "_%_" if $b == 0 => return Err(EvalError::new("modulus by zero")),
+            "_%_" => $a.checked_rem($b),
+            _ => return Err(EvalError::no_such_overload()),
+        }
     };
-    result.map(Value::Int).ok_or_else(EvalError::overflow)
+}
+
+fn int(function: &str, a: i64, b: i64) -> Eval {
+    checked!(function, a, b).map(Value::Int).ok_or_else(EvalError::overflow)
 }
 
 fn uint(function: &str, a: u64, b: u64) -> Eval {
-    let result = match function {
-        "_+_" => a.checked_add(b),
-        "_-_" => a.checked_sub(b),
-        "_*_" => a.checked_mul(b),
-        "_/_" if b == 0 => return Err(EvalError::new("division by zero")),
-        "_/_" => a.checked_div(b),
-        "_%_" if b == 0 => return Err(EvalError::new("modulus by zero")),
-        "_%_" => a.checked_rem(b),
-        _ => return Err(EvalError::no_such_overload()),
-    };
-    result.map(Value::Uint).ok_or_else(|| EvalError::new("unsigned integer overflow"))
+    checked!(function, a, b).map(Value::Uint).ok_or_else(|| EvalError::new("unsigned integer overflow"))
 }
 
 fn double(function: &str, a: f64, b: f64) -> Eval {

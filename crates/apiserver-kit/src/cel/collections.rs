@@ -144,15 +144,11 @@ fn comparable(value: &Value) -> bool {
 /// The cost trackers of the lists and sets extensions (cel-go's), given the call's arguments
 /// (target first) and result; `None` for other functions.
 pub fn call_cost(function: &str, args: &[&Result<Value, EvalError>], result: Option<&Value>) -> Option<u64> {
-    let size = |v: Option<&Result<Value, EvalError>>| match v {
-        Some(Ok(Value::List(items))) => items.len() as u64,
-        Some(Ok(Value::String(s))) => s.chars().count() as u64,
-        _ => 1,
-    };
+    let size = super::functions::actual_size;
     let arg = |i: usize| args.get(i).copied();
     let allocating = |factor: f64, n: u64| (n as f64 * factor) as u64 + 1 + LIST_CREATE_COST;
     let cost = match function {
-        "slice" | "lists.range" | "reverse" => allocating(1.0, result.map_or(1, |r| size(Some(&Ok(r.clone()))))),
+        "slice" | "lists.range" | "reverse" => allocating(1.0, result.map_or(1, super::functions::value_size)),
         "flatten" => {
             let depth = match arg(1) {
                 Some(Ok(Value::Int(d))) => *d as f64,

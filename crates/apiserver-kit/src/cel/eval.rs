@@ -217,12 +217,7 @@ impl Machine<'_> {
             }
         };
         let args: Vec<&Eval> = target.iter().chain(&values).collect();
-        let cost = match function {
-            _ if !priced => 1,
-            "join" => functions::join_cost(result.as_ref().ok()),
-            _ => super::collections::call_cost(function, &args, result.as_ref().ok())
-                .unwrap_or_else(|| functions::call_cost(function, &args)),
-        };
+        let cost = if priced { functions::call_cost(function, &args, result.as_ref().ok()) } else { 1 };
         self.charge(cost)?;
         result
     }

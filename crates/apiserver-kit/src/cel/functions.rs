@@ -284,15 +284,26 @@ pub fn go_type_name(value: &Value) -> &'static str {
 
 /// cel-go's `actualSize`: a string's code points, a list's or map's entries, the bytes of
 /// bytes; one for anything else, errors included.
-fn actual_size(value: Option<&Eval>) -> u64 {
+pub(super) fn actual_size(value: Option<&Eval>) -> u64 {
     match value {
-        Some(Ok(value)) => size(value).map_or(1, |n| n as u64),
+        Some(Ok(value)) => value_size(value),
         _ => 1,
     }
 }
 
-fn traversal(size: u64) -> u64 {
+/// [`actual_size`] of a value.
+pub(super) fn value_size(value: &Value) -> u64 {
+    size(value).map_or(1, |n| n as u64)
+}
+
+/// A traversal of `size` units: a tenth of it, rounded up (`StringTraversalCostFactor`).
+pub(super) fn traversal(size: u64) -> u64 {
     (size as f64 * TRAVERSAL).ceil() as u64
+}
+
+/// cel-go's cost of matching a regular expression of `pattern` units against `text` units.
+fn regex_cost(text: u64, pattern: u64) -> u64 {
+    ((1 + text) as f64 * TRAVERSAL).ceil() as u64 * (pattern as f64 * REGEX_LENGTH).ceil() as u64
 }
 
 /// Kubernetes' cost of its functions and of the strings extension's it prices, by function name
@@ -305,10 +316,7 @@ fn kubernetes_call_cost(function: &str, args: &[&Eval]) -> Option<u64> {
         }
         "lowerAscii" | "upperAscii" | "substring" | "trim" => traversal(actual_size(arg(0))),
         "replace" | "split" => (actual_size(arg(0)) as f64 * 2.0 * TRAVERSAL).ceil() as u64,
-        "find" | "findAll" if args.len() >= 2 => {
-            let text = ((1 + actual_size(arg(0))) as f64 * TRAVERSAL).ceil() as u64;
-            text * (actual_size(arg(1)) as f64 * REGEX_LENGTH).ceil() as u64
-        }
+        "find" | "findAll" if args.len() >= 2 => regex_cost(actual_size(arg(0)), actual_size(arg(1))),
         _ => return None,
     };
     Some(cost)
@@ -326,17 +334,19 @@ fn traversal_cost(value: &Value) -> u64 {
     }
 }
 
-/// The cost of `join`, which Kubernetes reads from its result.
-pub fn join_cost(result: Option<&Value>) -> u64 {
-    let size = result.map_or(1, |v| size(v).map_or(1, |n| n as u64));
-    (size as f64 * 2.0 * TRAVERSAL).ceil() as u64
-}
-
-/// What a call of `function` costs (cel-go's `costCall` defaults), given its arguments (the
-/// target first for a member call).
-pub fn call_cost(function: &str, args: &[&Eval]) -> u64 {
+/// What a call of `function` costs, given its arguments (the target first for a member call)
+/// and its result, in cel-go's order: the extensions' cost trackers, then Kubernetes'
+/// `CostEstimator`, then cel-go's defaults.
+pub fn call_cost(function: &str, args: &[&Eval], result: Option<&Value>) -> u64 {
     let arg = |i: usize| args.get(i).copied();
-    if let Some(cost) = kubernetes_call_cost(function, args).or_else(|| kubernetes::call_cost(function, args)) {
+    if function == "join" {
+        // Kubernetes reads `join`'s cost from its result.
+        return (result.map_or(1, value_size) as f64 * 2.0 * TRAVERSAL).ceil() as u64;
+    }
+    let tracked = collections::call_cost(function, args, result)
+        .or_else(|| kubernetes_call_cost(function, args))
+        .or_else(|| kubernetes::call_cost(function, args));
+    if let Some(cost) = tracked {
         return cost;
     }
     match function {
@@ -347,10 +357,7 @@ pub fn call_cost(function: &str, args: &[&Eval]) -> u64 {
         // Reached only when the static types resolved the string or bytes overload.
         "_<_" | "_<=_" | "_>_" | "_>=_" => traversal(actual_size(arg(0)).min(actual_size(arg(1)))),
         "_+_" => traversal(actual_size(arg(0)) + actual_size(arg(1))),
-        "matches" => {
-            let text = ((1 + actual_size(arg(0))) as f64 * TRAVERSAL).ceil() as u64;
-            text * (actual_size(arg(1)) as f64 * REGEX_LENGTH).ceil() as u64
-        }
+        "matches" => regex_cost(actual_size(arg(0)), actual_size(arg(1))),
         "contains" => traversal(actual_size(arg(0))) * traversal(actual_size(arg(1))),
         "string" if matches!(arg(0), Some(Ok(Value::Bytes(_)))) => traversal(actual_size(arg(0))),
         "bytes" if matches!(arg(0), Some(Ok(Value::String(_)))) => traversal(actual_size(arg(0))),

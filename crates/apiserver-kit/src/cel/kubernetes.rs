@@ -6,7 +6,7 @@
 
 use super::error::EvalError;
 use super::value::{Opaque, Value};
-use super::{formats, network, quantity, semver, urls};
+use super::{formats, functions, network, quantity, semver, urls};
 use std::sync::Arc;
 
 type Eval = Result<Value, EvalError>;
@@ -236,11 +236,8 @@ fn quantity_member(function: &str, q: &quantity::Quantity, args: &[&Value]) -> O
 /// What a call of the libraries costs (k8s.io/apiserver's `CostEstimator.CallCost`), given its
 /// arguments (the target first); `None` for other functions.
 pub fn call_cost(function: &str, args: &[&Eval]) -> Option<u64> {
-    let length = |i: usize| match args.get(i) {
-        Some(Ok(Value::String(s))) => s.chars().count() as u64,
-        _ => 1,
-    };
-    let tenth = |n: u64| (n as f64 * 0.1).ceil() as u64;
+    let length = |i: usize| functions::actual_size(args.get(i).copied());
+    let tenth = functions::traversal;
     let cidr_size = || match args.first() {
         Some(Ok(Value::Opaque(value))) => match &**value {
             Opaque::Cidr(cidr) => cidr.size() as u64,
