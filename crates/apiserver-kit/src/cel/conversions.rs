@@ -47,7 +47,7 @@ pub fn to_uint(value: &Value) -> Eval {
 }
 
 /// Go's `strconv.ParseInt(s, 10, 64)`: an optional sign and decimal digits.
-fn parse_go_int(s: &str) -> Option<i64> {
+pub(super) fn parse_go_int(s: &str) -> Option<i64> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;

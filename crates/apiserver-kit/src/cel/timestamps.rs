@@ -79,19 +79,20 @@ fn time_zone(zone: &str) -> Result<TimeZone, EvalError> {
         return jiff::tz::db().get(zone).map_err(|_| EvalError::new(format!("unknown time zone {zone}")));
     };
     // Neither the hours nor the minutes are range-checked (cel-go's stdlib inTimeZone).
-    let hours: i32 = go_atoi(hours)?;
-    let minutes: i32 = go_atoi(minutes)?;
-    let offset = if zone.starts_with('-') { hours * 60 - minutes } else { hours * 60 + minutes };
-    let offset = Offset::from_seconds(offset * 60).map_err(|e| EvalError::new(e.to_string()))?;
+    let hours = go_atoi(hours)?;
+    let minutes = go_atoi(minutes)?;
+    let minutes = if zone.starts_with('-') { minutes.checked_neg() } else { Some(minutes) };
+    // Go takes any offset; one past what a zone can be (±25:59:59 here) is refused, never wrapped.
+    let seconds = minutes
+        .and_then(|m| hours.checked_mul(60)?.checked_add(m)?.checked_mul(60))
+        .and_then(|s| i32::try_from(s).ok())
+        .ok_or_else(|| EvalError::new(format!("timezone offset out of range: {zone}")))?;
+    let offset = Offset::from_seconds(seconds).map_err(|e| EvalError::new(e.to_string()))?;
     Ok(TimeZone::fixed(offset))
 }
 
-/// Go's `strconv.Atoi`, with its error message.
-fn go_atoi(text: &str) -> Result<i32, EvalError> {
-    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
-    let valid = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    valid
-        .then(|| text.parse::<i32>().ok())
-        .flatten()
+/// Go's `strconv.Atoi` (the conversions' decimal parser), with its error message.
+fn go_atoi(text: &str) -> Result<i64, EvalError> {
+    super::conversions::parse_go_int(text)
         .ok_or_else(|| EvalError::new(format!("strconv.Atoi: parsing {text:?}: invalid syntax")))
 }
