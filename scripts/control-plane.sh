@@ -186,13 +186,14 @@ kubernetes_binary() {
   echo "$dir/$component"
 }
 
-# Builds into $1 commands of the Go module tools/$2, static and without local paths: each further
-# argument is "BINARY PACKAGE [-X …]", its extra link flags after the package.
+# Builds into $1 commands of the Go module tools/$2 (its go.mod, go.sum and any Go files of its
+# own), static and without local paths: each further argument is "BINARY PACKAGE [-X …]", its
+# extra link flags after the package.
 build_tools() {
   local out=$1 module=$2 work spec binary package flags
   shift 2
   work=$(mktemp -d "$CACHE/build.XXXXXX")
-  cp "$ROOT/tools/$module/go.mod" "$ROOT/tools/$module/go.sum" "$work/"
+  cp "$ROOT/tools/$module/go.mod" "$ROOT/tools/$module/go.sum" $(tool_sources "$module") "$work/"
   rm -rf "$out.partial" && mkdir -p "$out.partial"
   for spec in "$@"; do
     read -r binary package flags <<<"$spec"
@@ -202,10 +203,13 @@ build_tools() {
   rm -rf "$work"
 }
 
-# The cache folder of the recipe that `$3` builds from tools/$2, named $1-<hash of the module and
-# the build's steps>.
+# The Go files of tools/$1 itself (a main package of ours), if any.
+tool_sources() { find "$ROOT/tools/$1" -maxdepth 1 -name '*.go' | sort; }
+
+# The cache folder of the recipe that `$3` builds from tools/$2, named $1-<hash of the module, its
+# Go files and the build's steps>.
 tools_dir() {
-  echo "$CACHE/$1-$({ cat "$ROOT/tools/$2/go.mod" "$ROOT/tools/$2/go.sum"; declare -f "$3" build_tools; } | sha256sum | cut -c1-12)"
+  echo "$CACHE/$1-$({ cat "$ROOT/tools/$2/go.mod" "$ROOT/tools/$2/go.sum" $(tool_sources "$2"); declare -f "$3" build_tools; } | sha256sum | cut -c1-12)"
 }
 
 # Fills the cache folder $1 with `$2 $1` unless `$3 $1` finds nothing missing, then removes the
@@ -264,15 +268,7 @@ helm_problem() {
 }
 
 # Builds tools/cel-oracle (a main package of ours over k8s.io/apiserver's CEL) into $1.
-build_cel_oracle() {
-  local work
-  work=$(mktemp -d "$CACHE/build.XXXXXX")
-  cp "$ROOT/tools/cel-oracle/"{go.mod,go.sum,main.go} "$work/"
-  rm -rf "$1.partial" && mkdir -p "$1.partial"
-  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$1.partial/cel-oracle" . >&2)
-  rm -rf "$1" && mv "$1.partial" "$1"
-  rm -rf "$work"
-}
+build_cel_oracle() { build_tools "$1" cel-oracle "cel-oracle ."; }
 
 # Why the oracle in $1 cannot be used (nothing when it can).
 cel_oracle_problem() {
@@ -282,10 +278,10 @@ cel_oracle_problem() {
   fi
 }
 
-# The CEL oracle: built when missing; its folder is named after its sources and build step.
+# The CEL oracle: built when missing.
 ensure_cel_oracle() {
   local dir
-  dir="$CACHE/cel-oracle-$({ cat "$ROOT/tools/cel-oracle/"{go.mod,go.sum,main.go}; declare -f build_cel_oracle; } | sha256sum | cut -c1-12)"
+  dir=$(tools_dir cel-oracle cel-oracle build_cel_oracle)
   ensure_tools "$dir" build_cel_oracle cel_oracle_problem 'cel-oracle-*' "the CEL oracle"
   echo "$dir/cel-oracle"
 }
