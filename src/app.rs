@@ -105,6 +105,7 @@ pub fn options(args: &ServeArgs) -> ServerOptions {
             min_request_timeout: Duration::from_secs(args.min_request_timeout_seconds),
         },
         admission_webhooks: args.admission_webhooks,
+        admission_policies: args.admission_policies,
         audit: audit_options(args),
         limits: RequestLimits {
             max_inflight: args.max_requests_inflight,

@@ -196,6 +196,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_ADMISSION_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set)]
     pub admission_webhooks: bool,
 
+    /// In aggregated mode, check writes against the cluster's ValidatingAdmissionPolicies and
+    /// their bindings, as the kube-apiserver does for its own resources (never standalone).
+    /// `false` is the kube-apiserver's `--disable-admission-plugins=ValidatingAdmissionPolicy`.
+    #[arg(long, env = "FARM_ADMISSION_POLICIES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub admission_policies: bool,
+
     /// The audit policy: an `audit.k8s.io/v1` Policy file (YAML or JSON). With
     /// `--audit-log-path`, requests are recorded as the policy says.
     #[arg(long, env = "FARM_AUDIT_POLICY_FILE")]

@@ -6,89 +6,17 @@
 //! group's name is made the same: codes, `Status` bodies, `Warning` headers, stored objects and
 //! the reviews the webhook received.
 
+#[path = "admission/both.rs"]
+mod both;
 mod common;
 #[path = "admission/webhook.rs"]
 mod webhook;
 
+use both::{Answer, Both, llama, same_group, until_both_answer};
 use common::clients::Cluster;
 use common::control_plane::{ControlPlane, Farm, NOBODY_ADMITS, NOBODY_DELEGATES, eventually};
 use serde_json::{Value, json};
 use webhook::WebhookServer;
-
-/// One answer, with `ref.example.com` written as `farm.example.com`.
-#[derive(Debug, PartialEq)]
-struct Answer {
-    code: u16,
-    body: Value,
-    warnings: Vec<String>,
-}
-
-/// Sends requests to both groups through the kube-apiserver, as its admin.
-struct Both {
-    base: String,
-    client: reqwest::Client,
-}
-
-/// `value` with the reference group named as farm-apiserver's.
-fn same_group(value: &Value) -> Value {
-    serde_json::from_str(&value.to_string().replace("ref.example.com", "farm.example.com")).unwrap()
-}
-
-impl Both {
-    async fn send(&self, group: &str, method: reqwest::Method, path: &str, body: Option<&Value>, kind: &str) -> Answer {
-        let url = format!("{}/apis/{group}/{path}", self.base);
-        let mut request = self.client.request(method, url).header("content-type", kind);
-        if let Some(body) = body {
-            request = request.body(body.to_string().replace("farm.example.com", group));
-        }
-        let response = request.send().await.unwrap();
-        let code = response.status().as_u16();
-        let warnings = response
-            .headers()
-            .get_all("warning")
-            .iter()
-            .map(|v| v.to_str().unwrap().replace("ref.example.com", "farm.example.com"))
-            .collect();
-        let body = same_group(&response.json().await.unwrap_or(Value::Null));
-        Answer { code, body, warnings }
-    }
-
-    /// Sends the request at v1alpha to farm-apiserver, then to the reference; both answers.
-    async fn each(&self, method: reqwest::Method, path: &str, body: Option<&Value>, kind: &str) -> (Answer, Answer) {
-        self.each_at("v1alpha", method, path, body, kind).await
-    }
-
-    /// [`Self::each`] at `version`.
-    async fn each_at(
-        &self,
-        version: &str,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&Value>,
-        kind: &str,
-    ) -> (Answer, Answer) {
-        let path = format!("{version}/{path}");
-        let path = path.as_str();
-        let farm = self.send("farm.example.com", method.clone(), path, body, kind).await;
-        let reference = self.send("ref.example.com", method, path, body, kind).await;
-        (farm, reference)
-    }
-
-    async fn create(&self, namespace: &str, llama: &Value) -> (Answer, Answer) {
-        self.each(reqwest::Method::POST, &format!("namespaces/{namespace}/llamas"), Some(llama), "application/json")
-            .await
-    }
-
-    async fn get(&self, namespace: &str, name: &str) -> (Answer, Answer) {
-        self.each(reqwest::Method::GET, &format!("namespaces/{namespace}/llamas/{name}"), None, "application/json")
-            .await
-    }
-}
-
-fn llama(name: &str, weight: f64, labels: Value) -> Value {
-    json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama",
-        "metadata": {"name": name, "labels": labels}, "spec": {"weight": weight, "height": 170}})
-}
 
 /// A webhook named `<name>.farm.example.com`, reached at `client` (a `service` or a `url`), for
 /// `operations` on llamas of both groups.
@@ -136,20 +64,7 @@ async fn setup() -> (ControlPlane, Farm, Both, WebhookServer) {
     cp.must(&["label", "namespace", "pasture", "admission=on"], None);
     cp.must(&["create", "namespace", "wild"], None);
     let (base, client) = cp.apiserver();
-    (cp, farm, Both { base, client }, webhook)
-}
-
-/// Waits until both servers answer `create` of `probe` in `namespace` with `code`, deleting
-/// what they created meanwhile.
-async fn until_both_answer(both: &Both, namespace: &str, probe: &Value, code: u16) {
-    let name = probe["metadata"]["name"].as_str().unwrap().to_string();
-    eventually("both servers to see the webhook configuration", async || {
-        let (farm, reference) = both.create(namespace, probe).await;
-        let path = format!("namespaces/{namespace}/llamas/{name}");
-        both.each(reqwest::Method::DELETE, &path, None, "application/json").await;
-        farm.code == code && reference.code == code
-    })
-    .await;
+    (cp, farm, Both::new(base, client), webhook)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

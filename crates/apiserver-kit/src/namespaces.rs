@@ -1,5 +1,6 @@
 //! The cluster's Namespaces, for the namespace lifecycle of creates in aggregated mode
-//! ([`crate::machinery::lifecycle`]) and the `namespaceSelector` of admission webhooks: a kube-rs reflector keeps every Namespace's phase in
+//! ([`crate::machinery::lifecycle`]), the `namespaceSelector` of admission webhooks and policies
+//! and policies' `namespaceObject`: a kube-rs reflector keeps every Namespace in
 //! memory, and a namespace the cache does not hold (not yet synced, or created a moment ago) is
 //! looked up with one live GET before a create is refused, as the kube-apiserver's
 //! `NamespaceLifecycle` plugin does, so a namespace created just before its first object is never
@@ -57,11 +58,17 @@ impl NamespaceCache {
     /// The labels of `namespace`, for admission webhooks' `namespaceSelector`: from the cache,
     /// else from one live GET; 404 when it does not exist.
     pub async fn labels(&self, namespace: &str) -> Result<BTreeMap<String, String>> {
+        Ok(self.namespace(namespace).await?.metadata.labels.clone().unwrap_or_default())
+    }
+
+    /// The Namespace `namespace`, for admission policies' `namespaceObject`: from the cache,
+    /// else from one live GET; 404 when it does not exist.
+    pub async fn namespace(&self, namespace: &str) -> Result<std::sync::Arc<Namespace>> {
         if let Some(cached) = self.reader.get(&ObjectRef::new(namespace)) {
-            return Ok(cached.metadata.labels.clone().unwrap_or_default());
+            return Ok(cached);
         }
         match self.api.get_opt(namespace).await {
-            Ok(Some(found)) => Ok(found.metadata.labels.unwrap_or_default()),
+            Ok(Some(found)) => Ok(std::sync::Arc::new(found)),
             Ok(None) => Err(Error::NotFound { resource: NAMESPACES, name: namespace.to_string() }),
             Err(err) => Err(Error::Internal(format!("looking up namespace {namespace:?} in the cluster: {err}"))),
         }

@@ -3,14 +3,13 @@
 //! calls them: configurations sorted by name, each one's webhooks in their listed order. The
 //! server's ServiceAccount needs list and watch on both (`manifests/base/rbac.yaml`).
 
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhook,
     ValidatingWebhookConfiguration,
 };
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -35,45 +34,7 @@ fn reflect<K>(client: kube::Client, stopping: CancellationToken) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let stream = watcher(Api::<K>::all(client), watcher::Config::default())
-        .default_backoff()
-        .modify(|object| object.meta_mut().managed_fields = None)
-        .reflect(writer);
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        loop {
-            let event = tokio::select! {
-                () = stopping.cancelled() => return,
-                event = stream.next() => event,
-            };
-            match event {
-                Some(Ok(_)) => {}
-                Some(Err(err)) => tracing::warn!("{}; retrying", explain::<K>(&err)),
-                None => return,
-            }
-        }
-    });
-    reader
-}
-
-/// Why watching `K` failed, with what to grant when RBAC forbids it: until both kinds are
-/// listed, writes that might call a webhook are refused.
-fn explain<K: kube::Resource<DynamicType = ()>>(err: &watcher::Error) -> String {
-    let plural = K::plural(&());
-    let forbidden = match err {
-        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
-            matches!(e, kube::Error::Api(status) if status.code == 403)
-        }
-        _ => false,
-    };
-    if forbidden {
-        format!(
-            "RBAC forbids the server to list or watch {plural}: {err}; writes that may call an admission webhook are              refused until it can. Grant its ServiceAccount a ClusterRole with the rule {{apiGroups:              [\"admissionregistration.k8s.io\"], resources: [\"{plural}\"], verbs: [\"get\", \"list\", \"watch\"]}}              (manifests/base/rbac.yaml has it), or start it with --admission-webhooks=false"
-        )
-    } else {
-        format!("watching {plural} failed: {err}")
-    }
+    super::reflect::reflect(Api::<K>::all(client), (), stopping, false, || {})
 }
 
 /// `items` sorted by name, each with its webhooks in order.

@@ -153,7 +153,7 @@ fn parse(selector: Option<&LabelSelector>) -> Result<Selector> {
 }
 
 /// `namespace.Matcher.MatchNamespaceSelector`.
-fn match_namespace(
+pub(super) fn match_namespace(
     selector: Option<&LabelSelector>,
     attr: &Attributes,
     namespace_labels: impl FnOnce(&str) -> Result<BTreeMap<String, String>>,
@@ -169,7 +169,7 @@ fn match_namespace(
 }
 
 /// `object.Matcher.MatchObjectSelector`.
-fn match_object(selector: Option<&LabelSelector>, attr: &Attributes) -> Result<bool> {
+pub(super) fn match_object(selector: Option<&LabelSelector>, attr: &Attributes) -> Result<bool> {
     let selector = parse(selector)?;
     if selector.selects_all() {
         return Ok(true);

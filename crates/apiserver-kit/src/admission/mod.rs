@@ -1,12 +1,17 @@
-//! Admission webhooks, as every server built on k8s.io/apiserver calls them: the cluster's
+//! Admission, as every server built on k8s.io/apiserver runs it ([`chain`]): the cluster's
+//! ValidatingAdmissionPolicies ([`policy`]) and its admission webhooks. Webhooks are called as
+//! k8s.io/apiserver calls them: the cluster's
 //! MutatingWebhookConfigurations and ValidatingWebhookConfigurations decide which of this
 //! server's writes each webhook sees ([`matching`]), and each call is an `admission.k8s.io/v1`
 //! AdmissionReview whose answer is checked and turned into the client's `Status` ([`review`]),
 //! sent over HTTPS as the kube-apiserver sends it ([`client`]); [`webhooks`] puts them together
 //! as the registry's `Admission`, over a watch cache of the configurations ([`configurations`]).
 
+pub mod chain;
 pub mod client;
 pub mod configurations;
 pub mod matching;
+pub mod policy;
+mod reflect;
 pub mod review;
 pub mod webhooks;

@@ -108,29 +108,41 @@ struct RequestOut<'a> {
     options: Option<&'a Value>,
 }
 
+/// The request of a review, on the wire.
+fn request_out<'a>(request: &Request<'a>) -> RequestOut<'a> {
+    RequestOut {
+        uid: request.uid,
+        kind: request.kind,
+        resource: request.resource,
+        sub_resource: request.subresource,
+        request_kind: GroupVersionKind { version: request.request_version, ..request.kind },
+        request_resource: GroupVersionResource { version: request.request_version, ..request.resource },
+        request_sub_resource: request.subresource,
+        name: request.name,
+        namespace: request.namespace,
+        operation: request.operation,
+        user_info: request.user,
+        object: request.object,
+        old_object: request.old_object,
+        dry_run: request.dry_run,
+        options: request.options,
+    }
+}
+
 /// The JSON body sent to the webhook.
 pub fn encode(request: &Request) -> Result<Vec<u8>, serde_json::Error> {
-    crate::machinery::json::to_vec(&ReviewOut {
-        api_version: API_VERSION,
-        kind: KIND,
-        request: RequestOut {
-            uid: request.uid,
-            kind: request.kind,
-            resource: request.resource,
-            sub_resource: request.subresource,
-            request_kind: GroupVersionKind { version: request.request_version, ..request.kind },
-            request_resource: GroupVersionResource { version: request.request_version, ..request.resource },
-            request_sub_resource: request.subresource,
-            name: request.name,
-            namespace: request.namespace,
-            operation: request.operation,
-            user_info: request.user,
-            object: request.object,
-            old_object: request.old_object,
-            dry_run: request.dry_run,
-            options: request.options,
-        },
-    })
+    crate::machinery::json::to_vec(&ReviewOut { api_version: API_VERSION, kind: KIND, request: request_out(request) })
+}
+
+/// The `request` variable of admission policies' expressions (k8s.io/apiserver's
+/// `CreateAdmissionRequest`): a review's request without its objects.
+pub fn policy_request(request: &Request) -> Value {
+    let mut value = serde_json::to_value(request_out(request)).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("object");
+        fields.remove("oldObject");
+    }
+    value
 }
 
 /// The wire form of a webhook's answer.

@@ -74,13 +74,17 @@ macro_rules! hook_from {
 hook_from!(MutatingWebhook, ValidatingWebhook);
 
 /// The metadata of an object as the selectors read it (its labels).
-fn labels_of(object: Option<&Value>) -> Option<ObjectMeta> {
+pub(super) fn labels_of(object: Option<&Value>) -> Option<ObjectMeta> {
     let labels = object?.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok());
     Some(ObjectMeta { labels, ..Default::default() })
 }
 
 /// The request attributes of `call` that rules and selectors match.
-fn attributes<'a>(call: &'a Call, object: Option<&'a ObjectMeta>, old: Option<&'a ObjectMeta>) -> Attributes<'a> {
+pub(super) fn attributes<'a>(
+    call: &'a Call,
+    object: Option<&'a ObjectMeta>,
+    old: Option<&'a ObjectMeta>,
+) -> Attributes<'a> {
     Attributes {
         group: call.resource.group,
         version: call.version,
@@ -94,7 +98,7 @@ fn attributes<'a>(call: &'a Call, object: Option<&'a ObjectMeta>, old: Option<&'
 }
 
 /// The review user of `call`.
-fn user_info(call: &Call) -> k8s_openapi::api::authentication::v1::UserInfo {
+pub(super) fn user_info(call: &Call) -> k8s_openapi::api::authentication::v1::UserInfo {
     let user = call.user;
     k8s_openapi::api::authentication::v1::UserInfo {
         username: Some(user.name.clone()).filter(|n| !n.is_empty()),

@@ -164,7 +164,7 @@ struct Tail<'a> {
     request_received_timestamp: String,
     stage_timestamp: String,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    annotations: &'a BTreeMap<&'static str, String>,
+    annotations: &'a BTreeMap<String, String>,
 }
 
 /// Appends `value`'s fields to `line`, after a comma: its JSON object without the braces.
@@ -207,7 +207,7 @@ pub struct Record {
     /// The response's object, at level RequestResponse.
     pub response_object: Option<Value>,
     /// `authorization.k8s.io/decision` and `authorization.k8s.io/reason`.
-    pub annotations: BTreeMap<&'static str, String>,
+    pub annotations: BTreeMap<String, String>,
     /// The fields from `requestURI` to `objectRef`, serialized by the first event (they do not
     /// change once the request has been received).
     pub middle: std::sync::OnceLock<Vec<u8>>,
@@ -264,8 +264,9 @@ impl Record {
 
     /// Records authorization's decision and reason.
     pub fn authorized(&mut self, allowed: bool, reason: &str) {
-        self.annotations.insert("authorization.k8s.io/decision", if allowed { "allow" } else { "forbid" }.into());
-        self.annotations.insert("authorization.k8s.io/reason", reason.to_string());
+        self.annotations
+            .insert("authorization.k8s.io/decision".into(), if allowed { "allow" } else { "forbid" }.into());
+        self.annotations.insert("authorization.k8s.io/reason".into(), reason.to_string());
     }
 }
 

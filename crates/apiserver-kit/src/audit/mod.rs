@@ -165,7 +165,11 @@ pub async fn gate(
         Ok(reason) => {
             record.authorized(true, &reason);
             match read_request_object(request, &mut record).await {
-                Ok(request) => next.run(request).await,
+                Ok(request) => {
+                    let (response, annotations) = with_annotations(next.run(request)).await;
+                    record.annotations.extend(annotations);
+                    response
+                }
                 Err(refused) => refused,
             }
         }
@@ -175,6 +179,27 @@ pub async fn gate(
         }
     };
     with_audit_id(finish(&auditor, record, response).await, &id)
+}
+
+tokio::task_local! {
+    /// The annotations that the handling of a request added (admission policies').
+    static ANNOTATIONS: std::cell::RefCell<Vec<(String, String)>>;
+}
+
+/// Adds the annotation `key: value` to the audit event of the request being handled (nothing
+/// when no audit log records it), as admission's `Attributes.AddAnnotation`.
+pub fn annotate(key: String, value: String) {
+    let _ = ANNOTATIONS.try_with(|annotations| annotations.borrow_mut().push((key, value)));
+}
+
+/// Runs `handling`, gathering what it [`annotate`]s.
+async fn with_annotations(handling: impl Future<Output = Response>) -> (Response, Vec<(String, String)>) {
+    ANNOTATIONS
+        .scope(std::cell::RefCell::new(Vec::new()), async {
+            let response = handling.await;
+            (response, ANNOTATIONS.with(std::cell::RefCell::take))
+        })
+        .await
 }
 
 /// A new record of a request.

@@ -21,15 +21,38 @@ pub struct Evaluation {
     pub cost: u64,
 }
 
+/// A map variable whose entries are evaluated only when an expression reads them, as
+/// k8s.io/apiserver's lazy map serves a policy's `variables`: the entry's value (or error) is
+/// computed once and kept by the implementation.
+pub trait LazyMap {
+    /// The variable's name (`variables`).
+    fn name(&self) -> &str;
+    /// The entry `key`, `None` when the map has no such entry.
+    fn entry(&self, key: &str) -> Option<Result<Value, EvalError>>;
+    /// Every entry's key, in order.
+    fn keys(&self) -> Vec<String>;
+}
+
 /// Evaluates `program` with `variables` (name, value), stopping past `limit`.
 pub fn evaluate(program: &Program, variables: &[(&str, Value)], limit: u64) -> Evaluation {
-    let mut machine = Machine { variables, locals: Vec::new(), cost: 0, limit };
+    evaluate_with(program, variables, None, limit)
+}
+
+/// [`evaluate`], with `lazy` serving one more variable whose entries are evaluated when read.
+pub fn evaluate_with(
+    program: &Program,
+    variables: &[(&str, Value)],
+    lazy: Option<&dyn LazyMap>,
+    limit: u64,
+) -> Evaluation {
+    let mut machine = Machine { variables, lazy, locals: Vec::new(), cost: 0, limit };
     let value = machine.eval(&program.root);
     Evaluation { value, cost: machine.cost }
 }
 
 struct Machine<'a> {
     variables: &'a [(&'a str, Value)],
+    lazy: Option<&'a dyn LazyMap>,
     /// Comprehension variables, innermost last; an accumulator may hold an error (cel-go's
     /// `all` goes on after an element's error and may still end `false`).
     locals: Vec<(Arc<str>, Eval)>,
@@ -100,8 +123,16 @@ impl Machine<'_> {
     /// optional one only when it found something; after an optional one found nothing, the
     /// rest are not applied.
     fn resolve(&mut self, root: &Root, qualifiers: &[Qualifier]) -> Eval {
+        let mut qualifiers = qualifiers;
         let mut value = match root {
-            Root::Variable(name) => self.variable(name),
+            Root::Variable(name) => match self.lazy_entry(name, qualifiers.first()) {
+                Some(entry) => {
+                    qualifiers = &qualifiers[1..];
+                    self.charge(1)?;
+                    entry
+                }
+                None => self.variable(name),
+            },
             Root::Local(name) => self.local(name),
             Root::Relative(operand) => self.eval(operand),
         };
@@ -131,7 +162,36 @@ impl Machine<'_> {
         Ok(Value::Bool(set.iter().any(|member| member.type_of() == value.type_of() && member.equals(&value))))
     }
 
+    /// The entry of the lazy map `name` that `qualifier` (a field) selects, evaluated now; `None`
+    /// when `name` is not the lazy map or the qualifier does not name an entry by a constant.
+    fn lazy_entry(&self, name: &str, qualifier: Option<&Qualifier>) -> Option<Eval> {
+        let lazy = self.lazy.filter(|lazy| lazy.name() == name)?;
+        let (key, optional) = match qualifier? {
+            Qualifier::Field { name, optional } => (name.clone(), *optional),
+            Qualifier::Index { key, optional } => match &**key {
+                Node::Const(Value::String(key)) => (key.clone(), *optional),
+                _ => return None,
+            },
+        };
+        let entry = lazy.entry(&key);
+        Some(match (entry, optional) {
+            (Some(value), false) => value,
+            (Some(value), true) => value.map(|v| Value::Optional(Some(Arc::new(v)))),
+            (None, true) => Ok(Value::Optional(None)),
+            (None, false) => Err(EvalError::no_such_key(&Value::String(key))),
+        })
+    }
+
     fn variable(&self, name: &str) -> Eval {
+        if let Some(lazy) = self.lazy.filter(|lazy| lazy.name() == name) {
+            // The whole map is read: every entry is evaluated.
+            let mut entries = Vec::new();
+            for key in lazy.keys() {
+                let value = lazy.entry(&key).unwrap_or_else(|| Err(EvalError::no_such_key(&Value::string(&key))))?;
+                entries.push((Value::string(&key), value));
+            }
+            return Ok(Value::Map(Arc::new(Map::new(entries)?)));
+        }
         let found = self.variables.iter().find(|(n, _)| *n == name);
         found.map(|(_, v)| v.clone()).ok_or_else(|| EvalError::new(format!("no such attribute(s): {name}")))
     }

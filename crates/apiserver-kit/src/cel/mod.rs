@@ -26,6 +26,6 @@ mod urls;
 pub mod value;
 
 pub use error::{CompileError, EvalError};
-pub use eval::{Evaluation, PER_CALL_LIMIT, evaluate};
+pub use eval::{Evaluation, LazyMap, PER_CALL_LIMIT, evaluate, evaluate_with};
 pub use program::Program;
 pub use value::{Map, Opaque, Type, Value};

@@ -6,6 +6,8 @@ use super::StartError;
 use super::options::{Authentication, ClusterConnection, ServerOptions};
 use super::resource::{ClusterServices, MirroredView, Mount, Mountable, Mounted, StoredResource};
 use super::storage::StorageFactory;
+use crate::admission::chain::Chain;
+use crate::admission::policy::{ValidatingPolicies, sources::PolicySources};
 use crate::admission::{client::Caller, configurations::Configurations, webhooks::Webhooks};
 use crate::api::conversion_webhook::Converter;
 use crate::api::openapi::Documents;
@@ -316,7 +318,8 @@ async fn cluster_config(options: &ServerOptions) -> Result<Option<kube::Config>,
     Ok(Some(config))
 }
 
-/// The namespaces of the cluster and, for an aggregated server with admission on, its webhooks.
+/// The namespaces of the cluster and, for an aggregated server with admission on, its
+/// admission policies and webhooks.
 fn cluster_services(
     options: &ServerOptions,
     config: kube::Config,
@@ -325,11 +328,15 @@ fn cluster_services(
 ) -> ClusterServices {
     let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
     // A standalone server, even with a cluster for its views, is not part of the cluster's API.
-    let admission = (options.admission_webhooks && !options.authentication.is_standalone()).then(|| {
+    let aggregated = !options.authentication.is_standalone();
+    let webhooks = (options.admission_webhooks && aggregated).then(|| {
         let configurations = Configurations::start(client.clone(), stopping.clone());
-        let webhooks = Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone());
-        Arc::new(webhooks) as Arc<dyn crate::machinery::admission::Admission>
+        Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone())
     });
+    let policies = (options.admission_policies && aggregated)
+        .then(|| ValidatingPolicies::new(PolicySources::start(client.clone(), stopping.clone()), namespaces.clone()));
+    let admission = (webhooks.is_some() || policies.is_some())
+        .then(|| Arc::new(Chain { policies, webhooks }) as Arc<dyn crate::machinery::admission::Admission>);
     ClusterServices { client, server: config.cluster_url.to_string(), namespaces, admission }
 }
 

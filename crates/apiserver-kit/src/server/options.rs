@@ -25,6 +25,9 @@ pub struct ServerOptions {
     /// Whether writes call the cluster's admission webhooks (with delegated authentication only:
     /// a standalone server is not part of the cluster's API).
     pub admission_webhooks: bool,
+    /// Whether writes are checked by the cluster's ValidatingAdmissionPolicies (with delegated
+    /// authentication only, as webhooks).
+    pub admission_policies: bool,
     /// The audit log, when there is one.
     pub audit: Option<AuditOptions>,
     /// Requests in flight and how long each may take.
@@ -50,6 +53,7 @@ impl Default for ServerOptions {
             storage: StorageOptions::default(),
             watch: WatchOptions::default(),
             admission_webhooks: true,
+            admission_policies: true,
             audit: None,
             limits: RequestLimits::default(),
             http: HttpOptions::default(),

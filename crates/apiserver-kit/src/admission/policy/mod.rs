@@ -1,0 +1,17 @@
+//! ValidatingAdmissionPolicies, enforced for this server's writes as k8s.io/apiserver's
+//! `ValidatingAdmissionPolicy` plugin enforces them for every server built on it: the cluster's
+//! policies and bindings ([`sources`], compiled once per change by [`compiled`]) decide which
+//! writes they apply to ([`matching`]); each binding's params ([`params`]) and the request's
+//! variables feed the policy's expressions ([`evaluate`], [`validator`]); [`dispatch`] turns
+//! their decisions into the binding's `validationActions`: a denial (`Deny`), a `Warning`
+//! header (`Warn`), an audit annotation (`Audit`).
+
+pub mod compiled;
+pub mod dispatch;
+pub mod evaluate;
+pub mod matching;
+pub mod params;
+pub mod sources;
+pub mod validator;
+
+pub use dispatch::ValidatingPolicies;
