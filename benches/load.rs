@@ -40,6 +40,8 @@
 //! `BENCH_ONLY=aggregator` only reads through the kube-apiserver against a plain server behind
 //! its own APIService ([`aggregator`]), `BENCH_ONLY=chart` only the chart of the figures the
 //! scale and watcher modes wrote (`target/scale.svg`, [`chart`]),
+//! `BENCH_ONLY=policies` only creates with 0, 1 and 10 bound ValidatingAdmissionPolicies and how
+//! soon a new binding is enforced ([`policies`]),
 //! `BENCH_ONLY=lists` only how a write's cost grows with 1,000 to 100,000 list entries and whether
 //! the largest starves other requests ([`lists`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
@@ -66,6 +68,8 @@ mod lists;
 mod managed_fields;
 #[path = "load/nginx.rs"]
 mod nginx;
+#[path = "load/policies.rs"]
+mod policies;
 #[path = "load/scale.rs"]
 mod scale;
 #[path = "load/stalled.rs"]
@@ -677,6 +681,7 @@ async fn main() {
         Ok("chart") => return draw_chart(&target_folder()),
         Ok("aggregator") => return aggregator::compare(&binary, phase).await,
         Ok("lists") => return lists::grow(&binary).await,
+        Ok("policies") => return policies::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

@@ -94,7 +94,11 @@ async fn policies_deny_warn_and_select_llamas_as_they_do_custom_resources() {
                 &["Deny"],
                 json!({"matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}}}),
             ),
-            policy("light", json!({"validations": [{"expression": "object.spec.weight >= 10"}]})),
+            policy(
+                "light",
+                json!({"validations": [{"expression": "object.spec.weight >= 10"},
+                    {"expression": "object.spec.weight != 600", "message": "600 kg, exactly"}]}),
+            ),
             binding("light", &["Warn", "Audit"], json!({})),
         ],
     );
@@ -108,6 +112,8 @@ async fn policies_deny_warn_and_select_llamas_as_they_do_custom_resources() {
     let (refused, reference) = both.create("pasture", &llama("heavy", 600.0, json!({"team": "a"}))).await;
     assert_eq!(refused, reference);
     assert_eq!(refused.code, 422, "{:?}", refused.body);
+    // A `Warn` action's warning goes out with another binding's denial.
+    assert!(refused.warnings.iter().any(|w| w.ends_with("'light': 600 kg, exactly\"")), "{:?}", refused.warnings);
     assert_eq!(
         message(&refused.body),
         "llamas.farm.example.com \"heavy\" is forbidden: ValidatingAdmissionPolicy 'max-weight' with binding \

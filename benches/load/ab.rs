@@ -68,6 +68,16 @@ impl Side {
         self.p99_ms = self.p99_ms.max(stats.ms(0.99));
     }
 
+    /// The slowest p99 of its runs, in ms.
+    pub fn p99_ms(&self) -> f64 {
+        self.p99_ms
+    }
+
+    /// The requests that failed.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
     pub fn rate(&self) -> f64 {
         self.requests as f64 / self.seconds.max(f64::MIN_POSITIVE)
     }
@@ -99,7 +109,7 @@ pub fn cpu_seconds_of(pid: u32) -> f64 {
 }
 
 /// Runs `l` on `farm` for `phase`, adding what it measured to `side`.
-async fn measure(farm: &Farm, l: &Load, phase: Duration, round: u64, side: &mut Side) {
+pub async fn measure(farm: &Farm, l: &Load, phase: Duration, round: u64, side: &mut Side) {
     let companion = || side.companion.map_or(0.0, cpu_seconds_of);
     let (before, companion_before) = (cpu_seconds(farm), companion());
     let stats = run(&farm.target, l, phase, round).await;

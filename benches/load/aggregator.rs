@@ -65,7 +65,7 @@ pub async fn compare(binary: &Path, phase: Duration) {
 
 /// farm-apiserver in aggregated mode (delegated authentication, the cluster's Pods), its
 /// certificate named as the aggregator names it; with its CA and port.
-fn start_aggregated(binary: &Path, cp: &ControlPlane) -> (Farm, String, u16) {
+pub fn start_aggregated(binary: &Path, cp: &ControlPlane) -> (Farm, String, u16) {
     let dir = tempfile::tempdir().expect("temp dir");
     let certs = farm_apiserver::tls::generate("bench-farm-ca", &[FARM_SERVICE.into()]).expect("certificates");
     let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
@@ -90,7 +90,7 @@ fn start_aggregated(binary: &Path, cp: &ControlPlane) -> (Farm, String, u16) {
 
 /// Routes `group` (versions v1 and v1alpha) to the server on `port` of localhost, as
 /// `manifests/` does in a cluster: an ExternalName Service and an APIService per version.
-fn register(cp: &ControlPlane, name: &str, group: &str, port: u16, ca_pem: &str) {
+pub fn register(cp: &ControlPlane, name: &str, group: &str, port: u16, ca_pem: &str) {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     let mut manifest = format!(
@@ -119,7 +119,7 @@ fn register(cp: &ControlPlane, name: &str, group: &str, port: u16, ca_pem: &str)
 }
 
 /// Waits until the kube-apiserver answers `path` with 200 (the APIService available).
-async fn served(target: &Target, path: &str) {
+pub async fn served(target: &Target, path: &str) {
     let client = target.client(false);
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {

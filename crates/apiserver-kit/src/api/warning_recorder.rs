@@ -5,26 +5,12 @@
 //! carries its own list of warnings, which holds these).
 
 use crate::machinery::error::Result;
+pub use crate::machinery::recorded_warnings::record;
 use axum::response::{IntoResponse, Response};
-use std::cell::RefCell;
-
-tokio::task_local! {
-    static RECORDED: RefCell<Vec<String>>;
-}
-
-/// Notes `warnings` for the answer of the write being handled (nothing outside a write).
-pub fn record(warnings: &[String]) {
-    let _ = RECORDED.try_with(|recorded| recorded.borrow_mut().extend(warnings.iter().cloned()));
-}
 
 /// Runs a write handler: its answer, or the Status of its failure with the warnings recorded.
 pub async fn answered(write: impl Future<Output = Result<Response>>) -> Result<Response> {
-    let (result, recorded) = RECORDED
-        .scope(RefCell::new(Vec::new()), async {
-            let result = write.await;
-            (result, RECORDED.with(RefCell::take))
-        })
-        .await;
+    let (result, recorded) = crate::machinery::recorded_warnings::scope(write).await;
     let error = match result {
         Ok(response) => return Ok(response),
         Err(error) => error,

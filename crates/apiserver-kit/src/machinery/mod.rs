@@ -20,6 +20,7 @@ pub mod key;
 pub mod lifecycle;
 pub mod number;
 pub mod paging;
+pub mod recorded_warnings;
 pub mod resource;
 pub mod schema;
 pub mod schema_validation;

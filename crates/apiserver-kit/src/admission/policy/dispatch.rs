@@ -385,7 +385,11 @@ impl Outcome {
             crate::audit::annotate(VALIDATION_FAILURE.into(), go_html_escaped(&value));
         }
         match self.denied.first() {
-            Some(denied) => Err(Error::Refused(Box::new(denial(call, object, denied)))),
+            Some(denied) => {
+                // The `Warn` actions' warnings go out with the denial.
+                crate::machinery::recorded_warnings::record(&self.warnings);
+                Err(Error::Refused(Box::new(denial(call, object, denied))))
+            }
             None => Ok(self.warnings),
         }
     }
