@@ -365,3 +365,58 @@ async fn errors_follow_the_failure_policy_and_policies_see_the_version_they_name
     assert!(created.warnings.iter().any(|w| w.contains(expected)), "{:?}", created.warnings);
     drop(farm);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorizer_asks_the_cluster_for_the_requests_user() {
+    let (cp, farm, both) = setup(&[]).await;
+    let writer = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: llama-writer}\n\
+        rules: [{apiGroups: [farm.example.com, ref.example.com], resources: [llamas], verbs: [create, get, delete]}]\n---\n\
+        apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-writes}\n\
+        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: llama-writer}\n\
+        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";
+    cp.must(&["apply", "-f", "-"], Some(writer));
+    apply(
+        &cp,
+        &[
+            policy(
+                "approval",
+                json!({"validations": [
+                {"expression": "object.spec.weight <= 300 || authorizer.group(request.resource.group).resource('llamas').check('approve').allowed()",
+                 "message": "llamas over 300 kg need the approve verb on llamas"},
+                {"expression": "authorizer.requestResource.check('create').allowed()",
+                 "message": "the writer may not create this llama"}]}),
+            ),
+            binding("approval", &["Deny"], json!({})),
+        ],
+    );
+    until_both_answer(&both, "wild", &llama("probe", 400.0, json!({})), 201).await;
+    // As the admin (system:masters), everything is allowed; as e2e-nobody, not approve.
+    let heavy = llama("heavy", 400.0, json!({})).to_string();
+    let as_nobody = |group: &str| {
+        let (ok, _, stderr) = cp.run(
+            &["--as", "e2e-nobody", "create", "-n", "wild", "-f", "-"],
+            Some(&heavy.replace("farm.example.com", group)),
+        );
+        (ok, stderr.replace("ref.example.com", "farm.example.com"))
+    };
+    let eventually_both = async |created: bool| {
+        common::control_plane::eventually("both to decide alike", async || {
+            let (farm, reference) = (as_nobody("farm.example.com"), as_nobody("ref.example.com"));
+            if farm.0 {
+                cp.run(&["delete", "llamas.farm.example.com", "heavy", "-n", "wild"], None);
+            }
+            if reference.0 {
+                cp.run(&["delete", "llamas.ref.example.com", "heavy", "-n", "wild"], None);
+            }
+            farm.0 == created && farm == reference
+        })
+        .await
+    };
+    eventually_both(false).await;
+    let (ok, stderr) = as_nobody("farm.example.com");
+    assert!(!ok && stderr.contains("llamas over 300 kg need the approve verb on llamas"), "{stderr}");
+    let approver = writer.replace("llama-writer", "llama-approver").replace("nobody-writes", "nobody-approves");
+    cp.must(&["apply", "-f", "-"], Some(&approver.replace("[create, get, delete]", "[approve]")));
+    eventually_both(true).await;
+    drop(farm);
+}

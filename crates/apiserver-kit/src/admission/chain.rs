@@ -33,6 +33,10 @@ impl Admission for Chain {
         self.policies_for(call).is_some() || self.webhooks_for(call).is_some()
     }
 
+    fn may_mutate(&self, call: &Call) -> bool {
+        self.webhooks_for(call).is_some()
+    }
+
     async fn mutate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Mutated> {
         match self.webhooks_for(call) {
             Some(webhooks) => webhooks.mutate(call, object, old).await,

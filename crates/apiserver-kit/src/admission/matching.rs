@@ -121,16 +121,51 @@ pub fn invoked_version<'v>(matching: &Matching, attr: &Attributes<'v>, others: &
 
 /// `rules.Matcher.Matches`.
 pub fn rule_matches(rule: &RuleWithOperations, attr: &Attributes) -> bool {
-    let listed =
-        |items: &Option<Vec<String>>, wanted: &str| items.iter().flatten().any(|item| item == "*" || item == wanted);
-    scope_matches(rule.scope.as_deref(), attr)
-        && listed(&rule.operations, attr.operation.as_str())
-        && listed(&rule.api_groups, attr.group)
-        && listed(&rule.api_versions, attr.version)
-        && rule.resources.iter().flatten().any(|listed| {
-            let (resource, subresource) = listed.split_once('/').unwrap_or((listed, ""));
-            (resource == "*" || resource == attr.resource) && (subresource == "*" || subresource == attr.subresource)
-        })
+    Rule::from(rule).matches(attr)
+}
+
+/// The fields of a rule, as webhooks' rules and policies' named rules both carry them.
+#[derive(Clone, Copy)]
+pub struct Rule<'r> {
+    /// `scope`.
+    pub scope: Option<&'r str>,
+    /// `operations`.
+    pub operations: &'r Option<Vec<String>>,
+    /// `apiGroups`.
+    pub api_groups: &'r Option<Vec<String>>,
+    /// `apiVersions`.
+    pub api_versions: &'r Option<Vec<String>>,
+    /// `resources`.
+    pub resources: &'r Option<Vec<String>>,
+}
+
+impl<'r> From<&'r RuleWithOperations> for Rule<'r> {
+    fn from(rule: &'r RuleWithOperations) -> Self {
+        Rule {
+            scope: rule.scope.as_deref(),
+            operations: &rule.operations,
+            api_groups: &rule.api_groups,
+            api_versions: &rule.api_versions,
+            resources: &rule.resources,
+        }
+    }
+}
+
+impl Rule<'_> {
+    /// `rules.Matcher.Matches`.
+    pub fn matches(self, attr: &Attributes) -> bool {
+        let listed =
+            |items: &Option<Vec<String>>, wanted: &str| items.iter().flatten().any(|item| item == "*" || item == wanted);
+        scope_matches(self.scope, attr)
+            && listed(self.operations, attr.operation.as_str())
+            && listed(self.api_groups, attr.group)
+            && listed(self.api_versions, attr.version)
+            && self.resources.iter().flatten().any(|listed| {
+                let (resource, subresource) = listed.split_once('/').unwrap_or((listed, ""));
+                (resource == "*" || resource == attr.resource)
+                    && (subresource == "*" || subresource == attr.subresource)
+            })
+    }
 }
 
 /// A rule's `scope`: `*` (the default) any, `Namespaced` a request in a namespace, `Cluster` one

@@ -33,19 +33,29 @@ pub trait LazyMap {
     fn keys(&self) -> Vec<String>;
 }
 
-/// Evaluates `program` with `variables` (name, value), stopping past `limit`.
-pub fn evaluate(program: &Program, variables: &[(&str, Value)], limit: u64) -> Evaluation {
-    evaluate_with(program, variables, None, limit)
+/// What an evaluation may use besides its variables.
+#[derive(Clone, Copy, Default)]
+pub struct Environment<'a> {
+    /// One more variable whose entries are evaluated when read (a policy's `variables`).
+    pub lazy: Option<&'a dyn LazyMap>,
+    /// What answers the authorizer library's `check`.
+    pub authorizer: Option<&'a dyn super::authz::Authorizer>,
 }
 
-/// [`evaluate`], with `lazy` serving one more variable whose entries are evaluated when read.
+/// Evaluates `program` with `variables` (name, value), stopping past `limit`.
+pub fn evaluate(program: &Program, variables: &[(&str, Value)], limit: u64) -> Evaluation {
+    evaluate_with(program, variables, Environment::default(), limit)
+}
+
+/// [`evaluate`] in `environment`.
 pub fn evaluate_with(
     program: &Program,
     variables: &[(&str, Value)],
-    lazy: Option<&dyn LazyMap>,
+    environment: Environment<'_>,
     limit: u64,
 ) -> Evaluation {
-    let mut machine = Machine { variables, lazy, locals: Vec::new(), cost: 0, limit };
+    let Environment { lazy, authorizer } = environment;
+    let mut machine = Machine { variables, lazy, authorizer, locals: Vec::new(), cost: 0, limit };
     let value = machine.eval(&program.root);
     Evaluation { value, cost: machine.cost }
 }
@@ -53,6 +63,7 @@ pub fn evaluate_with(
 struct Machine<'a> {
     variables: &'a [(&'a str, Value)],
     lazy: Option<&'a dyn LazyMap>,
+    authorizer: Option<&'a dyn super::authz::Authorizer>,
     /// Comprehension variables, innermost last; an accumulator may hold an error (cel-go's
     /// `all` goes on after an element's error and may still end `false`).
     locals: Vec<(Arc<str>, Eval)>,
@@ -273,11 +284,19 @@ impl Machine<'_> {
                     // Cancelled before building a result the cost would refuse anyway.
                     return Err(EvalError::cost_limit_exceeded());
                 }
-                functions::call(function, target, &args)
+                match target.and_then(|t| super::authz::call_member(function, t, &args, self.authorizer)) {
+                    Some(result) => result,
+                    None => functions::call(function, target, &args),
+                }
             }
         };
+        let authz_cost = target.as_ref().and_then(|t| super::authz::call_cost(function, t.as_ref().ok()));
         let args: Vec<&Eval> = target.iter().chain(&values).collect();
-        let cost = if priced { functions::call_cost(function, &args, result.as_ref().ok()) } else { 1 };
+        let cost = match authz_cost {
+            Some(cost) => cost,
+            None if priced => functions::call_cost(function, &args, result.as_ref().ok()),
+            None => 1,
+        };
         self.charge(cost)?;
         result
     }

@@ -39,6 +39,7 @@ pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
                 || collections::is_member(function, n)
                 || timestamps::is_member(function, n)
                 || kubernetes::is_member(function, n)
+                || super::authz::is_member(function, n)
         }
         (_, false, n) => {
             lists::is_global(function, n) || collections::is_global(function, n) || kubernetes::is_global(function, n)
@@ -235,6 +236,10 @@ pub fn select(value: &Value, key: &Value, optional: bool, field: bool) -> Eval {
     }
     let found = match (value, key) {
         (Value::Map(map), _) => map.get(key).cloned(),
+        (Value::Opaque(opaque), Value::String(name)) if field => match &**opaque {
+            super::value::Opaque::Authz(authz) => super::authz::select(authz, name),
+            _ => None,
+        },
         (Value::List(items), _) if !field => list_index(items, key)?,
         _ if optional => None,
         _ => return Err(EvalError::no_such_key(key)),

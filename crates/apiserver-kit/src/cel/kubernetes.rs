@@ -126,6 +126,7 @@ pub fn call_member(function: &str, target: &Value, args: &[&Value]) -> Option<Ev
             ))),
             _ => None,
         },
+        Opaque::Authz(_) => None,
     }
 }
 

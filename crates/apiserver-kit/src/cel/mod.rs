@@ -5,6 +5,7 @@
 //! tools/cel-oracle (k8s.io/apiserver's compiler) is the reference of the tests.
 
 mod arithmetic;
+pub mod authz;
 mod collections;
 mod conversions;
 pub mod error;
@@ -26,6 +27,6 @@ mod urls;
 pub mod value;
 
 pub use error::{CompileError, EvalError};
-pub use eval::{Evaluation, LazyMap, PER_CALL_LIMIT, evaluate, evaluate_with};
+pub use eval::{Environment, Evaluation, LazyMap, PER_CALL_LIMIT, evaluate, evaluate_with};
 pub use program::Program;
 pub use value::{Map, Opaque, Type, Value};

@@ -57,6 +57,8 @@ pub enum Opaque {
     Format(super::formats::NamedFormat),
     /// `kubernetes.Quantity`.
     Quantity(super::quantity::Quantity),
+    /// The authorizer library's values.
+    Authz(super::authz::Authz),
 }
 
 impl Opaque {
@@ -69,6 +71,7 @@ impl Opaque {
             Opaque::Semver(_) => super::semver::TYPE_NAME,
             Opaque::Format(_) => super::formats::TYPE_NAME,
             Opaque::Quantity(_) => "kubernetes.Quantity",
+            Opaque::Authz(authz) => authz.type_name(),
         }
     }
 
@@ -81,6 +84,7 @@ impl Opaque {
             Opaque::Semver(version) => version.to_string(),
             Opaque::Format(format) => format.to_string(),
             Opaque::Quantity(quantity) => quantity.canonical(),
+            Opaque::Authz(authz) => authz.type_name().to_string(),
         }
     }
 
@@ -92,6 +96,7 @@ impl Opaque {
             (Opaque::Semver(a), Opaque::Semver(b)) => a == b,
             (Opaque::Format(a), Opaque::Format(b)) => a == b,
             (Opaque::Quantity(a), Opaque::Quantity(b)) => a.compare(b).is_eq(),
+            (Opaque::Authz(a), Opaque::Authz(b)) => a == b,
             _ => false,
         }
     }

@@ -94,6 +94,12 @@ pub trait Admission: Send + Sync {
     /// when none does, the write skips admission.
     fn may_call(&self, call: &Call) -> bool;
 
+    /// Whether some mutating step may match `call`: when none does, [`Admission::mutate`] is
+    /// not called (and the objects are not prepared for it).
+    fn may_mutate(&self, call: &Call) -> bool {
+        self.may_call(call)
+    }
+
     /// Runs the mutating webhooks `call` matches on `object` (the object a create or update
     /// would store; `None` for a delete) over `old` (the stored one; `None` for a create).
     async fn mutate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Mutated>;

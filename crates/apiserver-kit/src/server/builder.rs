@@ -7,7 +7,7 @@ use super::options::{Authentication, ClusterConnection, ServerOptions};
 use super::resource::{ClusterServices, MirroredView, Mount, Mountable, Mounted, StoredResource};
 use super::storage::StorageFactory;
 use crate::admission::chain::Chain;
-use crate::admission::policy::{ValidatingPolicies, sources::PolicySources};
+use crate::admission::policy::{ValidatingPolicies, authorizer::DelegatedChecks, sources::PolicySources};
 use crate::admission::{client::Caller, configurations::Configurations, webhooks::Webhooks};
 use crate::api::conversion_webhook::Converter;
 use crate::api::openapi::Documents;
@@ -228,7 +228,13 @@ impl ApiServer {
             &certificate,
             (&served, builder.identity.name, &stopping),
         );
-        let cluster = config.zip(client).map(|(config, client)| cluster_services(&options, config, client, &stopping));
+        let delegated = match &authenticator {
+            crate::auth::Authenticator::Delegated(delegated) => Some(delegated.clone()),
+            crate::auth::Authenticator::BearerToken(_) => None,
+        };
+        let cluster = config
+            .zip(client)
+            .map(|(config, client)| cluster_services(&options, (config, client), delegated, &stopping));
         let settings = watch_settings(&options, &stopping, &metrics);
         let health = match certificate_check {
             Some(check) => Health::default().with_required("serving-certificate", check),
@@ -322,8 +328,8 @@ async fn cluster_config(options: &ServerOptions) -> Result<Option<kube::Config>,
 /// admission policies and webhooks.
 fn cluster_services(
     options: &ServerOptions,
-    config: kube::Config,
-    client: kube::Client,
+    (config, client): (kube::Config, kube::Client),
+    delegated: Option<Arc<Delegated>>,
     stopping: &tokio_util::sync::CancellationToken,
 ) -> ClusterServices {
     let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
@@ -333,8 +339,10 @@ fn cluster_services(
         let configurations = Configurations::start(client.clone(), stopping.clone());
         Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone())
     });
-    let policies = (options.admission_policies && aggregated)
-        .then(|| ValidatingPolicies::new(PolicySources::start(client.clone(), stopping.clone()), namespaces.clone()));
+    let policies = (options.admission_policies && aggregated).then(|| {
+        let checks = delegated.map(|d| Arc::new(DelegatedChecks(d)) as Arc<dyn crate::cel::authz::Authorizer>);
+        ValidatingPolicies::new(PolicySources::start(client.clone(), stopping.clone()), namespaces.clone(), checks)
+    });
     let admission = (webhooks.is_some() || policies.is_some())
         .then(|| Arc::new(Chain { policies, webhooks }) as Arc<dyn crate::machinery::admission::Admission>);
     ClusterServices { client, server: config.cluster_url.to_string(), namespaces, admission }

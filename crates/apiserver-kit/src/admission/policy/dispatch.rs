@@ -16,6 +16,7 @@ use super::validator::{Annotation, Validated, validate};
 use crate::admission::review::{self, GroupVersionKind, GroupVersionResource};
 use crate::admission::webhooks::{attributes, labels_of, user_info};
 use crate::cel::Value;
+use crate::cel::authz::{Authorizer, ResourceCheck, User};
 use crate::machinery::admission::Call;
 use crate::machinery::error::{Error, GroupResource, Result, go_quote};
 use crate::namespaces::NamespaceCache;
@@ -40,6 +41,34 @@ const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_
 pub struct ValidatingPolicies {
     sources: PolicySources,
     namespaces: Arc<NamespaceCache>,
+    namespace_values: NamespaceValues,
+    authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+/// The `namespaceObject` of each namespace, made once per resourceVersion of its Namespace.
+#[derive(Default)]
+struct NamespaceValues(std::sync::Mutex<HashMap<String, (Option<String>, Value)>>);
+
+/// How many namespaces' values are kept before they are all made again.
+const NAMESPACE_VALUES: usize = 10_000;
+
+impl NamespaceValues {
+    fn value(&self, namespace: &Namespace) -> Value {
+        let name = namespace.metadata.name.clone().unwrap_or_default();
+        let version = &namespace.metadata.resource_version;
+        let mut values = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((seen, value)) = values.get(&name)
+            && seen == version
+        {
+            return value.clone();
+        }
+        if values.len() >= NAMESPACE_VALUES {
+            values.clear();
+        }
+        let value = Value::from_json(&namespace_object(namespace));
+        values.insert(name, (version.clone(), value.clone()));
+        value
+    }
 }
 
 /// A denial, before it becomes the write's `Status`.
@@ -81,9 +110,14 @@ struct Write<'c, 'v> {
 }
 
 impl ValidatingPolicies {
-    /// The policies of `sources`, with namespaces from `namespaces`.
-    pub fn new(sources: PolicySources, namespaces: Arc<NamespaceCache>) -> Self {
-        Self { sources, namespaces }
+    /// The policies of `sources`, with namespaces from `namespaces` and the authorizer
+    /// library's checks answered by `authorizer` (without one, a check is an error decision).
+    pub fn new(
+        sources: PolicySources,
+        namespaces: Arc<NamespaceCache>,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Self {
+        Self { sources, namespaces, namespace_values: NamespaceValues::default(), authorizer }
     }
 
     /// Whether some bound policy's rules may match `call` (selectors and names aside); `true`
@@ -103,7 +137,7 @@ impl ValidatingPolicies {
     /// Evaluates every bound policy for `call` on `object` over `old` (stored objects); the
     /// warnings of `Warn` actions, or the denial.
     pub async fn validate(&self, call: &Call<'_>, object: Option<&Json>, old: Option<&Json>) -> Result<Vec<String>> {
-        if tokio::time::timeout(SYNC_WAIT, self.sources.wait_synced()).await.is_err() {
+        if !self.sources.synced() && tokio::time::timeout(SYNC_WAIT, self.sources.wait_synced()).await.is_err() {
             return Err(Error::Forbidden("not yet ready to handle request".into()));
         }
         let snapshot = self.sources.snapshot();
@@ -153,7 +187,7 @@ impl ValidatingPolicies {
                     all.push(("params", param.clone()));
                     all
                 };
-                let validated = validate(&hook.compiled, &with(true), &with(false));
+                let validated = validate(&hook.compiled, &with(true), &with(false), self.authorizer.as_deref());
                 outcome.record(&policy, binding, validated, &mut annotations);
             }
         }
@@ -233,19 +267,24 @@ impl ValidatingPolicies {
             return Ok(known.clone());
         }
         let namespace = match write.call.namespace.is_empty() {
-            true => Json::Null,
-            false => namespace_object(&*self.namespace(write).await?),
+            true => Value::Null,
+            false => {
+                let namespace = self.namespace(write).await?;
+                self.namespace_values.value(&namespace)
+            }
         };
         let call = write.call;
         let Some(at) = call.versions.iter().find(|c| c.version == version) else {
             return Err(Error::Internal(format!("no conversion to version {version}")));
         };
+        // Objects are stored at the first version: seen there, they need no conversion.
+        let stored = call.versions.first().is_some_and(|first| first.version == version);
         let convert = |object: Option<&Json>| -> Result<Value> {
-            Ok(object
-                .map(|o| (at.from_hub)(o.clone()))
-                .transpose()?
-                .map(|o| Value::from_json(&o))
-                .unwrap_or(Value::Null))
+            Ok(match object {
+                None => Value::Null,
+                Some(object) if stored => Value::from_json(object),
+                Some(object) => Value::from_json(&(at.from_hub)(object.clone())?),
+            })
         };
         let user = user_info(call);
         let request = review::Request {
@@ -267,11 +306,28 @@ impl ValidatingPolicies {
             ("object", convert(write.object)?),
             ("oldObject", convert(write.old)?),
             ("request", Value::from_json(&review::policy_request(&request))),
-            ("namespaceObject", Value::from_json(&namespace)),
+            ("namespaceObject", namespace),
+            ("authorizer", authorizer_of(call)),
         ]);
         write.inputs.insert(version.to_string(), inputs.clone());
         Ok(inputs)
     }
+}
+
+/// The `authorizer` variable of `call`: checks for its user, `requestResource` its resource.
+fn authorizer_of(call: &Call) -> Value {
+    let user = call.user;
+    let user =
+        User { name: user.name.clone(), uid: user.uid.clone(), groups: user.groups.clone(), extra: user.extra.clone() };
+    let check = ResourceCheck {
+        group: call.resource.group.to_string(),
+        resource: call.resource.plural.to_string(),
+        subresource: call.subresource.name().unwrap_or_default().to_string(),
+        namespace: call.namespace.to_string(),
+        name: call.name.to_string(),
+        ..Default::default()
+    };
+    crate::cel::authz::authorizer(user, Some(check))
 }
 
 /// The Namespace as policies read it (`CreateNamespaceObject`): its spec, status and metadata

@@ -6,7 +6,8 @@
 //! list (k8s.io/apiserver's lazy composition), each one's cost charged to the budget once.
 
 use super::compiled::Expression;
-use crate::cel::{EvalError, LazyMap, PER_CALL_LIMIT, Value, evaluate_with};
+use crate::cel::authz::Authorizer;
+use crate::cel::{Environment, EvalError, LazyMap, PER_CALL_LIMIT, Value, evaluate_with};
 use crate::machinery::error::go_quote;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -27,6 +28,7 @@ pub type Inputs<'a> = [(&'a str, Value)];
 /// A policy's `variables`, evaluated when read.
 struct Composition<'a> {
     inputs: &'a Inputs<'a>,
+    authorizer: Option<&'a dyn Authorizer>,
     variables: &'a [(String, Expression)],
     values: RefCell<HashMap<String, Result<Value, EvalError>>>,
     cost: Cell<u64>,
@@ -47,7 +49,8 @@ impl LazyMap for Composition<'_> {
                 Err(EvalError::new(format!("composited variable {} fails to compile: {error}", go_quote(name))))
             }
             Ok(program) => {
-                let evaluation = evaluate_with(program, self.inputs, Some(self), PER_CALL_LIMIT);
+                let environment = Environment { lazy: Some(self), authorizer: self.authorizer };
+                let evaluation = evaluate_with(program, self.inputs, environment, PER_CALL_LIMIT);
                 self.cost.set(self.cost.get().saturating_add(evaluation.cost));
                 evaluation.value.map_err(|e| {
                     EvalError::new(format!("composited variable {} fails to evaluate: {e}", go_quote(name)))
@@ -73,9 +76,11 @@ pub fn for_input(
     expressions: &[Option<&Expression>],
     inputs: &Inputs,
     variables: &[(String, Expression)],
+    authorizer: Option<&dyn Authorizer>,
     budget: u64,
 ) -> Result<(Vec<Option<Outcome>>, u64), String> {
-    let composition = Composition { inputs, variables, values: RefCell::new(HashMap::new()), cost: Cell::new(0) };
+    let values = RefCell::new(HashMap::new());
+    let composition = Composition { inputs, authorizer, variables, values, cost: Cell::new(0) };
     let mut remaining = budget;
     let mut outcomes = Vec::with_capacity(expressions.len());
     for expression in expressions {
@@ -90,7 +95,8 @@ pub fn for_input(
                 continue;
             }
         };
-        let evaluation = evaluate_with(program, inputs, Some(&composition), PER_CALL_LIMIT);
+        let environment = Environment { lazy: Some(&composition), authorizer };
+        let evaluation = evaluate_with(program, inputs, environment, PER_CALL_LIMIT);
         for cost in [composition.cost.replace(0), evaluation.cost] {
             remaining = remaining.checked_sub(cost).ok_or_else(|| OUT_OF_BUDGET.to_string())?;
         }
@@ -130,7 +136,8 @@ mod tests {
         ];
         let (a, b, c) = (expression("variables.heavy"), expression("!variables.heavy"), expression("variables.broken"));
         let inputs = object();
-        let (outcomes, remaining) = for_input(&[Some(&a), None, Some(&b), Some(&c)], &inputs, &variables, 100).unwrap();
+        let (outcomes, remaining) =
+            for_input(&[Some(&a), None, Some(&b), Some(&c)], &inputs, &variables, None, 100).unwrap();
         assert_eq!(shown(&outcomes[0]), Some(Ok("true".into())));
         assert_eq!(shown(&outcomes[1]), None);
         assert_eq!(shown(&outcomes[2]), Some(Ok("false".into())));
@@ -147,9 +154,9 @@ mod tests {
     fn the_budget_stops_the_list_and_compile_errors_are_outcomes() {
         let costly = expression("[1, 2, 3].map(x, x * 2).size() > 1");
         let inputs = object();
-        assert_eq!(for_input(&[Some(&costly)], &inputs, &[], 3).unwrap_err(), OUT_OF_BUDGET);
+        assert_eq!(for_input(&[Some(&costly)], &inputs, &[], None, 3).unwrap_err(), OUT_OF_BUDGET);
         let broken = expression("nothing == 1");
-        let (outcomes, _) = for_input(&[Some(&broken)], &inputs, &[], 3).unwrap();
+        let (outcomes, _) = for_input(&[Some(&broken)], &inputs, &[], None, 3).unwrap();
         let message = outcomes[0].clone().unwrap().unwrap_err();
         assert!(message.starts_with("compilation error: ERROR: <input>"), "{message}");
         assert!(message.contains("undeclared reference to 'nothing'"), "{message}");

@@ -6,9 +6,9 @@
 //! at, and the policy sees them there. A missing selector (which the API server defaults) is a
 //! configuration error, as a selector that cannot be parsed is.
 
-use super::super::matching::{Attributes, match_namespace, match_object, rule_matches};
+use super::super::matching::{Attributes, Rule, match_namespace, match_object};
 use crate::machinery::error::Result;
-use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations, RuleWithOperations};
+use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
 use std::collections::BTreeMap;
 
 /// `errNilSelector`.
@@ -17,19 +17,19 @@ fn nil_selector(which: &str) -> String {
 }
 
 /// The rule part of a named rule.
-fn rule_of(named: &NamedRuleWithOperations) -> RuleWithOperations {
-    RuleWithOperations {
-        api_groups: named.api_groups.clone(),
-        api_versions: named.api_versions.clone(),
-        operations: named.operations.clone(),
-        resources: named.resources.clone(),
-        scope: named.scope.clone(),
+fn rule_of(named: &NamedRuleWithOperations) -> Rule<'_> {
+    Rule {
+        scope: named.scope.as_deref(),
+        operations: &named.operations,
+        api_groups: &named.api_groups,
+        api_versions: &named.api_versions,
+        resources: &named.resources,
     }
 }
 
 /// Whether `named` matches `attr` and the object's `name`.
 fn named_rule_matches(named: &NamedRuleWithOperations, attr: &Attributes, name: &str) -> bool {
-    rule_matches(&rule_of(named), attr)
+    rule_of(named).matches(attr)
         && named.resource_names.as_ref().is_none_or(|names| names.is_empty() || names.iter().any(|n| n == name))
 }
 
@@ -96,10 +96,7 @@ pub fn matches<'v>(
 /// selectors, exclusions and names aside: when no policy's may, a write skips them.
 pub fn rules_may_match(criteria: &MatchResources, attr: &Attributes, versions: &[&str]) -> bool {
     let Some(rules) = criteria.resource_rules.as_deref().filter(|rules| !rules.is_empty()) else { return true };
-    rules.iter().any(|rule| {
-        let rule = rule_of(rule);
-        versions.iter().any(|version| rule_matches(&rule, &Attributes { version, ..*attr }))
-    })
+    rules.iter().any(|rule| versions.iter().any(|version| rule_of(rule).matches(&Attributes { version, ..*attr })))
 }
 
 /// Why criteria could not be matched.

@@ -2,10 +2,12 @@
 //! `ValidatingAdmissionPolicy` plugin enforces them for every server built on it: the cluster's
 //! policies and bindings ([`sources`], compiled once per change by [`compiled`]) decide which
 //! writes they apply to ([`matching`]); each binding's params ([`params`]) and the request's
-//! variables feed the policy's expressions ([`evaluate`], [`validator`]); [`dispatch`] turns
+//! variables feed the policy's expressions ([`evaluate`], [`validator`]), whose authorizer
+//! checks the server's delegated authorization answers ([`authorizer`]); [`dispatch`] turns
 //! their decisions into the binding's `validationActions`: a denial (`Deny`), a `Warning`
 //! header (`Warn`), an audit annotation (`Audit`).
 
+pub mod authorizer;
 pub mod compiled;
 pub mod dispatch;
 pub mod evaluate;

@@ -6,6 +6,7 @@
 
 use super::compiled::{CompiledPolicy, FailurePolicy};
 use super::evaluate::{BUDGET, Inputs, MATCH_CONDITIONS_BUDGET, Outcome, for_input};
+use crate::cel::authz::Authorizer;
 use crate::cel::{Type, Value};
 
 /// k8s.io/apiserver's `MaxEvaluatedMessageExpressionSizeBytes`.
@@ -54,11 +55,17 @@ fn failed(failure: &FailurePolicy, message: String) -> Decision {
 }
 
 /// Evaluates `policy` with `inputs` (`namespaceObject` among them, null for the match
-/// conditions, which k8s.io/apiserver gives none).
-pub fn validate(policy: &CompiledPolicy, inputs: &Inputs, without_namespace: &Inputs) -> Validated {
+/// conditions, which k8s.io/apiserver gives none; `authorizer` too, which it gives the match
+/// conditions and validations only), asking `authorizer` the authorizer library's checks.
+pub fn validate(
+    policy: &CompiledPolicy,
+    inputs: &Inputs,
+    without_namespace: &Inputs,
+    authorizer: Option<&dyn Authorizer>,
+) -> Validated {
     let failure = &policy.failure_policy;
     if !policy.match_conditions.is_empty() {
-        match match_conditions(policy, without_namespace) {
+        match match_conditions(policy, without_namespace, authorizer) {
             Ok(true) => {}
             Ok(false) => return Validated::default(),
             Err(_) if *failure == FailurePolicy::Ignore => return Validated::default(),
@@ -67,12 +74,14 @@ pub fn validate(policy: &CompiledPolicy, inputs: &Inputs, without_namespace: &In
     }
     let stopped = |message| Validated { decisions: vec![failed(failure, message)], annotations: Vec::new() };
     let expressions: Vec<_> = policy.validations.iter().map(|v| Some(&v.expression)).collect();
-    let (outcomes, remaining) = match for_input(&expressions, inputs, &policy.variables, BUDGET) {
+    let (outcomes, remaining) = match for_input(&expressions, inputs, &policy.variables, authorizer, BUDGET) {
         Ok(done) => done,
         Err(message) => return stopped(message),
     };
     let messages: Vec<_> = policy.validations.iter().map(|v| v.message_expression.as_ref()).collect();
-    let messages = for_input(&messages, inputs, &policy.variables, remaining).map(|(outcomes, _)| outcomes);
+    let unauthorized: Vec<(&str, Value)> = inputs.iter().filter(|(n, _)| *n != "authorizer").cloned().collect();
+    let messages =
+        for_input(&messages, &unauthorized, &policy.variables, None, remaining).map(|(outcomes, _)| outcomes);
     let decisions = outcomes
         .into_iter()
         .zip(&policy.validations)
@@ -83,7 +92,7 @@ pub fn validate(policy: &CompiledPolicy, inputs: &Inputs, without_namespace: &In
         })
         .collect();
     let annotations: Vec<_> = policy.audit_annotations.iter().map(|a| Some(&a.value)).collect();
-    let annotations = match for_input(&annotations, inputs, &policy.variables, BUDGET) {
+    let annotations = match for_input(&annotations, &unauthorized, &policy.variables, None, BUDGET) {
         Ok((outcomes, _)) => outcomes,
         Err(message) => return stopped(message),
     };
@@ -96,9 +105,13 @@ pub fn validate(policy: &CompiledPolicy, inputs: &Inputs, without_namespace: &In
 
 /// Whether every match condition holds; the first `false` wins over errors, which are joined
 /// as k8s.io's `NewAggregate` joins them.
-fn match_conditions(policy: &CompiledPolicy, inputs: &Inputs) -> Result<bool, String> {
+fn match_conditions(
+    policy: &CompiledPolicy,
+    inputs: &Inputs,
+    authorizer: Option<&dyn Authorizer>,
+) -> Result<bool, String> {
     let expressions: Vec<_> = policy.match_conditions.iter().map(|(_, e)| Some(e)).collect();
-    let (outcomes, _) = for_input(&expressions, inputs, &policy.variables, MATCH_CONDITIONS_BUDGET)?;
+    let (outcomes, _) = for_input(&expressions, inputs, &policy.variables, authorizer, MATCH_CONDITIONS_BUDGET)?;
     let mut errors = Vec::new();
     for outcome in outcomes.into_iter().flatten() {
         match outcome {
@@ -195,7 +208,7 @@ mod tests {
             {"expression": " object.spec.weight <= 300 ", "messageExpression": "'two\\nlines'"},
             {"expression": "object.spec.weight > 0"},
         ]}));
-        let decisions = validate(&policy, &inputs(600), &inputs(600)).decisions;
+        let decisions = validate(&policy, &inputs(600), &inputs(600), None).decisions;
         let messages: Vec<_> = decisions.iter().map(|d| (d.deny, d.message.as_str(), d.reason.as_deref())).collect();
         assert_eq!(
             messages,
@@ -214,8 +227,8 @@ mod tests {
             {"name": "broken", "expression": "object.spec.nothing == 1"}]);
         let validations = json!([{"expression": "false"}]);
         let fail = compiled(json!({"matchConditions": conditions, "validations": validations}));
-        assert!(validate(&fail, &inputs(50), &inputs(50)).decisions.is_empty());
-        let decisions = validate(&fail, &inputs(600), &inputs(600)).decisions;
+        assert!(validate(&fail, &inputs(50), &inputs(50), None).decisions.is_empty());
+        let decisions = validate(&fail, &inputs(600), &inputs(600), None).decisions;
         assert_eq!(decisions.len(), 1);
         assert!(decisions[0].deny);
         assert_eq!(
@@ -224,7 +237,7 @@ mod tests {
         );
         let ignore =
             compiled(json!({"failurePolicy": "Ignore", "matchConditions": conditions, "validations": validations}));
-        assert!(validate(&ignore, &inputs(600), &inputs(600)).decisions.is_empty());
+        assert!(validate(&ignore, &inputs(600), &inputs(600), None).decisions.is_empty());
     }
 
     #[test]
@@ -234,7 +247,7 @@ mod tests {
             {"key": "none", "valueExpression": "null"},
             {"key": "number", "valueExpression": "object.spec.weight"},
         ]}));
-        let annotations = validate(&policy, &inputs(7), &inputs(7)).annotations;
+        let annotations = validate(&policy, &inputs(7), &inputs(7), None).annotations;
         assert_eq!(
             annotations,
             [

@@ -62,6 +62,9 @@ impl Admitting<'_> {
 
     /// Runs the mutating webhooks on `object` (named `name`) over `old`.
     async fn mutate<K: Strategy>(&self, name: &str, object: Option<&K>, old: Option<&K>) -> Result<Mutated> {
+        if !self.admission.may_mutate(&self.call(name, K::info())) {
+            return Ok(Mutated::default());
+        }
         let object = object.map(to_value).transpose()?;
         let old = old.map(to_value).transpose()?;
         self.admission.mutate(&self.call(name, K::info()), object.as_ref(), old.as_ref()).await
