@@ -7,6 +7,11 @@
 //	{"value": {"bool": true}, "cost": 3}
 //	{"error": "no such key: weight", "cost": 2}
 //	{"compileError": "compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' ..."}
+//	{"panic": "runtime error: index out of range [0] with length 0"}
+//
+// A request's "request" and "namespace" are the variables `request` and `namespaceObject`.
+// `cel-oracle -declarations` writes instead the signatures of every function the environment
+// declares (declarations.go), which apiserver-kit's type checker keeps a copy of.
 //
 // Values are tagged with their CEL type ({"int": "5"}, {"double": 1.5}, {"list": [...]},
 // {"map": [[key, value], ...]}, ...) so that int, uint and double stay apart.
@@ -40,9 +45,12 @@ type request struct {
 	OldObject  json.RawMessage `json:"oldObject"`
 	Params     json.RawMessage `json:"params"`
 	Request    json.RawMessage `json:"request"`
-	Namespace  json.RawMessage `json:"namespace"`
+	// The namespaceObject variable.
+	Namespace json.RawMessage `json:"namespace"`
 	// "new" (the default: NewExpressions, as a policy being created) or "stored".
 	Environment string `json:"environment"`
+	// Whether `authorizer` is declared (it is then unbound: its checks are only compiled).
+	Authorizer bool `json:"authorizer"`
 }
 
 type answer struct {
@@ -50,6 +58,7 @@ type answer struct {
 	Type         string `json:"type,omitempty"`
 	Error        string `json:"error,omitempty"`
 	CompileError string `json:"compileError,omitempty"`
+	Panic        string `json:"panic,omitempty"`
 	Cost         *int64 `json:"cost,omitempty"`
 }
 
@@ -65,7 +74,17 @@ func (a activation) ResolveName(name string) (any, bool) { v, ok := a[name]; ret
 func (a activation) Parent() interpreter.Activation      { return nil }
 
 func main() {
-	compiler := plugincel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	if len(os.Args) == 2 && os.Args[1] == "-declarations" {
+		env, err := base.Env(environment.NewExpressions)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cel-oracle: %v\n", err)
+			os.Exit(1)
+		}
+		printDeclarations(env, os.Stdout)
+		return
+	}
+	compiler := plugincel.NewCompiler(base)
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	out := json.NewEncoder(os.Stdout)
@@ -81,12 +100,19 @@ func main() {
 	}
 }
 
-func evaluate(compiler plugincel.Compiler, req request) answer {
+func evaluate(compiler plugincel.Compiler, req request) (result answer) {
+	// cel-go panics on a few expressions (its homogeneous-literal validator on `[?x]` of a dyn
+	// x): the answer says so, and the next request is answered.
+	defer func() {
+		if p := recover(); p != nil {
+			result = answer{Panic: fmt.Sprint(p)}
+		}
+	}()
 	envType := environment.NewExpressions
 	if req.Environment == "stored" {
 		envType = environment.StoredExpressions
 	}
-	options := plugincel.OptionalVariableDeclarations{HasParams: true}
+	options := plugincel.OptionalVariableDeclarations{HasParams: true, HasAuthorizer: req.Authorizer}
 	compiled := compiler.CompileCELExpression(expression(req.Expression), options, envType)
 	if compiled.Error != nil {
 		return answer{CompileError: compiled.Error.Error()}
@@ -94,7 +120,7 @@ func evaluate(compiler plugincel.Compiler, req request) answer {
 	vars := activation{}
 	for name, raw := range map[string]json.RawMessage{
 		"object": req.Object, "oldObject": req.OldObject, "params": req.Params,
-		"request": req.Request, "namespace": req.Namespace,
+		"request": req.Request, "namespaceObject": req.Namespace,
 	} {
 		vars[name] = unstructured(raw)
 	}

@@ -52,11 +52,26 @@ impl fmt::Display for EvalError {
 impl std::error::Error for EvalError {}
 
 /// Why an expression does not compile: the parser's or checker's issues, as cel-go writes them
-/// (`ERROR: <input>:1:5: ...` with the line and a caret).
+/// (`ERROR: <input>:1:5: ...` with the line and a caret), or why its program could not be
+/// planned (cel-go's `program instantiation failed: ...`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompileError {
     /// The issues, one `ERROR: ...` each.
     pub issues: String,
+    /// The step that refused the expression.
+    pub stage: Stage,
+}
+
+/// The steps of compiling an expression, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Parsing (syntax, macros, nesting depth).
+    Parse,
+    /// Type checking and the checks cel-go runs on a checked expression (homogeneous literals,
+    /// literal durations, timestamps and regular expressions).
+    Check,
+    /// Planning the program (cel-go's program instantiation: constant conversions).
+    Plan,
 }
 
 impl fmt::Display for CompileError {

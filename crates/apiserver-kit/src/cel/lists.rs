@@ -68,8 +68,11 @@ fn some(value: Value) -> Value {
     Value::Optional(Some(Arc::new(value)))
 }
 
-/// cel-go's zero values: null, false, 0, "", empty bytes, lists and maps, a zero duration or
-/// timestamp, an empty optional.
+/// Go's zero `time.Time` (0001-01-01T00:00:00Z), in nanoseconds from the Unix epoch.
+const ZERO_TIME: i128 = -62_135_596_800_000_000_000;
+
+/// cel-go's zero values: null, false, 0, "", empty bytes, lists and maps, a zero duration, Go's
+/// zero time (not the epoch); an optional, even an empty one, is not.
 fn is_zero(value: &Value) -> bool {
     match value {
         Value::Null => true,
@@ -82,9 +85,8 @@ fn is_zero(value: &Value) -> bool {
         Value::List(items) => items.is_empty(),
         Value::Map(map) => map.is_empty(),
         Value::Duration(d) => *d == 0,
-        Value::Timestamp(t, _) => *t == 0,
-        Value::Optional(inner) => inner.is_none(),
-        Value::Type(_) | Value::Opaque(_) => false,
+        Value::Timestamp(t, _) => *t == ZERO_TIME,
+        Value::Optional(_) | Value::Type(_) | Value::Opaque(_) => false,
     }
 }
 

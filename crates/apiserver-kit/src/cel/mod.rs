@@ -1,13 +1,16 @@
 //! CEL, the Common Expression Language, as the kube-apiserver evaluates it for admission
 //! policies and schemas' validation rules: expressions parsed by the `cel` crate (cel-rust),
+//! type-checked (as cel-go's checker does, against [`Declarations`] of the variables' types),
 //! planned and evaluated here with cel-go's semantics, error messages and runtime cost, so that
 //! a policy the cluster enforces for its own resources is enforced the same way for ours.
 //! tools/cel-oracle (k8s.io/apiserver's compiler) is the reference of the tests.
 
 mod arithmetic;
 pub mod authz;
+mod checker;
 mod collections;
 mod conversions;
+pub mod decls;
 pub mod error;
 mod eval;
 mod format;
@@ -17,16 +20,19 @@ mod kubernetes;
 mod lists;
 mod macros;
 mod network;
+mod overloads;
+mod pricing;
 mod program;
 mod quantity;
 mod semver;
 mod strings;
 mod timestamps;
-mod types;
 mod urls;
 pub mod value;
 
-pub use error::{CompileError, EvalError};
+pub use decls::{CelType, Declarations, ObjectType};
+pub use error::{CompileError, EvalError, Stage};
 pub use eval::{Environment, Evaluation, LazyMap, PER_CALL_LIMIT, evaluate, evaluate_with};
+pub use overloads::signatures;
 pub use program::Program;
 pub use value::{Map, Opaque, Type, Value};

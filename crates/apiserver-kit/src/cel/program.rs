@@ -1,12 +1,15 @@
-//! An expression compiled once into the plan the evaluator walks, shaped as cel-go's planner
-//! shapes it (so that the runtime cost counts the same steps): selections and indexes on an
-//! identifier or any expression become one attribute with qualifiers, list and map literals of
-//! constants and conversions of constants are folded into constants, and identifiers that name
-//! types are constants.
+//! An expression compiled once into the plan the evaluator walks, once the type checker
+//! (checker.rs) has accepted it, shaped as cel-go's planner shapes it (so that the runtime cost
+//! counts the same steps, each call priced as its checked operand types resolve it): selections
+//! and indexes on an identifier or any expression become one attribute with qualifiers, list and
+//! map literals of constants and conversions of constants are folded into constants, and
+//! identifiers whose type is a type are constants.
 
-use super::error::CompileError;
+use super::checker::{self, Checked};
+use super::decls::{CelType, Declarations};
+use super::error::{CompileError, EvalError, Stage};
 use super::functions;
-use super::types::{self, StaticType, static_type};
+use super::pricing;
 use super::value::{Map, Type, Value};
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 use std::sync::Arc;
@@ -25,32 +28,49 @@ pub(crate) const GROWTH: usize = 4 << 20;
 pub struct Program {
     pub(crate) root: Node,
     source: String,
+    output: CelType,
 }
 
 impl Program {
     /// Parses `source` with the optional syntax on (`a.?b`, `[?x]`), as Kubernetes' environment
-    /// has it, and plans it; `variables` are the names the expression may read besides its
-    /// comprehensions' own.
+    /// has it, checks its types and plans it; `variables` are the names the expression may read
+    /// besides its comprehensions' own, typed as k8s.io/apiserver's admission-policy
+    /// environment types them ([`Declarations::admission`]: `request` and `namespaceObject`
+    /// objects with declared fields, any other name dyn).
     pub fn compile(source: &str, variables: &[&str]) -> Result<Program, CompileError> {
+        Program::compile_declared(source, &Declarations::admission(variables))
+    }
+
+    /// [`Program::compile`] with variables of any declared types.
+    pub fn compile_declared(source: &str, declarations: &Declarations) -> Result<Program, CompileError> {
         // The parser takes far more stack per level than a worker thread has for 250 levels
         // (cel-go's limit, which the parser keeps too): it runs on a stack of its own.
-        let parsed = stacker::grow(PARSER_STACK, || {
-            super::macros::parser().max_recursion_depth(MAX_RECURSION_DEPTH).parse(source)
+        let (parsed, info) = stacker::grow(PARSER_STACK, || {
+            super::macros::parser().max_recursion_depth(MAX_RECURSION_DEPTH).parse_with_source_info(source)
         })
-        .map_err(|errors| CompileError { issues: errors.to_string() })?;
+        .map_err(|errors| CompileError { issues: errors.to_string(), stage: Stage::Parse })?;
         if depth(&parsed) > usize::from(MAX_RECURSION_DEPTH) {
             // cel-go's visitor refuses what nests deeper than its limit (a chain of selections,
             // which its grammar parses without nesting rules, included).
-            return Err(CompileError { issues: "ERROR: <input>:-1:0: max recursion depth exceeded".into() });
+            let issues = "ERROR: <input>:-1:0: max recursion depth exceeded".into();
+            return Err(CompileError { issues, stage: Stage::Parse });
         }
-        let mut planner = Planner { variables, locals: Vec::new(), source };
+        let checked = checker::check(&parsed, &info, declarations)?;
+        let variables: Vec<&str> = declarations.names().collect();
+        let mut planner = Planner { variables: &variables, locals: Vec::new(), source, checked: &checked };
         let root = planner.plan(&parsed)?;
-        Ok(Program { root, source: source.to_string() })
+        let output = checked.types.get(&parsed.id).cloned().unwrap_or(CelType::Dyn);
+        Ok(Program { root, source: source.to_string(), output })
     }
 
     /// The expression's text.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The type the checker gave the whole expression (`dyn` when it could not tell).
+    pub fn output_type(&self) -> &CelType {
+        &self.output
     }
 }
 
@@ -68,7 +88,7 @@ pub(crate) enum Node {
         operand: Box<Node>,
         field: Arc<str>,
     },
-    /// A function call; `priced` false when cel-go charges it its default of 1 (the static
+    /// A function call; `priced` false when cel-go charges it its default of 1 (the checked
     /// types leave no single overload whose own formula prices it).
     Call {
         function: Arc<str>,
@@ -131,15 +151,15 @@ pub(crate) struct Fold {
     pub condition: Node,
     pub step: Node,
     pub result: Node,
-    /// The static type of the result (a `map` or `filter` gives a list of its elements' type).
-    pub result_type: StaticType,
 }
 
 struct Planner<'a> {
     variables: &'a [&'a str],
-    /// The comprehension variables in scope, innermost last, with their static types.
-    locals: Vec<(String, StaticType)>,
+    /// The comprehension variables in scope, innermost last.
+    locals: Vec<String>,
     source: &'a str,
+    /// What the type checker found.
+    checked: &'a Checked,
 }
 
 impl Planner<'_> {
@@ -148,6 +168,9 @@ impl Planner<'_> {
     }
 
     fn plan_node(&mut self, expr: &IdedExpr) -> Result<Node, CompileError> {
+        if let Some(name) = self.checked.type_names.get(&expr.id) {
+            return type_constant(name);
+        }
         match &expr.expr {
             Expr::Literal(literal) => Ok(Node::Const(literal_value(literal))),
             Expr::Ident(name) => self.ident(name),
@@ -169,9 +192,11 @@ impl Planner<'_> {
     }
 
     fn ident(&mut self, name: &str) -> Result<Node, CompileError> {
-        if self.locals.iter().any(|(l, _)| l == name) {
+        if self.locals.iter().any(|l| l == name) {
             return Ok(Node::Attribute { root: Root::Local(Arc::from(name)), qualifiers: Vec::new() });
         }
+        // `.name`: the global `name`, whatever comprehension variable has that name.
+        let name = name.strip_prefix('.').unwrap_or(name);
         if self.variables.contains(&name) {
             return Ok(Node::Attribute { root: Root::Variable(Arc::from(name)), qualifiers: Vec::new() });
         }
@@ -195,6 +220,7 @@ impl Planner<'_> {
             return Ok(qualify(operand, Qualifier::Field { name: Arc::from(name.inner()), optional: true }));
         }
         let mut planned: Vec<Node> = args.iter().map(|a| self.plan(a)).collect::<Result<_, _>>()?;
+        let priced = |function: &str, target: Option<&IdedExpr>| self.priced(function, target, args);
         match (function, target, planned.len()) {
             (operators::LOGICAL_AND | operators::LOGICAL_OR, None, 2) => {
                 let (right, left) = (Box::new(planned.remove(1)), Box::new(planned.remove(0)));
@@ -208,9 +234,10 @@ impl Planner<'_> {
             _ => {
                 // `optional.of(x)`, `strings.quote(s)`: a function of a namespace, not a member.
                 if let Some(Expr::Ident(namespace)) = target.map(|t| &t.expr) {
+                    let namespace = namespace.strip_prefix('.').unwrap_or(namespace);
                     let qualified = format!("{namespace}.{function}");
                     if !self.is_variable(namespace) && functions::is_declared(&qualified, false, planned.len()) {
-                        let priced = self.priced(&qualified, None, &planned);
+                        let priced = priced(&qualified, None);
                         return fold_conversion(Node::Call {
                             function: Arc::from(qualified),
                             target: None,
@@ -224,11 +251,11 @@ impl Planner<'_> {
                     let alternative = Box::new(planned.remove(0));
                     return Ok(Node::OptionalOr { optional, alternative, value: function == "orValue" });
                 }
+                let priced = priced(function, target);
                 let target = target.map(|t| self.plan(t)).transpose()?.map(Box::new);
                 if !functions::is_declared(function, target.is_some(), planned.len()) {
                     return Err(self.undeclared_function(function));
                 }
-                let priced = self.priced(function, target.as_deref(), &planned);
                 let call = Node::Call { function: Arc::from(function), target, args: planned, priced };
                 fold_conversion(set_membership(call))
             }
@@ -264,39 +291,26 @@ impl Planner<'_> {
         Ok(Node::Const(Value::Map(Arc::new(map))))
     }
 
-    fn priced(&self, function: &str, target: Option<&Node>, args: &[Node]) -> bool {
-        let types: Vec<StaticType> = target.into_iter().chain(args).map(|n| static_type(n, &self.locals)).collect();
-        types::priced_by_formula(function, &types)
+    /// Whether a call of `function` on `target` and `args` is priced by its own formula, as
+    /// the checked types of its operands resolve it.
+    fn priced(&self, function: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) -> bool {
+        let type_of = |e: &IdedExpr| self.checked.types.get(&e.id).cloned().unwrap_or(CelType::Dyn);
+        let types: Vec<CelType> = target.into_iter().chain(args).map(type_of).collect();
+        pricing::priced_by_formula(function, &types)
     }
 
     fn fold(&mut self, fold: &cel::common::ast::ComprehensionExpr) -> Result<Node, CompileError> {
         let range = self.plan(&fold.iter_range)?;
         let init = self.plan(&fold.accu_init)?;
-        let range_type = static_type(&range, &self.locals);
-        let (first_type, second_type) = match (&range_type, fold.iter_var2.is_some()) {
-            (StaticType::List(element), true) => (StaticType::Int, (**element).clone()),
-            (StaticType::Map(key, value), true) => ((**key).clone(), (**value).clone()),
-            (other, _) => (other.element(), StaticType::Dyn),
-        };
         let depth = self.locals.len();
-        let init_type = static_type(&init, &self.locals);
-        self.locals.push((fold.accu_var.clone(), init_type.clone()));
-        self.locals.push((fold.iter_var.clone(), first_type));
-        if let Some(second) = &fold.iter_var2 {
-            self.locals.push((second.clone(), second_type));
-        }
+        self.locals.push(fold.accu_var.clone());
+        self.locals.push(fold.iter_var.clone());
+        self.locals.extend(fold.iter_var2.clone());
         let condition = self.plan(&fold.loop_cond);
         let step = self.plan(&fold.loop_step);
-        let accu_type = match (&step, init_type) {
-            (Ok(step), StaticType::List(_)) => {
-                appended_type(step, &self.locals).unwrap_or(StaticType::List(Box::new(StaticType::Dyn)))
-            }
-            (_, other) => other,
-        };
         self.locals.truncate(depth);
-        self.locals.push((fold.accu_var.clone(), accu_type));
+        self.locals.push(fold.accu_var.clone());
         let result = self.plan(&fold.result);
-        let result_type = result.as_ref().map_or(StaticType::Dyn, |r| static_type(r, &self.locals));
         self.locals.truncate(depth);
         Ok(Node::Fold(Box::new(Fold {
             iter_var: Arc::from(fold.iter_var.as_str()),
@@ -307,12 +321,11 @@ impl Planner<'_> {
             condition: condition?,
             step: step?,
             result: result?,
-            result_type,
         })))
     }
 
     fn is_variable(&self, name: &str) -> bool {
-        self.locals.iter().any(|(l, _)| l == name) || self.variables.contains(&name)
+        self.locals.iter().any(|l| l == name) || self.variables.contains(&name)
     }
 
     fn undeclared_function(&self, function: &str) -> CompileError {
@@ -324,7 +337,7 @@ impl Planner<'_> {
     }
 
     fn error(&self, message: &str) -> CompileError {
-        CompileError { issues: format!("ERROR: <input>: {message}\n | {}", self.source) }
+        CompileError { issues: format!("ERROR: <input>: {message}\n | {}", self.source), stage: Stage::Plan }
     }
 }
 
@@ -362,24 +375,6 @@ fn entry_children(entry: &cel::common::ast::IdedEntryExpr) -> Vec<&IdedExpr> {
     }
 }
 
-/// The type of the list a comprehension's step builds (`@result + [e]`, perhaps under a `?:`):
-/// a list of `e`'s type.
-fn appended_type(step: &Node, locals: &[(String, StaticType)]) -> Option<StaticType> {
-    match step {
-        Node::Call { function, args, .. } if &**function == "_+_" => match args.get(1) {
-            Some(Node::List { elements, optional }) if elements.len() == 1 && optional.is_empty() => {
-                Some(StaticType::List(Box::new(static_type(&elements[0], locals))))
-            }
-            Some(Node::Const(Value::List(items))) if items.len() == 1 => {
-                Some(StaticType::List(Box::new(StaticType::of(&items[0]))))
-            }
-            _ => None,
-        },
-        Node::Conditional { truthy, .. } => appended_type(truthy, locals),
-        _ => None,
-    }
-}
-
 /// `operand` with one more qualifier: an attribute's own, or a new relative attribute.
 fn qualify(operand: Node, qualifier: Qualifier) -> Node {
     match operand {
@@ -401,7 +396,16 @@ fn fold_conversion(call: Node) -> Result<Node, CompileError> {
     let Node::Const(arg) = &args[0] else { return Ok(call) };
     match functions::convert(function, arg) {
         Ok(value) => Ok(Node::Const(value)),
-        Err(error) => Err(CompileError { issues: format!("program instantiation failed: {error}") }),
+        // A conversion the checker let through for a constant of the wrong type (`int(dyn(true))`,
+        // `string(null)`, which the IP library's overload accepts): cel-go names it.
+        Err(error) if error == EvalError::no_such_overload() => {
+            let issues =
+                format!("program instantiation failed: no such overload: {function}({})", arg.type_of().name());
+            Err(CompileError { issues, stage: Stage::Plan })
+        }
+        Err(error) => {
+            Err(CompileError { issues: format!("program instantiation failed: {error}"), stage: Stage::Plan })
+        }
     }
 }
 
@@ -443,7 +447,20 @@ fn lossless_conversions(member: &Value) -> Vec<Value> {
         .collect()
 }
 
-fn literal_value(literal: &LiteralValue) -> Value {
+/// A type's name as a constant (`int`, `google.protobuf.Duration`): cel-go's program
+/// instantiation fails for a type the evaluator has no values of (`kubernetes.AdmissionRequest`).
+fn type_constant(name: &str) -> Result<Node, CompileError> {
+    match Type::named(name) {
+        Some(t) => Ok(Node::Const(Value::Type(t))),
+        None => {
+            let issues = format!("program instantiation failed: reference to undefined type: {name}");
+            Err(CompileError { issues, stage: Stage::Plan })
+        }
+    }
+}
+
+/// A literal's value.
+pub(crate) fn literal_value(literal: &LiteralValue) -> Value {
     match literal {
         LiteralValue::Boolean(b) => Value::Bool(*b.inner()),
         LiteralValue::Bytes(b) => Value::Bytes(Arc::from(b.inner())),

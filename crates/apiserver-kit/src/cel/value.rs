@@ -143,7 +143,8 @@ impl Type {
         }
     }
 
-    /// The type an identifier names in expressions (`int`, `list`, `null_type`, ...).
+    /// The type an identifier names in expressions (`int`, `list`, `null_type`,
+    /// `google.protobuf.Duration`, `net.IP`, ...).
     pub fn named(name: &str) -> Option<Type> {
         [
             Type::Null,
@@ -155,7 +156,12 @@ impl Type {
             Type::Bytes,
             Type::List,
             Type::Map,
+            Type::Timestamp,
+            Type::Duration,
             Type::Type,
+            Type::Optional,
+            Type::Named("net.IP"),
+            Type::Named("net.CIDR"),
         ]
         .into_iter()
         .find(|t| t.name() == name)

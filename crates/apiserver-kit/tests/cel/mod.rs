@@ -4,14 +4,21 @@
 
 #![allow(dead_code, reason = "each test binary uses its own part of this module")]
 
-use apiserver_kit::cel::{PER_CALL_LIMIT, Program, Value, evaluate};
+use apiserver_kit::cel::{PER_CALL_LIMIT, Program, Stage, Value, evaluate};
 use serde_json::{Value as Json, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-/// The variables of an admission policy's expressions (k8s.io/apiserver's, without the
-/// authorizer).
-pub const VARIABLES: &[&str] = &["object", "oldObject", "params", "request", "namespace", "variables"];
+/// The variables the oracle declares (k8s.io/apiserver's admission environment with params,
+/// without the authorizer and composition's `variables`), and the fields of a request that
+/// hold their values.
+pub const VARIABLES: &[(&str, &str)] = &[
+    ("object", "object"),
+    ("oldObject", "oldObject"),
+    ("params", "params"),
+    ("request", "request"),
+    ("namespaceObject", "namespace"),
+];
 
 /// The oracle's path (built once by the workspace's script).
 pub fn oracle() -> String {
@@ -45,17 +52,16 @@ fn deep_json(text: &str) -> Json {
     Json::deserialize(&mut deserializer).expect("JSON")
 }
 
-/// Our answer in the oracle's shape.
+/// Our answer in the oracle's shape; a compile error says which step refused the expression.
 pub fn ours(request: &Json) -> Json {
     let source = request["expression"].as_str().expect("expression");
-    let program = match Program::compile(source, VARIABLES) {
+    let names: Vec<&str> = VARIABLES.iter().map(|(name, _)| *name).collect();
+    let program = match Program::compile(source, &names) {
         Ok(program) => program,
-        Err(error) => return json!({"compileError": error.to_string()}),
+        Err(error) => return json!({"compileError": error.to_string(), "stage": format!("{:?}", error.stage)}),
     };
-    let mut variables: Vec<(&str, Value)> =
-        VARIABLES.iter().map(|name| (*name, Value::from_json(&request[*name]))).collect();
-    variables.retain(|(name, _)| *name != "variables");
-    variables.push(("variables", Value::from_json(&json!({}))));
+    let variables: Vec<(&str, Value)> =
+        VARIABLES.iter().map(|(name, field)| (*name, Value::from_json(&request[*field]))).collect();
     let evaluation = evaluate(&program, &variables, PER_CALL_LIMIT);
     match evaluation.value {
         Ok(value) => json!({"value": value.to_tagged_json(), "type": value.type_of().name(), "cost": evaluation.cost}),
@@ -63,12 +69,17 @@ pub fn ours(request: &Json) -> Json {
     }
 }
 
-/// What is compared: a compile error only by its presence (the checker's wording is not ours
-/// yet); a value or an error and the cost exactly.
-pub fn comparable(answer: &Json) -> Json {
-    match answer.get("compileError") {
-        Some(_) => json!({"compileError": true}),
-        None => doubles_as_floats(answer.clone()),
+/// Whether our answer is the oracle's: a value or an error and the cost exactly; a compile error
+/// of the type checker (or of planning) word for word, one of the parser by its presence (the
+/// `cel` crate's parser words its errors its own way).
+pub fn agree(mine: &Json, theirs: &Json) -> bool {
+    match (mine.get("compileError"), theirs.get("compileError")) {
+        (Some(_), Some(_)) if mine["stage"] == json!(format!("{:?}", Stage::Parse)) => true,
+        (Some(Json::String(mine)), Some(Json::String(theirs))) => {
+            theirs.strip_prefix("compilation failed: ").unwrap_or(theirs) == mine
+        }
+        (None, None) => doubles_as_floats(mine.clone()) == doubles_as_floats(theirs.clone()),
+        _ => false,
     }
 }
 
@@ -96,4 +107,28 @@ pub fn llama() -> Json {
         "metadata": {"name": "dolly", "namespace": "default", "labels": {"team": "wool", "env": "prod"}},
         "spec": {"weight": 120, "height": 170.5, "color": "white", "tags": ["a", "b", "c"], "friends": []},
     })
+}
+
+/// The admission request of the tests (`request`: k8s.io/apiserver's fields of it).
+pub fn admission_request() -> Json {
+    json!({
+        "kind": {"group": "farm.example.com", "version": "v1", "kind": "Llama"},
+        "resource": {"group": "farm.example.com", "version": "v1", "resource": "llamas"},
+        "name": "dolly", "namespace": "default", "operation": "CREATE", "dryRun": false,
+        "userInfo": {"username": "alice", "groups": ["system:authenticated", "farmers"], "extra": {"team": ["wool"]}},
+    })
+}
+
+/// The namespace of the tests (`namespaceObject`).
+pub fn namespace_object() -> Json {
+    json!({
+        "metadata": {"name": "default", "labels": {"team": "wool"}, "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    })
+}
+
+/// A request of the oracle: `expression` over the Llama, the admission request and the namespace.
+pub fn request_for(expression: &str) -> Json {
+    json!({"expression": expression, "object": llama(), "request": admission_request(), "namespace": namespace_object()})
 }
