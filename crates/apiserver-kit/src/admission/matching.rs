@@ -154,8 +154,9 @@ impl<'r> From<&'r RuleWithOperations> for Rule<'r> {
 impl Rule<'_> {
     /// `rules.Matcher.Matches`.
     pub fn matches(self, attr: &Attributes) -> bool {
-        let listed =
-            |items: &Option<Vec<String>>, wanted: &str| items.iter().flatten().any(|item| item == "*" || item == wanted);
+        let listed = |items: &Option<Vec<String>>, wanted: &str| {
+            items.iter().flatten().any(|item| item == "*" || item == wanted)
+        };
         scope_matches(self.scope, attr)
             && listed(self.operations, attr.operation.as_str())
             && listed(self.api_groups, attr.group)

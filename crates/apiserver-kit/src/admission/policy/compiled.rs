@@ -6,7 +6,7 @@
 //! meets as k8s.io/apiserver's does: `compilation error: compilation failed: ERROR: …`, under
 //! the policy's `failurePolicy`.
 
-use crate::cel::Program;
+use crate::cel::{CelType, Program, Stage};
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicySpec};
 
 /// The variables every policy expression may read.
@@ -21,10 +21,62 @@ pub struct Expression {
     pub program: Result<Program, String>,
 }
 
+/// What an expression must evaluate to (its accessor's `ReturnTypes`).
+#[derive(Clone, Copy)]
+enum Returns {
+    /// Anything (variables).
+    Any,
+    /// A bool (validations, match conditions).
+    Bool,
+    /// A string (message expressions).
+    String,
+    /// A string or null (audit annotations' values).
+    StringOrNull,
+}
+
+impl Returns {
+    fn types(self) -> Vec<CelType> {
+        match self {
+            Returns::Any => Vec::new(),
+            Returns::Bool => vec![CelType::Bool],
+            Returns::String => vec![CelType::String],
+            Returns::StringOrNull => vec![CelType::String, CelType::Null],
+        }
+    }
+}
+
+/// A type as cel-go's `Type.String()` writes it (`bool`, `null_type`, `list(int)`).
+fn go_type(t: &CelType) -> String {
+    let parameters = t.parameters();
+    if parameters.is_empty() {
+        return t.name().to_string();
+    }
+    let parameters: Vec<String> = parameters.into_iter().map(go_type).collect();
+    format!("{}({})", t.name(), parameters.join(", "))
+}
+
 impl Expression {
-    /// Compiles `source` where `names` are declared.
-    fn compile(source: &str, names: &[&str]) -> Expression {
-        let program = Program::compile(source, names).map_err(|e| format!("compilation failed: {e}"));
+    /// Compiles `source` where `names` are declared, refusing it as `CompileCELExpression` does
+    /// when its type is not one of `returns`.
+    fn compile(source: &str, names: &[&str], returns: Returns) -> Expression {
+        let program = match Program::compile(source, names) {
+            Err(e) if e.stage == Stage::Plan => Err(format!("program instantiation failed: {e}")),
+            Err(e) => Err(format!("compilation failed: {e}")),
+            Ok(program) => {
+                let wanted = returns.types();
+                let output = program.output_type();
+                match wanted.iter().any(|t| output.is_exactly(t)) || wanted.is_empty() {
+                    true => Ok(program),
+                    false if wanted.len() == 1 => {
+                        Err(format!("must evaluate to {} but got {}", go_type(&wanted[0]), go_type(output)))
+                    }
+                    false => {
+                        let wanted: Vec<String> = wanted.iter().map(go_type).collect();
+                        Err(format!("must evaluate to one of [{}] but got {}", wanted.join(" "), go_type(output)))
+                    }
+                }
+            }
+        };
         Expression { source: source.to_string(), program }
     }
 }
@@ -100,25 +152,26 @@ impl CompiledPolicy {
         let variables = spec.variables.iter().flatten();
         let conditions = spec.match_conditions.iter().flatten();
         let validations = spec.validations.iter().flatten().map(|v| Validation {
-            expression: Expression::compile(&v.expression, &names),
+            expression: Expression::compile(&v.expression, &names, Returns::Bool),
             message: v.message.clone().filter(|m| !m.is_empty()),
             message_expression: v
                 .message_expression
                 .as_deref()
                 .filter(|m| !m.is_empty())
-                .map(|m| Expression::compile(m, &without_authorizer)),
+                .map(|m| Expression::compile(m, &without_authorizer, Returns::String)),
             reason: v.reason.clone().filter(|r| !r.is_empty()),
         });
-        let annotations = spec
-            .audit_annotations
-            .iter()
-            .flatten()
-            .map(|a| AuditAnnotation { key: a.key.clone(), value: Expression::compile(&a.value_expression, &names) });
+        let annotations = spec.audit_annotations.iter().flatten().map(|a| AuditAnnotation {
+            key: a.key.clone(),
+            value: Expression::compile(&a.value_expression, &names, Returns::StringOrNull),
+        });
         CompiledPolicy {
             failure_policy: FailurePolicy::of(spec.failure_policy.as_deref()),
-            variables: variables.map(|v| (v.name.clone(), Expression::compile(&v.expression, &names))).collect(),
+            variables: variables
+                .map(|v| (v.name.clone(), Expression::compile(&v.expression, &names, Returns::Any)))
+                .collect(),
             match_conditions: conditions
-                .map(|c| (c.name.clone(), Expression::compile(&c.expression, &names)))
+                .map(|c| (c.name.clone(), Expression::compile(&c.expression, &names, Returns::Bool)))
                 .collect(),
             validations: validations.collect(),
             audit_annotations: annotations.collect(),
@@ -146,6 +199,27 @@ mod tests {
             json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "validations": validations}),
         ));
         assert!(with.validations[0].expression.program.is_ok());
+    }
+
+    /// The kube-apiserver refuses such a policy when it is written, with these messages
+    /// (seen on 1.37.2): one stored before (or by an older release) meets them per request.
+    #[test]
+    fn expressions_of_the_wrong_type_do_not_compile() {
+        let compiled = CompiledPolicy::compile(&policy(json!({
+            "validations": [{"expression": "object.spec.weight"}, {"expression": "1 == 1u"}],
+            "auditAnnotations": [{"key": "a", "valueExpression": "1"}],
+        })));
+        let error = |e: &Expression| e.program.as_ref().unwrap_err().clone();
+        assert_eq!(error(&compiled.validations[0].expression), "must evaluate to bool but got dyn");
+        assert_eq!(
+            error(&compiled.validations[1].expression),
+            "compilation failed: ERROR: <input>:1:3: found no matching overload for '_==_' applied to '(int, uint)'\n \
+             | 1 == 1u\n | ..^"
+        );
+        assert_eq!(
+            error(&compiled.audit_annotations[0].value),
+            "must evaluate to one of [string null_type] but got int"
+        );
     }
 
     #[test]

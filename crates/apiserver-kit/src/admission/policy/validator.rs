@@ -253,11 +253,8 @@ mod tests {
             [
                 Annotation::Publish { key: "weight".into(), value: "7".into() },
                 Annotation::Exclude,
-                Annotation::Error(
-                    "valueExpression 'object.spec.weight' resulted in unsupported return type: int. Return type \
-                     must be either string or null."
-                        .into()
-                ),
+                // (Refused when the policy is written: its type is dyn.)
+                Annotation::Error("compilation error: must evaluate to one of [string null_type] but got dyn".into()),
             ]
         );
     }
