@@ -85,6 +85,143 @@ async fn setup() -> (ControlPlane, Farm) {
     (cp, farm)
 }
 
+/// ValidatingAdmissionPolicies bound to the namespace of generated requests, for both groups:
+/// a denial with a message built from the object, a `Warn` and `Audit` on the coat's colour, a
+/// match condition and a variable, a denial of some deletes by the old object, and an error
+/// (a field of the wrong type) under `failurePolicy: Fail`.
+fn generated_policies() -> Vec<Value> {
+    let policy = |name: &str, operations: &[&str], spec: Value| {
+        let rules = json!([{"apiGroups": ["farm.example.com", "ref.example.com"], "apiVersions": ["*"],
+            "operations": operations, "resources": ["llamas", "llamas/status"]}]);
+        let mut spec = spec;
+        spec["matchConstraints"] = json!({"resourceRules": rules});
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name}, "spec": spec})
+    };
+    let binding = |name: &str, actions: &[&str]| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": actions,
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "generated"}}}}})
+    };
+    vec![
+        policy(
+            "weight",
+            &["CREATE", "UPDATE"],
+            json!({
+            "variables": [{"name": "weight", "expression": "has(object.spec.weight) ? object.spec.weight : 0"}],
+            "matchConditions": [{"name": "not-status", "expression": "request.?subResource.orValue('') != 'status'"}],
+            "validations": [{"expression": "variables.weight <= 12",
+                "messageExpression": "'a llama of ' + string(variables.weight) + ' is too heavy'"}]}),
+        ),
+        binding("weight", &["Deny"]),
+        policy(
+            "coat",
+            &["CREATE", "UPDATE"],
+            json!({"validations": [
+            {"expression": "!has(object.spec.color) || object.spec.color.size() <= 2", "message": "a long colour name"}]}),
+        ),
+        binding("coat", &["Warn", "Audit"]),
+        policy(
+            "tall",
+            &["DELETE"],
+            json!({"failurePolicy": "Fail", "validations": [
+            {"expression": "oldObject.spec.height < 50.0 || oldObject.spec.height > 60", "reason": "Forbidden",
+             "messageExpression": "'height ' + string(oldObject.spec.height) + ' is protected'"}]}),
+        ),
+        binding("tall", &["Deny"]),
+    ]
+}
+
+/// Hand-written writes that meet each policy of [`generated_policies`] in the namespace
+/// `generated`: allowed, denied (a create, a merge patch, an apply, a PUT), warned and audited,
+/// a status write the match condition skips, a protected delete and a dry run of it.
+fn policed_requests() -> Vec<apiserver_conformance::Request> {
+    use apiserver_conformance::Request;
+    use reqwest::Method;
+    let at = |rest: &str| format!("{{gv}}/namespaces/generated/{rest}");
+    let body = |name: &str, weight: f64, color: &str| {
+        json!({"apiVersion": "farm.example.com/v1alpha", "kind": "Llama", "metadata": {"name": name},
+            "spec": {"weight": weight, "height": 55.5, "color": color}})
+    };
+    let create = |label: &str, b: Value| {
+        Request::new(format!("policies: {label}"), Method::POST, at("llamas")).content_type("application/json").json(&b)
+    };
+    let patch = |label: &str, name: &str, kind: &str, b: String| {
+        Request::new(format!("policies: {label}"), Method::PATCH, at(&format!("llamas/{name}")))
+            .content_type(kind)
+            .body(b)
+    };
+    vec![
+        create("allowed", body("light", 5.0, "ok")),
+        create("denied by weight", body("heavy", 50.0, "ok")),
+        create("warned and audited", body("painted", 5.0, "crimson")),
+        patch("merge patch denied", "light", "application/merge-patch+json", r#"{"spec":{"weight":99}}"#.into()),
+        patch(
+            "status skipped by the match condition",
+            "light/status",
+            "application/merge-patch+json",
+            r#"{"spec":{"weight":99},"status":{"observedGeneration":1}}"#.into(),
+        ),
+        patch("apply denied", "light", "application/apply-patch+yaml", body("light", 13.0, "ok").to_string())
+            .query("fieldManager=policed"),
+        Request::new("policies: PUT denied", Method::PUT, at("llamas/light")).content_type("application/json").json(&{
+            let mut b = body("light", 40.0, "ok");
+            b["metadata"]["resourceVersion"] = json!("$RV");
+            b
+        }),
+        Request::new("policies: a delete of a protected height, dry run", Method::DELETE, at("llamas/light"))
+            .query("dryRun=All"),
+        Request::new("policies: a delete of a protected height", Method::DELETE, at("llamas/light")),
+        Request::new("policies: the llama after them", Method::GET, at("llamas/light")),
+    ]
+}
+
+#[tokio::test]
+async fn generated_writes_meet_the_cluster_s_admission_policies_as_a_crd_s_do() {
+    let (cp, _farm) = setup().await;
+    for object in generated_policies() {
+        cp.must(&["apply", "-f", "-"], Some(&object.to_string()));
+    }
+    let (base, client) = cp.apiserver();
+    // Both sides enforce the policies before the requests start.
+    let heavy = |group: &str| {
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Llama",
+        "metadata": {"name": "probe"}, "spec": {"weight": 1000, "height": 1}})
+    };
+    common::control_plane::eventually("both sides to enforce the policies", async || {
+        let mut denied = true;
+        for group in ["farm.example.com", "ref.example.com"] {
+            let url = format!("{base}/apis/{group}/v1/namespaces/generated/llamas");
+            let answer = client.post(url).json(&heavy(group)).send().await.unwrap();
+            denied &= answer.status() == 422;
+        }
+        denied
+    })
+    .await;
+    let details = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let count = std::env::var("CONFORMANCE_GENERATED").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+    let run = apiserver_conformance::Run {
+        name: "llamas-policed",
+        seed: apiserver_conformance::FIXED_SEED ^ 58,
+        count,
+        counted: false,
+        own_corpus: false,
+    };
+    let corpus = policed_requests();
+    let tally = apiserver_conformance::compare_run(&LLAMAS, (&base, client), &corpus, details, run).await;
+    tally.assert_conforms();
+    // The policies took part: denials and `Audit` annotations in farm-apiserver's audit log.
+    let audit = std::fs::read_to_string(cp.dir.path().join("farm-audit.log")).unwrap();
+    let completed = audit.lines().filter(|l| l.contains("\"ResponseComplete\""));
+    let (mut denied, mut audited) = (0, 0);
+    for line in completed {
+        denied += usize::from(line.contains("denied request"));
+        audited += usize::from(line.contains("validation.policy.admission.k8s.io/validation_failure"));
+    }
+    println!("writes denied by a policy: {denied}; writes with a policy's Audit annotation: {audited}");
+    assert!(denied > 0 && audited > 0, "the policies never applied");
+}
+
 #[tokio::test]
 async fn every_request_is_answered_as_the_kube_apiserver_answers_it_for_a_crd() {
     let (cp, _farm) = setup().await;

@@ -75,26 +75,50 @@ pub async fn compare(
     corpus: &[Request],
     details: &Path,
 ) -> Tally {
-    let mut tested = Side::tested(subject, base, client.clone());
-    let mut reference = Side::reference(subject, base, client);
     let count = std::env::var("CONFORMANCE_GENERATED").ok().and_then(|n| n.parse().ok()).unwrap_or(DEFAULT_GENERATED);
     let seed = seed_of(std::env::var("CONFORMANCE_SEED").ok().as_deref());
-    let mut tally = Tally::new(subject, seed == FIXED_SEED && count == DEFAULT_GENERATED);
-    run(Part::Corpus, corpus, &mut tested, &mut reference, &mut tally).await;
+    let counted = seed == FIXED_SEED && count == DEFAULT_GENERATED;
+    let run = Run { name: subject.plural, seed, count, counted, own_corpus: true };
+    compare_run(subject, (base, client), corpus, details, run).await
+}
+
+/// What [`compare_run`] generates and how its report is named.
+pub struct Run {
+    /// Names the files of its details (`conformance-<name>-differences.txt`).
+    pub name: &'static str,
+    /// The seed of the generated requests.
+    pub seed: u64,
+    /// How many requests are generated.
+    pub count: usize,
+    /// Whether each allowed difference must fire as often as its table says on the generated
+    /// requests (only the default run of a subject's own suite).
+    pub counted: bool,
+    /// Whether the corpus is the subject's own, whose counts the tables give.
+    pub own_corpus: bool,
+}
+
+/// [`compare`] with the generated requests of `run`.
+pub async fn compare_run(
+    subject: &'static Subject,
+    (base, client): (&str, reqwest::Client),
+    corpus: &[Request],
+    details: &Path,
+    run: Run,
+) -> Tally {
+    let mut tested = Side::tested(subject, base, client.clone());
+    let mut reference = Side::reference(subject, base, client);
+    let Run { name, seed, count, counted, own_corpus } = run;
+    let mut tally = Tally::new(subject, counted);
+    tally.own_corpus = own_corpus;
+    self::run(Part::Corpus, corpus, &mut tested, &mut reference, &mut tally).await;
     println!("generated requests: {count}, seed {seed} (CONFORMANCE_SEED={seed} replays them)");
     let generated = generated::requests(subject, seed, count);
-    run(Part::Generated, &generated, &mut tested, &mut reference, &mut tally).await;
+    self::run(Part::Generated, &generated, &mut tested, &mut reference, &mut tally).await;
     println!("{}", tally.report());
-    let file = details.join(format!("conformance-{}-differences.txt", subject.plural));
+    let file = details.join(format!("conformance-{name}-differences.txt"));
     let _ = std::fs::write(&file, &tally.details);
-    let _ = std::fs::write(
-        file.with_file_name(format!("conformance-{}-allowed.txt", subject.plural)),
-        &tally.allowed_details,
-    );
-    let _ = std::fs::write(
-        file.with_file_name(format!("conformance-{}-allowed.jsonl", subject.plural)),
-        &tally.allowed_examples,
-    );
+    let _ = std::fs::write(file.with_file_name(format!("conformance-{name}-allowed.txt")), &tally.allowed_details);
+    let _ = std::fs::write(file.with_file_name(format!("conformance-{name}-allowed.jsonl")), &tally.allowed_examples);
     println!("both answers to each unexplained difference and each known defect: {}", file.display());
     println!("hand-written requests: {}", corpus.len());
     tally

@@ -559,17 +559,21 @@ impl<K: Strategy> Registry<K> {
         warnings.extend(object.warnings());
         warnings.extend(validation::finalizer_warnings(object.meta(), None));
         let attempts = if generate.is_some() { GENERATE_ATTEMPTS } else { 1 };
+        let mut recorded = 0;
         for attempt in 1..=attempts {
             if let Some(prefix) = &generate {
                 object.meta_mut().name = Some(generated_name(prefix));
             }
             reject_invalid(&object, object.validate())?;
+            // The strategy's warnings (given once the object is valid) are the request's before
+            // validating admission (a policy's denial) and storage answer (a name already taken).
+            super::warning_recorder::record(&warnings[recorded..]);
+            recorded = warnings.len();
             if let Some(admission) = &admission {
                 warnings.extend(admission.validate(Some(&object), None).await?);
+                super::warning_recorder::record(&warnings[recorded..]);
+                recorded = warnings.len();
             }
-            // The strategy's warnings (given once the object is valid) are the request's before
-            // storage answers (a name already taken).
-            super::warning_recorder::record(&warnings);
             if resource_version_set && !ctx.dry_run {
                 return Err(Error::BadRequest("resourceVersion should not be set on objects to be created".into()));
             }
