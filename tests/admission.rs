@@ -390,6 +390,52 @@ async fn failing_slow_and_side_effect_webhooks_fail_writes_as_they_do_custom_res
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_conditions_decide_which_writes_call_a_webhook_as_they_do_for_custom_resources() {
+    let (cp, _farm, both, webhook) = setup().await;
+    let (port, ca) = (webhook.port, webhook.ca_bundle.clone());
+    let conditions = |failure: &str, extra: &str| {
+        format!(
+            "sideEffects: None\n  failurePolicy: {failure}\n  matchConditions:\n  \
+             - {{name: not-exempt, expression: \"!has(object.metadata.labels) || !('exempt' in object.metadata.labels)\"}}\n  \
+             - {{name: by-user, expression: \"request.userInfo.username != 'nobody-special'\"}}\n  {extra}"
+        )
+    };
+    let weight = entry(&service("webhook", port, "validate"), &ca, "weight", "CREATE", &conditions("Fail", ""));
+    let v1 = "admissionregistration.k8s.io/v1";
+    cp.must(&["apply", "-f", "-"], Some(&configuration(v1, "ValidatingWebhookConfiguration", "farm-weight", &weight)));
+    until_both_answer(&both, "wild", &llama("probe", 600.0, json!({})), 403).await;
+
+    // A condition that is false skips the webhook; all true, the webhook refuses.
+    let (created, reference) = both.create("wild", &llama("exempt", 600.0, json!({"exempt": "yes"}))).await;
+    assert_eq!((created.code, reference.code), (201, 201), "{:?}", created.body);
+    let (refused, reference) = both.create("wild", &llama("heavy", 600.0, json!({}))).await;
+    assert_eq!(refused, reference);
+    assert_eq!(refused.code, 403);
+
+    // A condition that fails to evaluate refuses the write under Fail (403, as the kube-apiserver
+    // fails closed) and skips the webhook under Ignore.
+    let broken = |failure: &str| {
+        let mut webhook =
+            entry(&service("webhook", port, "validate"), &ca, "weight", "CREATE", &conditions(failure, ""));
+        webhook = webhook.replace("request.userInfo.username != 'nobody-special'", "object.spec.nothing == 1");
+        configuration(v1, "ValidatingWebhookConfiguration", "farm-weight", &webhook)
+    };
+    cp.must(&["apply", "-f", "-"], Some(&broken("Fail")));
+    until_both_answer(&both, "wild", &llama("probe", 1.0, json!({})), 403).await;
+    let (refused, reference) = both.create("wild", &llama("light", 1.0, json!({}))).await;
+    assert_eq!(refused, reference);
+    let message = refused.body["message"].as_str().unwrap_or_default();
+    assert_eq!(
+        message,
+        "llamas.farm.example.com \"light\" is forbidden: expression 'object.spec.nothing == 1' resulted in error: \
+         no such key: nothing"
+    );
+    cp.must(&["apply", "-f", "-"], Some(&broken("Ignore")));
+    until_both_answer(&both, "wild", &llama("probe", 600.0, json!({})), 201).await;
+    cp.must(&["delete", "validatingwebhookconfiguration", "farm-weight"], None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_rbac_for_webhook_configurations_writes_are_refused_not_let_through() {
     let cp = ControlPlane::up();
     let _farm = cp.farm_lacking_rbac_for(NOBODY_DELEGATES, "mutatingwebhookconfigurations").await;

@@ -10,6 +10,7 @@
 pub mod chain;
 pub mod client;
 pub mod configurations;
+pub mod match_conditions;
 pub mod matching;
 pub mod policy;
 mod reflect;

@@ -21,13 +21,16 @@
 
 use super::client::Caller;
 use super::configurations::{Configurations, Listed};
+use super::match_conditions::MatchConditions;
 use super::matching::{Attributes, Matching, invoked_version, rule_matches, should_call};
 use super::review::{self, GroupVersionKind, GroupVersionResource, Request};
 use crate::machinery::admission::{Admission, Call, Mutated};
 use crate::machinery::error::{Error, Result};
 use crate::machinery::version::Conversion;
 use crate::namespaces::NamespaceCache;
-use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, ValidatingWebhook, WebhookClientConfig};
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MutatingWebhook, ValidatingWebhook, WebhookClientConfig,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -42,6 +45,7 @@ pub struct Webhooks {
     configurations: Configurations,
     caller: Caller,
     namespaces: Arc<NamespaceCache>,
+    match_conditions: MatchConditions,
 }
 
 /// What one webhook call needs to know of its webhook, mutating or validating.
@@ -52,6 +56,7 @@ struct Hook<'w> {
     failure_policy: Option<&'w str>,
     side_effects: &'w str,
     timeout_seconds: Option<i32>,
+    match_conditions: &'w [MatchCondition],
 }
 
 macro_rules! hook_from {
@@ -65,6 +70,7 @@ macro_rules! hook_from {
                     failure_policy: webhook.failure_policy.as_deref(),
                     side_effects: &webhook.side_effects,
                     timeout_seconds: webhook.timeout_seconds,
+                    match_conditions: webhook.match_conditions.as_deref().unwrap_or_default(),
                 }
             }
         }
@@ -110,9 +116,14 @@ pub(super) fn user_info(call: &Call) -> k8s_openapi::api::authentication::v1::Us
 
 impl Webhooks {
     /// Webhooks from `configurations`, called by `caller`, with namespaces' labels from
-    /// `namespaces`.
-    pub fn new(configurations: Configurations, caller: Caller, namespaces: Arc<NamespaceCache>) -> Self {
-        Self { configurations, caller, namespaces }
+    /// `namespaces` and their match conditions' authorizer checks answered by `authorizer`.
+    pub fn new(
+        configurations: Configurations,
+        caller: Caller,
+        namespaces: Arc<NamespaceCache>,
+        authorizer: Option<Arc<dyn crate::cel::authz::Authorizer>>,
+    ) -> Self {
+        Self { configurations, caller, namespaces, match_conditions: MatchConditions::new(authorizer) }
     }
 
     /// Waits for the configurations to be listed; 403 when they are not in time.
@@ -133,8 +144,8 @@ impl Webhooks {
         old: Option<&Value>,
         namespace_labels: &mut Option<BTreeMap<String, String>>,
     ) -> Result<Option<&'c Conversion>> {
-        let (object, old) = (labels_of(object), labels_of(old));
-        let attr = attributes(call, object.as_ref(), old.as_ref());
+        let (object_meta, old_meta) = (labels_of(object), labels_of(old));
+        let attr = attributes(call, object_meta.as_ref(), old_meta.as_ref());
         let versions: Vec<&str> = call.versions.iter().map(|c| c.version.as_str()).collect();
         let Some(version) = invoked_version(&hook.matching, &attr, &versions) else { return Ok(None) };
         let Some(at) = call.versions.iter().find(|c| c.version == version) else { return Ok(None) };
@@ -144,7 +155,11 @@ impl Webhooks {
             *namespace_labels = Some(self.namespaces.labels(call.namespace).await?);
         }
         let labels = namespace_labels.clone().unwrap_or_default();
-        Ok(should_call(hook.matching, &attr, |_| Ok(labels))?.then_some(at))
+        if !should_call(hook.matching, &attr, |_| Ok(labels))? {
+            return Ok(None);
+        }
+        let conditions = (hook.match_conditions, hook.failure_policy);
+        Ok(self.match_conditions.admit(conditions, call, at, object, old)?.then_some(at))
     }
 
     /// Calls `hook` about `call` with `object` and `old` (stored objects) converted to version

@@ -335,12 +335,12 @@ fn cluster_services(
     let namespaces = Arc::new(NamespaceCache::start(client.clone(), stopping.clone()));
     // A standalone server, even with a cluster for its views, is not part of the cluster's API.
     let aggregated = !options.authentication.is_standalone();
+    let checks = delegated.map(|d| Arc::new(DelegatedChecks(d)) as Arc<dyn crate::cel::authz::Authorizer>);
     let webhooks = (options.admission_webhooks && aggregated).then(|| {
         let configurations = Configurations::start(client.clone(), stopping.clone());
-        Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone())
+        Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone(), checks.clone())
     });
     let policies = (options.admission_policies && aggregated).then(|| {
-        let checks = delegated.map(|d| Arc::new(DelegatedChecks(d)) as Arc<dyn crate::cel::authz::Authorizer>);
         ValidatingPolicies::new(PolicySources::start(client.clone(), stopping.clone()), namespaces.clone(), checks)
     });
     let admission = (webhooks.is_some() || policies.is_some())

@@ -81,6 +81,12 @@ impl Expression {
     }
 }
 
+/// A webhook's match condition (`object`, `oldObject`, `request`, `namespaceObject` and
+/// `authorizer` declared, no `params` nor `variables`).
+pub fn webhook_condition(source: &str) -> Expression {
+    Expression::compile(source, &["object", "oldObject", "request", "namespaceObject", "authorizer"], Returns::Bool)
+}
+
 /// A validation of the policy.
 #[derive(Debug)]
 pub struct Validation {

@@ -286,26 +286,10 @@ impl ValidatingPolicies {
                 Some(object) => Value::from_json(&(at.from_hub)(object.clone())?),
             })
         };
-        let user = user_info(call);
-        let request = review::Request {
-            uid: "",
-            kind: GroupVersionKind { group: call.resource.group, version, kind: call.resource.kind },
-            resource: GroupVersionResource { group: call.resource.group, version, resource: call.resource.plural },
-            request_version: call.version,
-            subresource: call.subresource.name().unwrap_or_default(),
-            name: call.name,
-            namespace: call.namespace,
-            operation: call.operation.as_str(),
-            user: &user,
-            object: None,
-            old_object: None,
-            dry_run: call.dry_run,
-            options: Some(call.options),
-        };
         let inputs = Arc::new(vec![
             ("object", convert(write.object)?),
             ("oldObject", convert(write.old)?),
-            ("request", Value::from_json(&review::policy_request(&request))),
+            ("request", request_variable(call, version)),
             ("namespaceObject", namespace),
             ("authorizer", authorizer_of(call)),
         ]);
@@ -314,8 +298,30 @@ impl ValidatingPolicies {
     }
 }
 
+/// The `request` variable of `call` whose objects are seen at `version`
+/// (`CreateAdmissionRequest`).
+pub(crate) fn request_variable(call: &Call, version: &str) -> Value {
+    let user = user_info(call);
+    let request = review::Request {
+        uid: "",
+        kind: GroupVersionKind { group: call.resource.group, version, kind: call.resource.kind },
+        resource: GroupVersionResource { group: call.resource.group, version, resource: call.resource.plural },
+        request_version: call.version,
+        subresource: call.subresource.name().unwrap_or_default(),
+        name: call.name,
+        namespace: call.namespace,
+        operation: call.operation.as_str(),
+        user: &user,
+        object: None,
+        old_object: None,
+        dry_run: call.dry_run,
+        options: Some(call.options),
+    };
+    Value::from_json(&review::policy_request(&request))
+}
+
 /// The `authorizer` variable of `call`: checks for its user, `requestResource` its resource.
-fn authorizer_of(call: &Call) -> Value {
+pub(crate) fn authorizer_of(call: &Call) -> Value {
     let user = call.user;
     let user =
         User { name: user.name.clone(), uid: user.uid.clone(), groups: user.groups.clone(), extra: user.extra.clone() };

@@ -4,7 +4,7 @@
 //! its `messageExpression`'s result, its `message` or `failed expression: …`, and its
 //! `reason`), then the audit annotations (a string is published, null or empty is not).
 
-use super::compiled::{CompiledPolicy, FailurePolicy};
+use super::compiled::{CompiledPolicy, Expression, FailurePolicy};
 use super::evaluate::{BUDGET, Inputs, MATCH_CONDITIONS_BUDGET, Outcome, for_input};
 use crate::cel::authz::Authorizer;
 use crate::cel::{Type, Value};
@@ -65,7 +65,8 @@ pub fn validate(
 ) -> Validated {
     let failure = &policy.failure_policy;
     if !policy.match_conditions.is_empty() {
-        match match_conditions(policy, without_namespace, authorizer) {
+        let conditions: Vec<_> = policy.match_conditions.iter().map(|(_, e)| e).collect();
+        match match_conditions(&conditions, &policy.variables, without_namespace, authorizer) {
             Ok(true) => {}
             Ok(false) => return Validated::default(),
             Err(_) if *failure == FailurePolicy::Ignore => return Validated::default(),
@@ -103,15 +104,17 @@ pub fn validate(
     Validated { decisions, annotations: annotations.collect() }
 }
 
-/// Whether every match condition holds; the first `false` wins over errors, which are joined
-/// as k8s.io's `NewAggregate` joins them.
-fn match_conditions(
-    policy: &CompiledPolicy,
+/// Whether every match condition holds (`matchconditions.Matcher.Match`, a policy's or a
+/// webhook's); the first `false` wins over errors, which are joined as k8s.io's `NewAggregate`
+/// joins them.
+pub fn match_conditions(
+    conditions: &[&Expression],
+    variables: &[(String, Expression)],
     inputs: &Inputs,
     authorizer: Option<&dyn Authorizer>,
 ) -> Result<bool, String> {
-    let expressions: Vec<_> = policy.match_conditions.iter().map(|(_, e)| Some(e)).collect();
-    let (outcomes, _) = for_input(&expressions, inputs, &policy.variables, authorizer, MATCH_CONDITIONS_BUDGET)?;
+    let expressions: Vec<_> = conditions.iter().map(|e| Some(*e)).collect();
+    let (outcomes, _) = for_input(&expressions, inputs, variables, authorizer, MATCH_CONDITIONS_BUDGET)?;
     let mut errors = Vec::new();
     for outcome in outcomes.into_iter().flatten() {
         match outcome {

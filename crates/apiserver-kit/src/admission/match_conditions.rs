@@ -1,0 +1,106 @@
+//! Webhooks' `matchConditions`, as k8s.io/apiserver's webhook dispatchers evaluate them once a
+//! webhook's rules and selectors match a write: CEL expressions over `object`, `oldObject` (at
+//! the version the webhook is called at), `request` and `authorizer`, compiled once per set of
+//! conditions. A `false` one skips the webhook; an error skips it under `failurePolicy: Ignore`
+//! and otherwise refuses the write with 403 (`… is forbidden: expression '…' resulted in error:
+//! …`), as the kube-apiserver fails closed.
+
+use super::policy::compiled::{Expression, webhook_condition};
+use super::policy::dispatch::{authorizer_of, request_variable};
+use super::policy::validator::match_conditions;
+use crate::cel::Value;
+use crate::cel::authz::Authorizer;
+use crate::machinery::admission::Call;
+use crate::machinery::error::{Error, GroupResource, Result, go_quote};
+use crate::machinery::version::Conversion;
+use k8s_openapi::api::admissionregistration::v1::MatchCondition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusDetails};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// How many sets of conditions stay compiled before they are all compiled again.
+const KEPT: usize = 1_000;
+
+/// Compiled conditions by their text, and the authorizer of their checks.
+#[derive(Default)]
+pub struct MatchConditions {
+    compiled: Mutex<HashMap<Vec<(String, String)>, Arc<Vec<Expression>>>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+impl MatchConditions {
+    /// Conditions whose authorizer checks `authorizer` answers.
+    pub fn new(authorizer: Option<Arc<dyn Authorizer>>) -> Self {
+        Self { compiled: Mutex::default(), authorizer }
+    }
+
+    /// Whether the webhook with `conditions` and `failure_policy` is called for `call` on
+    /// `object` over `old` (stored objects) seen at `at`; 403 when a condition fails to
+    /// evaluate under `failurePolicy: Fail`.
+    pub fn admit(
+        &self,
+        (conditions, failure_policy): (&[MatchCondition], Option<&str>),
+        call: &Call,
+        at: &Conversion,
+        object: Option<&Json>,
+        old: Option<&Json>,
+    ) -> Result<bool> {
+        if conditions.is_empty() {
+            return Ok(true);
+        }
+        let compiled = self.compiled(conditions);
+        let convert = |o: Option<&Json>| -> Result<Value> {
+            Ok(o.map(|o| (at.from_hub)(o.clone())).transpose()?.map(|o| Value::from_json(&o)).unwrap_or(Value::Null))
+        };
+        let inputs = [
+            ("object", convert(object)?),
+            ("oldObject", convert(old)?),
+            ("request", request_variable(call, &at.version)),
+            ("namespaceObject", Value::Null),
+            ("authorizer", authorizer_of(call)),
+        ];
+        let expressions: Vec<&Expression> = compiled.iter().collect();
+        match match_conditions(&expressions, &[], &inputs, self.authorizer.as_deref()) {
+            Ok(matches) => Ok(matches),
+            Err(_) if failure_policy == Some("Ignore") => Ok(false),
+            Err(message) => Err(Error::Refused(Box::new(forbidden(call, &message)))),
+        }
+    }
+
+    fn compiled(&self, conditions: &[MatchCondition]) -> Arc<Vec<Expression>> {
+        let key: Vec<(String, String)> = conditions.iter().map(|c| (c.name.clone(), c.expression.clone())).collect();
+        let mut compiled = self.compiled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(known) = compiled.get(&key) {
+            return known.clone();
+        }
+        if compiled.len() >= KEPT {
+            compiled.clear();
+        }
+        let expressions = Arc::new(conditions.iter().map(|c| webhook_condition(&c.expression)).collect());
+        compiled.insert(key, Arc::clone(&expressions));
+        expressions
+    }
+}
+
+/// `apierrors.NewForbidden(resource, name, err)` of the write.
+fn forbidden(call: &Call, message: &str) -> Status {
+    let resource = GroupResource { group: call.resource.group, resource: call.resource.plural };
+    let text = match call.name {
+        "" => format!("{resource} is forbidden: {message}"),
+        name => format!("{resource} {} is forbidden: {message}", go_quote(name)),
+    };
+    Status {
+        status: Some("Failure".into()),
+        message: Some(text),
+        reason: Some("Forbidden".into()),
+        details: Some(StatusDetails {
+            name: Some(call.name.to_string()).filter(|n| !n.is_empty()),
+            group: Some(call.resource.group.to_string()),
+            kind: Some(call.resource.plural.to_string()),
+            ..Default::default()
+        }),
+        code: Some(403),
+        ..Default::default()
+    }
+}
