@@ -22,10 +22,13 @@ use std::sync::{Arc, Mutex};
 /// How many sets of conditions stay compiled before they are all compiled again.
 const KEPT: usize = 1_000;
 
+/// A set of conditions by its names and expressions.
+type Conditions = Vec<(String, String)>;
+
 /// Compiled conditions by their text, and the authorizer of their checks.
 #[derive(Default)]
 pub struct MatchConditions {
-    compiled: Mutex<HashMap<Vec<(String, String)>, Arc<Vec<Expression>>>>,
+    compiled: Mutex<HashMap<Conditions, Arc<Vec<Expression>>>>,
     authorizer: Option<Arc<dyn Authorizer>>,
 }
 
@@ -69,7 +72,7 @@ impl MatchConditions {
     }
 
     fn compiled(&self, conditions: &[MatchCondition]) -> Arc<Vec<Expression>> {
-        let key: Vec<(String, String)> = conditions.iter().map(|c| (c.name.clone(), c.expression.clone())).collect();
+        let key: Conditions = conditions.iter().map(|c| (c.name.clone(), c.expression.clone())).collect();
         let mut compiled = self.compiled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(known) = compiled.get(&key) {
             return known.clone();
