@@ -125,6 +125,7 @@ pub mod namespaces;
 pub mod observe;
 pub mod panics;
 pub mod prelude;
+pub mod reflect;
 pub mod server;
 pub mod store;
 pub mod structured_merge;

@@ -10,11 +10,10 @@
 use crate::machinery::error::GroupResource;
 use crate::machinery::error::{Error, Result};
 use crate::machinery::lifecycle::{NamespacePhase, Namespaces};
-use futures::StreamExt;
+use crate::reflect::{Purpose, reflect};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::{WatchStreamExt, watcher};
 use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
@@ -31,25 +30,11 @@ impl NamespaceCache {
     /// Starts watching the cluster's Namespaces until `stopping` is cancelled.
     pub fn start(client: kube::Client, stopping: CancellationToken) -> Self {
         let api: Api<Namespace> = Api::all(client);
-        let (reader, writer) = reflector::store();
-        let stream = watcher(api.clone(), watcher::Config::default())
-            .default_backoff()
-            .modify(|namespace| namespace.metadata.managed_fields = None)
-            .reflect(writer);
-        tokio::spawn(async move {
-            let mut stream = std::pin::pin!(stream);
-            loop {
-                let event = tokio::select! {
-                    () = stopping.cancelled() => return,
-                    event = stream.next() => event,
-                };
-                match event {
-                    Some(Ok(_)) => {}
-                    Some(Err(err)) => tracing::warn!(error = %err, "watching namespaces failed; retrying"),
-                    None => return,
-                }
-            }
-        });
+        let purpose = Purpose {
+            waiting: "each create and admission's selectors look their namespace up in the cluster until it can",
+            keep_managed_fields: false,
+        };
+        let reader = reflect(api.clone(), (), stopping, purpose, || {});
         Self { reader, api }
     }
 }

@@ -34,7 +34,7 @@ fn reflect<K>(client: kube::Client, stopping: CancellationToken) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    super::reflect::reflect(Api::<K>::all(client), (), stopping, false, || {})
+    crate::reflect::reflect(Api::<K>::all(client), (), stopping, super::WAITING, || {})
 }
 
 /// `items` sorted by name, each with its webhooks in order.

@@ -13,6 +13,12 @@ pub mod configurations;
 pub mod match_conditions;
 pub mod matching;
 pub mod policy;
-mod reflect;
 pub mod review;
 pub mod webhooks;
+
+/// What waits while admission's objects cannot be listed (for the log of their reflectors).
+pub(crate) const WAITING: crate::reflect::Purpose = crate::reflect::Purpose {
+    waiting: "writes that admission may apply to are refused until it can, or start the server with \
+              --admission-webhooks=false (webhooks) or --admission-policies=false (policies)",
+    keep_managed_fields: false,
+};

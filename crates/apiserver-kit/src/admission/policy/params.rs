@@ -6,7 +6,8 @@
 //! by selector, in the request's namespace unless the ref names one, with
 //! `parameterNotFoundAction: Deny` failing the binding when none is found.
 
-use super::super::reflect::reflect;
+use super::super::WAITING;
+use crate::reflect::{Purpose, reflect};
 use k8s_openapi::api::admissionregistration::v1::{ParamKind, ParamRef};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
 use kube::core::{Selector, SelectorExt};
@@ -79,7 +80,8 @@ impl ParamSources {
         })?;
         let stopping = self.stopping.child_token();
         let api = Api::<DynamicObject>::all_with(self.client.clone(), &resource);
-        let store = reflect(api, resource.clone(), stopping.clone(), true, || {});
+        let purpose = Purpose { keep_managed_fields: true, ..WAITING };
+        let store = reflect(api, resource.clone(), stopping.clone(), purpose, || {});
         tracing::info!(param_kind = %go_string(kind), "watching the params of admission policies");
         let source = Arc::new(ParamSource {
             store,

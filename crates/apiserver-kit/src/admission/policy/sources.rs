@@ -4,8 +4,10 @@
 //! its bindings and the source of its params. The server's ServiceAccount needs list and
 //! watch on both, and on the kinds policies name as `paramKind` (`manifests/base/rbac.yaml`).
 
+use super::super::WAITING;
 use super::compiled::CompiledPolicy;
 use super::params::{ParamSource, ParamSources};
+use crate::reflect::reflect;
 use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
 use kube::api::Api;
 use kube::runtime::reflector::Store;
@@ -64,10 +66,8 @@ impl PolicySources {
             let changed = changed.clone();
             move || changed.notify_one()
         };
-        let policies =
-            super::super::reflect::reflect(Api::all(client.clone()), (), stopping.clone(), false, notify(&changed));
-        let bindings =
-            super::super::reflect::reflect(Api::all(client.clone()), (), stopping.clone(), false, notify(&changed));
+        let policies = reflect(Api::all(client.clone()), (), stopping.clone(), WAITING, notify(&changed));
+        let bindings = reflect(Api::all(client.clone()), (), stopping.clone(), WAITING, notify(&changed));
         let params = ParamSources::new(client, stopping.clone());
         let snapshot = Arc::new(RwLock::new(Arc::new(Snapshot::default())));
         let (synced_sender, synced) = watch::channel(false);

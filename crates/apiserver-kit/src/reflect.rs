@@ -1,6 +1,7 @@
-//! The cluster objects admission reads (webhook configurations, policies and their bindings,
-//! policies' params), kept in memory by kube-rs reflectors that run until the server stops and
-//! say in the log what RBAC rule is missing when the cluster forbids watching them.
+//! Cluster objects the server keeps in memory (Namespaces, admission's webhook configurations,
+//! policies, their bindings and params), each kind by a kube-rs reflector that runs until the
+//! server stops and says in the log what RBAC rule is missing when the cluster forbids watching
+//! it, and what waits meanwhile.
 
 use futures::StreamExt;
 use kube::api::Api;
@@ -9,14 +10,25 @@ use kube::runtime::{WatchStreamExt, watcher};
 use std::hash::Hash;
 use tokio_util::sync::CancellationToken;
 
+/// What a reflector is for: what waits while it cannot list (for the log), and whether its
+/// objects keep the managed fields most readers never need (a policy's params keep them: an
+/// expression may read them).
+#[derive(Clone, Copy)]
+pub struct Purpose {
+    /// What waits until the objects are listed (`writes that admission may apply to are
+    /// refused`), and how to do without them (a flag).
+    pub waiting: &'static str,
+    /// Whether the objects keep their managed fields.
+    pub keep_managed_fields: bool,
+}
+
 /// Starts a reflector over `api` until `stopping` is cancelled; `on_event` runs after each event
-/// has reached the store. `keep_managed_fields` keeps what most readers never need (a policy's
-/// params keep them: an expression may read them).
+/// has reached the store.
 pub fn reflect<K>(
     api: Api<K>,
     dynamic: K::DynamicType,
     stopping: CancellationToken,
-    keep_managed_fields: bool,
+    purpose: Purpose,
     on_event: impl Fn() + Send + 'static,
 ) -> Store<K>
 where
@@ -30,7 +42,7 @@ where
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()
         .modify(move |object| {
-            if !keep_managed_fields {
+            if !purpose.keep_managed_fields {
                 object.meta_mut().managed_fields = None;
             }
         })
@@ -44,7 +56,7 @@ where
             };
             match event {
                 Some(Ok(_)) => on_event(),
-                Some(Err(err)) => tracing::warn!("{}; retrying", explain(&group, &plural, &err)),
+                Some(Err(err)) => tracing::warn!("{}; retrying", explain(&group, &plural, &err, purpose.waiting)),
                 None => return,
             }
         }
@@ -52,9 +64,9 @@ where
     reader
 }
 
-/// Why watching `plural` of `group` failed, with what to grant when RBAC forbids it: until
-/// they are listed, writes that admission may apply to are refused.
-fn explain(group: &str, plural: &str, err: &watcher::Error) -> String {
+/// Why watching `plural` of `group` failed, with what to grant when RBAC forbids it and what
+/// waits meanwhile.
+fn explain(group: &str, plural: &str, err: &watcher::Error, waiting: &str) -> String {
     let forbidden = match err {
         watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
             matches!(e, kube::Error::Api(status) if status.code == 403)
@@ -63,10 +75,9 @@ fn explain(group: &str, plural: &str, err: &watcher::Error) -> String {
     };
     if forbidden {
         format!(
-            "RBAC forbids the server to list or watch {plural}: {err}; writes that admission may apply to are \
-             refused until it can. Grant its ServiceAccount a ClusterRole with the rule {{apiGroups: \
-             [\"{group}\"], resources: [\"{plural}\"], verbs: [\"get\", \"list\", \"watch\"]}} \
-             (manifests/base/rbac.yaml has it), or start it with --admission-webhooks=false"
+            "RBAC forbids the server to list or watch {plural}: {err}; {waiting}. Grant its ServiceAccount a \
+             ClusterRole with the rule {{apiGroups: [\"{group}\"], resources: [\"{plural}\"], verbs: [\"get\", \
+             \"list\", \"watch\"]}} (manifests/base/rbac.yaml has it)"
         )
     } else {
         format!("watching {plural} failed: {err}")
