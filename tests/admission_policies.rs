@@ -148,10 +148,12 @@ async fn policies_deny_warn_and_select_llamas_as_they_do_custom_resources() {
 
     // An update is judged on the new object; the stored one stays as it was.
     let path = "namespaces/wild/llamas/free";
-    let heavier = json!({"spec": {"weight": 700}});
+    // (With a finalizer the kube-apiserver warns of: the warning goes out with the denial.)
+    let heavier = json!({"metadata": {"finalizers": ["hold"]}, "spec": {"weight": 700}});
     let (refused, reference) = both.each(reqwest::Method::PATCH, path, Some(&heavier), MERGE).await;
     assert_eq!(refused, reference);
     assert_eq!(refused.code, 422);
+    assert!(refused.warnings.iter().any(|w| w.contains("domain-qualified finalizer")), "{:?}", refused.warnings);
     let (stored, _) = both.get("wild", "free").await;
     assert_eq!(stored.body["spec"]["weight"], 100.0);
 

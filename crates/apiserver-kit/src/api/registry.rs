@@ -622,7 +622,11 @@ impl<K: Strategy> Registry<K> {
                 warnings.extend(added_finalizer_warnings(&object, current, subresource));
                 object.meta_mut().namespace = Some(namespace.to_string());
                 object.meta_mut().name = Some(name.to_string());
-                prepare_update(current, object, (true, &ctx.at), subresource, self.tracking(ctx))
+                let prepared = prepare_update(current, object, (true, &ctx.at), subresource, self.tracking(ctx))?;
+                // The strategy's warnings, given once the object is valid, go out with a later
+                // refusal (of admission, of storage) too; the answer drops repeated ones.
+                super::warning_recorder::record(&warnings);
+                Ok(prepared)
             })
             .await?;
         warnings.extend(admitted);
@@ -682,7 +686,11 @@ impl<K: Strategy> Registry<K> {
                     }
                     other => other,
                 };
-                prepare_update(current, object, (true, &ctx.at), subresource, tracking)
+                let prepared = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                // The strategy's warnings, given once the object is valid, go out with a later
+                // refusal (of admission, of storage) too; the answer drops repeated ones.
+                super::warning_recorder::record(&warnings);
+                Ok(prepared)
             })
             .await?;
         warnings.extend(admitted);

@@ -188,7 +188,12 @@ impl<K: Strategy> Registry<K> {
                 };
                 warnings.extend(object.warnings());
                 warnings.extend(super::added_finalizer_warnings(&object, current, subresource));
-                prepare_update(current, object, (true, &ctx.at), subresource, Tracking::Given(applied.managed.encode()))
+                let tracking = Tracking::Given(applied.managed.encode());
+                let prepared = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                // The strategy's warnings, given once the object is valid, go out with a later
+                // refusal (of admission, of storage) too; the answer drops repeated ones.
+                crate::api::warning_recorder::record(&warnings);
+                Ok(prepared)
             })
             .await?;
         warnings.extend(admitted);
