@@ -181,9 +181,13 @@ impl ValidatingPolicies {
             let Some(params) = self.binding_params(hook, binding, write, outcome).await? else { continue };
             let inputs = self.inputs(write, &version).await?;
             for param in params {
+                // The match conditions see no namespace (k8s.io/apiserver passes them none).
                 let with = |namespace: bool| {
-                    let inputs = inputs.iter().filter(|(n, _)| namespace || *n != "namespaceObject");
-                    let mut all: Vec<(&str, Value)> = inputs.map(|(n, v)| (*n, v.clone())).collect();
+                    let value = |(n, v): &(&'static str, Value)| match (*n, namespace) {
+                        ("namespaceObject", false) => (*n, Value::Null),
+                        _ => (*n, v.clone()),
+                    };
+                    let mut all: Vec<(&str, Value)> = inputs.iter().map(value).collect();
                     all.push(("params", param.clone()));
                     all
                 };
