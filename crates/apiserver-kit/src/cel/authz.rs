@@ -25,6 +25,18 @@ pub struct User {
     pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
+impl From<&crate::machinery::user::UserInfo> for User {
+    fn from(user: &crate::machinery::user::UserInfo) -> Self {
+        User { name: user.name.clone(), uid: user.uid.clone(), groups: user.groups.clone(), extra: user.extra.clone() }
+    }
+}
+
+impl From<&User> for crate::machinery::user::UserInfo {
+    fn from(user: &User) -> Self {
+        Self { name: user.name.clone(), uid: user.uid.clone(), groups: user.groups.clone(), extra: user.extra.clone() }
+    }
+}
+
 /// A resource check's attributes (`ResourceCheck`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResourceCheck {

@@ -27,12 +27,7 @@ impl Authorizer for DelegatedChecks {
             },
             Question::Path(path) => Attributes::NonResource { verb: verb.to_string(), path: path.clone() },
         };
-        let user = UserInfo {
-            name: user.name.clone(),
-            uid: user.uid.clone(),
-            groups: user.groups.clone(),
-            extra: user.extra.clone(),
-        };
+        let user = UserInfo::from(user);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return failed("no runtime to ask the authorizer on");
         };

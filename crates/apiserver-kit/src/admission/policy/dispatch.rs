@@ -326,9 +326,7 @@ pub(crate) fn request_variable(call: &Call, version: &str) -> Value {
 
 /// The `authorizer` variable of `call`: checks for its user, `requestResource` its resource.
 pub(crate) fn authorizer_of(call: &Call) -> Value {
-    let user = call.user;
-    let user =
-        User { name: user.name.clone(), uid: user.uid.clone(), groups: user.groups.clone(), extra: user.extra.clone() };
+    let user = User::from(call.user);
     let check = ResourceCheck {
         group: call.resource.group.to_string(),
         resource: call.resource.plural.to_string(),
