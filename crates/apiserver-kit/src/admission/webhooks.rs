@@ -103,6 +103,32 @@ pub(super) fn attributes<'a>(
     }
 }
 
+/// The review request of `call` at `version` (where `objects`, the new and the old, are), named
+/// `uid`, for `user`.
+pub(super) fn review_request<'a>(
+    call: &'a Call,
+    version: &'a str,
+    uid: &'a str,
+    user: &'a k8s_openapi::api::authentication::v1::UserInfo,
+    (object, old_object): (Option<&'a Value>, Option<&'a Value>),
+) -> Request<'a> {
+    Request {
+        uid,
+        kind: GroupVersionKind { group: call.resource.group, version, kind: call.resource.kind },
+        resource: GroupVersionResource { group: call.resource.group, version, resource: call.resource.plural },
+        request_version: call.version,
+        subresource: call.subresource.name().unwrap_or_default(),
+        name: call.name,
+        namespace: call.namespace,
+        operation: call.operation.as_str(),
+        user,
+        object,
+        old_object,
+        dry_run: call.dry_run,
+        options: Some(call.options),
+    }
+}
+
 /// The review user of `call`.
 pub(super) fn user_info(call: &Call) -> k8s_openapi::api::authentication::v1::UserInfo {
     let user = call.user;
@@ -181,25 +207,7 @@ impl Webhooks {
         let (object, old) = (object.as_ref(), old.as_ref());
         let uid = uuid::Uuid::new_v4().to_string();
         let user = user_info(call);
-        let request = Request {
-            uid: &uid,
-            kind: GroupVersionKind { group: call.resource.group, version: &at.version, kind: call.resource.kind },
-            resource: GroupVersionResource {
-                group: call.resource.group,
-                version: &at.version,
-                resource: call.resource.plural,
-            },
-            request_version: call.version,
-            subresource: call.subresource.name().unwrap_or_default(),
-            name: call.name,
-            namespace: call.namespace,
-            operation: call.operation.as_str(),
-            user: &user,
-            object,
-            old_object: old,
-            dry_run: call.dry_run,
-            options: Some(call.options),
-        };
+        let request = review_request(call, &at.version, &uid, &user, (object, old));
         let body = review::encode(&request).map_err(|e| Error::Internal(format!("encoding the review: {e}")))?;
         let timeout = Duration::from_secs(hook.timeout_seconds.unwrap_or(10).clamp(1, 30) as u64);
         let answer = match self.caller.call(hook.client, timeout, body).await {

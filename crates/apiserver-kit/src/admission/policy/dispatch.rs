@@ -13,8 +13,8 @@
 use super::matching::{Config, matches, rules_may_match};
 use super::sources::{Hook, PolicySources};
 use super::validator::{Annotation, Validated, validate};
-use crate::admission::review::{self, GroupVersionKind, GroupVersionResource};
-use crate::admission::webhooks::{attributes, labels_of, user_info};
+use crate::admission::review;
+use crate::admission::webhooks::{attributes, labels_of, review_request, user_info};
 use crate::cel::Value;
 use crate::cel::authz::{Authorizer, ResourceCheck, User};
 use crate::machinery::admission::Call;
@@ -306,21 +306,7 @@ impl ValidatingPolicies {
 /// (`CreateAdmissionRequest`).
 pub(crate) fn request_variable(call: &Call, version: &str) -> Value {
     let user = user_info(call);
-    let request = review::Request {
-        uid: "",
-        kind: GroupVersionKind { group: call.resource.group, version, kind: call.resource.kind },
-        resource: GroupVersionResource { group: call.resource.group, version, resource: call.resource.plural },
-        request_version: call.version,
-        subresource: call.subresource.name().unwrap_or_default(),
-        name: call.name,
-        namespace: call.namespace,
-        operation: call.operation.as_str(),
-        user: &user,
-        object: None,
-        old_object: None,
-        dry_run: call.dry_run,
-        options: Some(call.options),
-    };
+    let request = review_request(call, version, "", &user, (None, None));
     Value::from_json(&review::policy_request(&request))
 }
 
