@@ -6,15 +6,14 @@
 //! …`), as the kube-apiserver fails closed.
 
 use super::policy::compiled::{Expression, webhook_condition};
-use super::policy::dispatch::{authorizer_of, request_variable};
+use super::policy::dispatch::{authorizer_of, object_variable, request_variable};
 use super::policy::validator::match_conditions;
 use crate::cel::Value;
 use crate::cel::authz::Authorizer;
 use crate::machinery::admission::Call;
-use crate::machinery::error::{Error, GroupResource, Result, go_quote};
+use crate::machinery::error::{Error, GroupResource, Result};
 use crate::machinery::version::Conversion;
 use k8s_openapi::api::admissionregistration::v1::MatchCondition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusDetails};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -53,12 +52,9 @@ impl MatchConditions {
             return Ok(true);
         }
         let compiled = self.compiled(conditions);
-        let convert = |o: Option<&Json>| -> Result<Value> {
-            Ok(o.map(|o| (at.from_hub)(o.clone())).transpose()?.map(|o| Value::from_json(&o)).unwrap_or(Value::Null))
-        };
         let inputs = [
-            ("object", convert(object)?),
-            ("oldObject", convert(old)?),
+            ("object", object_variable(call, at, object)?),
+            ("oldObject", object_variable(call, at, old)?),
             ("request", request_variable(call, &at.version)),
             ("namespaceObject", Value::Null),
             ("authorizer", authorizer_of(call)),
@@ -67,7 +63,13 @@ impl MatchConditions {
         match match_conditions(&expressions, &[], &inputs, self.authorizer.as_deref()) {
             Ok(matches) => Ok(matches),
             Err(_) if failure_policy == Some("Ignore") => Ok(false),
-            Err(message) => Err(Error::Refused(Box::new(forbidden(call, &message)))),
+            // `apierrors.NewForbidden` of the write's resource and name.
+            Err(detail) => Err(Error::ForbiddenObject {
+                resource: GroupResource { group: call.resource.group, resource: call.resource.plural },
+                name: call.name.to_string(),
+                detail,
+                causes: Vec::new(),
+            }),
         }
     }
 
@@ -83,27 +85,5 @@ impl MatchConditions {
         let expressions = Arc::new(conditions.iter().map(|c| webhook_condition(&c.expression)).collect());
         compiled.insert(key, Arc::clone(&expressions));
         expressions
-    }
-}
-
-/// `apierrors.NewForbidden(resource, name, err)` of the write.
-fn forbidden(call: &Call, message: &str) -> Status {
-    let resource = GroupResource { group: call.resource.group, resource: call.resource.plural };
-    let text = match call.name {
-        "" => format!("{resource} is forbidden: {message}"),
-        name => format!("{resource} {} is forbidden: {message}", go_quote(name)),
-    };
-    Status {
-        status: Some("Failure".into()),
-        message: Some(text),
-        reason: Some("Forbidden".into()),
-        details: Some(StatusDetails {
-            name: Some(call.name.to_string()).filter(|n| !n.is_empty()),
-            group: Some(call.resource.group.to_string()),
-            kind: Some(call.resource.plural.to_string()),
-            ..Default::default()
-        }),
-        code: Some(403),
-        ..Default::default()
     }
 }

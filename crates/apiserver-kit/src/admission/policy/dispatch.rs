@@ -18,11 +18,12 @@ use crate::admission::webhooks::{attributes, labels_of, review_request, user_inf
 use crate::cel::Value;
 use crate::cel::authz::{Authorizer, ResourceCheck, User};
 use crate::machinery::admission::Call;
-use crate::machinery::error::{Error, GroupResource, Result, go_quote};
+use crate::machinery::error::{Error, GroupResource, Result};
+use crate::machinery::version::Conversion;
 use crate::namespaces::NamespaceCache;
 use k8s_openapi::api::admissionregistration::v1::{MatchResources, ValidatingAdmissionPolicyBinding};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status, StatusCause, StatusDetails};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status, StatusCause};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -181,17 +182,9 @@ impl ValidatingPolicies {
             let Some(params) = self.binding_params(hook, binding, write, outcome).await? else { continue };
             let inputs = self.inputs(write, &version).await?;
             for param in params {
-                // The match conditions see no namespace (k8s.io/apiserver passes them none).
-                let with = |namespace: bool| {
-                    let value = |(n, v): &(&'static str, Value)| match (*n, namespace) {
-                        ("namespaceObject", false) => (*n, Value::Null),
-                        _ => (*n, v.clone()),
-                    };
-                    let mut all: Vec<(&str, Value)> = inputs.iter().map(value).collect();
-                    all.push(("params", param.clone()));
-                    all
-                };
-                let validated = validate(&hook.compiled, &with(true), &with(false), self.authorizer.as_deref());
+                let mut all: Vec<(&str, Value)> = inputs.iter().cloned().collect();
+                all.push(("params", param));
+                let validated = validate(&hook.compiled, &all, self.authorizer.as_deref());
                 outcome.record(&policy, binding, validated, &mut annotations);
             }
         }
@@ -281,15 +274,7 @@ impl ValidatingPolicies {
         let Some(at) = call.versions.iter().find(|c| c.version == version) else {
             return Err(Error::Internal(format!("no conversion to version {version}")));
         };
-        // Objects are stored at the first version: seen there, they need no conversion.
-        let stored = call.versions.first().is_some_and(|first| first.version == version);
-        let convert = |object: Option<&Json>| -> Result<Value> {
-            Ok(match object {
-                None => Value::Null,
-                Some(object) if stored => Value::from_json(object),
-                Some(object) => Value::from_json(&(at.from_hub)(object.clone())?),
-            })
-        };
+        let convert = |object| object_variable(call, at, object);
         let inputs = Arc::new(vec![
             ("object", convert(write.object)?),
             ("oldObject", convert(write.old)?),
@@ -300,6 +285,18 @@ impl ValidatingPolicies {
         write.inputs.insert(version.to_string(), inputs.clone());
         Ok(inputs)
     }
+}
+
+/// The `object` or `oldObject` variable: `object` (stored) as seen at version `at` of `call`'s
+/// resource, null for none. Objects are stored at the first version: seen there, they need no
+/// conversion.
+pub(crate) fn object_variable(call: &Call, at: &Conversion, object: Option<&Json>) -> Result<Value> {
+    let stored = call.versions.first().is_some_and(|first| first.version == at.version);
+    Ok(match object {
+        None => Value::Null,
+        Some(object) if stored => Value::from_json(object),
+        Some(object) => Value::from_json(&(at.from_hub)(object.clone())?),
+    })
 }
 
 /// The `request` variable of `call` whose objects are seen at `version`
@@ -462,27 +459,18 @@ fn denial(call: &Call, object: Option<&Json>, denied: &Denied) -> Status {
     };
     let resource = GroupResource { group: call.resource.group, resource: call.resource.plural };
     let name = write_name(call, object);
+    let causes = vec![StatusCause { message: Some(said.clone()), ..Default::default() }];
+    // `admission.NewForbidden`, its reason and code then replaced by the validation's.
+    let mut status = Error::ForbiddenObject { resource, name, detail: said, causes }.to_status();
     let reason = denied.reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| "Invalid".into());
-    let code = match reason.as_str() {
+    status.code = Some(match reason.as_str() {
         "Forbidden" => 403,
         "Unauthorized" => 401,
         "RequestEntityTooLarge" => 413,
         _ => 422,
-    };
-    Status {
-        status: Some("Failure".into()),
-        message: Some(format!("{resource} {} is forbidden: {said}", go_quote(&name))),
-        reason: Some(reason),
-        details: Some(StatusDetails {
-            name: Some(name),
-            group: Some(call.resource.group.to_string()),
-            kind: Some(call.resource.plural.to_string()),
-            causes: Some(vec![StatusCause { message: Some(said), ..Default::default() }]),
-            ..Default::default()
-        }),
-        code: Some(code),
-        ..Default::default()
-    }
+    });
+    status.reason = Some(reason);
+    status
 }
 
 /// A policy's published audit annotations (`auditAnnotationCollector`): each key's distinct

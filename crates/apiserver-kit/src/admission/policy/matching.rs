@@ -67,8 +67,8 @@ pub fn matches<'v>(
     namespace_labels: impl FnOnce(&str) -> Result<BTreeMap<String, String>>,
 ) -> std::result::Result<Option<&'v str>, Config> {
     let namespace_selector =
-        criteria.namespace_selector.as_ref().ok_or_else(|| Config::of(nil_selector("namespace")))?;
-    let object_selector = criteria.object_selector.as_ref().ok_or_else(|| Config::of(nil_selector("object")))?;
+        criteria.namespace_selector.as_ref().ok_or_else(|| Config::Error(nil_selector("namespace")))?;
+    let object_selector = criteria.object_selector.as_ref().ok_or_else(|| Config::Error(nil_selector("object")))?;
     let namespace = match_namespace(Some(namespace_selector), attr, namespace_labels);
     if let Ok(false) = namespace {
         return Ok(None);
@@ -107,12 +107,6 @@ pub enum Config {
     /// A failure of the request itself (the namespace could not be looked up, a selector
     /// could not be parsed).
     Failed(crate::machinery::error::Error),
-}
-
-impl Config {
-    fn of(message: String) -> Config {
-        Config::Error(message)
-    }
 }
 
 #[cfg(test)]

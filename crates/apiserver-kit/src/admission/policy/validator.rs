@@ -6,8 +6,8 @@
 
 use super::compiled::{CompiledPolicy, Expression, FailurePolicy};
 use super::evaluate::{BUDGET, Inputs, MATCH_CONDITIONS_BUDGET, Outcome, for_input};
+use crate::cel::Value;
 use crate::cel::authz::Authorizer;
-use crate::cel::{Type, Value};
 
 /// k8s.io/apiserver's `MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE: usize = 5 * 1024;
@@ -54,19 +54,18 @@ fn failed(failure: &FailurePolicy, message: String) -> Decision {
     Decision { deny: *failure != FailurePolicy::Ignore, message, reason: None }
 }
 
-/// Evaluates `policy` with `inputs` (`namespaceObject` among them, null for the match
-/// conditions, which k8s.io/apiserver gives none; `authorizer` too, which it gives the match
+/// Evaluates `policy` with `inputs` (`namespaceObject` among them, which the match conditions
+/// see null, as k8s.io/apiserver gives them none; `authorizer` too, which it gives the match
 /// conditions and validations only), asking `authorizer` the authorizer library's checks.
-pub fn validate(
-    policy: &CompiledPolicy,
-    inputs: &Inputs,
-    without_namespace: &Inputs,
-    authorizer: Option<&dyn Authorizer>,
-) -> Validated {
+pub fn validate(policy: &CompiledPolicy, inputs: &Inputs, authorizer: Option<&dyn Authorizer>) -> Validated {
     let failure = &policy.failure_policy;
     if !policy.match_conditions.is_empty() {
         let conditions: Vec<_> = policy.match_conditions.iter().map(|(_, e)| e).collect();
-        match match_conditions(&conditions, &policy.variables, without_namespace, authorizer) {
+        let without_namespace: Vec<(&str, Value)> = inputs
+            .iter()
+            .map(|(name, value)| (*name, if *name == "namespaceObject" { Value::Null } else { value.clone() }))
+            .collect();
+        match match_conditions(&conditions, &policy.variables, &without_namespace, authorizer) {
             Ok(true) => {}
             Ok(false) => return Validated::default(),
             Err(_) if *failure == FailurePolicy::Ignore => return Validated::default(),
@@ -172,14 +171,9 @@ fn annotate(failure: &FailurePolicy, outcome: Option<Outcome>, key: &str, source
         Some(Ok(Value::Null)) => Annotation::Exclude,
         Some(Ok(other)) => Annotation::Error(format!(
             "valueExpression '{source}' resulted in unsupported return type: {}. Return type must be either string or null.",
-            go_type_name(other.type_of())
+            other.type_of().name()
         )),
     }
-}
-
-/// A CEL type as cel-go's `Type.String()` writes it in messages.
-fn go_type_name(t: Type) -> &'static str {
-    t.name()
 }
 
 #[cfg(test)]
@@ -211,7 +205,7 @@ mod tests {
             {"expression": " object.spec.weight <= 300 ", "messageExpression": "'two\\nlines'"},
             {"expression": "object.spec.weight > 0"},
         ]}));
-        let decisions = validate(&policy, &inputs(600), &inputs(600), None).decisions;
+        let decisions = validate(&policy, &inputs(600), None).decisions;
         let messages: Vec<_> = decisions.iter().map(|d| (d.deny, d.message.as_str(), d.reason.as_deref())).collect();
         assert_eq!(
             messages,
@@ -230,8 +224,8 @@ mod tests {
             {"name": "broken", "expression": "object.spec.nothing == 1"}]);
         let validations = json!([{"expression": "false"}]);
         let fail = compiled(json!({"matchConditions": conditions, "validations": validations}));
-        assert!(validate(&fail, &inputs(50), &inputs(50), None).decisions.is_empty());
-        let decisions = validate(&fail, &inputs(600), &inputs(600), None).decisions;
+        assert!(validate(&fail, &inputs(50), None).decisions.is_empty());
+        let decisions = validate(&fail, &inputs(600), None).decisions;
         assert_eq!(decisions.len(), 1);
         assert!(decisions[0].deny);
         assert_eq!(
@@ -240,7 +234,7 @@ mod tests {
         );
         let ignore =
             compiled(json!({"failurePolicy": "Ignore", "matchConditions": conditions, "validations": validations}));
-        assert!(validate(&ignore, &inputs(600), &inputs(600), None).decisions.is_empty());
+        assert!(validate(&ignore, &inputs(600), None).decisions.is_empty());
     }
 
     #[test]
@@ -250,7 +244,7 @@ mod tests {
             {"key": "none", "valueExpression": "null"},
             {"key": "number", "valueExpression": "object.spec.weight"},
         ]}));
-        let annotations = validate(&policy, &inputs(7), &inputs(7), None).annotations;
+        let annotations = validate(&policy, &inputs(7), None).annotations;
         assert_eq!(
             annotations,
             [
