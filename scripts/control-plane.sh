@@ -14,6 +14,10 @@
 #   scripts/control-plane.sh cel-oracle    print the path of tools/cel-oracle (building it if needed):
 #                                          CEL evaluated by k8s.io/apiserver's policy compiler, the
 #                                          reference of apiserver-kit's CEL tests
+#   scripts/control-plane.sh json-patch-oracle
+#                                          print the path of tools/json-patch-oracle (building it if
+#                                          needed): JSON patches applied by gopkg.in/evanphx/json-patch.v4,
+#                                          the reference of apiserver-kit's machinery::json_patch_v4
 #   scripts/control-plane.sh kubernetes-module
 #                                          write tools/kubernetes anew for $K8S_VERSION
 #   scripts/control-plane.sh recipe        print the cache folder of this recipe's binaries
@@ -286,6 +290,26 @@ ensure_cel_oracle() {
   echo "$dir/cel-oracle"
 }
 
+# Builds tools/json-patch-oracle (a main package of ours over gopkg.in/evanphx/json-patch.v4)
+# into $1.
+build_json_patch_oracle() { build_tools "$1" json-patch-oracle "json-patch-oracle ."; }
+
+# Why the oracle in $1 cannot be used (nothing when it can).
+json_patch_oracle_problem() {
+  if [ ! -x "$1/json-patch-oracle" ]; then echo "no json-patch-oracle in $1"; return; fi
+  if [ "$(echo '{"doc": {}, "patch": [{"op": "add", "path": "/a", "value": 1}]}' | "$1/json-patch-oracle" 2>&1)" != '{"doc":{"a":1}}' ]; then
+    echo "$1/json-patch-oracle does not add /a to {}"
+  fi
+}
+
+# The JSON patch oracle: built when missing.
+ensure_json_patch_oracle() {
+  local dir
+  dir=$(tools_dir json-patch-oracle json-patch-oracle build_json_patch_oracle)
+  ensure_tools "$dir" build_json_patch_oracle json_patch_oracle_problem 'json-patch-oracle-*' "the JSON patch oracle"
+  echo "$dir/json-patch-oracle"
+}
+
 # The helm binary: $HELM when set, else this recipe's build (built when missing).
 ensure_helm() {
   if [ -n "${HELM:-}" ]; then echo "$HELM"; return; fi
@@ -534,11 +558,12 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     etcd) ensure_etcd ;;
     helm) ensure_helm ;;
     cel-oracle) ensure_cel_oracle ;;
+    json-patch-oracle) ensure_json_patch_oracle ;;
     recipe) kubernetes_dir ;;
     kubernetes-module) write_kubernetes_module ;;
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | helm | cel-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    *) echo "usage: $0 binaries | check | etcd | helm | cel-oracle | json-patch-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
   esac
 fi
