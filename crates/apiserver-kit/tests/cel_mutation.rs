@@ -7,11 +7,9 @@
 
 mod cel;
 
-use apiserver_kit::cel::mutation::{
-    apply_configuration, check_apply_configuration_type, check_json_patch_type, json_patch,
-};
-use apiserver_kit::cel::{Declarations, PER_CALL_LIMIT, Program, Stage, Value, evaluate};
-use cel::{VARIABLES, agree, reference, request_for};
+use apiserver_kit::cel::mutation::{check_apply_configuration_type, check_json_patch_type};
+use apiserver_kit::cel::{Declarations, Program, Stage};
+use cel::{VARIABLES, agree, mutation_request, ours_mutating, reference, request_for, same_mutation};
 use serde_json::{Value as Json, json};
 
 const CORPUS: &[&str] = &[
@@ -72,6 +70,22 @@ const CORPUS: &[&str] = &[
     ".Object{}",
     "optional.ofNonZeroValue(Object{}).hasValue()",
     "optional.ofNonZeroValue(Object{a: 1}).hasValue()",
+    "[Object{a: 1}, Object{a: 2}].map(o, o.a)",
+    "[Object{a: 1}].map(o, o.?a)",
+    "[Object{a: 1}].exists(o, has(o.a))",
+    "Object{a: [Object.a{b: 1}]}.a[0].b",
+    "Object{a: {'k': [Object.a{b: 1}]}}.a.k[0]",
+    "Object{a: 1}.a + 1",
+    "dyn(Object{}) == dyn(Object{})",
+    "[Object{a: 1}] == [Object{a: 1}]",
+    "Object{a: object.spec.weight}.a",
+    "Object{a: object.spec}.a.weight",
+    "Object{a: object.spec.tags}.a[1]",
+    "Object{a: object.metadata.labels}.?a",
+    "Object{a: object.nothing}",
+    "Object{a: [1].map(x, x / 0)}",
+    "optional.of(Object{a: 1}).value()",
+    "optional.of(Object{a: 1}).?a",
     // apply configurations: mismatched type names, values structured-merge-diff cannot read
     "Object{spec: Object.status{}}",
     "Object{spec: Object.spec{selector: Object.spec.wrong{}}}",
@@ -132,7 +146,33 @@ const CORPUS: &[&str] = &[
     "[JSONPatch{op: 'add', path: '/a', value: optional.of('x')}]",
     "[JSONPatch{op: 'add', path: '/a', value: JSONPatch{}}]",
     "[JSONPatch{op: 'test', path: '/a', value: ip('1.2.3.4')}]",
+    "[JSONPatch{op: 'add', path: '/a', value: quantity('1')}]",
+    "[JSONPatch{op: 'add', path: '/a', value: cidr('10.0.0.0/8')}]",
+    "[JSONPatch{op: 'add', path: '/a', value: url('https://x')}]",
+    "[JSONPatch{op: 'add', path: '/a', value: semver('1.0.0')}]",
+    "[JSONPatch{op: 'add', path: '/a', value: format.dns1123Label()}]",
+    "[JSONPatch{op: 'add', path: '/a', value: Object.x{a: ip('1.2.3.4')}}]",
+    "[dyn(quantity('1'))]",
+    "[dyn(url('https://x'))]",
+    "Object{a: ip('1.2.3.4')}.a",
+    "Object{a: [ip('1.2.3.4')]}.a",
+    "Object{a: ip('1.2.3.4')}",
+    "Object{a: quantity('1')}",
+    "Object{a: cidr('10.0.0.0/8')}",
+    "Object{a: url('https://x')}",
+    "Object{a: semver('1.0.0')}",
+    "Object{a: format.dns1123Label()}",
+    "JSONPatch{op: dyn(ip('1.2.3.4'))}",
+    "JSONPatch{op: dyn(quantity('1'))}",
     "[JSONPatch{op: 'remove', path: '/a', from: ''}]",
+    "[JSONPatch{op: 'add', path: '/a', ?value: optional.none()}]",
+    "[JSONPatch{?op: optional.of('add'), path: '/a', ?value: object.?spec.?weight}]",
+    "[JSONPatch{op: 'add', path: '/a', value: object.missing}]",
+    "[JSONPatch{op: 'add', path: '/a', value: [Object.x{}, Object.x{a: 1}]}]",
+    "[JSONPatch{op: 'add', path: '/spec/tags/' + string(object.spec.tags.size()), value: 'd'}]",
+    "object.spec.tags.map(t, JSONPatch{op: 'test', path: '/x', value: {t: [t]}})",
+    "[optional.of(JSONPatch{op: 'add', path: '/a'})].map(o, o.value())",
+    "[dyn(optional.of(JSONPatch{op: 'add', path: '/a'}))]",
     "object.spec.tags.map(t, JSONPatch{op: 'add', path: '/spec/tags/-', value: t + '!'})",
     "[1, 2].map(i, JSONPatch{op: 'add', path: '/n/' + string(i), value: i * 2})",
     "[JSONPatch{op: 'add', path: '/a'}].filter(p, has(p.value))",
@@ -207,89 +247,23 @@ const CORPUS: &[&str] = &[
 
 /// Where ours differs today, and why. The test fails when this list is not exactly the
 /// differences.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
-
-/// Our answer to a request compiled with the mutation types, in the oracle's shape.
-fn ours(request: &Json) -> Json {
-    let source = request["expression"].as_str().expect("expression");
-    let names: Vec<&str> = VARIABLES.iter().map(|(name, _)| *name).collect();
-    let declarations = Declarations::admission(&names).with_patch_types();
-    let program = match Program::compile_declared(source, &declarations) {
-        Ok(program) => program,
-        Err(error) => return json!({"compileError": error.to_string(), "stage": format!("{:?}", error.stage)}),
-    };
-    let variables: Vec<(&str, Value)> =
-        VARIABLES.iter().map(|(name, field)| (*name, Value::from_json(&request[*field]))).collect();
-    let evaluation = evaluate(&program, &variables, PER_CALL_LIMIT);
-    let value = match evaluation.value {
-        Ok(value) => value,
-        Err(error) => return json!({"error": error.to_string(), "cost": evaluation.cost}),
-    };
-    let converted = |result: Result<Json, String>| match result {
-        Ok(json) => json!({"json": json}),
-        Err(error) => json!({"error": error}),
-    };
-    json!({
-        "value": value.to_tagged_json(),
-        "type": value.type_of().name(),
-        "cost": evaluation.cost,
-        "outputType": program.output_type().go_string(),
-        "applyConfiguration": converted(apply_configuration(&value).map(Json::Object)),
-        "jsonPatch": converted(json_patch(&value).map(Json::Array)),
-    })
-}
-
-/// JSON numbers as doubles (Go writes a double 2 as `2`), protobuf's errors with a plain
-/// space (protobuf-go writes `proto:` with a space or a no-break space, by build), and the
-/// type name errors of an object in sorted order (Go finds them in a map's random order).
-fn normalized(json: &Json) -> Json {
-    match json {
-        Json::Number(n) => json!(n.as_f64()),
-        Json::String(s) => {
-            let s = s.replace("proto:\u{a0}", "proto: ");
-            match s.strip_prefix("type mismatch: ") {
-                Some(errors) => {
-                    let mut errors: Vec<&str> = errors.lines().collect();
-                    errors.sort_unstable();
-                    Json::String(format!("type mismatch: {}", errors.join("\n")))
-                }
-                None => Json::String(s),
-            }
-        }
-        Json::Array(items) => Json::Array(items.iter().map(normalized).collect()),
-        Json::Object(fields) => Json::Object(fields.iter().map(|(k, v)| (k.clone(), normalized(v))).collect()),
-        other => other.clone(),
-    }
-}
-
-fn same(mine: &Json, theirs: &Json) -> bool {
-    let conversions = ["outputType", "applyConfiguration", "jsonPatch"];
-    let without = |answer: &Json| {
-        let mut answer = answer.clone();
-        conversions.iter().for_each(|key| _ = answer.as_object_mut().map(|fields| fields.remove(*key)));
-        answer
-    };
-    agree(&without(mine), &without(theirs))
-        && conversions.iter().all(|key| normalized(&mine[*key]) == normalized(&theirs[*key]))
-}
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
+    "Object{a: [ip('1.2.3.4')]}.a",
+    "cel-go converts the elements of a Go list when they are read: the field's list holds the \
+     error of converting the IP's Go value (netip.Addr) as an element; ours fails the selection \
+     with that error",
+)];
 
 #[test]
 fn mutations_evaluate_and_convert_as_kubernetes_does() {
-    let requests: Vec<Json> = CORPUS
-        .iter()
-        .map(|e| {
-            let mut request = request_for(e);
-            request["patchTypes"] = json!(true);
-            request
-        })
-        .collect();
+    let requests: Vec<Json> = CORPUS.iter().map(|e| mutation_request(e)).collect();
     let answers = reference(&requests);
     let mut differences = Vec::new();
     for (request, theirs) in requests.iter().zip(&answers) {
-        let mine = ours(request);
+        let mine = ours_mutating(request);
         let expression = request["expression"].as_str().unwrap_or_default();
         let known = KNOWN_DIFFERENCES.iter().any(|(e, _)| *e == expression);
-        if same(&mine, theirs) == known {
+        if same_mutation(&mine, theirs) == known {
             differences.push(format!("{expression:?}\n  kubernetes: {theirs}\n  ours:       {mine}"));
         }
     }

@@ -120,7 +120,10 @@ fn conversion_error(value: &Value, to: &str) -> String {
             format!("type conversion error, no such field '{key}' in type '{}'", to.trim_start_matches('*'))
         }
         Value::Opaque(opaque) => {
-            let name = opaque.type_name().rsplit('.').next().unwrap_or_default();
+            let name = match opaque.type_name() {
+                "kubernetes.NamedFormat" => "Format",
+                other => other.rsplit('.').next().unwrap_or_default(),
+            };
             format!("type conversion error from '{name}' to '{to}'")
         }
     }

@@ -102,7 +102,22 @@ fn cel_go_type(value: &Value) -> &'static str {
         Value::List(_) => "[]ref.Val",
         Value::Map(_) => "map[ref.Val]ref.Val",
         Value::JsonPatch(_) => "*mutation.JSONPatchVal",
+        Value::Opaque(opaque) => opaque_go_type(opaque),
         other => super::functions::go_type_name(other),
+    }
+}
+
+/// The Go type of a library's value there (its `Value()`).
+fn opaque_go_type(opaque: &super::value::Opaque) -> &'static str {
+    use super::value::Opaque;
+    match opaque {
+        Opaque::Ip(_) => "netip.Addr",
+        Opaque::Cidr(_) => "netip.Prefix",
+        Opaque::Url(_) => "*url.URL",
+        Opaque::Semver(_) => "semver.Version",
+        Opaque::Format(_) => "cel.Format",
+        Opaque::Quantity(_) => "*resource.Quantity",
+        Opaque::Authz(_) => "*cel.Opaque",
     }
 }
 
@@ -123,6 +138,7 @@ pub(crate) fn native(value: &Value) -> Native {
         Value::Type(t) => Native::String(Arc::from(t.name())),
         Value::Optional(None) => Native::Nil,
         Value::Optional(Some(inner)) => native(inner),
+        Value::Opaque(_) => Native::Cel(value.clone()),
         Value::Object(object) => match object.to_native() {
             Ok(fields) => Native::Map(fields),
             Err(error) => Native::Error(error),
@@ -202,6 +218,11 @@ pub(crate) fn to_value(native: &Native) -> Result<Value, EvalError> {
         Native::Map(fields) => {
             let entries = fields.iter().map(|(k, v)| Ok((Value::string(k), to_value(v)?)));
             Value::Map(Arc::new(Map::native(entries.collect::<Result<_, EvalError>>()?)))
+        }
+        // A library's Go value is no CEL value to cel-go's adapter.
+        Native::Cel(Value::Opaque(opaque)) => {
+            let message = format!("unsupported conversion to ref.Val: ({}){}", opaque_go_type(opaque), opaque.text());
+            return Err(EvalError::new(message));
         }
         Native::Cel(value) => value.clone(),
         Native::Error(error) => return Err(EvalError::new(error.clone())),
