@@ -1,7 +1,7 @@
 //! The evaluator: walks a [`Program`]'s plan over the variables of one request and counts the
 //! runtime cost as cel-go's cost tracker does (one for each variable read and qualifier, ten
-//! for a list built, thirty for a map, each call its function's cost), stopping once the cost
-//! passes the limit.
+//! for a list built, thirty for a map, forty for a struct, each call its function's cost),
+//! stopping once the cost passes the limit.
 
 use super::error::EvalError;
 use super::functions;

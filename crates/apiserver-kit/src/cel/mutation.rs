@@ -229,12 +229,12 @@ fn json_value(value: &Value) -> Result<Json, String> {
         Value::Uint(u) => Json::String(u.to_string()),
         Value::Double(d) => json_number(*d)?,
         Value::String(s) => Json::String(s.to_string()),
-        Value::Bytes(_) | Value::Timestamp(..) | Value::Duration(_) => {
-            match super::functions::convert("string", &bytes_as_base64(value)) {
-                Ok(Value::String(s)) => Json::String(s.to_string()),
-                _ => return Err(conversion_error(value, "*structpb.Value")),
-            }
-        }
+        Value::Bytes(b) => Json::String(base64(b)),
+        // As `string(t)` and `string(d)` write them (RFC 3339, seconds with `s`).
+        Value::Timestamp(..) | Value::Duration(_) => match super::conversions::to_string(value) {
+            Ok(Value::String(s)) => Json::String(s.to_string()),
+            _ => return Err(conversion_error(value, "*structpb.Value")),
+        },
         Value::List(items) => Json::Array(items.iter().map(json_value).collect::<Result<_, _>>()?),
         Value::Map(map) => {
             let mut fields = JsonMap::new();
@@ -253,14 +253,10 @@ fn json_value(value: &Value) -> Result<Json, String> {
     Ok(converted)
 }
 
-/// Bytes as the string of their base64 (what cel-go makes a JSON value of them); other values
-/// as they are.
-fn bytes_as_base64(value: &Value) -> Value {
+/// Bytes as the JSON string of their base64, as cel-go and `structpb.NewValue` write them.
+fn base64(bytes: &[u8]) -> String {
     use base64::Engine;
-    match value {
-        Value::Bytes(b) => Value::string(&base64::engine::general_purpose::STANDARD.encode(b)),
-        other => other.clone(),
-    }
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A double as a JSON number: protojson refuses NaN and the infinities.
@@ -283,7 +279,7 @@ fn structpb(value: &Native) -> Result<Json, String> {
         Native::Uint(u) => json_number(*u as f64)?,
         Native::Float(f) => json_number(*f)?,
         Native::String(s) => Json::String(s.to_string()),
-        Native::Bytes(b) => json_value(&Value::Bytes(b.clone()))?,
+        Native::Bytes(b) => Json::String(base64(b)),
         Native::List(items) => Json::Array(items.iter().map(structpb).collect::<Result<_, _>>()?),
         Native::Map(fields) => {
             let fields: BTreeMap<&String, Json> =

@@ -5,7 +5,7 @@
 //!
 //! cel-go reads them through Go: an Object's field is selected from its Go value (`Value()`,
 //! which converts its fields with `convertField`), equality is `reflect.DeepEqual` of the fields,
-//! a JSONPatch's fields must be Go strings. [`Native`] is that Go value, so that a selection, an
+//! a JSONPatch's fields must be Go strings. `Native` is that Go value, so that a selection, an
 //! error's `%T` and the conversions of [`super::mutation`] come out as there. A list or map is
 //! `[]any`/`map[string]any` when it is a decoded object's ([`super::value::List::is_native`]),
 //! its CEL values (`[]ref.Val`, `map[ref.Val]ref.Val`) when CEL built it: cel-go backs the lists

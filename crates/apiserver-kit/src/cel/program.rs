@@ -3,7 +3,8 @@
 //! counts the same steps, each call priced as its checked operand types resolve it): selections
 //! and indexes on an identifier or any expression become one attribute with qualifiers, list and
 //! map literals of constants and conversions of constants are folded into constants, and
-//! identifiers whose type is a type are constants.
+//! identifiers whose type is a type are constants; struct literals are planned for a
+//! mutation's types only (`Object.spec{...}`, `JSONPatch{...}`: [`super::objects`]).
 
 use super::checker::{self, Checked};
 use super::decls::{CelType, Declarations};
