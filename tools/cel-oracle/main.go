@@ -10,6 +10,12 @@
 //	{"panic": "runtime error: index out of range [0] with length 0"}
 //
 // A request's "request" and "namespace" are the variables `request` and `namespaceObject`.
+// With "patchTypes": true, the expression is compiled as a MutatingAdmissionPolicy's mutation
+// is (the Object and JSONPatch types, `jsonpatch.escapeKey`; "returns": "applyConfiguration"
+// or "jsonPatch" requires its return type), and the answer also has its checked
+// "outputType" and the value converted as an apply configuration and as a JSON patch are
+// ({"json": ...} or {"error": ...}, mutation.go); Object and JSONPatch values are tagged
+// {"object": "Object.spec", "fields": {...}} and {"jsonPatch": {"op": ..., ...}}.
 // `cel-oracle -declarations` writes instead the signatures of every function the environment
 // declares (declarations.go), which apiserver-kit's type checker keeps a copy of.
 //
@@ -35,6 +41,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/mutation"
+	"k8s.io/apiserver/pkg/cel/mutation/dynamic"
 
 	"github.com/google/cel-go/cel"
 )
@@ -51,6 +59,13 @@ type request struct {
 	Environment string `json:"environment"`
 	// Whether `authorizer` is declared (it is then unbound: its checks are only compiled).
 	Authorizer bool `json:"authorizer"`
+	// Whether the expression is compiled as a MutatingAdmissionPolicy's mutation is (the
+	// `Object` and `JSONPatch` types, `jsonpatch.escapeKey`): its value is then also converted
+	// as an apply configuration and as a JSON patch are (mutation.go).
+	PatchTypes bool `json:"patchTypes"`
+	// The return types the expression must have: "applyConfiguration" (Object) or
+	// "jsonPatch" (list(JSONPatch)); any type when empty.
+	Returns string `json:"returns"`
 }
 
 type answer struct {
@@ -60,6 +75,11 @@ type answer struct {
 	CompileError string `json:"compileError,omitempty"`
 	Panic        string `json:"panic,omitempty"`
 	Cost         *int64 `json:"cost,omitempty"`
+	// With patchTypes: the checked output type (cel-go's Type.String()) and the value as an
+	// apply configuration and as a JSON patch ({"json": ...} or {"error": "..."}).
+	OutputType         string `json:"outputType,omitempty"`
+	ApplyConfiguration any    `json:"applyConfiguration,omitempty"`
+	JSONPatch          any    `json:"jsonPatch,omitempty"`
 }
 
 type expression string
@@ -112,8 +132,10 @@ func evaluate(compiler plugincel.Compiler, req request) (result answer) {
 	if req.Environment == "stored" {
 		envType = environment.StoredExpressions
 	}
-	options := plugincel.OptionalVariableDeclarations{HasParams: true, HasAuthorizer: req.Authorizer}
-	compiled := compiler.CompileCELExpression(expression(req.Expression), options, envType)
+	options := plugincel.OptionalVariableDeclarations{
+		HasParams: true, HasAuthorizer: req.Authorizer, HasPatchTypes: req.PatchTypes,
+	}
+	compiled := compiler.CompileCELExpression(accessor(req), options, envType)
 	if compiled.Error != nil {
 		return answer{CompileError: compiled.Error.Error()}
 	}
@@ -134,7 +156,13 @@ func evaluate(compiler plugincel.Compiler, req request) (result answer) {
 	if err != nil {
 		return answer{Error: err.Error(), Cost: cost}
 	}
-	return answer{Value: tagged(val), Type: val.Type().(ref.Type).TypeName(), Cost: cost}
+	result = answer{Value: tagged(val), Type: val.Type().(ref.Type).TypeName(), Cost: cost}
+	if req.PatchTypes {
+		result.OutputType = compiled.OutputType.String()
+		result.ApplyConfiguration = converted(applyConfiguration(val))
+		result.JSONPatch = converted(jsonPatch(val))
+	}
+	return result
 }
 
 // unstructured decodes JSON as the kube-apiserver decodes an object: integers as int64,
@@ -154,6 +182,10 @@ func unstructured(raw json.RawMessage) any {
 // tagged writes a CEL value with its type, recursively.
 func tagged(v ref.Val) any {
 	switch v := v.(type) {
+	case *dynamic.ObjectVal:
+		return taggedObject(v)
+	case *mutation.JSONPatchVal:
+		return taggedPatch(v)
 	case types.Null:
 		return map[string]any{"null": nil}
 	case types.Bool:

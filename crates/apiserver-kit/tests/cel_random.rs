@@ -2,12 +2,15 @@
 //! well typed by construction (ints, doubles, strings, bools and lists of them, with the object's
 //! fields as `dyn`), so that Kubernetes evaluates them, and the value, error and cost of both are
 //! compared; the others put values of any types together, and Kubernetes' type checker refuses
-//! most of them: the compile errors are compared word for word. `CEL_RANDOM_SEED` replays a run;
-//! `CEL_RANDOM_CASES` sets its size (default 400).
+//! most of them: the compile errors are compared word for word. Mutations (`Object{...}`,
+//! `[JSONPatch{...}]` of such values) are compiled with the mutation types, and their
+//! conversions to an apply configuration and a JSON patch compared too. `CEL_RANDOM_SEED`
+//! replays a run; `CEL_RANDOM_CASES` sets its size (default 400, and a quarter of it for
+//! mutations).
 
 mod cel;
 
-use cel::{agree, ours, reference, request_for};
+use cel::{agree, mutation_request, ours, ours_mutating, reference, request_for, same_mutation};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -351,6 +354,93 @@ fn expression() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A value of any kind for a mutation's field: typed expressions, values JSON cannot hold
+/// (bytes, timestamps, uints, NaN), maps of one key (a Go map's order decides which of several
+/// bad entries is reported), nested literals and the object's fields.
+fn mutation_value() -> impl Strategy<Value = String> {
+    let special = prop::sample::select(vec![
+        "null",
+        "b'ab'",
+        "timestamp('2026-01-01T00:00:00Z')",
+        "duration('90s')",
+        "1u",
+        "18446744073709551615u",
+        "9007199254740993",
+        "(0.0 / 0.0)",
+        "object.spec",
+        "object.spec.tags",
+        "object.metadata.labels",
+        "object.nothing",
+        "optional.of(1)",
+        "int",
+        "[[1], [2]]",
+        "[{'a': 1}]",
+        "{'k': [1]}",
+        "{1: 'a'}",
+    ]);
+    prop_oneof![
+        int_expr(),
+        string_expr(),
+        bool_expr(),
+        list_expr(),
+        double_leaf(),
+        special.prop_map(str::to_string),
+        (string_leaf(), int_expr()).prop_map(|(k, v)| format!("{{{k}: {v}}}")),
+    ]
+}
+
+/// A mutation: an apply configuration's Object, or a JSON patch, over random values.
+fn mutation_expr() -> impl Strategy<Value = String> {
+    let field = prop::sample::select(vec!["spec", "status", "a"]);
+    let op = prop::sample::select(vec!["add", "replace", "test", "remove"]);
+    prop_oneof![
+        (field.clone(), mutation_value()).prop_map(|(f, v)| format!("Object{{{f}: {v}}}")),
+        (field.clone(), field.clone(), mutation_value())
+            .prop_map(|(f, g, v)| format!("Object{{{f}: Object.{g}{{x: {v}, n: 1}}}}")),
+        (field.clone(), mutation_value()).prop_map(|(f, v)| format!("Object{{{f}: [Object.{f}{{x: {v}}}]}}")),
+        (op.clone(), mutation_value()).prop_map(|(o, v)| format!("[JSONPatch{{op: '{o}', path: '/a', value: {v}}}]")),
+        (op, field.clone(), mutation_value())
+            .prop_map(|(o, f, v)| format!("[JSONPatch{{op: '{o}', path: '/{f}', value: Object.{f}{{x: {v}}}}}]")),
+        (field.clone(), mutation_value()).prop_map(|(f, v)| format!("Object{{{f}: {v}}}.{f}")),
+        (field, mutation_value(), mutation_value())
+            .prop_map(|(f, v, w)| format!("Object{{{f}: {v}}} == Object{{{f}: {w}}}")),
+    ]
+}
+
+#[test]
+fn random_mutations_evaluate_and_convert_as_kubernetes_does() {
+    let seed: u64 = std::env::var("CEL_RANDOM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand_seed);
+    let cases: usize = std::env::var("CEL_RANDOM_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(400) / 4;
+    let expressions = generate_with(seed, cases, mutation_expr);
+    let requests: Vec<_> = expressions.iter().map(|e| mutation_request(e)).collect();
+    let answers = reference(&requests);
+    let differences: Vec<String> = requests
+        .iter()
+        .zip(&answers)
+        .filter_map(|(request, theirs)| {
+            let mine = ours_mutating(request);
+            let expression = &request["expression"];
+            (!same_mutation(&mine, theirs))
+                .then(|| format!("{expression}\n  kubernetes: {theirs}\n  ours:       {mine}"))
+        })
+        .collect();
+    let refused = answers.iter().filter(|a| a.get("compileError").is_some()).count();
+    let converted = answers
+        .iter()
+        .filter(|a| a["applyConfiguration"].get("json").is_some() || a["jsonPatch"].get("json").is_some())
+        .count();
+    eprintln!(
+        "seed {seed}: {cases} mutations compared, {refused} refused by Kubernetes' compiler, {converted} converted"
+    );
+    assert!(refused * 4 < cases, "most generated mutations must compile there ({refused} of {cases} did not)");
+    assert!(
+        differences.is_empty(),
+        "seed {seed} (CEL_RANDOM_SEED={seed} replays it): {} of {cases} differ:\n{}",
+        differences.len(),
+        differences.iter().take(12).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
 #[test]
 fn random_expressions_evaluate_as_kubernetes_evaluates_them() {
     let seed: u64 = std::env::var("CEL_RANDOM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand_seed);
@@ -380,12 +470,17 @@ fn random_expressions_evaluate_as_kubernetes_evaluates_them() {
 /// `cases` expressions from `seed`. Generated on a thread of 64 MiB: proptest builds a deep
 /// strategy tree recursively (ours evaluates them on the test's own 2 MiB).
 fn generate(seed: u64, cases: usize) -> Vec<String> {
+    generate_with(seed, cases, expression)
+}
+
+/// `cases` expressions of the strategy `make` makes, from `seed`.
+fn generate_with<S: Strategy<Value = String> + 'static>(seed: u64, cases: usize, make: fn() -> S) -> Vec<String> {
     let generating = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
         let mut bytes = [0u8; 32];
         bytes[..8].copy_from_slice(&seed.to_le_bytes());
         let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
         let mut runner = TestRunner::new_with_rng(Config::default(), rng);
-        let strategy = expression();
+        let strategy = make();
         (0..cases).map(|_| strategy.new_tree(&mut runner).expect("a tree").current()).collect()
     });
     generating.expect("a thread").join().expect("generated")

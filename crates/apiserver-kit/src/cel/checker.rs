@@ -65,6 +65,11 @@ fn types(expr: &IdedExpr, info: &SourceInfo, declarations: &Declarations) -> Res
     let mapping = &checker.mapping;
     let types = checker.types.iter().map(|(id, t)| (*id, unify::substitute(mapping, t, true))).collect();
     let types: HashMap<u64, CelType> = types;
+    if types.values().any(CelType::holds_nil) {
+        // cel-go's checked expression cannot hold a nil type (`JSONPatch{}.x`).
+        let issues = "unexpected compilation error: missing type conversion to proto: ".to_string();
+        return Err(CompileError { issues, stage: super::error::Stage::Check });
+    }
     let mut type_names = checker.names;
     type_names.retain(|id, _| matches!(types.get(id), Some(CelType::Type(_))));
     Ok(Checked { types, type_names })
@@ -237,8 +242,9 @@ impl Checker<'_> {
         for arg in &call.args {
             self.check(arg);
         }
+        let patch_types = self.declarations.has_patch_types();
         let Some(target) = call.target.as_deref() else {
-            return match overloads::function(&call.func_name) {
+            return match overloads::function(&call.func_name, patch_types) {
                 Some(function) => self.resolve_overload(e.id, &call.func_name, function, None, &call.args),
                 None => {
                     self.undeclared(e.id, &call.func_name);
@@ -249,12 +255,12 @@ impl Checker<'_> {
         // `optional.of(x)`, `sets.contains(a, b)`: a function of a namespace.
         if let Some(namespace) = qualified_name(target) {
             let name = format!("{}.{}", namespace.trim_start_matches('.'), call.func_name);
-            if let Some(function) = overloads::function(&name) {
+            if let Some(function) = overloads::function(&name, patch_types) {
                 return self.resolve_overload(e.id, &name, function, None, &call.args);
             }
         }
         self.check(target);
-        match overloads::function(&call.func_name) {
+        match overloads::function(&call.func_name, patch_types) {
             Some(function) => self.resolve_overload(e.id, &call.func_name, function, Some(target), &call.args),
             None => {
                 self.set(e.id, CelType::Error);
@@ -406,7 +412,8 @@ impl Checker<'_> {
 
     /// `T{field: value}`: a declared object type, its fields' values of their declared types.
     fn structure(&mut self, e: &IdedExpr, structure: &StructExpr) {
-        let Some(object) = self.declarations.object_type(&structure.type_name) else {
+        let name = structure.type_name.strip_prefix('.').unwrap_or(&structure.type_name);
+        let Some(object) = self.declarations.object_type(name) else {
             self.undeclared(e.id, &structure.type_name);
             return self.set(e.id, CelType::Error);
         };

@@ -67,6 +67,17 @@ impl CelType {
         CelType::Opaque(Arc::from(OPTIONAL), vec![value])
     }
 
+    /// The nil type, which k8s.io/apiserver's `JSONPatch` type gives a field it does not have:
+    /// written empty, assignable from dyn alone; an expression of that type fails compilation.
+    pub(crate) fn nil() -> CelType {
+        CelType::Opaque(Arc::from(""), Vec::new())
+    }
+
+    /// Whether the type is or holds the nil type.
+    pub(crate) fn holds_nil(&self) -> bool {
+        matches!(self, CelType::Opaque(name, _) if name.is_empty()) || self.parameters().iter().any(|p| p.holds_nil())
+    }
+
     /// A library's opaque type without parameters (`net.IP`).
     pub fn opaque(name: &str) -> CelType {
         CelType::Opaque(Arc::from(name), Vec::new())
@@ -171,6 +182,25 @@ impl CelType {
     }
 }
 
+impl CelType {
+    /// cel-go's `Type.String()`, which k8s.io/apiserver's compiler writes in its return type
+    /// errors (`must evaluate to Object but got dyn`): well-known types by their full names
+    /// (`google.protobuf.Timestamp`), `null_type`, a type parameter `<A>`.
+    pub fn go_string(&self) -> String {
+        let name = match self {
+            CelType::Param(name) => return format!("<{name}>"),
+            CelType::Error => "*error*",
+            other => other.name(),
+        };
+        let parameters = self.parameters();
+        if parameters.is_empty() {
+            return name.to_string();
+        }
+        let parameters: Vec<String> = parameters.iter().map(|p| p.go_string()).collect();
+        format!("{name}({})", parameters.join(", "))
+    }
+}
+
 /// The name of optional types.
 const OPTIONAL: &str = "optional_type";
 
@@ -209,19 +239,28 @@ pub struct ObjectType {
     /// Whether its fields are declared: a library's object types (`kubernetes.Quantity`) are
     /// objects to cel-go's checker, but it knows no fields of them.
     declared: bool,
+    /// The type of any field it does not declare, if it allows them: dyn for a mutation's
+    /// `Object` types, the nil type ([`CelType::nil`]) for `JSONPatch`.
+    undeclared: Option<CelType>,
 }
 
 impl ObjectType {
     /// An object type named `name` (`kubernetes.UserInfo`) with `fields`.
     pub fn new<N: Into<String>>(name: impl Into<String>, fields: impl IntoIterator<Item = (N, CelType)>) -> ObjectType {
         let fields = fields.into_iter().map(|(field, t)| (field.into(), t)).collect();
-        ObjectType { name: name.into(), fields, declared: true }
+        ObjectType { name: name.into(), fields, declared: true, undeclared: None }
+    }
+
+    /// An object type whose every field is allowed, of type dyn (k8s.io/apiserver's
+    /// `dynamic.ObjectType`: `Object`, `Object.spec`).
+    pub fn open(name: impl Into<String>) -> ObjectType {
+        ObjectType { name: name.into(), fields: BTreeMap::new(), declared: true, undeclared: Some(CelType::Dyn) }
     }
 
     /// A library's object type (`kubernetes.Quantity`, `kubernetes.authorization.Authorizer`),
     /// whose fields cel-go's checker cannot resolve.
     pub(crate) fn library(name: &str) -> ObjectType {
-        ObjectType { name: name.to_string(), fields: BTreeMap::new(), declared: false }
+        ObjectType { name: name.to_string(), fields: BTreeMap::new(), declared: false, undeclared: None }
     }
 
     /// Whether the type's fields are declared (see [`ObjectType::library`]).
@@ -234,9 +273,9 @@ impl ObjectType {
         &self.name
     }
 
-    /// The type of the field `name`, if the type declares it.
+    /// The type of the field `name`, if the type declares it (any field of an open type: dyn).
     pub fn field(&self, name: &str) -> Option<&CelType> {
-        self.fields.get(name)
+        self.fields.get(name).or(self.undeclared.as_ref())
     }
 
     /// The declared fields, by name.
@@ -261,6 +300,8 @@ impl ObjectType {
 #[derive(Clone, Debug, Default)]
 pub struct Declarations {
     variables: Vec<(String, CelType)>,
+    /// Whether a mutation's types and functions are declared ([`Declarations::with_patch_types`]).
+    patch_types: bool,
 }
 
 impl Declarations {
@@ -301,6 +342,30 @@ impl Declarations {
         declarations
     }
 
+    /// These declarations with a MutatingAdmissionPolicy's mutation types, as k8s.io/apiserver
+    /// compiles its mutations (`HasPatchTypes`): the object types `Object` and `Object.<path>`
+    /// (any field, of type dyn) and `JSONPatch` (`op`, `path`, `from` strings, `value` dyn),
+    /// which struct literals build ([`super::objects`]), and the function
+    /// `jsonpatch.escapeKey(string) -> string`.
+    ///
+    /// ```
+    /// use apiserver_kit::cel::{Declarations, Program};
+    ///
+    /// let declarations = Declarations::admission(&["object"]).with_patch_types();
+    /// let program = Program::compile_declared("Object{spec: Object.spec{replicas: 2}}", &declarations).unwrap();
+    /// assert_eq!(program.output_type().to_string(), "Object");
+    /// assert!(Program::compile_declared("Object{}", &Declarations::admission(&["object"])).is_err());
+    /// ```
+    pub fn with_patch_types(mut self) -> Declarations {
+        self.patch_types = true;
+        self
+    }
+
+    /// Whether a mutation's types and functions are declared.
+    pub fn has_patch_types(&self) -> bool {
+        self.patch_types
+    }
+
     /// The type of the variable `name`, if declared.
     pub fn variable(&self, name: &str) -> Option<&CelType> {
         self.variables.iter().find(|(n, _)| n == name).map(|(_, t)| t)
@@ -314,6 +379,9 @@ impl Declarations {
     /// The object type named `name` that a declared variable's type holds, at any depth (cel-go
     /// resolves such names as types: `kubernetes.AdmissionRequest`).
     pub fn object_type(&self, name: &str) -> Option<Arc<ObjectType>> {
+        if let Some(t) = patch_type(name).filter(|_| self.patch_types) {
+            return Some(t);
+        }
         let mut pending: Vec<&CelType> = self.variables.iter().map(|(_, t)| t).collect();
         while let Some(t) = pending.pop() {
             if let CelType::Object(object) = t {
@@ -327,6 +395,26 @@ impl Declarations {
         None
     }
 }
+
+/// The object type a mutation's type resolver resolves `name` to (k8s.io/apiserver's
+/// `DynamicTypeResolver`), if any.
+fn patch_type(name: &str) -> Option<Arc<ObjectType>> {
+    use super::objects::{JSON_PATCH, is_patch_type};
+    if name == JSON_PATCH {
+        return Some(JSON_PATCH_TYPE.clone());
+    }
+    is_patch_type(name).then(|| Arc::new(ObjectType::open(name)))
+}
+
+/// k8s.io/apiserver's `JSONPatchType`.
+static JSON_PATCH_TYPE: LazyLock<Arc<ObjectType>> = LazyLock::new(|| {
+    use CelType::{Dyn, String};
+    let fields = [("op", String), ("path", String), ("from", String), ("value", Dyn)];
+    // Its resolver answers any other field with no type (Go's nil `*types.Type`).
+    let mut patch = ObjectType::new(super::objects::JSON_PATCH, fields);
+    patch.undeclared = Some(CelType::nil());
+    Arc::new(patch)
+});
 
 /// A library's object type (see [`ObjectType::library`]).
 pub(crate) fn library_object(name: &str) -> CelType {

@@ -1,7 +1,7 @@
 //! The evaluator: walks a [`Program`]'s plan over the variables of one request and counts the
 //! runtime cost as cel-go's cost tracker does (one for each variable read and qualifier, ten
-//! for a list built, thirty for a map, each call its function's cost), stopping once the cost
-//! passes the limit.
+//! for a list built, thirty for a map, forty for a struct, each call its function's cost),
+//! stopping once the cost passes the limit.
 
 use super::error::EvalError;
 use super::functions;
@@ -73,6 +73,17 @@ struct Machine<'a> {
 
 type Eval = Result<Value, EvalError>;
 
+/// `has(value.field)`: a map's key, an Object's field (of its Go map, when typed an Object;
+/// none otherwise), a JSONPatch's field set.
+fn has_field(value: &Value, field: &str, object: bool) -> Result<bool, EvalError> {
+    match value {
+        Value::Map(map) => Ok(map.get_str(field).is_some()),
+        Value::Object(o) => Ok(object && o.has(field)),
+        Value::JsonPatch(patch) => patch.is_set(field),
+        _ => Err(EvalError::no_such_overload()),
+    }
+}
+
 /// An error that must not be absorbed by `&&`, `||` or a comprehension: the cost limit.
 fn cancelled(result: &Eval) -> bool {
     matches!(result, Err(e) if e.cost_exceeded)
@@ -95,7 +106,7 @@ impl Machine<'_> {
         match node {
             Node::Const(value) => Ok(value.clone()),
             Node::Attribute { root, qualifiers } => self.attribute(root, qualifiers),
-            Node::Has { operand, field } => self.has(operand, field),
+            Node::Has { operand, field, object } => self.has(operand, field, *object),
             Node::Call { function, target, args, priced } => self.call(function, target.as_deref(), args, *priced),
             Node::And(left, right) => self.logical(left, right, false),
             Node::Or(left, right) => self.logical(left, right, true),
@@ -108,6 +119,7 @@ impl Machine<'_> {
             Node::OptionalOr { optional, alternative, value } => self.optional_or(optional, alternative, *value),
             Node::List { elements, optional } => self.list(elements, optional),
             Node::Map { entries } => self.map(entries),
+            Node::Struct { type_name, fields } => self.structure(type_name, fields),
             Node::Fold(fold) => self.fold(fold),
         }
     }
@@ -178,7 +190,7 @@ impl Machine<'_> {
     fn lazy_entry(&self, name: &str, qualifier: Option<&Qualifier>) -> Option<Eval> {
         let lazy = self.lazy.filter(|lazy| lazy.name() == name)?;
         let (key, optional) = match qualifier? {
-            Qualifier::Field { name, optional } => (name.clone(), *optional),
+            Qualifier::Field { name, optional, .. } => (name.clone(), *optional),
             Qualifier::Index { key, optional } => match &**key {
                 Node::Const(Value::String(key)) => (key.clone(), *optional),
                 _ => return None,
@@ -214,7 +226,11 @@ impl Machine<'_> {
 
     fn qualify(&mut self, value: Value, qualifier: &Qualifier) -> Eval {
         match qualifier {
-            Qualifier::Field { name, optional } => {
+            Qualifier::Field { name, optional, object: true } if matches!(value, Value::Object(_)) => {
+                let Value::Object(object) = &value else { return Err(EvalError::no_such_overload()) };
+                object.select(name, *optional)
+            }
+            Qualifier::Field { name, optional, .. } => {
                 functions::select(&value, &Value::String(name.clone()), *optional, true)
             }
             Qualifier::Index { key, optional } => {
@@ -225,18 +241,20 @@ impl Machine<'_> {
         }
     }
 
-    fn has(&mut self, operand: &Node, field: &Arc<str>) -> Eval {
+    /// `has(operand.field)`; cel-go tests a field of any other operand than a variable's
+    /// attribute as a relative attribute of its own, which costs one.
+    fn has(&mut self, operand: &Node, field: &Arc<str>, object: bool) -> Eval {
         let value = self.eval(operand)?;
+        if !matches!(operand, Node::Attribute { .. }) {
+            self.charge(1)?;
+        }
         match value {
-            Value::Map(map) => Ok(Value::Bool(map.get_str(field).is_some())),
             Value::Optional(None) => Ok(Value::Optional(None)),
-            Value::Optional(Some(inner)) => match &*inner {
-                Value::Map(map) => Ok(Value::Optional(
-                    map.get_str(field).map(|_| Arc::new(Value::Bool(true))).or(Some(Arc::new(Value::Bool(false)))),
-                )),
-                _ => Err(EvalError::no_such_overload()),
-            },
-            _ => Err(EvalError::no_such_overload()),
+            Value::Optional(Some(inner)) => {
+                let present = has_field(&inner, field, object)?;
+                Ok(Value::Optional(Some(Arc::new(Value::Bool(present)))))
+            }
+            other => has_field(&other, field, object).map(Value::Bool),
         }
     }
 
@@ -375,6 +393,36 @@ impl Machine<'_> {
         }
         self.charge(functions::MAP_CREATE_COST)?;
         outcome.and_then(|()| Ok(Value::Map(Arc::new(Map::new(values)?))))
+    }
+
+    /// A struct literal, as cel-go's `evalObj`: each field in order up to the first error, an
+    /// optional field left out when none; then the struct's cost, charged either way.
+    fn structure(&mut self, type_name: &str, fields: &[(Arc<str>, Node, bool)]) -> Eval {
+        let mut values = Vec::with_capacity(fields.len());
+        let mut outcome = Ok(());
+        for (name, node, optional) in fields {
+            match (self.eval(node), optional) {
+                (Err(error), _) => {
+                    outcome = Err(error);
+                    break;
+                }
+                (Ok(Value::Optional(inner)), true) => values.extend(inner.map(|v| (name.clone(), (*v).clone()))),
+                (Ok(other), true) => {
+                    let message = format!(
+                        "cannot initialize optional entry '{name}' from non-optional value {}",
+                        other.display()
+                    );
+                    outcome = Err(EvalError::new(message));
+                    break;
+                }
+                (Ok(value), false) => values.push((name.clone(), value)),
+            }
+        }
+        if matches!(&outcome, Err(e) if e.cost_exceeded) {
+            return outcome.map(|()| Value::Null);
+        }
+        self.charge(functions::STRUCT_CREATE_COST)?;
+        outcome.and_then(|()| super::objects::construct(type_name, values))
     }
 
     fn fold(&mut self, fold: &Fold) -> Eval {

@@ -11,6 +11,8 @@ use std::sync::Arc;
 /// The cost of building a list and a map (cel-go's `ListCreateBaseCost`, `MapCreateBaseCost`).
 pub const LIST_CREATE_COST: u64 = 10;
 pub const MAP_CREATE_COST: u64 = 30;
+/// The cost of building a struct (cel-go's `StructCreateBaseCost`).
+pub const STRUCT_CREATE_COST: u64 = 40;
 /// cel-go's `StringTraversalCostFactor` and `RegexStringLengthCostFactor`.
 const TRAVERSAL: f64 = 0.1;
 const REGEX_LENGTH: f64 = 0.25;
@@ -33,6 +35,8 @@ pub fn is_declared(function: &str, member: bool, args: usize) -> bool {
         ("contains" | "startsWith" | "endsWith" | "matches", true, 1) | ("matches", false, 2) => true,
         (conversion, false, 1) if CONVERSIONS.contains(&conversion) => true,
         ("strings.quote", false, 1) | (super::macros::MAP_INSERT, false, 2 | 3) => true,
+        // Declared with a mutation's types only: the checker refuses it otherwise.
+        ("jsonpatch.escapeKey", false, 1) => true,
         (_, true, n) => {
             strings::is_member(function, n)
                 || lists::is_member(function, n)
@@ -72,6 +76,7 @@ pub fn call(function: &str, target: Option<&Value>, args: &[&Value]) -> Eval {
             string_member(function, s, arg)
         }
         ("strings.quote", None, [Value::String(s)]) => Ok(Value::string(&strings::quote(s))),
+        ("jsonpatch.escapeKey", None, [Value::String(s)]) => Ok(Value::string(&super::objects::escape_key(s))),
         (_, Some(target), _) => strings::call(function, target, args)
             .or_else(|| lists::call_member(function, target, args))
             .or_else(|| collections::call_member(function, target, args))
@@ -209,6 +214,8 @@ fn matches(s: &str, pattern: &str) -> Eval {
 pub fn convert(function: &str, value: &Value) -> Eval {
     match function {
         "dyn" => Ok(value.clone()),
+        // An Object's or a JSONPatch's type is a `type(T)` whose name is `type` there.
+        "type" if matches!(value, Value::Object(_) | Value::JsonPatch(_)) => Ok(Value::Type(super::value::Type::Type)),
         "type" => Ok(Value::Type(value.type_of())),
         "int" => super::conversions::to_int(value),
         "uint" => super::conversions::to_uint(value),
@@ -235,6 +242,14 @@ pub fn select(value: &Value, key: &Value, optional: bool, field: bool) -> Eval {
         };
     }
     let found = match (value, key) {
+        (Value::JsonPatch(patch), Value::String(name)) => {
+            // cel-go's JSONPatchVal is an indexer: `.?name` tests the field first (`IsSet`).
+            if optional && !patch.is_set(name)? {
+                return Ok(Value::Optional(None));
+            }
+            let found = patch.get(name)?;
+            return Ok(if optional { Value::Optional(Some(Arc::new(found))) } else { found });
+        }
         (Value::Map(map), _) => map.get(key).cloned(),
         (Value::Opaque(opaque), Value::String(name)) if field => match &**opaque {
             super::value::Opaque::Authz(authz) => super::authz::select(authz, name),
@@ -284,6 +299,8 @@ pub fn go_type_name(value: &Value) -> &'static str {
         Value::Type(_) => "*types.Type",
         Value::Optional(_) => "*types.Optional",
         Value::Opaque(_) => "*cel.Opaque",
+        Value::Object(_) => "*dynamic.ObjectVal",
+        Value::JsonPatch(_) => "*mutation.JSONPatchVal",
     }
 }
 
@@ -319,7 +336,7 @@ fn kubernetes_call_cost(function: &str, args: &[&Eval]) -> Option<u64> {
         "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
             arg(0).map_or(0, |v| v.as_ref().map_or(1, traversal_cost))
         }
-        "lowerAscii" | "upperAscii" | "substring" | "trim" => traversal(actual_size(arg(0))),
+        "lowerAscii" | "upperAscii" | "substring" | "trim" | "jsonpatch.escapeKey" => traversal(actual_size(arg(0))),
         "replace" | "split" => (actual_size(arg(0)) as f64 * 2.0 * TRAVERSAL).ceil() as u64,
         "find" | "findAll" if args.len() >= 2 => regex_cost(actual_size(arg(0)), actual_size(arg(1))),
         _ => return None,

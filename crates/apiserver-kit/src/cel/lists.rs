@@ -72,7 +72,7 @@ fn some(value: Value) -> Value {
 const ZERO_TIME: i128 = -62_135_596_800_000_000_000;
 
 /// cel-go's zero values: null, false, 0, "", empty bytes, lists and maps, a zero duration, Go's
-/// zero time (not the epoch); an optional, even an empty one, is not.
+/// zero time (not the epoch), an Object without fields; an optional, even an empty one, is not.
 fn is_zero(value: &Value) -> bool {
     match value {
         Value::Null => true,
@@ -86,7 +86,9 @@ fn is_zero(value: &Value) -> bool {
         Value::Map(map) => map.is_empty(),
         Value::Duration(d) => *d == 0,
         Value::Timestamp(t, _) => *t == ZERO_TIME,
-        Value::Optional(_) | Value::Type(_) | Value::Opaque(_) => false,
+        // A mutation's Object is zero without fields (`ObjectVal.IsZeroValue`).
+        Value::Object(object) => object.fields().next().is_none(),
+        Value::Optional(_) | Value::Type(_) | Value::Opaque(_) | Value::JsonPatch(_) => false,
     }
 }
 

@@ -355,6 +355,10 @@ const SIGNATURES: &[&str] = &[
     "value optional_value <V> .(optional_type(V)) -> V",
 ];
 
+/// The functions declared with a mutation's types ([`super::Declarations::with_patch_types`]):
+/// k8s.io/apiserver's jsonpatch library.
+const PATCH_SIGNATURES: &[&str] = &["jsonpatch.escapeKey string_jsonpatch_escapeKey_string (string) -> string"];
+
 /// The signatures the checker knows, in `tools/cel-oracle -declarations` form.
 pub fn signatures() -> &'static [&'static str] {
     SIGNATURES
@@ -387,9 +391,18 @@ static FUNCTIONS: LazyLock<HashMap<&'static str, Function>> = LazyLock::new(|| {
     functions
 });
 
-/// The function the environment declares by `name` (`size`, `optional.of`, `_+_`).
-pub(crate) fn function(name: &str) -> Option<&'static Function> {
-    FUNCTIONS.get(name)
+static PATCH_FUNCTIONS: LazyLock<HashMap<&'static str, Function>> = LazyLock::new(|| {
+    let mut functions: HashMap<&'static str, Function> = HashMap::new();
+    for (name, _, overload) in PATCH_SIGNATURES.iter().filter_map(|line| parse(line)) {
+        functions.entry(name).or_default().overloads.push(overload);
+    }
+    functions
+});
+
+/// The function the environment declares by `name` (`size`, `optional.of`, `_+_`); with
+/// `patch_types`, a mutation's functions too (`jsonpatch.escapeKey`).
+pub(crate) fn function(name: &str, patch_types: bool) -> Option<&'static Function> {
+    FUNCTIONS.get(name).or_else(|| if patch_types { PATCH_FUNCTIONS.get(name) } else { None })
 }
 
 /// A line of [`SIGNATURES`]: the function's name, the overload's id and the overload.
@@ -477,7 +490,7 @@ mod tests {
 
     #[test]
     fn every_signature_parses_and_writes_back_as_it_reads() {
-        for line in SIGNATURES {
+        for line in SIGNATURES.iter().chain(PATCH_SIGNATURES) {
             let Some((name, id, overload)) = parse(line) else { panic!("{line} does not parse") };
             let written: Vec<String> = overload.parameters.iter().map(|p| p.to_string()).collect();
             let parameters = match overload.type_parameters.is_empty() {
@@ -502,7 +515,7 @@ mod tests {
 
     #[test]
     fn every_declared_function_is_one_the_planner_dispatches() {
-        for (name, function) in FUNCTIONS.iter() {
+        for (name, function) in FUNCTIONS.iter().chain(PATCH_FUNCTIONS.iter()) {
             for overload in &function.overloads {
                 let arguments = overload.parameters.len() - usize::from(overload.member);
                 let planned =

@@ -3,7 +3,8 @@
 //! counts the same steps, each call priced as its checked operand types resolve it): selections
 //! and indexes on an identifier or any expression become one attribute with qualifiers, list and
 //! map literals of constants and conversions of constants are folded into constants, and
-//! identifiers whose type is a type are constants.
+//! identifiers whose type is a type are constants; struct literals are planned for a
+//! mutation's types only (`Object.spec{...}`, `JSONPatch{...}`: [`super::objects`]).
 
 use super::checker::{self, Checked};
 use super::decls::{CelType, Declarations};
@@ -57,7 +58,8 @@ impl Program {
         }
         let checked = checker::check(&parsed, &info, declarations)?;
         let variables: Vec<&str> = declarations.names().collect();
-        let mut planner = Planner { variables: &variables, locals: Vec::new(), source, checked: &checked };
+        let patch_types = declarations.has_patch_types();
+        let mut planner = Planner { variables: &variables, locals: Vec::new(), source, checked: &checked, patch_types };
         let root = planner.plan(&parsed)?;
         let output = checked.types.get(&parsed.id).cloned().unwrap_or(CelType::Dyn);
         Ok(Program { root, source: source.to_string(), output })
@@ -87,6 +89,8 @@ pub(crate) enum Node {
     Has {
         operand: Box<Node>,
         field: Arc<str>,
+        /// Whether the operand is typed a mutation's `Object` (its field tested in its Go map).
+        object: bool,
     },
     /// A function call; `priced` false when cel-go charges it its default of 1 (the checked
     /// types leave no single overload whose own formula prices it).
@@ -111,6 +115,12 @@ pub(crate) enum Node {
         entries: Vec<(Node, Node, bool)>,
     },
     Fold(Box<Fold>),
+    /// `T{field: value, ?field: optional}`: a mutation's object (`Object.spec{...}`,
+    /// `JSONPatch{...}`), each field with whether it is optional.
+    Struct {
+        type_name: Arc<str>,
+        fields: Vec<(Arc<str>, Node, bool)>,
+    },
     /// `x in [constants]` (cel-go's set membership), the constants with their numbers' lossless
     /// conversions.
     InSet {
@@ -137,8 +147,17 @@ pub(crate) enum Root {
 
 #[derive(Debug)]
 pub(crate) enum Qualifier {
-    Field { name: Arc<str>, optional: bool },
-    Index { key: Box<Node>, optional: bool },
+    /// `.name`; `object` when the operand is typed a mutation's `Object` (cel-go then selects
+    /// the field of the object's Go map: a missing one is null).
+    Field {
+        name: Arc<str>,
+        optional: bool,
+        object: bool,
+    },
+    Index {
+        key: Box<Node>,
+        optional: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -160,6 +179,8 @@ struct Planner<'a> {
     source: &'a str,
     /// What the type checker found.
     checked: &'a Checked,
+    /// Whether a mutation's types are declared (their struct literals planned).
+    patch_types: bool,
 }
 
 impl Planner<'_> {
@@ -175,18 +196,21 @@ impl Planner<'_> {
             Expr::Literal(literal) => Ok(Node::Const(literal_value(literal))),
             Expr::Ident(name) => self.ident(name),
             Expr::Select(select) if select.test => {
+                let object = self.typed_object(&select.operand);
                 let operand = self.plan(&select.operand)?;
-                Ok(Node::Has { operand: Box::new(operand), field: Arc::from(select.field.as_str()) })
+                Ok(Node::Has { operand: Box::new(operand), field: Arc::from(select.field.as_str()), object })
             }
             Expr::Select(select) => {
+                let object = self.typed_object(&select.operand);
                 let operand = self.plan(&select.operand)?;
-                Ok(qualify(operand, Qualifier::Field { name: Arc::from(select.field.as_str()), optional: false }))
+                let name = Arc::from(select.field.as_str());
+                Ok(qualify(operand, Qualifier::Field { name, optional: false, object }))
             }
             Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
             Expr::List(list) => self.list(&list.elements, &list.optional_indices),
             Expr::Map(map) => self.map(&map.entries),
             Expr::Comprehension(fold) => self.fold(fold),
-            Expr::Struct(s) => Err(self.unsupported(&format!("message construction {}{{...}}", s.type_name))),
+            Expr::Struct(s) => self.structure(s),
             Expr::Unspecified => Err(self.unsupported("an empty expression")),
         }
     }
@@ -216,8 +240,9 @@ impl Planner<'_> {
             let Expr::Literal(LiteralValue::String(name)) = &field.expr else {
                 return Err(self.unsupported("an optional selection of a computed field"));
             };
+            let object = self.typed_object(operand);
             let operand = self.plan(operand)?;
-            return Ok(qualify(operand, Qualifier::Field { name: Arc::from(name.inner()), optional: true }));
+            return Ok(qualify(operand, Qualifier::Field { name: Arc::from(name.inner()), optional: true, object }));
         }
         let mut planned: Vec<Node> = args.iter().map(|a| self.plan(a)).collect::<Result<_, _>>()?;
         let priced = |function: &str, target: Option<&IdedExpr>| self.priced(function, target, args);
@@ -271,6 +296,22 @@ impl Planner<'_> {
         Ok(Node::List { elements, optional: optional.to_vec() })
     }
 
+    /// A struct literal of a mutation's types (cel-go's `evalObj`); of any other type refused.
+    fn structure(&mut self, s: &cel::common::ast::StructExpr) -> Result<Node, CompileError> {
+        let type_name = s.type_name.strip_prefix('.').unwrap_or(&s.type_name);
+        if !self.patch_types || !super::objects::is_patch_type(type_name) {
+            return Err(self.unsupported(&format!("message construction {}{{...}}", s.type_name)));
+        }
+        let mut fields = Vec::with_capacity(s.entries.len());
+        for entry in &s.entries {
+            let EntryExpr::StructField(field) = &entry.expr else {
+                return Err(self.unsupported("a map entry in a message"));
+            };
+            fields.push((Arc::from(field.field.as_str()), self.plan(&field.value)?, field.optional));
+        }
+        Ok(Node::Struct { type_name: Arc::from(type_name), fields })
+    }
+
     fn map(&mut self, entries: &[cel::common::ast::IdedEntryExpr]) -> Result<Node, CompileError> {
         let mut planned = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -322,6 +363,12 @@ impl Planner<'_> {
             step: step?,
             result: result?,
         })))
+    }
+
+    /// Whether the checker typed `e` a mutation's `Object` type (not `JSONPatch`).
+    fn typed_object(&self, e: &IdedExpr) -> bool {
+        matches!(self.checked.types.get(&e.id), Some(CelType::Object(t))
+            if t.name() != super::objects::JSON_PATCH && super::objects::is_patch_type(t.name()))
     }
 
     fn is_variable(&self, name: &str) -> bool {

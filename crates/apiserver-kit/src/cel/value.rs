@@ -25,7 +25,7 @@ pub enum Value {
     /// Bytes (`b'abc'`).
     Bytes(Arc<[u8]>),
     /// A list.
-    List(Arc<[Value]>),
+    List(List),
     /// A map (and a JSON object).
     Map(Arc<Map>),
     /// Nanoseconds since the Unix epoch, within 0001-01-01 and 9999-12-31 (UTC), and the offset
@@ -40,6 +40,35 @@ pub enum Value {
     Optional(Option<Arc<Value>>),
     /// A value of one of Kubernetes' libraries (an IP, a CIDR, a URL, a version, a format).
     Opaque(Arc<Opaque>),
+    /// An object of a mutation's `Object` types (`Object.spec{replicas: 1}`), with
+    /// [`Declarations::with_patch_types`](super::Declarations::with_patch_types).
+    Object(Arc<super::objects::Object>),
+    /// A `JSONPatch{op: 'add', path: '/x', value: 1}`, with patch types.
+    JsonPatch(Arc<super::objects::JsonPatch>),
+}
+
+/// A list's items, and whether they are Go's own values there (cel-go's list of a decoded
+/// object holds `[]any`; the lists CEL builds hold CEL values, which a mutation's conversions
+/// tell apart: [`super::mutation`]).
+#[derive(Clone, Debug)]
+pub struct List {
+    items: Arc<[Value]>,
+    native: bool,
+}
+
+impl List {
+    /// Whether the list is a decoded object's (JSON's), not one CEL built.
+    pub fn is_native(&self) -> bool {
+        self.native
+    }
+}
+
+impl std::ops::Deref for List {
+    type Target = [Value];
+
+    fn deref(&self) -> &[Value] {
+        &self.items
+    }
 }
 
 /// The values of Kubernetes' CEL libraries.
@@ -120,11 +149,13 @@ pub enum Type {
     Type,
     Optional,
     Named(&'static str),
+    /// A mutation's object type (`Object.spec`, `JSONPatch`).
+    Object(Arc<str>),
 }
 
 impl Type {
     /// The name cel-go gives the type (`type(1) == int`).
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             Type::Null => "null_type",
             Type::Bool => "bool",
@@ -140,6 +171,7 @@ impl Type {
             Type::Type => "type",
             Type::Optional => "optional_type",
             Type::Named(name) => name,
+            Type::Object(name) => name,
         }
     }
 
@@ -172,13 +204,15 @@ impl Type {
 #[derive(Debug, Default)]
 pub struct Map {
     entries: Vec<(Value, Value)>,
+    /// Whether it is a decoded object's (cel-go's `map[string]any`), not one CEL built.
+    native: bool,
 }
 
 impl Map {
     /// A map of `entries`; a key that repeats keeps its last value, as cel-go's map literals do.
     /// A key of a type maps cannot have is an error.
     pub fn new(entries: Vec<(Value, Value)>) -> Result<Map, EvalError> {
-        let mut map = Map { entries: Vec::with_capacity(entries.len()) };
+        let mut map = Map { entries: Vec::with_capacity(entries.len()), native: false };
         for (key, value) in entries {
             key.check_map_key()?;
             match map.entries.iter_mut().find(|(k, _)| k.equals(&key)) {
@@ -218,6 +252,16 @@ impl Map {
     pub fn entries(&self) -> impl Iterator<Item = &(Value, Value)> {
         self.entries.iter()
     }
+
+    /// Whether the map is a decoded object's (JSON's), not one CEL built.
+    pub fn is_native(&self) -> bool {
+        self.native
+    }
+
+    /// A decoded object's map of string keys (the keys unique).
+    pub(crate) fn native(entries: Vec<(Value, Value)>) -> Map {
+        Map { entries, native: true }
+    }
 }
 
 impl Value {
@@ -228,7 +272,12 @@ impl Value {
 
     /// A list value.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Arc::from(items))
+        Value::List(List { items: Arc::from(items), native: false })
+    }
+
+    /// A decoded object's list.
+    pub(crate) fn native_list(items: Vec<Value>) -> Value {
+        Value::List(List { items: Arc::from(items), native: true })
     }
 
     /// JSON as the kube-apiserver decodes an object for its policies: integers that fit `int`,
@@ -242,10 +291,10 @@ impl Value {
                 None => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
             },
             serde_json::Value::String(s) => Value::string(s),
-            serde_json::Value::Array(items) => Value::list(items.iter().map(Value::from_json).collect()),
-            serde_json::Value::Object(fields) => Value::Map(Arc::new(Map {
-                entries: fields.iter().map(|(k, v)| (Value::string(k), Value::from_json(v))).collect(),
-            })),
+            serde_json::Value::Array(items) => Value::native_list(items.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(fields) => Value::Map(Arc::new(Map::native(
+                fields.iter().map(|(k, v)| (Value::string(k), Value::from_json(v))).collect(),
+            ))),
         }
     }
 
@@ -266,6 +315,8 @@ impl Value {
             Value::Type(_) => Type::Type,
             Value::Optional(_) => Type::Optional,
             Value::Opaque(value) => Type::Named(value.type_name()),
+            Value::Object(object) => Type::Object(object.type_name().into()),
+            Value::JsonPatch(_) => Type::Object(super::objects::JSON_PATCH.into()),
         }
     }
 
@@ -294,6 +345,8 @@ impl Value {
             (List(a), List(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y)),
             (Map(a), Map(b)) => a.len() == b.len() && a.entries().all(|(k, v)| b.get(k).is_some_and(|w| v.equals(w))),
             (Opaque(a), Opaque(b)) => a.equals(b),
+            (Object(a), Object(b)) => a.equals(b),
+            (JsonPatch(a), JsonPatch(b)) => a.equals(b),
             (Optional(a), Optional(b)) => match (a, b) {
                 (None, None) => true,
                 (Some(x), Some(y)) => x.equals(y),
@@ -363,6 +416,8 @@ impl Value {
             Value::Optional(None) => json!({"optional": null}),
             Value::Optional(Some(v)) => json!({"optional": v.to_tagged_json()}),
             Value::Opaque(value) => json!({"opaque": value.type_name(), "string": value.text()}),
+            Value::Object(object) => object.to_tagged_json(),
+            Value::JsonPatch(patch) => patch.to_tagged_json(),
         }
     }
 }

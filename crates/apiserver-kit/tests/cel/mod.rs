@@ -4,7 +4,8 @@
 
 #![allow(dead_code, reason = "each test binary uses its own part of this module")]
 
-use apiserver_kit::cel::{PER_CALL_LIMIT, Program, Stage, Value, evaluate};
+use apiserver_kit::cel::mutation::{apply_configuration, json_patch};
+use apiserver_kit::cel::{Declarations, PER_CALL_LIMIT, Program, Stage, Value, evaluate};
 use serde_json::{Value as Json, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -131,4 +132,78 @@ pub fn namespace_object() -> Json {
 /// A request of the oracle: `expression` over the Llama, the admission request and the namespace.
 pub fn request_for(expression: &str) -> Json {
     json!({"expression": expression, "object": llama(), "request": admission_request(), "namespace": namespace_object()})
+}
+
+/// A request of the oracle compiled with a mutation's types.
+pub fn mutation_request(expression: &str) -> Json {
+    let mut request = request_for(expression);
+    request["patchTypes"] = json!(true);
+    request
+}
+
+/// Our answer to a request compiled with the mutation types (`patchTypes`), in the oracle's
+/// shape: with the checked output type and the value's conversions.
+pub fn ours_mutating(request: &Json) -> Json {
+    let source = request["expression"].as_str().expect("expression");
+    let names: Vec<&str> = VARIABLES.iter().map(|(name, _)| *name).collect();
+    let declarations = Declarations::admission(&names).with_patch_types();
+    let program = match Program::compile_declared(source, &declarations) {
+        Ok(program) => program,
+        Err(error) => return json!({"compileError": error.to_string(), "stage": format!("{:?}", error.stage)}),
+    };
+    let variables: Vec<(&str, Value)> =
+        VARIABLES.iter().map(|(name, field)| (*name, Value::from_json(&request[*field]))).collect();
+    let evaluation = evaluate(&program, &variables, PER_CALL_LIMIT);
+    let value = match evaluation.value {
+        Ok(value) => value,
+        Err(error) => return json!({"error": error.to_string(), "cost": evaluation.cost}),
+    };
+    let converted = |result: Result<Json, String>| match result {
+        Ok(json) => json!({"json": json}),
+        Err(error) => json!({"error": error}),
+    };
+    json!({
+        "value": value.to_tagged_json(),
+        "type": value.type_of().name(),
+        "cost": evaluation.cost,
+        "outputType": program.output_type().go_string(),
+        "applyConfiguration": converted(apply_configuration(&value).map(Json::Object)),
+        "jsonPatch": converted(json_patch(&value).map(Json::Array)),
+    })
+}
+
+/// JSON numbers as doubles (Go writes a double 2 as `2`), protobuf's errors with a plain
+/// space (protobuf-go writes `proto:` with a space or a no-break space, by build), and the
+/// type name errors of an object in sorted order (Go finds them in a map's random order).
+fn normalized(json: &Json) -> Json {
+    match json {
+        Json::Number(n) => json!(n.as_f64()),
+        Json::String(s) => {
+            let s = s.replace("proto:\u{a0}", "proto: ");
+            match s.strip_prefix("type mismatch: ") {
+                Some(errors) => {
+                    let mut errors: Vec<&str> = errors.lines().collect();
+                    errors.sort_unstable();
+                    Json::String(format!("type mismatch: {}", errors.join("\n")))
+                }
+                None => Json::String(s),
+            }
+        }
+        Json::Array(items) => Json::Array(items.iter().map(normalized).collect()),
+        Json::Object(fields) => Json::Object(fields.iter().map(|(k, v)| (k.clone(), normalized(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Whether our answer to a request with the mutation types is the oracle's: [`agree`], and the
+/// output type and conversions alike.
+pub fn same_mutation(mine: &Json, theirs: &Json) -> bool {
+    let conversions = ["outputType", "applyConfiguration", "jsonPatch"];
+    let without = |answer: &Json| {
+        let mut answer = answer.clone();
+        conversions.iter().for_each(|key| _ = answer.as_object_mut().map(|fields| fields.remove(*key)));
+        answer
+    };
+    agree(&without(mine), &without(theirs))
+        && conversions.iter().all(|key| normalized(&mine[*key]) == normalized(&theirs[*key]))
 }
