@@ -376,12 +376,19 @@ pub fn set_fields(value: &mut Value, fields: Fields) {
     }
 }
 
-/// An empty finalizers list as none, as the kube-apiserver stores it (it sets the finalizers it
-/// decided on, and sets none as none). Empty labels and annotations stay, as a custom
-/// resource keeps them.
-fn drop_empty_finalizers(meta: &mut ObjectMeta) {
+/// Empty finalizers, labels and annotations as none, as the kube-apiserver stores them (it sets
+/// the finalizers it decided on, and sets none as none; a custom resource's decoder writes its
+/// metadata back as the typed `ObjectMeta`, whose `omitempty` leaves empty maps out: seen on
+/// 1.37.2, where a create with `labels: {}` stores and answers no labels).
+fn drop_empty_metadata(meta: &mut ObjectMeta) {
     if meta.finalizers.as_ref().is_some_and(Vec::is_empty) {
         meta.finalizers = None;
+    }
+    if meta.labels.as_ref().is_some_and(|l| l.is_empty()) {
+        meta.labels = None;
+    }
+    if meta.annotations.as_ref().is_some_and(|a| a.is_empty()) {
+        meta.annotations = None;
     }
 }
 
@@ -485,7 +492,7 @@ pub fn decode_body<K: ApiResource>(
         return Err(Error::Invalid { kind: K::info().kind, group: K::info().group, name, causes: all });
     }
     let mut object = object?;
-    drop_empty_finalizers(object.meta_mut());
+    drop_empty_metadata(object.meta_mut());
     match validation {
         FieldValidation::Strict if !messages.is_empty() => {
             Err(Error::BadRequest(format!("{STRICT_DECODING} {}", messages.join(", "))))
