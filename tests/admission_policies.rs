@@ -422,3 +422,216 @@ async fn the_authorizer_asks_the_cluster_for_the_requests_user() {
     eventually_both(true).await;
     drop(farm);
 }
+
+/// A MutatingAdmissionPolicy named `name` on creates and updates of llamas of both groups,
+/// with `spec` added.
+fn mutating_policy(name: &str, spec: Value) -> Value {
+    let mut policy = policy(name, json!({"reinvocationPolicy": "Never"}));
+    policy["kind"] = "MutatingAdmissionPolicy".into();
+    policy["spec"].as_object_mut().unwrap().extend(spec.as_object().unwrap().clone());
+    policy
+}
+
+/// A binding of the MutatingAdmissionPolicy `policy` with `spec` added, named after it.
+fn mutating_binding(policy: &str, spec: Value) -> Value {
+    let mut binding = binding(policy, &[], spec);
+    binding["kind"] = "MutatingAdmissionPolicyBinding".into();
+    binding["spec"].as_object_mut().unwrap().remove("validationActions");
+    binding
+}
+
+/// One mutation of `patch_type` with `expression`.
+fn mutation(patch_type: &str, expression: &str) -> Value {
+    let field = if patch_type == "JSONPatch" { "jsonPatch" } else { "applyConfiguration" };
+    json!({"patchType": patch_type, field: {"expression": expression}})
+}
+
+/// What a mutation may have changed in a created or read object.
+fn changed(answer: &both::Answer) -> Value {
+    json!({"labels": answer.body["metadata"]["labels"], "spec": answer.body["spec"]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_policies_change_llamas_as_they_change_custom_resources() {
+    let (cp, farm, both) = setup(&[]).await;
+    let herd =
+        "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.org/herd'), value: 'north'}]";
+    apply(
+        &cp,
+        &[
+            mutating_policy(
+                "default-color",
+                json!({"matchConditions": [{"name": "uncoloured", "expression": "!has(object.spec.color)"}],
+                    "mutations": [mutation("ApplyConfiguration", "Object{spec: Object.spec{color: 'white'}}")]}),
+            ),
+            mutating_binding("default-color", json!({})),
+            mutating_policy("herd-label", json!({"mutations": [mutation("JSONPatch", herd)]})),
+            mutating_binding(
+                "herd-label",
+                json!({"matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}}}),
+            ),
+        ],
+    );
+    let mutated = |a: &both::Answer| {
+        a.code == 201
+            && a.body["spec"]["color"] == "white"
+            && a.body["metadata"]["labels"]["example.org/herd"] == "north"
+    };
+    until_both(&both, "pasture", &llama("probe", 100.0, json!({"team": "a"})), mutated).await;
+
+    // Both servers store what the policies made of the llama.
+    let (created, reference) = both.create("pasture", &llama("dolly", 100.0, json!({"team": "a"}))).await;
+    assert_eq!((created.code, reference.code), (201, 201), "{:?}", created.body);
+    assert_eq!(changed(&created), changed(&reference));
+    assert_eq!(
+        changed(&created),
+        json!({"labels": {"team": "a", "example.org/herd": "north"}, "spec": {"weight": 100, "height": 170, "color": "white"}})
+    );
+    let (read, _) = both.get("pasture", "dolly").await;
+    assert_eq!(changed(&read), changed(&created), "stored as answered");
+    // A colour given is kept; outside production no label is added.
+    let mut brown = llama("brownie", 100.0, json!({}));
+    brown["spec"]["color"] = "brown".into();
+    let (created, reference) = both.create("wild", &brown).await;
+    assert_eq!(changed(&created), changed(&reference));
+    assert_eq!(changed(&created), json!({"labels": null, "spec": {"weight": 100, "height": 170, "color": "brown"}}));
+
+    // An update is mutated too: the colour taken away comes back.
+    let uncolour = json!({"spec": {"color": null}});
+    let path = "namespaces/wild/llamas/brownie";
+    let (updated, reference) = both.each(reqwest::Method::PATCH, path, Some(&uncolour), MERGE).await;
+    assert_eq!((updated.code, reference.code), (200, 200), "{:?}", updated.body);
+    assert_eq!(changed(&updated), changed(&reference));
+    assert_eq!(updated.body["spec"]["color"], "white");
+
+    // kubectl, server-side apply and kube-rs all get the mutated object.
+    let plain = llama("applied", 100.0, json!({})).to_string();
+    for group in ["farm.example.com", "ref.example.com"] {
+        let args = ["apply", "--server-side", "-n", "wild", "-f", "-", "-o", "jsonpath={.spec.color}"];
+        assert_eq!(cp.must(&args, Some(&plain.replace("farm.example.com", group))), "white", "{group}");
+    }
+    let client = cp.client().await;
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("farm.example.com", "v1alpha", "Llama"),
+        "llamas",
+    );
+    let llamas = kube::Api::<kube::api::DynamicObject>::namespaced_with(client, "pasture", &resource);
+    let object: kube::api::DynamicObject =
+        serde_json::from_value(llama("rusty", 100.0, json!({"team": "b"})).clone()).unwrap();
+    let created = llamas.create(&Default::default(), &object).await.unwrap();
+    assert_eq!(created.data["spec"]["color"], "white");
+    assert_eq!(created.metadata.labels.unwrap()["example.org/herd"], "north");
+
+    // The policy sees a write at v1 at v1, where the colour is `spec.coat.color`: its
+    // `spec.color` is a field the schema does not declare there.
+    let mut at_v1 = llama("modern", 100.0, json!({"team": "a"}));
+    at_v1["apiVersion"] = "farm.example.com/v1".into();
+    let collection = "namespaces/pasture/llamas";
+    let (refused, reference) =
+        both.each_at("v1", reqwest::Method::POST, collection, Some(&at_v1), "application/json").await;
+    assert_eq!(refused, reference);
+    assert!(
+        message(&refused.body)
+            .ends_with("failed to convert patch object to typed object: .spec.color: field not declared in schema"),
+        "{:?}",
+        refused.body
+    );
+    drop(farm);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutation_errors_follow_the_failure_policy_and_reinvocation_runs_policies_again() {
+    let (cp, farm, both) = setup(&[]).await;
+    let failing = |name: &str, failure: &str, weight: f64, mutation: Value| {
+        mutating_policy(
+            name,
+            json!({"failurePolicy": failure, "mutations": [mutation],
+                "matchConditions": [{"name": "weight", "expression": format!("object.spec.weight == {weight}")}]}),
+        )
+    };
+    let coat = "has(object.metadata.labels) && 'coat' in object.metadata.labels \
+                ? Object{spec: Object.spec{color: object.metadata.labels['coat']}} : Object{}";
+    let label = "!has(object.metadata.labels) ? [JSONPatch{op: 'add', path: '/metadata/labels', value: {'coat': 'brown'}}] \
+                 : !('coat' in object.metadata.labels) ? [JSONPatch{op: 'add', path: '/metadata/labels/coat', value: 'brown'}] \
+                 : []";
+    let mut reinvoked = mutating_policy("a-coat-color", json!({"mutations": [mutation("ApplyConfiguration", coat)]}));
+    reinvoked["spec"]["reinvocationPolicy"] = "IfNeeded".into();
+    apply(
+        &cp,
+        &[
+            failing(
+                "missing-path",
+                "Fail",
+                13.0,
+                mutation("JSONPatch", "[JSONPatch{op: 'remove', path: '/spec/nothing'}]"),
+            ),
+            mutating_binding("missing-path", json!({})),
+            failing(
+                "undeclared",
+                "Fail",
+                14.0,
+                mutation("ApplyConfiguration", "Object{spec: Object.spec{colour: 'red'}}"),
+            ),
+            mutating_binding("undeclared", json!({})),
+            failing(
+                "ignored",
+                "Ignore",
+                15.0,
+                mutation("JSONPatch", "[JSONPatch{op: 'remove', path: '/spec/nothing'}]"),
+            ),
+            mutating_binding("ignored", json!({})),
+            failing(
+                "test-fails",
+                "Fail",
+                16.0,
+                mutation(
+                    "JSONPatch",
+                    "[JSONPatch{op: 'test', path: '/spec/height', value: 1}, JSONPatch{op: 'replace', path: '/spec/height', value: 2}]",
+                ),
+            ),
+            mutating_binding("test-fails", json!({})),
+            reinvoked,
+            mutating_binding("a-coat-color", json!({})),
+            mutating_policy("b-coat-label", json!({"mutations": [mutation("JSONPatch", label)]})),
+            mutating_binding("b-coat-label", json!({})),
+        ],
+    );
+    // Both servers have seen every policy (the last one applied, then each failing one).
+    let coated = |a: &both::Answer| a.code == 201 && a.body["spec"]["color"] == "brown";
+    until_both(&both, "wild", &llama("probe", 100.0, json!({})), coated).await;
+    for weight in [13.0, 14.0] {
+        until_both_answer(&both, "wild", &llama("probe", weight, json!({})), 403).await;
+    }
+    for (weight, end) in [
+        (
+            13.0,
+            "denied request: JSON Patch: error in remove for path: '/spec/nothing': Unable to remove nonexistent key: nothing: missing value",
+        ),
+        (
+            14.0,
+            "denied request: error applying patch: failed to convert patch object to typed object: .spec.colour: field not declared in schema",
+        ),
+    ] {
+        let (refused, reference) = both.create("wild", &llama("failing", weight, json!({}))).await;
+        assert_eq!(refused, reference);
+        assert_eq!((refused.code, refused.body["reason"].as_str()), (403, Some("Invalid")), "{:?}", refused.body);
+        assert!(message(&refused.body).ends_with(end), "{:?}", refused.body);
+    }
+    // Ignored errors and failed tests leave the object as it was.
+    for weight in [15.0, 16.0] {
+        let name = format!("kept-{weight}");
+        let (created, reference) = both.create("wild", &llama(&name, weight, json!({}))).await;
+        assert_eq!((created.code, reference.code), (201, 201), "{:?}", created.body);
+        assert_eq!(changed(&created), changed(&reference));
+        assert_eq!(created.body["spec"]["height"], 170);
+    }
+
+    // The label policy runs after the colour policy, which runs again (IfNeeded) and sees it.
+    let (created, reference) = both.create("wild", &llama("coated", 100.0, json!({}))).await;
+    assert_eq!(changed(&created), changed(&reference));
+    assert_eq!(
+        changed(&created),
+        json!({"labels": {"coat": "brown"}, "spec": {"weight": 100, "height": 170, "color": "brown"}})
+    );
+    drop(farm);
+}

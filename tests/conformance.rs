@@ -85,10 +85,14 @@ async fn setup() -> (ControlPlane, Farm) {
     (cp, farm)
 }
 
-/// ValidatingAdmissionPolicies bound to the namespace of generated requests, for both groups:
+/// Admission policies bound to the namespace of generated requests, for both groups. Validating:
 /// a denial with a message built from the object, a `Warn` and `Audit` on the coat's colour, a
 /// match condition and a variable, a denial of some deletes by the old object, and an error
-/// (a field of the wrong type) under `failurePolicy: Fail`.
+/// (a field of the wrong type) under `failurePolicy: Fail`. Mutating (run before them, and
+/// before the schema is checked): a label on every llama written (an apply configuration), and
+/// an annotation naming its height class where it has annotations (a JSON patch); both under
+/// `failurePolicy: Ignore`, as a body of the wrong types makes their expressions fail where
+/// farm-apiserver refuses it before admission (see docs/admission.md).
 fn generated_policies() -> Vec<Value> {
     let policy = |name: &str, operations: &[&str], spec: Value| {
         let rules = json!([{"apiGroups": ["farm.example.com", "ref.example.com"], "apiVersions": ["*"],
@@ -129,7 +133,39 @@ fn generated_policies() -> Vec<Value> {
              "messageExpression": "'height ' + string(oldObject.spec.height) + ' is protected'"}]}),
         ),
         binding("tall", &["Deny"]),
+        mutating(
+            "policed",
+            json!({"failurePolicy": "Ignore", "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
+                "Object{metadata: Object.metadata{labels: {'policed': object.spec.weight > 10 ? 'heavy' : 'light'}}}"}}]}),
+        ),
+        mutating_binding("policed"),
+        mutating(
+            "classed",
+            json!({"failurePolicy": "Ignore", "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
+                "[JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('example.org/class'), \
+                 value: object.spec.height > 100 ? 'tall' : 'short'}]"}}],
+                "matchConditions": [{"name": "annotated", "expression": "has(object.metadata.annotations)"}]}),
+        ),
+        mutating_binding("classed"),
     ]
+}
+
+/// A MutatingAdmissionPolicy on creates and updates of llamas (not their status) of both groups.
+fn mutating(name: &str, spec: Value) -> Value {
+    let rules = json!([{"apiGroups": ["farm.example.com", "ref.example.com"], "apiVersions": ["*"],
+        "operations": ["CREATE", "UPDATE"], "resources": ["llamas"]}]);
+    let mut spec = spec;
+    spec["matchConstraints"] = json!({"resourceRules": rules});
+    spec["reinvocationPolicy"] = json!("Never");
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": name}, "spec": spec})
+}
+
+/// The MutatingAdmissionPolicyBinding of `name`, to the namespace of generated requests.
+fn mutating_binding(name: &str) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": name}, "spec": {"policyName": name,
+        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "generated"}}}}})
 }
 
 /// Hand-written writes that meet each policy of [`generated_policies`] in the namespace
@@ -186,7 +222,9 @@ async fn enforces_the_policies(client: &reqwest::Client, url: &str, group: &str)
     let alpha = url.replace("/v1/", "/v1alpha/");
     let coat = probe("v1alpha", "probe-coat", json!({"weight": 1, "height": 1, "color": "crimson"}));
     let coat = client.post(&alpha).json(&coat).send().await.unwrap();
-    let warned = coat.headers().get_all("warning").iter().any(|w| w.to_str().unwrap_or_default().contains("'coat'"));
+    let policed = coat.headers().clone();
+    let labelled = coat.json::<Value>().await.unwrap_or_default()["metadata"]["labels"]["policed"] == "light";
+    let warned = policed.get_all("warning").iter().any(|w| w.to_str().unwrap_or_default().contains("'coat'"));
     let _ = client.delete(format!("{url}/probe-coat")).send().await;
     let tall = probe("v1", "probe-tall", json!({"weight": 1, "height": 55}));
     let _ = client.post(url).json(&tall).send().await;
@@ -195,7 +233,7 @@ async fn enforces_the_policies(client: &reqwest::Client, url: &str, group: &str)
     let merge = client.patch(format!("{url}/probe-tall")).header("content-type", "application/merge-patch+json");
     let _ = merge.body(lower).send().await;
     let _ = client.delete(format!("{url}/probe-tall")).send().await;
-    heavy && warned && protected
+    heavy && warned && labelled && protected
 }
 
 #[tokio::test]

@@ -350,7 +350,7 @@ pub const NOBODY_DELEGATES: &str = "apiVersion: rbac.authorization.k8s.io/v1\nki
 /// RBAC letting `e2e-nobody` read admission webhook configurations and admission policies, as
 /// an installed server may.
 pub const NOBODY_ADMITS: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: nobody-admits}\n\
-    rules: [{apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations, validatingwebhookconfigurations, validatingadmissionpolicies, validatingadmissionpolicybindings], verbs: [get, list, watch]}]\n---\n\
+    rules: [{apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations, validatingwebhookconfigurations, validatingadmissionpolicies, validatingadmissionpolicybindings, mutatingadmissionpolicies, mutatingadmissionpolicybindings], verbs: [get, list, watch]}]\n---\n\
     apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: nobody-admits}\n\
     roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nobody-admits}\n\
     subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-nobody}]\n";

@@ -6,7 +6,7 @@
 //! …`), as the kube-apiserver fails closed.
 
 use super::policy::compiled::{Expression, webhook_condition};
-use super::policy::dispatch::{authorizer_of, object_variable, request_variable};
+use super::policy::request::{authorizer_of, object_variable, request_variable};
 use super::policy::validator::match_conditions;
 use crate::cel::Value;
 use crate::cel::authz::Authorizer;

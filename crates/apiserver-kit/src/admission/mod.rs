@@ -1,5 +1,6 @@
 //! Admission, as every server built on k8s.io/apiserver runs it ([`chain`]): the cluster's
-//! ValidatingAdmissionPolicies ([`policy`]) and its admission webhooks. Webhooks are called as
+//! MutatingAdmissionPolicies and ValidatingAdmissionPolicies ([`policy`]) and its admission
+//! webhooks, the mutating steps run again when needed ([`reinvocation`]). Webhooks are called as
 //! k8s.io/apiserver calls them: the cluster's
 //! MutatingWebhookConfigurations and ValidatingWebhookConfigurations decide which of this
 //! server's writes each webhook sees ([`matching`]), and each call is an `admission.k8s.io/v1`
@@ -13,6 +14,7 @@ pub mod configurations;
 pub mod match_conditions;
 pub mod matching;
 pub mod policy;
+pub mod reinvocation;
 pub mod review;
 pub mod webhooks;
 

@@ -4,7 +4,8 @@
 //! - **mutating** webhooks one after the other, in calling order ([`super::configurations`]),
 //!   each on the object as the previous ones left it, their JSONPatch applied as they answer;
 //!   when one changes the object, the earlier ones with `reinvocationPolicy: IfNeeded` are
-//!   called once more at the end (never a webhook that was not called in the first round);
+//!   called once more in the chain's second round (never a webhook that was not called in the
+//!   first round; [`super::reinvocation`]);
 //! - **validating** webhooks all at once; the first refusal, in calling order, wins.
 //!
 //! A webhook that refuses (`allowed: false`) fails the write with its `Status`
@@ -23,9 +24,11 @@ use super::client::Caller;
 use super::configurations::{Configurations, Listed};
 use super::match_conditions::MatchConditions;
 use super::matching::{Attributes, Matching, invoked_version, rule_matches, should_call};
+use super::reinvocation::{Reinvocation, Round};
 use super::review::{self, GroupVersionKind, GroupVersionResource, Request};
 use crate::machinery::admission::{Admission, Call, Mutated};
 use crate::machinery::error::{Error, Result};
+use crate::machinery::json_patch_v4;
 use crate::machinery::version::Conversion;
 use crate::namespaces::NamespaceCache;
 use k8s_openapi::api::admissionregistration::v1::{
@@ -33,7 +36,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -238,7 +241,15 @@ impl Webhooks {
             return Ok(false);
         };
         warnings.extend(answer.warnings);
-        let Some(patch) = answer.patch else { return Ok(false) };
+        let Some(patch) = answer.patch.filter(|p| !p.is_empty()) else { return Ok(false) };
+        let operations = match decode_patch(&patch) {
+            Ok(operations) if operations.is_empty() => return Ok(false),
+            Ok(operations) => operations,
+            Err(e) => {
+                let reason = format!("received undecodable patch in webhook response: {e}");
+                return hook.failed(&reason).map(|()| false);
+            }
+        };
         let Some(current) = object.as_mut() else {
             return Err(Error::Internal(format!(
                 "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
@@ -249,19 +260,76 @@ impl Webhooks {
             let kind = answer.patch_type.unwrap_or_default();
             return hook.failed(&format!("unsupported patch type {kind:?}")).map(|()| false);
         }
-        let patch: json_patch::Patch = match serde_json::from_slice(&patch) {
-            Ok(patch) => patch,
-            Err(e) => {
-                let reason = format!("received undecodable patch in webhook response: {e}");
-                return hook.failed(&reason).map(|()| false);
-            }
-        };
-        let mut patched = (at.from_hub)(current.clone())?;
-        json_patch::patch(&mut patched, &patch).map_err(|e| Error::Internal(e.to_string()))?;
+        // As k8s.io/apiserver applies it (evanphx/json-patch v4): any failure is a 500.
+        let seen = (at.from_hub)(current.clone())?;
+        let patched = json_patch_v4::apply(&seen, &operations).map_err(|e| Error::Internal(e.message))?;
         let patched = (at.to_hub)(patched)?;
         let changed = patched != *current;
         *current = patched;
         Ok(changed)
+    }
+}
+
+/// One write's mutating webhooks across the admission chain's rounds: the configurations as
+/// the write found them, and what their reinvocation needs.
+pub struct MutatingRun {
+    listed: Vec<Listed<MutatingWebhook>>,
+    state: Reinvocation<usize>,
+    namespace_labels: Option<BTreeMap<String, String>>,
+}
+
+impl Webhooks {
+    /// Starts a write's mutating webhooks, once the configurations are listed.
+    pub async fn start_mutating(&self) -> Result<MutatingRun> {
+        self.ready().await?;
+        Ok(MutatingRun {
+            listed: self.configurations.mutating(),
+            state: Reinvocation::default(),
+            namespace_labels: None,
+        })
+    }
+
+    /// One round of the mutating webhooks `call` matches on `object` (mutated in place) over
+    /// `old`, one after the other in calling order; in the second round only those to invoke
+    /// again.
+    pub async fn mutate_round(
+        &self,
+        run: &mut MutatingRun,
+        call: &Call<'_>,
+        object: &mut Option<Value>,
+        old: Option<&Value>,
+        round: &mut Round,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        run.state.start(round, object.as_ref());
+        for (i, listed) in run.listed.iter().enumerate() {
+            let hook = Hook::from(&listed.webhook);
+            let Some(at) = self.matches(&hook, call, object.as_ref(), old, &mut run.namespace_labels).await? else {
+                continue;
+            };
+            if run.state.skips(round, &i) {
+                continue;
+            }
+            let changed = self.mutate_once(&hook, call, at, object, old, warnings).await?;
+            let reinvocable = listed.webhook.reinvocation_policy.as_deref() == Some("IfNeeded");
+            run.state.invoked(round, i, changed, reinvocable);
+        }
+        run.state.finish(object.as_ref());
+        Ok(())
+    }
+}
+
+/// A webhook's patch as `jsonpatch.DecodePatch` reads it: a JSON array of objects, each an
+/// operation (checked when applied); Go's words when it is not.
+fn decode_patch(patch: &[u8]) -> std::result::Result<Vec<Value>, String> {
+    use json_patch_v4::go_json_kind as go_kind;
+    let decoded: Value = serde_json::from_slice(patch).map_err(|e| e.to_string())?;
+    let Value::Array(operations) = decoded else {
+        return Err(format!("json: cannot unmarshal {} into Go value of type jsonpatch.Patch", go_kind(&decoded)));
+    };
+    match operations.iter().find(|op| !op.is_object() && !op.is_null()) {
+        Some(op) => Err(format!("json: cannot unmarshal {} into Go value of type jsonpatch.Operation", go_kind(op))),
+        None => Ok(operations),
     }
 }
 
@@ -292,31 +360,15 @@ impl Admission for Webhooks {
     }
 
     async fn mutate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Mutated> {
-        self.ready().await?;
-        let listed: Vec<Listed<MutatingWebhook>> = self.configurations.mutating();
-        let hooks: Vec<Hook> = listed.iter().map(|l| Hook::from(&l.webhook)).collect();
-        let reinvocable = |i: usize| listed[i].webhook.reinvocation_policy.as_deref() == Some("IfNeeded");
-        let mut object = object.cloned();
-        let (mut warnings, mut namespace_labels, mut changed) = (Vec::new(), None, false);
-        let (mut invoked, mut again) = (Vec::new(), HashSet::new());
-        for (i, hook) in hooks.iter().enumerate() {
-            let Some(at) = self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? else {
-                continue;
-            };
-            if self.mutate_once(hook, call, at, &mut object, old, &mut warnings).await? {
-                changed = true;
-                again.extend(invoked.iter().copied());
-            }
-            if reinvocable(i) {
-                invoked.push(i);
-            }
+        let mut run = self.start_mutating().await?;
+        let (mut current, mut round, mut warnings) = (object.cloned(), Round::default(), Vec::new());
+        self.mutate_round(&mut run, call, &mut current, old, &mut round, &mut warnings).await?;
+        if round.wanted {
+            round.reinvoking = true;
+            self.mutate_round(&mut run, call, &mut current, old, &mut round, &mut warnings).await?;
         }
-        for (_, hook) in hooks.iter().enumerate().filter(|(i, _)| again.contains(i)) {
-            if let Some(at) = self.matches(hook, call, object.as_ref(), old, &mut namespace_labels).await? {
-                changed |= self.mutate_once(hook, call, at, &mut object, old, &mut warnings).await?;
-            }
-        }
-        Ok(Mutated { object: object.filter(|_| changed), warnings })
+        let changed = current.as_ref() != object;
+        Ok(Mutated { object: current.filter(|_| changed), warnings })
     }
 
     async fn validate(&self, call: &Call, object: Option<&Value>, old: Option<&Value>) -> Result<Vec<String>> {

@@ -11,6 +11,7 @@
 
 use super::query::FieldValidation;
 use crate::machinery::error::{Error, Result};
+use crate::machinery::json_patch_v4::go_json_kind;
 use crate::machinery::resource::ApiResource;
 use serde_json::Value;
 
@@ -137,18 +138,6 @@ impl Patch {
             Self::Malformed(message) => return Err(Error::BadRequest(message.clone())),
         }
         Ok(doc)
-    }
-}
-
-/// The kind of a JSON value as Go's `encoding/json` names it in an `UnmarshalTypeError`.
-fn go_json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

@@ -151,7 +151,7 @@ pub fn apply(doc: &Value, operations: &[Value]) -> Result<Value, PatchError> {
 }
 
 /// What `encoding/json` calls a value that does not decode into a Go type.
-fn go_json_kind(value: &Value) -> &'static str {
+pub(crate) fn go_json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -7,7 +7,9 @@ use super::options::{Authentication, ClusterConnection, ServerOptions};
 use super::resource::{ClusterServices, MirroredView, Mount, Mountable, Mounted, StoredResource};
 use super::storage::StorageFactory;
 use crate::admission::chain::Chain;
-use crate::admission::policy::{ValidatingPolicies, authorizer::DelegatedChecks, sources::PolicySources};
+use crate::admission::policy::{
+    MutatingPolicies, ValidatingPolicies, authorizer::DelegatedChecks, sources::PolicySources,
+};
 use crate::admission::{client::Caller, configurations::Configurations, webhooks::Webhooks};
 use crate::api::conversion_webhook::Converter;
 use crate::api::openapi::Documents;
@@ -340,11 +342,18 @@ fn cluster_services(
         let configurations = Configurations::start(client.clone(), stopping.clone());
         Webhooks::new(configurations, Caller::new(client.clone()), namespaces.clone(), checks.clone())
     });
-    let policies = (options.admission_policies && aggregated).then(|| {
+    let policies = options.admission_policies && aggregated;
+    let mutating_policies = policies.then(|| {
+        let sources = PolicySources::start(client.clone(), stopping.clone());
+        MutatingPolicies::new(sources, namespaces.clone(), checks.clone())
+    });
+    let validating_policies = policies.then(|| {
         ValidatingPolicies::new(PolicySources::start(client.clone(), stopping.clone()), namespaces.clone(), checks)
     });
-    let admission = (webhooks.is_some() || policies.is_some())
-        .then(|| Arc::new(Chain { policies, webhooks }) as Arc<dyn crate::machinery::admission::Admission>);
+    let admission = (webhooks.is_some() || policies).then(|| {
+        let chain = Chain { mutating_policies, validating_policies, webhooks };
+        Arc::new(chain) as Arc<dyn crate::machinery::admission::Admission>
+    });
     ClusterServices { client, server: config.cluster_url.to_string(), namespaces, admission }
 }
 

@@ -13,3 +13,4 @@ pub mod merge;
 pub mod shape;
 pub mod typed;
 pub mod unmanaged_value;
+pub mod validate;

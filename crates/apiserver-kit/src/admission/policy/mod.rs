@@ -9,11 +9,16 @@
 
 pub mod authorizer;
 pub mod compiled;
-pub mod dispatch;
 pub mod evaluate;
+pub mod kind;
 pub mod matching;
+pub mod mutating;
 pub mod params;
+pub mod patches;
+pub mod request;
 pub mod sources;
+pub mod validating;
 pub mod validator;
 
-pub use dispatch::ValidatingPolicies;
+pub use mutating::MutatingPolicies;
+pub use validating::ValidatingPolicies;

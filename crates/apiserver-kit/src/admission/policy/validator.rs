@@ -219,6 +219,19 @@ mod tests {
     }
 
     #[test]
+    fn typed_variables_are_read_as_they_are_evaluated() {
+        let policy = compiled(json!({
+            "variables": [{"name": "heavy", "expression": "object.spec.weight > 500"},
+                {"name": "limits", "expression": "{'max': 500}"}],
+            "validations": [{"expression": "!variables.heavy",
+                "messageExpression": "'over ' + string(variables.limits['max'])"}],
+        }));
+        let decisions = validate(&policy, &inputs(600), None).decisions;
+        assert_eq!(decisions, [Decision { deny: true, message: "over 500".into(), reason: Some("Invalid".into()) }]);
+        assert!(!validate(&policy, &inputs(100), None).decisions[0].deny);
+    }
+
+    #[test]
     fn match_conditions_skip_or_fail_as_the_failure_policy_says() {
         let conditions = json!([{"name": "heavy", "expression": "object.spec.weight > 100"},
             {"name": "broken", "expression": "object.spec.nothing == 1"}]);

@@ -10,22 +10,20 @@
 //! `parameterNotFoundAction: Deny`, a param kind the cluster does not serve) denies under
 //! `failurePolicy: Fail` and is skipped under `Ignore`.
 
-use super::matching::{Config, matches, rules_may_match};
+use super::kind::{PolicyKind, Validating};
+use super::matching::Config;
+use super::request::{Bound, Context, Write, write_name};
 use super::sources::{Hook, PolicySources};
 use super::validator::{Annotation, Validated, validate};
-use crate::admission::review;
-use crate::admission::webhooks::{attributes, labels_of, review_request, user_info};
 use crate::cel::Value;
-use crate::cel::authz::{Authorizer, ResourceCheck, User};
+use crate::cel::authz::Authorizer;
 use crate::machinery::admission::Call;
 use crate::machinery::error::{Error, GroupResource, Result};
-use crate::machinery::version::Conversion;
 use crate::namespaces::NamespaceCache;
-use k8s_openapi::api::admissionregistration::v1::{MatchResources, ValidatingAdmissionPolicyBinding};
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status, StatusCause};
+use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause};
 use serde_json::Value as Json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,36 +38,8 @@ const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_
 
 /// The cluster's ValidatingAdmissionPolicies, enforced for this server's writes.
 pub struct ValidatingPolicies {
-    sources: PolicySources,
-    namespaces: Arc<NamespaceCache>,
-    namespace_values: NamespaceValues,
-    authorizer: Option<Arc<dyn Authorizer>>,
-}
-
-/// The `namespaceObject` of each namespace, made once per resourceVersion of its Namespace.
-#[derive(Default)]
-struct NamespaceValues(std::sync::Mutex<HashMap<String, (Option<String>, Value)>>);
-
-/// How many namespaces' values are kept before they are all made again.
-const NAMESPACE_VALUES: usize = 10_000;
-
-impl NamespaceValues {
-    fn value(&self, namespace: &Namespace) -> Value {
-        let name = namespace.metadata.name.clone().unwrap_or_default();
-        let version = &namespace.metadata.resource_version;
-        let mut values = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((seen, value)) = values.get(&name)
-            && seen == version
-        {
-            return value.clone();
-        }
-        if values.len() >= NAMESPACE_VALUES {
-            values.clear();
-        }
-        let value = Value::from_json(&namespace_object(namespace));
-        values.insert(name, (version.clone(), value.clone()));
-        value
-    }
+    sources: PolicySources<Validating>,
+    context: Context,
 }
 
 /// A denial, before it becomes the write's `Status`.
@@ -99,26 +69,15 @@ struct Outcome {
     failures: Vec<Failure>,
 }
 
-/// One write as the policies see it, with what is computed once for all of them.
-struct Write<'c, 'v> {
-    call: &'c Call<'c>,
-    object: Option<&'v Json>,
-    old: Option<&'v Json>,
-    labels: (Option<ObjectMeta>, Option<ObjectMeta>),
-    namespace: Option<Arc<Namespace>>,
-    /// The variables at each version a policy matched.
-    inputs: HashMap<String, Arc<Vec<(&'static str, Value)>>>,
-}
-
 impl ValidatingPolicies {
     /// The policies of `sources`, with namespaces from `namespaces` and the authorizer
     /// library's checks answered by `authorizer` (without one, a check is an error decision).
     pub fn new(
-        sources: PolicySources,
+        sources: PolicySources<Validating>,
         namespaces: Arc<NamespaceCache>,
         authorizer: Option<Arc<dyn Authorizer>>,
     ) -> Self {
-        Self { sources, namespaces, namespace_values: NamespaceValues::default(), authorizer }
+        Self { sources, context: Context::new(namespaces, authorizer) }
     }
 
     /// Whether some bound policy's rules may match `call` (selectors and names aside); `true`
@@ -127,12 +86,8 @@ impl ValidatingPolicies {
         if !self.sources.synced() {
             return true;
         }
-        let attr = attributes(call, None, None);
-        let versions: Vec<&str> = call.versions.iter().map(|c| c.version.as_str()).collect();
-        self.sources.snapshot().hooks.iter().any(|hook| {
-            let constraints = hook.policy.spec.as_ref().and_then(|s| s.match_constraints.as_ref());
-            constraints.is_none_or(|constraints| rules_may_match(constraints, &attr, &versions))
-        })
+        let snapshot = self.sources.snapshot();
+        snapshot.hooks.iter().any(|hook| Context::may_match(Validating::match_constraints(&hook.policy), call))
     }
 
     /// Evaluates every bound policy for `call` on `object` over `old` (stored objects); the
@@ -145,8 +100,7 @@ impl ValidatingPolicies {
         if snapshot.hooks.is_empty() {
             return Ok(Vec::new());
         }
-        let labels = (labels_of(object), labels_of(old));
-        let mut write = Write { call, object, old, labels, namespace: None, inputs: HashMap::new() };
+        let mut write = Write::new(call, object, old);
         let mut outcome = Outcome::default();
         for hook in &snapshot.hooks {
             self.dispatch(hook, &mut write, &mut outcome).await?;
@@ -155,16 +109,15 @@ impl ValidatingPolicies {
     }
 
     /// Evaluates one policy and its bindings.
-    async fn dispatch(&self, hook: &Hook, write: &mut Write<'_, '_>, outcome: &mut Outcome) -> Result<()> {
+    async fn dispatch(&self, hook: &Hook<Validating>, write: &mut Write<'_, '_>, outcome: &mut Outcome) -> Result<()> {
         let policy = hook.policy.metadata.name.clone().unwrap_or_default();
         let failure = &hook.compiled.failure_policy;
-        let constraints = hook.policy.spec.as_ref().and_then(|s| s.match_constraints.as_ref());
-        let Some(constraints) = constraints else {
+        let Some(constraints) = Validating::match_constraints(&hook.policy) else {
             let message = "policy contained no match constraints, a required field".to_string();
             outcome.configuration_error(failure, &policy, None, message);
             return Ok(());
         };
-        let version = match self.criteria(constraints, write).await {
+        let version = match self.context.criteria(constraints, write).await {
             Ok(Some(version)) => version,
             Ok(None) => return Ok(()),
             Err(Config::Error(message)) => {
@@ -179,183 +132,26 @@ impl ValidatingPolicies {
         }
         let mut annotations = Annotations::default();
         for binding in &hook.bindings {
-            let Some(params) = self.binding_params(hook, binding, write, outcome).await? else { continue };
-            let inputs = self.inputs(write, &version).await?;
+            let params = match self.context.bound(hook, binding, write).await? {
+                Bound::Skipped => continue,
+                Bound::Misconfigured(message) => {
+                    let name = binding.metadata.name.as_deref().unwrap_or_default();
+                    outcome.configuration_error(failure, &policy, Some(name), message);
+                    continue;
+                }
+                Bound::Params(params) => params,
+            };
+            let inputs = self.context.inputs(write, &version).await?;
             for param in params {
                 let mut all: Vec<(&str, Value)> = inputs.iter().cloned().collect();
                 all.push(("params", param));
-                let validated = validate(&hook.compiled, &all, self.authorizer.as_deref());
+                let validated = validate(&hook.compiled, &all, self.context.authorizer.as_deref());
                 outcome.record(&policy, binding, validated, &mut annotations);
             }
         }
         annotations.publish(&policy);
         Ok(())
     }
-
-    /// The params `binding` evaluates its policy with, when its `matchResources` match the
-    /// write (a `null` param when the policy or the binding names none); `None` when it does
-    /// not apply or cannot (a configuration error, recorded in `outcome`).
-    async fn binding_params(
-        &self,
-        hook: &Hook,
-        binding: &ValidatingAdmissionPolicyBinding,
-        write: &mut Write<'_, '_>,
-        outcome: &mut Outcome,
-    ) -> Result<Option<Vec<Value>>> {
-        let policy = hook.policy.metadata.name.as_deref().unwrap_or_default();
-        let name = binding.metadata.name.as_deref();
-        let failure = &hook.compiled.failure_policy;
-        if let Some(resources) = &binding.spec.match_resources {
-            match self.criteria(resources, write).await {
-                Ok(Some(_)) => {}
-                Ok(None) => return Ok(None),
-                Err(Config::Error(m)) => {
-                    outcome.configuration_error(failure, policy, name.or(Some("")), m);
-                    return Ok(None);
-                }
-                Err(Config::Failed(error)) => return Err(error),
-            }
-        }
-        let (Some(Ok(source)), Some(reference)) = (&hook.params, &binding.spec.param_ref) else {
-            return Ok(Some(vec![Value::Null]));
-        };
-        match source.collect(reference, write.call.namespace).await {
-            Ok(params) => Ok(Some(params.iter().map(Value::from_json).collect())),
-            Err(m) => {
-                outcome.configuration_error(failure, policy, name.or(Some("")), m);
-                Ok(None)
-            }
-        }
-    }
-
-    /// [`matches`] for `write`, the namespace looked up when a selector needs it.
-    async fn criteria(
-        &self,
-        criteria: &MatchResources,
-        write: &mut Write<'_, '_>,
-    ) -> std::result::Result<Option<String>, Config> {
-        let selects_all = criteria.namespace_selector.as_ref().is_none_or(|s| *s == Default::default());
-        let lookup = match selects_all || write.call.namespace.is_empty() {
-            true => Ok(()),
-            false => self.namespace(write).await.map(|_| ()),
-        };
-        let labels = write.namespace.as_ref().and_then(|n| n.metadata.labels.clone()).unwrap_or_default();
-        let (object, old) = (write.labels.0.as_ref(), write.labels.1.as_ref());
-        let attr = attributes(write.call, object, old);
-        let versions: Vec<&str> = write.call.versions.iter().map(|c| c.version.as_str()).collect();
-        let name = write_name(write.call, write.object);
-        let found = matches(criteria, &attr, &versions, &name, |_| lookup.map(|()| labels));
-        found.map(|version| version.map(str::to_string))
-    }
-
-    /// The request's Namespace, looked up once.
-    async fn namespace(&self, write: &mut Write<'_, '_>) -> Result<Arc<Namespace>> {
-        if let Some(known) = &write.namespace {
-            return Ok(known.clone());
-        }
-        let found = self.namespaces.namespace(write.call.namespace).await?;
-        write.namespace = Some(found.clone());
-        Ok(found)
-    }
-
-    /// The variables of `write` at `version` (`params` aside).
-    async fn inputs(&self, write: &mut Write<'_, '_>, version: &str) -> Result<Arc<Vec<(&'static str, Value)>>> {
-        if let Some(known) = write.inputs.get(version) {
-            return Ok(known.clone());
-        }
-        let namespace = match write.call.namespace.is_empty() {
-            true => Value::Null,
-            false => {
-                let namespace = self.namespace(write).await?;
-                self.namespace_values.value(&namespace)
-            }
-        };
-        let call = write.call;
-        let Some(at) = call.versions.iter().find(|c| c.version == version) else {
-            return Err(Error::Internal(format!("no conversion to version {version}")));
-        };
-        let convert = |object| object_variable(call, at, object);
-        let inputs = Arc::new(vec![
-            ("object", convert(write.object)?),
-            ("oldObject", convert(write.old)?),
-            ("request", request_variable(call, version)),
-            ("namespaceObject", namespace),
-            ("authorizer", authorizer_of(call)),
-        ]);
-        write.inputs.insert(version.to_string(), inputs.clone());
-        Ok(inputs)
-    }
-}
-
-/// The `object` or `oldObject` variable: `object` (stored) as seen at version `at` of `call`'s
-/// resource, null for none. Objects are stored at the first version: seen there, they need no
-/// conversion.
-pub(crate) fn object_variable(call: &Call, at: &Conversion, object: Option<&Json>) -> Result<Value> {
-    let stored = call.versions.first().is_some_and(|first| first.version == at.version);
-    Ok(match object {
-        None => Value::Null,
-        Some(object) if stored => Value::from_json(object),
-        Some(object) => Value::from_json(&(at.from_hub)(object.clone())?),
-    })
-}
-
-/// The `request` variable of `call` whose objects are seen at `version`
-/// (`CreateAdmissionRequest`).
-pub(crate) fn request_variable(call: &Call, version: &str) -> Value {
-    let user = user_info(call);
-    let request = review_request(call, version, "", &user, (None, None));
-    Value::from_json(&review::policy_request(&request))
-}
-
-/// The `authorizer` variable of `call`: checks for its user, `requestResource` its resource.
-pub(crate) fn authorizer_of(call: &Call) -> Value {
-    let user = User::from(call.user);
-    let check = ResourceCheck {
-        group: call.resource.group.to_string(),
-        resource: call.resource.plural.to_string(),
-        subresource: call.subresource.name().unwrap_or_default().to_string(),
-        namespace: call.namespace.to_string(),
-        name: call.name.to_string(),
-        ..Default::default()
-    };
-    crate::cel::authz::authorizer(user, Some(check))
-}
-
-/// The Namespace as policies read it (`CreateNamespaceObject`): its spec, status and metadata
-/// but its managed fields and owners.
-fn namespace_object(namespace: &Namespace) -> Json {
-    let meta = &namespace.metadata;
-    let metadata = ObjectMeta {
-        name: meta.name.clone(),
-        generate_name: meta.generate_name.clone(),
-        namespace: meta.namespace.clone(),
-        uid: meta.uid.clone(),
-        resource_version: meta.resource_version.clone(),
-        generation: meta.generation,
-        creation_timestamp: meta.creation_timestamp.clone(),
-        deletion_timestamp: meta.deletion_timestamp.clone(),
-        deletion_grace_period_seconds: meta.deletion_grace_period_seconds,
-        labels: meta.labels.clone(),
-        annotations: meta.annotations.clone(),
-        finalizers: meta.finalizers.clone(),
-        ..Default::default()
-    };
-    let namespace = Namespace { metadata, spec: namespace.spec.clone(), status: namespace.status.clone() };
-    let mut value = serde_json::to_value(namespace).unwrap_or_default();
-    if let Some(fields) = value.as_object_mut() {
-        // A typed Namespace, as Go's structs hold it, has no type fields.
-        fields.remove("apiVersion");
-        fields.remove("kind");
-    }
-    value
-}
-
-/// The name a write is known by (`extractResourceName`): the request's, the object's, its
-/// `generateName`, or `Unknown`.
-fn write_name(call: &Call, object: Option<&Json>) -> String {
-    let field = |name: &str| object?.pointer(&format!("/metadata/{name}"))?.as_str().filter(|n| !n.is_empty());
-    let name = Some(call.name).filter(|n| !n.is_empty()).or_else(|| field("name")).or_else(|| field("generateName"));
-    name.unwrap_or("Unknown").to_string()
 }
 
 impl Outcome {
