@@ -1,10 +1,12 @@
 //! CEL expressions are input (admission policies, schemas' validation rules): any text either
 //! fails to compile or evaluates, over an object, to a value or an error within its cost limit,
-//! and never panics, overflows the stack or runs without bound.
+//! and never panics, overflows the stack or runs without bound. With the mutation types declared
+//! (MutatingAdmissionPolicies' `Object{…}` and `JSONPatch{…}`), as both conversions of a value
+//! to what a policy applies.
 
 #![no_main]
 
-use farm_apiserver::cel::{Program, Value, evaluate};
+use farm_apiserver::cel::{Declarations, Program, Value, evaluate, mutation};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
@@ -13,7 +15,8 @@ const LIMIT: u64 = 20_000;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(source) = std::str::from_utf8(data) else { return };
-    let Ok(program) = Program::compile(source, &["object", "oldObject"]) else { return };
+    let declarations = Declarations::admission(&["object", "oldObject"]).with_patch_types();
+    let Ok(program) = Program::compile_declared(source, &declarations) else { return };
     let object = Value::from_json(&json!({
         "metadata": {"name": "dolly", "labels": {"team": "wool"}},
         "spec": {"weight": 120, "height": 170.5, "tags": ["a", "b"], "when": "2026-11-29T20:00:00Z"},
@@ -21,7 +24,12 @@ fuzz_target!(|data: &[u8]| {
     let evaluation = evaluate(&program, &[("object", object), ("oldObject", Value::Null)], LIMIT);
     // A value comes within the limit; an error says what went wrong.
     match &evaluation.value {
-        Ok(_) => assert!(evaluation.cost <= LIMIT, "a value past the limit: {}", evaluation.cost),
+        Ok(value) => {
+            assert!(evaluation.cost <= LIMIT, "a value past the limit: {}", evaluation.cost);
+            // Whatever the value, the conversions answer with JSON or a message.
+            let _ = mutation::apply_configuration(value);
+            let _ = mutation::json_patch(value);
+        }
         Err(error) => assert!(!error.message().is_empty()),
     }
 });
