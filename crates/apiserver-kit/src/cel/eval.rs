@@ -74,13 +74,16 @@ struct Machine<'a> {
 type Eval = Result<Value, EvalError>;
 
 /// `has(value.field)`: a map's key, an Object's field (of its Go map, when typed an Object;
-/// none otherwise), a JSONPatch's field set.
+/// none otherwise), a JSONPatch's field set; a list cannot be indexed by a name, and any other
+/// value (a scalar, null) has no fields (cel-go's `refQualify` without
+/// `EnableErrorOnBadPresenceTest`, which Kubernetes leaves off).
 fn has_field(value: &Value, field: &str, object: bool) -> Result<bool, EvalError> {
     match value {
         Value::Map(map) => Ok(map.get_str(field).is_some()),
         Value::Object(o) => Ok(object && o.has(field)),
         Value::JsonPatch(patch) => patch.is_set(field),
-        _ => Err(EvalError::no_such_overload()),
+        Value::List(_) => Err(EvalError::new("unsupported index type 'string' in list".to_string())),
+        _ => Ok(false),
     }
 }
 
