@@ -130,3 +130,4 @@ pub mod server;
 pub mod store;
 pub mod structured_merge;
 pub mod tls;
+pub mod validation_rules;

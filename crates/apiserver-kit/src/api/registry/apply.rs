@@ -186,10 +186,12 @@ impl<K: Strategy> Registry<K> {
                     }
                     None => (**current).clone(),
                 };
+                let decoded = warnings.len();
                 warnings.extend(object.warnings());
                 warnings.extend(super::added_finalizer_warnings(&object, current, subresource));
                 let tracking = Tracking::Given(applied.managed.encode());
-                let prepared = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                let (prepared, ratcheted) = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                warnings.splice(decoded..decoded, ratcheted);
                 // The strategy's warnings, given once the object is valid, go out with a later
                 // refusal (of admission, of storage) too; the answer drops repeated ones.
                 crate::api::warning_recorder::record(&warnings);
