@@ -8,15 +8,14 @@ use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
-use kube::CustomResource;
-use schemars::JsonSchema;
+use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 /// The patterns a coat may have.
 pub const PATTERNS: &[&str] = &["Solid", "Spotted", "Patched"];
 
 /// LlamaSpec is the desired state of a Llama.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "farm.example.com",
     version = "v1",
@@ -32,6 +31,11 @@ pub const PATTERNS: &[&str] = &["Solid", "Spotted", "Patched"];
     doc = "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself."
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(
+    "!has(oldSelf.coat) || !has(oldSelf.coat.color) || (has(self.coat) && has(self.coat.color))"
+)
+    .message("a llama's color may be changed but not removed")
+    .field_path(".coat.color"))]
 pub struct LlamaSpec {
     /// Weight of the llama in kilograms. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
@@ -45,11 +49,12 @@ pub struct LlamaSpec {
 }
 
 /// Coat describes a llama's fleece.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Coat {
-    /// Colour of the coat, free text (for example "white" or "brown and white").
+    /// Colour of the coat, free text (for example "brown and white"), not blank; not removed once given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = super::BLANK_COLOR)]
     pub color: Option<String>,
     /// Pattern of the coat: Solid, Spotted or Patched.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -661,7 +661,9 @@ impl<K: Strategy> Registry<K> {
                 let stored = stored_reset_fields::<K, V>(current, subresource)?;
                 let body = super::decode::with_fields(body, stored);
                 let validation = (ctx.field_validation, ctx.strict_decoding.as_slice());
-                let decoded = super::decode::decode_body::<V>(&body, namespace, validation, subresource)?;
+                let old = || V::value_from_hub(object_value(current.object())?);
+                let decoded =
+                    super::decode::decode_body_over::<V>(&body, namespace, validation, subresource, Some(&old))?;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings = decoded.warnings;
                 let decoded = warnings.len();
@@ -721,11 +723,13 @@ impl<K: Strategy> Registry<K> {
                     // (Decoded before its name, namespace and precondition are checked: its
                     // warnings go out with their refusal.)
                     if ctx.field_validation == FieldValidation::Warn {
-                        drop(super::decode::decode_patched::<V>(&patched, namespace, validation, subresource));
+                        drop(super::decode::decode_patched::<V>(&patched, namespace, validation, subresource, None));
                     }
                     return Err(refused);
                 }
-                let decoded = super::decode::decode_patched::<V>(&patched, namespace, validation, subresource)?;
+                let old = || Ok(document.clone());
+                let decoded =
+                    super::decode::decode_patched::<V>(&patched, namespace, validation, subresource, Some(&old))?;
                 warnings = decoded.warnings;
                 let mut object = V::object_to_hub(decoded.object)?;
                 let decoded = warnings.len();
@@ -1384,6 +1388,7 @@ mod validation_rules_on_writes {
     struct RamSpec {
         breed: String,
         #[x_kube(validation = Rule::new("self <= 4").message("at most four horns"))]
+        #[schemars(range(max = 10))]
         horns: u32,
     }
 
@@ -1439,6 +1444,17 @@ mod validation_rules_on_writes {
         next.metadata.resource_version = created.metadata.resource_version.clone();
         let error = r.update::<Ram>("default", "rammy", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
         assert_eq!(causes(&error), ["spec: Invalid value: breed is immutable"]);
+        next.spec.horns = 12;
+        let error = r.update::<Ram>("default", "rammy", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
+        assert_eq!(
+            causes(&error),
+            [
+                "spec.horns: Invalid value: 12: spec.horns in body should be less than or equal to 10",
+                "spec: Invalid value: breed is immutable",
+                "spec.horns: Invalid value: 12: at most four horns"
+            ],
+            "the rules run beside the schema's errors, which do not block them"
+        );
         let mut status = created.clone();
         status.status = Some(RamStatus { weight: 250 });
         let error = r.update::<Ram>("default", "rammy", &body(&status), Subresource::Status, &ctx).await.unwrap_err();

@@ -177,7 +177,10 @@ impl<K: Strategy> Registry<K> {
                 let object = match applied.object {
                     Some(value) => {
                         super::check_resource_version::<K>(super::resource_version_in(&value), current.meta(), true)?;
-                        let decoded = decode::decode_write::<V>(&value, namespace, ctx.field_validation, subresource)?;
+                        let old = || Ok(live.clone());
+                        let validation = (ctx.field_validation, &[][..]);
+                        let decoded =
+                            decode::decode_body_over::<V>(&value, namespace, validation, subresource, Some(&old))?;
                         warnings = decoded.warnings;
                         // An emptied namespace is the request's, as for a patch.
                         let mut object = V::object_to_hub(decoded.object)?;
