@@ -39,9 +39,6 @@ use serde::{Deserialize, Serialize};
     doc = "Llama is a llama that lives on the farm. It is stored by farm-apiserver itself."
 )]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!has(oldSelf.color) || has(self.color)")
-    .message("a llama's color may be changed but not removed")
-    .field_path(".color"))]
 pub struct LlamaSpec {
     /// Weight of the llama in kilograms. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
@@ -49,13 +46,14 @@ pub struct LlamaSpec {
     /// Height of the llama at the shoulder, in centimetres. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
     pub height: f64,
-    /// Colour of the llama's coat, free text (for example "brown and white"), not blank; not removed once given.
+    /// Colour of the llama's coat, free text (for example "white" or "brown and white"), not blank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = BLANK_COLOR)]
     pub color: Option<String>,
 }
 
-/// The rule of a colour, at both versions: not blank.
+/// The validation rule of a colour, at both versions: not blank (a schema's `minLength` would
+/// let spaces through).
 pub(crate) const BLANK_COLOR: (&str, &str) = ("self.trim().size() > 0", "must not be blank");
 
 /// LlamaStatus is the observed state of a Llama, written by its controller through `/status`.
