@@ -19,7 +19,6 @@ use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// LlamaSpec is the desired state of a Llama.
@@ -57,8 +56,14 @@ pub struct LlamaSpec {
 pub(crate) const BLANK_COLOR: (&str, &str) = ("self.trim().size() > 0", "must not be blank");
 
 /// LlamaStatus is the observed state of a Llama, written by its controller through `/status`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(
+    "!has(self.conditions) || self.conditions.all(c, !has(c.observedGeneration) \
+     || has(self.observedGeneration) && c.observedGeneration <= self.observedGeneration)"
+)
+    .message("a condition cannot have observed a newer generation than the status")
+    .field_path(".conditions"))]
 pub struct LlamaStatus {
     /// The `metadata.generation` of the spec this status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +201,37 @@ mod tests {
     #[test]
     fn a_positive_llama_is_valid() {
         assert!(llama(120.0, 170.5).validate().is_empty());
+    }
+
+    #[test]
+    fn a_colour_is_not_blank_and_a_condition_not_newer_than_its_status() {
+        let rules = crate::validation_rules::of::<Llama>();
+        assert_eq!(rules.problems(), [] as [String; 0]);
+        let mut blank = llama(120.0, 170.5);
+        blank.spec.color = Some(" \t".into());
+        let condition = |generation: i64| Condition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            reason: "Grazing".into(),
+            message: String::new(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+            observed_generation: Some(generation),
+        };
+        blank.status = Some(LlamaStatus { observed_generation: Some(2), conditions: vec![condition(3)] });
+        let errors = rules.validate(&serde_json::to_value(&blank).unwrap(), None).errors;
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                "spec.color: Invalid value: \" \\t\": must not be blank",
+                "status.conditions: Invalid value: a condition cannot have observed a newer generation than the status",
+            ]
+        );
+        blank.spec.color = Some("white".into());
+        blank.status = Some(LlamaStatus { observed_generation: Some(3), conditions: vec![condition(3)] });
+        assert!(rules.validate(&serde_json::to_value(&blank).unwrap(), None).errors.is_empty());
     }
 
     #[test]
