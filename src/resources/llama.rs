@@ -58,9 +58,11 @@ pub(crate) const BLANK_COLOR: (&str, &str) = ("self.trim().size() > 0", "must no
 /// LlamaStatus is the observed state of a Llama, written by its controller through `/status`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+// (A negative observedGeneration is the schema's to refuse: its `minimum` does not keep the rules
+// from running, and the rule leaves it alone rather than report it twice.)
 #[x_kube(validation = Rule::new(
-    "!has(self.conditions) || self.conditions.all(c, !has(c.observedGeneration) \
-     || has(self.observedGeneration) && c.observedGeneration <= self.observedGeneration)"
+    "!has(self.conditions) || !has(self.observedGeneration) || self.observedGeneration < 0 \
+     || self.conditions.all(c, !has(c.observedGeneration) || c.observedGeneration <= self.observedGeneration)"
 )
     .message("a condition cannot have observed a newer generation than the status")
     .field_path(".conditions"))]
