@@ -50,6 +50,21 @@ use std::sync::{Arc, LazyLock};
 pub const DEFINITION_SCHEMA: &str = "spec.validation.openAPIV3Schema";
 
 /// A schema's rules, compiled.
+///
+/// ```
+/// use apiserver_kit::validation_rules::Rules;
+/// use serde_json::json;
+///
+/// let spec = json!({"type": "object", "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+///     "x-kubernetes-validations": [{"rule": "self.min <= self.max", "message": "min is above max"},
+///         {"rule": "self.max == oldSelf.max", "message": "max is immutable", "fieldPath": ".max"}]});
+/// let rules = Rules::compile(&json!({"type": "object", "properties": {"spec": spec}}));
+/// assert!(rules.problems().is_empty());
+/// let created = rules.validate(&json!({"spec": {"min": 5, "max": 1}}), None);
+/// assert_eq!(created.errors[0].to_string(), "spec: Invalid value: min is above max");
+/// let updated = rules.validate(&json!({"spec": {"min": 5, "max": 9}}), Some(&json!({"spec": {"min": 5, "max": 1}})));
+/// assert_eq!(updated.errors[0].to_string(), "spec.max: Invalid value: max is immutable");
+/// ```
 #[derive(Debug)]
 pub struct Rules {
     /// The root node (the resource's), when the schema has rules.
