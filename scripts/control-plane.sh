@@ -18,6 +18,10 @@
 #                                          print the path of tools/json-patch-oracle (building it if
 #                                          needed): JSON patches applied by gopkg.in/evanphx/json-patch.v4,
 #                                          the reference of apiserver-kit's machinery::json_patch_v4
+#   scripts/control-plane.sh rules-oracle  print the path of tools/rules-oracle (building it if
+#                                          needed): schemas' validation rules enforced by
+#                                          apiextensions-apiserver, the reference of apiserver-kit's
+#                                          validation rules tests
 #   scripts/control-plane.sh kubernetes-module
 #                                          write tools/kubernetes anew for $K8S_VERSION
 #   scripts/control-plane.sh recipe        print the cache folder of this recipe's binaries
@@ -310,6 +314,27 @@ ensure_json_patch_oracle() {
   echo "$dir/json-patch-oracle"
 }
 
+# Builds tools/rules-oracle (a main package of ours over apiextensions-apiserver's validation
+# rules) into $1.
+build_rules_oracle() { build_tools "$1" rules-oracle "rules-oracle ."; }
+
+# Why the rules oracle in $1 cannot be used (nothing when it can).
+rules_oracle_problem() {
+  local schema='{"type":"object","x-kubernetes-validations":[{"rule":"false"}]}'
+  if [ ! -x "$1/rules-oracle" ]; then echo "no rules-oracle in $1"; return; fi
+  if [ "$(echo "{\"schema\": $schema, \"object\": {}}" | "$1/rules-oracle" 2>&1 | head -c 54)" != '{"errors":["<nil>: Invalid value: failed rule: false"]' ]; then
+    echo "$1/rules-oracle does not validate"
+  fi
+}
+
+# The validation rules' oracle: built when missing.
+ensure_rules_oracle() {
+  local dir
+  dir=$(tools_dir rules-oracle rules-oracle build_rules_oracle)
+  ensure_tools "$dir" build_rules_oracle rules_oracle_problem 'rules-oracle-*' "the validation rules' oracle"
+  echo "$dir/rules-oracle"
+}
+
 # The helm binary: $HELM when set, else this recipe's build (built when missing).
 ensure_helm() {
   if [ -n "${HELM:-}" ]; then echo "$HELM"; return; fi
@@ -559,11 +584,12 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     helm) ensure_helm ;;
     cel-oracle) ensure_cel_oracle ;;
     json-patch-oracle) ensure_json_patch_oracle ;;
+    rules-oracle) ensure_rules_oracle ;;
     recipe) kubernetes_dir ;;
     kubernetes-module) write_kubernetes_module ;;
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | helm | cel-oracle | json-patch-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    *) echo "usage: $0 binaries | check | etcd | helm | cel-oracle | json-patch-oracle | rules-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
   esac
 fi

@@ -16,6 +16,6 @@ pub mod resources;
 
 pub use apiserver_kit::{
     admission, api, audit, auth, cel, certificates, health, kept_bodies, kubeconfig, limits, machinery, metrics,
-    mirror, namespaces, observe, panics, server, store, structured_merge, tls,
+    mirror, namespaces, observe, panics, server, store, structured_merge, tls, validation_rules,
 };
 pub use app::run;

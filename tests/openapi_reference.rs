@@ -48,8 +48,11 @@ const RENAMES: &[(&str, &str)] = &[
 /// The CustomResourceDefinition of the Llama that `llama` (our v3 schema of it) describes, in the
 /// reference group, as the conformance suite's: namespaced, v1alpha, the status subresource.
 fn reference_crd(llama: &Value) -> Value {
-    let schema = json!({"description": llama["description"], "type": "object", "required": llama["required"],
+    let mut schema = json!({"description": llama["description"], "type": "object", "required": llama["required"],
         "properties": {"spec": llama["properties"]["spec"], "status": llama["properties"]["status"]}});
+    if let Some(rules) = llama.get("x-kubernetes-validations") {
+        schema["x-kubernetes-validations"] = rules.clone();
+    }
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("llamas.{REFERENCE_GROUP}")},
         "spec": {"group": REFERENCE_GROUP, "scope": "Namespaced",

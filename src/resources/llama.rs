@@ -18,12 +18,11 @@ use crate::machinery::stored::Stored;
 use crate::machinery::strategy::Strategy;
 use crate::machinery::version::Served;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::CustomResource;
-use schemars::JsonSchema;
+use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 /// LlamaSpec is the desired state of a Llama.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "farm.example.com",
     version = "v1alpha",
@@ -46,14 +45,27 @@ pub struct LlamaSpec {
     /// Height of the llama at the shoulder, in centimetres. A finite number greater than 0.
     #[schemars(extend("minimum" = 0, "exclusiveMinimum" = true))]
     pub height: f64,
-    /// Colour of the llama's coat, free text (for example "white" or "brown and white").
+    /// Colour of the llama's coat, free text (for example "white" or "brown and white"), not blank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = BLANK_COLOR)]
     pub color: Option<String>,
 }
 
+/// The validation rule of a colour, at both versions: not blank (a schema's `minLength` would
+/// let spaces through).
+pub(crate) const BLANK_COLOR: (&str, &str) = ("self.trim().size() > 0", "must not be blank");
+
 /// LlamaStatus is the observed state of a Llama, written by its controller through `/status`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+// (A negative observedGeneration is the schema's to refuse: its `minimum` does not keep the rules
+// from running, and the rule leaves it alone rather than report it twice.)
+#[x_kube(validation = Rule::new(
+    "!has(self.conditions) || !has(self.observedGeneration) || self.observedGeneration < 0 \
+     || self.conditions.all(c, !has(c.observedGeneration) || c.observedGeneration <= self.observedGeneration)"
+)
+    .message("a condition cannot have observed a newer generation than the status")
+    .field_path(".conditions"))]
 pub struct LlamaStatus {
     /// The `metadata.generation` of the spec this status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +203,37 @@ mod tests {
     #[test]
     fn a_positive_llama_is_valid() {
         assert!(llama(120.0, 170.5).validate().is_empty());
+    }
+
+    #[test]
+    fn a_colour_is_not_blank_and_a_condition_not_newer_than_its_status() {
+        let rules = crate::validation_rules::of::<Llama>();
+        assert_eq!(rules.problems(), [] as [String; 0]);
+        let mut blank = llama(120.0, 170.5);
+        blank.spec.color = Some(" \t".into());
+        let condition = |generation: i64| Condition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            reason: "Grazing".into(),
+            message: String::new(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+            observed_generation: Some(generation),
+        };
+        blank.status = Some(LlamaStatus { observed_generation: Some(2), conditions: vec![condition(3)] });
+        let errors = rules.validate(&serde_json::to_value(&blank).unwrap(), None).errors;
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                "spec.color: Invalid value: \" \\t\": must not be blank",
+                "status.conditions: Invalid value: a condition cannot have observed a newer generation than the status",
+            ]
+        );
+        blank.spec.color = Some("white".into());
+        blank.status = Some(LlamaStatus { observed_generation: Some(3), conditions: vec![condition(3)] });
+        assert!(rules.validate(&serde_json::to_value(&blank).unwrap(), None).errors.is_empty());
     }
 
     #[test]

@@ -160,10 +160,14 @@ fn reference_version(version: &str) -> Value {
     }
     // The field selectors farm-apiserver serves beyond metadata (CRD selectableFields, 1.32 GA).
     let selectable = if version == "v1alpha" { ".spec.color" } else { ".spec.coat.color" };
+    let mut schema = json!({"type": "object", "required": ["spec"], "properties": properties});
+    if let Some(rules) = llama.get("x-kubernetes-validations") {
+        // The root's validation rules (the spec's and status's come with their schemas).
+        schema["x-kubernetes-validations"] = rules.clone();
+    }
     json!({"name": version, "served": true, "storage": version == "v1", "deprecated": version == "v1alpha",
         "subresources": {"status": {}}, "selectableFields": [{"jsonPath": selectable}],
-        "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": properties}},
-        "additionalPrinterColumns": columns})
+        "schema": {"openAPIV3Schema": schema}, "additionalPrinterColumns": columns})
 }
 
 impl Cluster for ControlPlane {

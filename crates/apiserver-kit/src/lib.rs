@@ -73,7 +73,9 @@
 //!    [`structured_merge`] (server-side apply and managed fields: field sets, typed comparison
 //!    and merge, the managers of each field) also imports only [`machinery`], as
 //!    structured-merge-diff stands beside k8s.io/apimachinery. [`metrics`] (the Prometheus
-//!    registry) imports nothing of the crate.
+//!    registry) imports nothing of the crate. [`validation_rules`] (the CEL rules of schemas,
+//!    `x-kubernetes-validations`, as apiextensions-apiserver enforces them) imports
+//!    [`machinery`] and [`cel`] (the expression language, which imports only [`machinery`]).
 //! 3. [`api`]: the resource-agnostic Kubernetes REST machinery over HTTP: negotiation, query
 //!    options, decoding and patching, registry semantics, handlers, watch streams, tables,
 //!    discovery and OpenAPI; imports [`machinery`], [`structured_merge`], [`store`] and
@@ -130,3 +132,4 @@ pub mod server;
 pub mod store;
 pub mod structured_merge;
 pub mod tls;
+pub mod validation_rules;

@@ -1,8 +1,8 @@
 //! What a server's resources and its `main` name, in one import, as kube's and tokio's preludes
 //! do: `use apiserver_kit::prelude::*;`. With it come the derives kube-rs resources are made
-//! with (`CustomResource`, `JsonSchema`, `Serialize`, `Deserialize`); they expand to paths of
-//! their own crates, which the server's `Cargo.toml` lists (kube, k8s-openapi, schemars, serde,
-//! serde_json).
+//! with (`CustomResource`, `JsonSchema`, `KubeSchema` for a schema with validation rules,
+//! `Serialize`, `Deserialize`); they expand to paths of their own crates, which the server's
+//! `Cargo.toml` lists (kube, k8s-openapi, schemars, serde, serde_json).
 
 pub use crate::machinery::columns::{Column, ColumnType};
 pub use crate::machinery::error::FieldError;
@@ -14,6 +14,6 @@ pub use crate::machinery::version::Served;
 pub use crate::server::{
     ApiServerBuilder, Authentication, ClusterConnection, MirroredView, ServerOptions, StoredResource, shutdown_signal,
 };
-pub use kube::CustomResource;
+pub use kube::{CustomResource, KubeSchema};
 pub use schemars::JsonSchema;
 pub use serde::{Deserialize, Serialize};

@@ -6,13 +6,16 @@ use clap::Parser;
 
 /// Planter is a box of soil in which one kind of plant grows.
 #[allow(clippy::duplicated_attributes)] // clippy takes two columns' `type_ = "number"` for a repeated attribute
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(group = "garden.example.org", version = "v1", kind = "Planter", namespaced, shortname = "pl")]
 #[kube(status = "PlanterStatus", derive = "PartialEq")]
 #[kube(
     printcolumn(name = "Plant", type_ = "string", json_path = ".spec.plant"),
     printcolumn(name = "Litres", type_ = "number", json_path = ".spec.litres"),
     printcolumn(name = "Moisture", type_ = "number", json_path = ".status.moisture")
+)]
+#[x_kube(
+    validation = Rule::new("self.plant != 'mint' || self.litres <= 20.0").message("mint spreads: 20 litres at most")
 )]
 pub struct PlanterSpec {
     /// What grows in it.

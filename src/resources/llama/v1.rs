@@ -8,15 +8,14 @@ use crate::machinery::columns::{Column, ColumnType};
 use crate::machinery::error::FieldError;
 use crate::machinery::resource::ApiResource;
 use crate::machinery::strategy::Strategy;
-use kube::CustomResource;
-use schemars::JsonSchema;
+use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
 /// The patterns a coat may have.
 pub const PATTERNS: &[&str] = &["Solid", "Spotted", "Patched"];
 
 /// LlamaSpec is the desired state of a Llama.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "farm.example.com",
     version = "v1",
@@ -45,15 +44,18 @@ pub struct LlamaSpec {
 }
 
 /// Coat describes a llama's fleece.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Coat {
-    /// Colour of the coat, free text (for example "white" or "brown and white").
+    /// Colour of the coat, free text (for example "white" or "brown and white"), not blank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = super::BLANK_COLOR)]
     pub color: Option<String>,
-    /// Pattern of the coat: Solid, Spotted or Patched.
+    /// Pattern of the coat: Solid, Spotted or Patched; a llama's for life, once given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = ["Solid", "Spotted", "Patched"]))]
+    #[x_kube(validation = Rule::new("self == oldSelf")
+        .message(Message::Expression("'a coat keeps its pattern for life: ' + oldSelf".into())))]
     pub pattern: Option<String>,
 }
 
@@ -158,6 +160,26 @@ mod tests {
         );
         let schema = &crate::machinery::resource::body_schema::<Llama>().properties["spec"];
         assert_eq!(schema["properties"]["coat"]["properties"]["pattern"]["enum"], serde_json::json!(PATTERNS));
+    }
+
+    #[test]
+    fn a_coat_keeps_its_pattern_and_a_colour_is_not_blank() {
+        let rules = crate::validation_rules::of::<Llama>();
+        assert_eq!(rules.problems(), [] as [String; 0]);
+        let value = |coat: Coat| serde_json::to_value(llama(Some(coat))).unwrap();
+        let spotted = value(Coat { color: Some("white".into()), pattern: Some("Spotted".into()) });
+        let solid = value(Coat { color: Some(" ".into()), pattern: Some("Solid".into()) });
+        let errors: Vec<String> = rules.validate(&solid, Some(&spotted)).errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            errors,
+            [
+                "spec.coat.color: Invalid value: \" \": must not be blank",
+                "spec.coat.pattern: Invalid value: \"Solid\": a coat keeps its pattern for life: Spotted",
+            ]
+        );
+        assert!(rules.validate(&solid, None).errors.len() == 1, "a create has no pattern to keep");
+        let unpatterned = value(Coat { color: Some("white".into()), pattern: None });
+        assert!(rules.validate(&spotted, Some(&unpatterned)).errors.is_empty(), "a pattern may be given later");
     }
 
     #[test]

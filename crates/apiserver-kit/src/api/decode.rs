@@ -404,8 +404,9 @@ pub fn decode_patched<K: ApiResource>(
     namespace: &str,
     validation: (FieldValidation, &[String]),
     subresource: Subresource,
+    old: Old<'_>,
 ) -> Result<Decoded<K>> {
-    decode_body::<K>(value, namespace, validation, subresource).map_err(|error| as_patch_error(value, error))
+    decode_body_over::<K>(value, namespace, validation, subresource, old).map_err(|error| as_patch_error(value, error))
 }
 
 /// [`check_kind`] and [`check_metadata`] on the result of a patch, refusing it as
@@ -458,8 +459,23 @@ pub fn decode_write<K: ApiResource>(
 pub fn decode_body<K: ApiResource>(
     value: &Value,
     namespace: &str,
+    validation: (FieldValidation, &[String]),
+    subresource: Subresource,
+) -> Result<Decoded<K>> {
+    decode_body_over::<K>(value, namespace, validation, subresource, None)
+}
+
+/// The object an update replaces, at the version of the write, made when asked for: what the
+/// validation rules of a body with schema errors compare with (transition rules, ratcheting).
+pub type Old<'a> = Option<&'a dyn Fn() -> Result<Value>>;
+
+/// [`decode_body`] of an update of `old`.
+pub fn decode_body_over<K: ApiResource>(
+    value: &Value,
+    namespace: &str,
     (validation, duplicates): (FieldValidation, &[String]),
     subresource: Subresource,
+    old: Old<'_>,
 ) -> Result<Decoded<K>> {
     // Decoded (and its unknown fields noted) before its kind is checked and it is validated, as
     // a custom resource's decoder prunes the body first: its warnings go out with a refusal too.
@@ -487,6 +503,7 @@ pub fn decode_body<K: ApiResource>(
             Subresource::Main => metadata_errors(value, namespace),
         };
         all.extend(errors);
+        rules_beside_schema_errors::<K>(value, &mut all, old)?;
         let name =
             map.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
         return Err(Error::Invalid { kind: K::info().kind, group: K::info().group, name, causes: all });
@@ -500,6 +517,26 @@ pub fn decode_body<K: ApiResource>(
         FieldValidation::Warn => Ok(Decoded { object, warnings: messages }),
         _ => Ok(Decoded { object, warnings: Vec::new() }),
     }
+}
+
+/// Adds to `errors` (a body's metadata and schema errors) those of `K`'s validation rules on the
+/// body, as a custom resource's strategy runs them after its schema validation unless an error
+/// blocks them ([`crate::validation_rules::not_checked`]); the failures ratcheting lets pass
+/// are recorded as warnings.
+fn rules_beside_schema_errors<K: ApiResource>(value: &Value, errors: &mut Vec<FieldError>, old: Old<'_>) -> Result<()> {
+    let rules = crate::validation_rules::of::<K>();
+    if rules.is_empty() {
+        return Ok(());
+    }
+    if let Some(not_checked) = crate::validation_rules::not_checked(errors) {
+        errors.push(not_checked);
+        return Ok(());
+    }
+    let old = old.map(|old| old()).transpose()?;
+    let outcome = rules.validate(value, old.as_ref());
+    errors.extend(outcome.errors);
+    super::warning_recorder::record(&outcome.warnings);
+    Ok(())
 }
 
 /// Which of a body's `messages` (its duplicate and unknown fields) a custom resource's decoder

@@ -226,16 +226,17 @@ fn resource_definitions(
     for (name, schema) in &resource.properties {
         properties.insert(name.clone(), schema.clone());
     }
-    into.insert(
-        definition_name(group, version, info.kind),
-        json!({
-            "description": info.description,
-            "type": "object",
-            "required": resource.required,
-            "properties": properties,
-            "x-kubernetes-group-version-kind": [gvk(group, version, info.kind)],
-        }),
-    );
+    let mut kind = json!({
+        "description": info.description,
+        "type": "object",
+        "required": resource.required,
+        "properties": properties,
+        "x-kubernetes-group-version-kind": [gvk(group, version, info.kind)],
+    });
+    if let Some(rules) = &resource.validations {
+        kind["x-kubernetes-validations"] = rules.clone();
+    }
+    into.insert(definition_name(group, version, info.kind), kind);
     let mut list_properties = Map::new();
     list_properties.insert("apiVersion".into(), properties["apiVersion"].clone());
     list_properties.insert("kind".into(), properties["kind"].clone());
@@ -944,6 +945,19 @@ mod tests {
         assert_eq!(widget["properties"]["spec"]["properties"]["colour"]["type"], "string");
         assert!(v2["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"].is_object());
         assert!(v3["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.Time"].is_object());
+    }
+
+    #[test]
+    fn the_root_validation_rules_are_published_with_the_schema() {
+        let rules = json!([{"rule": "self.metadata.name != 'x'", "message": "not x"}]);
+        let resources =
+            vec![ResourceDescriptor { validations: Some(rules.clone()), ..ResourceDescriptor::of::<Widget>() }];
+        let v2 = v2_document(&IDENTITY, GROUP, &[("v1", resources.clone())]);
+        let v3 = v3_group_version_document(&IDENTITY, GROUP, "v1", &resources);
+        assert_eq!(v2["definitions"]["com.example.test.v1.Widget"]["x-kubernetes-validations"], rules);
+        assert_eq!(v3["components"]["schemas"]["com.example.test.v1.Widget"]["x-kubernetes-validations"], rules);
+        let plain = v2_document(&IDENTITY, GROUP, &[("v1", vec![ResourceDescriptor::of::<Widget>()])]);
+        assert!(plain["definitions"]["com.example.test.v1.Widget"].get("x-kubernetes-validations").is_none());
     }
 
     #[test]

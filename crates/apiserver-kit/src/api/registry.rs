@@ -31,6 +31,7 @@ use crate::store::{
 };
 use crate::structured_merge::managed::{self, Managed};
 use crate::structured_merge::unmanaged_value;
+use crate::validation_rules::{self, Rules};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ManagedFieldsEntry, ObjectMeta, Time};
 use serde_json::json;
 use std::sync::Arc;
@@ -134,6 +135,8 @@ struct VersionAt {
     api_version: String,
     schema: Arc<BodySchema>,
     from_hub: fn(serde_json::Value) -> Result<serde_json::Value>,
+    /// The version's validation rules.
+    rules: Arc<Rules>,
 }
 
 impl At {
@@ -143,7 +146,16 @@ impl At {
             return At::default();
         }
         let api_version = <V as kube::Resource>::api_version(&()).into_owned();
-        At { version: Some(VersionAt { api_version, schema: body_schema::<V>(), from_hub: V::value_from_hub }) }
+        let (schema, from_hub, rules) = (body_schema::<V>(), V::value_from_hub, validation_rules::of::<V>());
+        At { version: Some(VersionAt { api_version, schema, from_hub, rules }) }
+    }
+
+    /// The validation rules of objects at this version.
+    fn rules<K: Strategy>(&self) -> Arc<Rules> {
+        match &self.version {
+            Some(v) => v.rules.clone(),
+            None => validation_rules::of::<K>(),
+        }
     }
 
     /// The version of writes at this version (`v1alpha`).
@@ -288,13 +300,47 @@ fn conflicting_namespace<'a>(body: &'a serde_json::Value, namespace: &str) -> Op
 
 /// Adds the metadata errors of `object` to `errors` and answers one 422 with all of them, or
 /// nothing when there are none.
-fn reject_invalid<K: ApiResource>(object: &K, mut errors: Vec<FieldError>) -> Result<()> {
+/// Refuses `object` (`old` before an update) with 422 when `errors` (the strategy's), its
+/// metadata's or its validation rules' ([`validate_rules`]) say it is invalid; else the
+/// warnings of the rules' failures ratcheting let pass, which a refusal carries too.
+fn reject_invalid<K: Strategy>(
+    object: &K,
+    old: Option<&K>,
+    at: &At,
+    mut errors: Vec<FieldError>,
+) -> Result<Vec<String>> {
     errors.extend(validation::object_meta(object.meta(), K::info().namespaced));
+    let ratcheted = validate_rules(object, old, at, &mut errors)?;
     if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(invalid::<K>(object.meta().name.as_deref().unwrap_or_default(), errors))
+        return Ok(ratcheted);
     }
+    super::warning_recorder::record(&ratcheted);
+    Err(invalid::<K>(object.meta().name.as_deref().unwrap_or_default(), errors))
+}
+
+/// Adds to `errors` those of the validation rules of the write's version, on `object` and `old`
+/// converted to it, as a custom resource's strategy runs them after the validation before
+/// (unless an error there blocks them: [`validation_rules::not_checked`]); returns the
+/// warnings of the failures ratcheting lets pass.
+fn validate_rules<K: Strategy>(
+    object: &K,
+    old: Option<&K>,
+    at: &At,
+    errors: &mut Vec<FieldError>,
+) -> Result<Vec<String>> {
+    let rules = at.rules::<K>();
+    if rules.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(not_checked) = validation_rules::not_checked(errors) {
+        errors.push(not_checked);
+        return Ok(Vec::new());
+    }
+    let new = at.value(object_value(object)?)?;
+    let old = old.map(|old| at.value(object_value(old)?)).transpose()?;
+    let outcome = rules.validate(&new, old.as_ref());
+    errors.extend(outcome.errors);
+    Ok(outcome.warnings)
 }
 
 impl<K: Strategy> Registry<K> {
@@ -564,7 +610,7 @@ impl<K: Strategy> Registry<K> {
             if let Some(prefix) = &generate {
                 object.meta_mut().name = Some(generated_name(prefix));
             }
-            reject_invalid(&object, object.validate())?;
+            reject_invalid(&object, None, &ctx.at, object.validate())?;
             // The strategy's warnings (given once the object is valid) are the request's before
             // validating admission (a policy's denial) and storage answer (a name already taken).
             super::warning_recorder::record(&warnings[recorded..]);
@@ -615,14 +661,21 @@ impl<K: Strategy> Registry<K> {
                 let stored = stored_reset_fields::<K, V>(current, subresource)?;
                 let body = super::decode::with_fields(body, stored);
                 let validation = (ctx.field_validation, ctx.strict_decoding.as_slice());
-                let decoded = super::decode::decode_body::<V>(&body, namespace, validation, subresource)?;
+                let old = || V::value_from_hub(object_value(current.object())?);
+                let decoded =
+                    super::decode::decode_body_over::<V>(&body, namespace, validation, subresource, Some(&old))?;
                 let mut object = V::object_to_hub(decoded.object)?;
                 warnings = decoded.warnings;
+                let decoded = warnings.len();
                 warnings.extend(object.warnings());
                 warnings.extend(added_finalizer_warnings(&object, current, subresource));
                 object.meta_mut().namespace = Some(namespace.to_string());
                 object.meta_mut().name = Some(name.to_string());
-                let prepared = prepare_update(current, object, (true, &ctx.at), subresource, self.tracking(ctx))?;
+                let (prepared, ratcheted) =
+                    prepare_update(current, object, (true, &ctx.at), subresource, self.tracking(ctx))?;
+                // The rules' warnings come before the strategy's, as the kube-apiserver's
+                // validation records them before it asks the strategy for its warnings.
+                warnings.splice(decoded..decoded, ratcheted);
                 // The strategy's warnings, given once the object is valid, go out with a later
                 // refusal (of admission, of storage) too; the answer drops repeated ones.
                 super::warning_recorder::record(&warnings);
@@ -670,13 +723,16 @@ impl<K: Strategy> Registry<K> {
                     // (Decoded before its name, namespace and precondition are checked: its
                     // warnings go out with their refusal.)
                     if ctx.field_validation == FieldValidation::Warn {
-                        drop(super::decode::decode_patched::<V>(&patched, namespace, validation, subresource));
+                        drop(super::decode::decode_patched::<V>(&patched, namespace, validation, subresource, None));
                     }
                     return Err(refused);
                 }
-                let decoded = super::decode::decode_patched::<V>(&patched, namespace, validation, subresource)?;
+                let old = || Ok(document.clone());
+                let decoded =
+                    super::decode::decode_patched::<V>(&patched, namespace, validation, subresource, Some(&old))?;
                 warnings = decoded.warnings;
                 let mut object = V::object_to_hub(decoded.object)?;
+                let decoded = warnings.len();
                 warnings.extend(object.warnings());
                 warnings.extend(added_finalizer_warnings(&object, current, subresource));
                 same_name_and_namespace(&mut object, namespace, name)?;
@@ -686,7 +742,8 @@ impl<K: Strategy> Registry<K> {
                     }
                     other => other,
                 };
-                let prepared = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                let (prepared, ratcheted) = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                warnings.splice(decoded..decoded, ratcheted);
                 // The strategy's warnings, given once the object is valid, go out with a later
                 // refusal (of admission, of storage) too; the answer drops repeated ones.
                 super::warning_recorder::record(&warnings);
@@ -999,14 +1056,15 @@ fn added_finalizer_warnings<K: Strategy>(object: &K, current: &Current<K>, subre
 /// Decides an update of `current` to `new`, asked at version `at`: preconditions, system fields,
 /// generation, validation, and whether the object can now go (last finalizer removed while
 /// deleting). A write of [`Subresource::Status`] keeps all of the stored metadata, as the custom
-/// resource status strategy does (`*new = *old.DeepCopy()`, then the new status).
+/// resource status strategy does (`*new = *old.DeepCopy()`, then the new status). Also returns
+/// the warnings of the validation rules' failures ratcheting let pass.
 fn prepare_update<K: Strategy>(
     current: &Current<K>,
     mut new: K,
     (require_resource_version, at): (bool, &At),
     subresource: Subresource,
     tracking: Tracking,
-) -> Result<Mutation<K>> {
+) -> Result<(Mutation<K>, Vec<String>)> {
     let old = current.meta();
     check_resource_version::<K>(new.meta().resource_version.as_deref(), old, require_resource_version)?;
     let managed_fields = tracking.managed_fields(Some(current.object()), &new, subresource)?;
@@ -1047,14 +1105,14 @@ fn prepare_update<K: Strategy>(
     let generation = if at.spec_changed(&new, current)? { generation + 1 } else { generation };
     new.meta_mut().generation = Some(generation);
     errors.extend(new.validate_update(current));
-    reject_invalid(&new, errors)?;
+    let ratcheted = reject_invalid(&new, Some(current.object()), at, errors)?;
     if deleting && new.meta().finalizers.as_ref().is_none_or(Vec::is_empty) {
-        return Ok(Mutation::Delete(new));
+        return Ok((Mutation::Delete(new), ratcheted));
     }
     if &new == current.object() {
-        return Ok(Mutation::Unchanged);
+        return Ok((Mutation::Unchanged, ratcheted));
     }
-    Ok(Mutation::Put(new))
+    Ok((Mutation::Put(new), ratcheted))
 }
 
 mod admitted;
@@ -1308,5 +1366,123 @@ mod strategy_hooks {
 
         let stale = r.update::<Ewe>("default", "shaun", &body(&next), Subresource::Status, &ctx).await.unwrap_err();
         assert_eq!(stale.code(), 409, "the body's resourceVersion is a precondition");
+    }
+}
+
+/// The validation rules of a resource's schema run on every write after the strategy's own
+/// validation, shown with a resource whose spec, status and root have rules.
+#[cfg(test)]
+mod validation_rules_on_writes {
+    use super::tests::body;
+    use super::*;
+    use crate::machinery::resource::ApiResource;
+    use crate::store::{Revision, Store, memory::MemoryStore};
+    use kube::{CustomResource, KubeSchema};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+    #[kube(group = "test.example.com", version = "v1", kind = "Ram", namespaced)]
+    #[kube(status = "RamStatus", derive = "PartialEq")]
+    #[kube(validation = Rule::new("self.metadata.name != 'lamb'").message("a ram is no lamb"))]
+    #[x_kube(validation = Rule::new("self.breed == oldSelf.breed").message("breed is immutable"))]
+    struct RamSpec {
+        breed: String,
+        #[x_kube(validation = Rule::new("self <= 4").message("at most four horns"))]
+        #[schemars(range(max = 10))]
+        horns: u32,
+    }
+
+    #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+    struct RamStatus {
+        #[x_kube(validation = Rule::new("self < 200").reason(Reason::FieldValueForbidden))]
+        weight: u32,
+    }
+
+    impl ApiResource for Ram {}
+
+    impl Strategy for Ram {
+        fn validate(&self) -> Vec<FieldError> {
+            match self.spec.breed.is_empty() {
+                true => vec![FieldError::required("spec.breed", "")],
+                false => Vec::new(),
+            }
+        }
+    }
+
+    fn ram(name: &str, breed: &str, horns: u32) -> Ram {
+        Ram::new(name, RamSpec { breed: breed.into(), horns })
+    }
+
+    fn causes(error: &Error) -> Vec<String> {
+        let Error::Invalid { causes, .. } = error else { panic!("{error:?}") };
+        causes.iter().map(ToString::to_string).collect()
+    }
+
+    #[tokio::test]
+    async fn creates_updates_and_status_writes_are_refused_by_the_rules() {
+        let store: Arc<MemoryStore<Ram>> = Arc::new(MemoryStore::new(Arc::new(Revision::default()), 10));
+        let r = Registry::new(store.clone(), WatchSettings::default());
+        let ctx = WriteContext::default();
+        let error = r.create("default", ram("lamb", "jacob", 6), &ctx).await.unwrap_err();
+        assert_eq!(
+            causes(&error),
+            ["<nil>: Invalid value: a ram is no lamb", "spec.horns: Invalid value: 6: at most four horns"],
+            "a node's own rules before those below it"
+        );
+        let error = r.create("default", ram("lamb", "", 6), &ctx).await.unwrap_err();
+        assert_eq!(
+            causes(&error),
+            [
+                "spec.breed: Required value",
+                "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; \
+                 correct the existing errors to complete validation"
+            ],
+            "a blocking error leaves the rules out"
+        );
+        let created = r.create("default", ram("rammy", "jacob", 4), &ctx).await.unwrap().object.decode().unwrap();
+        let mut next = ram("rammy", "soay", 4);
+        next.metadata.resource_version = created.metadata.resource_version.clone();
+        let error = r.update::<Ram>("default", "rammy", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
+        assert_eq!(causes(&error), ["spec: Invalid value: breed is immutable"]);
+        next.spec.horns = 12;
+        let error = r.update::<Ram>("default", "rammy", &body(&next), Subresource::Main, &ctx).await.unwrap_err();
+        assert_eq!(
+            causes(&error),
+            [
+                "spec.horns: Invalid value: 12: spec.horns in body should be less than or equal to 10",
+                "spec: Invalid value: breed is immutable",
+                "spec.horns: Invalid value: 12: at most four horns"
+            ],
+            "the rules run beside the schema's errors, which do not block them"
+        );
+        let mut status = created.clone();
+        status.status = Some(RamStatus { weight: 250 });
+        let error = r.update::<Ram>("default", "rammy", &body(&status), Subresource::Status, &ctx).await.unwrap_err();
+        assert_eq!(causes(&error), ["status.weight: Forbidden: failed rule: self < 200"]);
+        status.status = Some(RamStatus { weight: 150 });
+        r.update::<Ram>("default", "rammy", &body(&status), Subresource::Status, &ctx).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failure_on_what_a_write_left_as_it_was_is_a_warning() {
+        let store: Arc<MemoryStore<Ram>> = Arc::new(MemoryStore::new(Arc::new(Revision::default()), 10));
+        let r = Registry::new(store.clone(), WatchSettings::default());
+        let ctx = WriteContext::default();
+        // Stored before the rule existed, say.
+        let mut old = ram("rammy", "jacob", 6);
+        old.metadata.namespace = Some("default".into());
+        let stored = Store::create(&*store, ObjectKey::new("default", "rammy"), old, false).await.unwrap();
+        let mut status = stored.decode().unwrap();
+        status.status = Some(RamStatus { weight: 10 });
+        let written = r.update::<Ram>("default", "rammy", &body(&status), Subresource::Status, &ctx).await.unwrap();
+        assert_eq!(written.warnings, ["spec.horns: Invalid value: 6: at most four horns"]);
+        let mut next = written.object.decode().unwrap();
+        next.metadata.labels = Some([("four".to_string(), "legs".to_string())].into());
+        let written = r.update::<Ram>("default", "rammy", &body(&next), Subresource::Main, &ctx).await.unwrap();
+        assert_eq!(written.warnings, ["spec.horns: Invalid value: 6: at most four horns"]);
+        let mut more = written.object.decode().unwrap();
+        more.spec.horns = 7;
+        let error = r.update::<Ram>("default", "rammy", &body(&more), Subresource::Main, &ctx).await.unwrap_err();
+        assert_eq!(causes(&error), ["spec.horns: Invalid value: 7: at most four horns"]);
     }
 }

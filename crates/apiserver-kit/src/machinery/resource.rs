@@ -237,6 +237,9 @@ pub struct ResourceDescriptor {
     pub properties: serde_json::Map<String, serde_json::Value>,
     /// Which of those are required.
     pub required: Vec<&'static str>,
+    /// The validation rules of the object's root (`#[kube(validation = …)]`), published with its
+    /// schema as a CustomResourceDefinition's are.
+    pub validations: Option<serde_json::Value>,
     /// The version its objects are stored at, whose `group/version/kind` discovery's
     /// `storageVersionHash` digests at every version.
     pub storage_version: String,
@@ -257,14 +260,16 @@ impl ResourceDescriptor {
     /// The descriptor of `V`, whose objects are stored as `Hub`.
     pub fn stored_as<Hub: ApiResource, V: ApiResource>() -> Self {
         let schema = body_schema::<V>();
+        let definition = definition::<V>();
         Self {
             info: *V::info(),
             properties: schema.properties.clone(),
             required: schema.required.clone(),
+            validations: definition.schema().get("x-kubernetes-validations").cloned(),
             storage_version: Hub::version(&()).into_owned(),
             deprecation: None,
             problems: [
-                super::definition::problems(&definition::<V>(), V::info().namespaced),
+                super::definition::problems(&definition, V::info().namespaced),
                 disagreements(Hub::info(), V::info()),
             ]
             .concat(),

@@ -502,6 +502,40 @@ mod tests {
         );
     }
 
+    /// A sheep whose spec has a validation rule that does not compile.
+    mod sheep {
+        use crate::machinery::resource::ApiResource;
+        use crate::machinery::strategy::Strategy;
+        use kube::{CustomResource, KubeSchema};
+        use serde::{Deserialize, Serialize};
+
+        #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+        #[kube(group = "test.example.com", version = "v1", kind = "Sheep", namespaced, derive = "PartialEq")]
+        #[x_kube(validation = Rule::new("self.nope > 0").message("wool grows"))]
+        pub struct SheepSpec {
+            wool: i64,
+        }
+
+        impl ApiResource for Sheep {}
+        impl Strategy for Sheep {}
+    }
+
+    #[test]
+    fn a_validation_rule_that_does_not_compile_is_refused_naming_it() {
+        let built = ApiServerBuilder::new(IDENTITY, "test.example.com", &["v1"])
+            .stored(StoredResource::<sheep::Sheep>::new())
+            .build();
+        let Err(BuildError::Definition { plural, version, problems }) = built else { panic!("refused") };
+        assert_eq!((plural, version.as_str()), ("sheeps", "v1"));
+        assert_eq!(
+            problems,
+            ["spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: \
+              {\"Rule\":\"self.nope \\u003e 0\",\"Message\":\"wool grows\",\"MessageExpression\":\"\",\"Reason\":null,\
+              \"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: \
+              ERROR: <input>:1:5: undefined field 'nope'\n | self.nope > 0\n | ....^"]
+        );
+    }
+
     #[test]
     fn what_does_not_describe_an_api_is_refused() {
         let build = |group, versions: &[&'static str], widgets: Option<StoredResource<Widget>>| {

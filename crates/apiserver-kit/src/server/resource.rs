@@ -67,13 +67,15 @@ impl<K: Strategy> Versions<K> {
 }
 
 /// The descriptor of `V`, stored as `K` (deprecated in favour of `K`'s version or not), with the
-/// problems of its table columns among those of its definition.
+/// problems of its table columns and of its validation rules (compiled here, once, for the
+/// writes to come) among those of its definition.
 fn described<K: Strategy, V: Served<K>, const DEPRECATED: bool>() -> ResourceDescriptor {
     let mut descriptor = match DEPRECATED {
         true => ResourceDescriptor::deprecated_for::<K, V>(),
         false => ResourceDescriptor::stored_as::<K, V>(),
     };
     descriptor.problems.extend(column_problems::<V>());
+    descriptor.problems.extend_from_slice(crate::validation_rules::of::<V>().problems());
     descriptor
 }
 

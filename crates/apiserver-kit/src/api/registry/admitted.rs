@@ -176,14 +176,13 @@ impl<K: Strategy> Registry<K> {
                 let stored = super::stored_reset_fields::<K, K>(current, subresource)?;
                 let object = decode_mutated(value, candidate, &key_namespace(current), subresource, stored)?;
                 let managed_fields = object.meta().managed_fields.clone();
-                warnings.extend(object.warnings());
-                prepare_update(
-                    current,
-                    object,
-                    (false, &admitting.ctx.at),
-                    subresource,
-                    Tracking::Given(managed_fields),
-                )?
+                let strategy = object.warnings();
+                let at = (false, &admitting.ctx.at);
+                let (decision, ratcheted) =
+                    prepare_update(current, object, at, subresource, Tracking::Given(managed_fields))?;
+                warnings.extend(ratcheted);
+                warnings.extend(strategy);
+                decision
             }
             None => decision,
         };

@@ -177,7 +177,10 @@ impl<K: Strategy> Registry<K> {
                 let object = match applied.object {
                     Some(value) => {
                         super::check_resource_version::<K>(super::resource_version_in(&value), current.meta(), true)?;
-                        let decoded = decode::decode_write::<V>(&value, namespace, ctx.field_validation, subresource)?;
+                        let old = || Ok(live.clone());
+                        let validation = (ctx.field_validation, &[][..]);
+                        let decoded =
+                            decode::decode_body_over::<V>(&value, namespace, validation, subresource, Some(&old))?;
                         warnings = decoded.warnings;
                         // An emptied namespace is the request's, as for a patch.
                         let mut object = V::object_to_hub(decoded.object)?;
@@ -186,10 +189,12 @@ impl<K: Strategy> Registry<K> {
                     }
                     None => (**current).clone(),
                 };
+                let decoded = warnings.len();
                 warnings.extend(object.warnings());
                 warnings.extend(super::added_finalizer_warnings(&object, current, subresource));
                 let tracking = Tracking::Given(applied.managed.encode());
-                let prepared = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                let (prepared, ratcheted) = prepare_update(current, object, (true, &ctx.at), subresource, tracking)?;
+                warnings.splice(decoded..decoded, ratcheted);
                 // The strategy's warnings, given once the object is valid, go out with a later
                 // refusal (of admission, of storage) too; the answer drops repeated ones.
                 crate::api::warning_recorder::record(&warnings);

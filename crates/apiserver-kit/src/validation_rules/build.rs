@@ -1,0 +1,166 @@
+//! The tree of a schema's rules (apiextensions' `cel.NewValidator`): for every node that has
+//! rules or holds one that has, its compiled rules and the nodes below it, with the problems a
+//! CustomResourceDefinition of the schema would be refused for.
+
+use super::compile::{self, Compiled, Rule, Variables};
+use super::escape::escape;
+use super::schema;
+use super::types::decl_type;
+use crate::cel::CelType;
+use serde_json::Value;
+
+/// A node of the schema with rules, or above one.
+#[derive(Debug)]
+pub struct Node {
+    /// The node's schema.
+    pub schema: Value,
+    /// Whether the node is a resource's root or an embedded resource (its `apiVersion`, `kind`
+    /// and metadata names are readable whatever the schema says).
+    pub resource_root: bool,
+    /// Its rules, compiled, in order.
+    pub rules: Vec<Compiled>,
+    /// Why its rules could not be compiled at all (a node without a type).
+    pub init_error: Option<String>,
+    /// Properties below which there are rules, by name.
+    pub properties: Vec<(String, Node)>,
+    /// The items' node, when there are rules there.
+    pub items: Option<Box<Node>>,
+    /// The additionalProperties' node, when there are rules there.
+    pub additional: Option<Box<Node>>,
+    /// The rules of `allOf` branches, on this same node.
+    pub all_of: Vec<Node>,
+}
+
+/// What building the tree keeps track of: the next name of a `self` type, and the problems.
+pub struct Builder {
+    next_type: usize,
+    /// Every problem found, each a field error of the definition.
+    pub problems: Vec<String>,
+}
+
+/// Where the builder is in the schema: the definition's path there, and the path of the
+/// nearest list or map above whose items do not correlate with the old object's.
+#[derive(Clone)]
+pub struct At {
+    /// `spec.validation.openAPIV3Schema.properties[spec]`.
+    pub path: String,
+    /// The uncorrelatable list or map above, if any.
+    pub uncorrelatable: Option<String>,
+}
+
+impl Builder {
+    /// A builder with no problems yet.
+    pub fn new() -> Builder {
+        Builder { next_type: 0, problems: Vec::new() }
+    }
+
+    /// The node of `node`'s schema with `validation`'s rules (the same schema, or an `allOf`
+    /// branch of it), `None` when neither has rules.
+    pub fn node(&mut self, validation: &Value, node: &Value, resource_root: bool, at: &At) -> Option<Node> {
+        let declared = decl_type(node, resource_root, None);
+        let (rules, init_error) = self.rules(validation, node, resource_root, declared.is_some(), at);
+        let items = match (schema::items(validation), schema::items(node)) {
+            (Some(v), Some(n)) => self.items(v, n, node, at).map(Box::new),
+            _ => None,
+        };
+        let additional = match (schema::additional_properties(validation), schema::additional_properties(node)) {
+            (Some(v), Some(n)) => self.additional(v, n, at).map(Box::new),
+            _ => None,
+        };
+        let properties = self.properties(validation, node, declared.as_ref(), at);
+        let all_of = self.all_of(validation, node, resource_root, at);
+        let empty = rules.is_empty() && init_error.is_none() && items.is_none() && additional.is_none();
+        if empty && properties.is_empty() && all_of.is_empty() {
+            return None;
+        }
+        let schema = node.clone();
+        Some(Node { schema, resource_root, rules, init_error, properties, items, additional, all_of })
+    }
+
+    /// The node's own rules, compiled, and why they could not be when it has no type.
+    fn rules(
+        &mut self,
+        validation: &Value,
+        node: &Value,
+        root: bool,
+        typed: bool,
+        at: &At,
+    ) -> (Vec<Compiled>, Option<String>) {
+        let written = validation.get("x-kubernetes-validations").and_then(Value::as_array);
+        let rules: Vec<Rule> =
+            written.into_iter().flatten().map(|r| serde_json::from_value(r.clone()).unwrap_or_default()).collect();
+        if rules.is_empty() {
+            return (Vec::new(), None);
+        }
+        if !typed {
+            let error = "failed to convert to declType for CEL validation rules".to_string();
+            self.problems.push(format!("{}.x-kubernetes-validations: Internal error: {error}", at.path));
+            return (Vec::new(), Some(error));
+        }
+        let name = format!("selfType{}", self.next_type);
+        self.next_type += 1;
+        let self_type = decl_type(node, root, Some(&name)).unwrap_or(CelType::Dyn);
+        let variables = Variables::new(&self_type);
+        let compiled: Vec<Compiled> = rules.iter().map(|rule| compile::compile(rule, &variables, node)).collect();
+        self.problems.extend(compile::problems(&at.path, &compiled, node, at.uncorrelatable.as_deref()));
+        (compiled, None)
+    }
+
+    fn items(&mut self, validation: &Value, node: &Value, list: &Value, at: &At) -> Option<Node> {
+        let mut below = At { path: format!("{}.items", at.path), ..at.clone() };
+        let list = schema::list_type(list);
+        if list != "map" && below.uncorrelatable.is_none() {
+            below.uncorrelatable = Some(at.path.clone());
+        }
+        self.node(validation, node, schema::embedded(node), &below)
+    }
+
+    fn additional(&mut self, validation: &Value, node: &Value, at: &At) -> Option<Node> {
+        let below = At { path: format!("{}.additionalProperties", at.path), ..at.clone() };
+        self.node(validation, node, schema::embedded(node), &below)
+    }
+
+    /// The properties' nodes: those of a name the node's type declares (a property of no type
+    /// is left out), or of no identifier but a type of their own.
+    fn properties(
+        &mut self,
+        validation: &Value,
+        node: &Value,
+        declared: Option<&CelType>,
+        at: &At,
+    ) -> Vec<(String, Node)> {
+        let (Some(validations), Some(nodes)) = (schema::properties(validation), schema::properties(node)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, validation) in validations {
+            let Some(property) = nodes.get(name) else { continue };
+            let typed = match (escape(name), declared) {
+                (Some(field), Some(CelType::Object(object))) => object.field(&field).is_some(),
+                (Some(_), _) => false,
+                (None, _) => decl_type(property, schema::embedded(property), None).is_some(),
+            };
+            if !typed {
+                continue;
+            }
+            let mut below = At { path: format!("{}.properties[{name}]", at.path), ..at.clone() };
+            if !schema::map_correlatable(node) && below.uncorrelatable.is_none() {
+                below.uncorrelatable = Some(at.path.clone());
+            }
+            if let Some(child) = self.node(validation, property, schema::embedded(property), &below) {
+                out.push((name.clone(), child));
+            }
+        }
+        out
+    }
+
+    fn all_of(&mut self, validation: &Value, node: &Value, root: bool, at: &At) -> Vec<Node> {
+        let branches = validation.get("allOf").and_then(Value::as_array).into_iter().flatten().enumerate();
+        let mut out = Vec::new();
+        for (i, branch) in branches {
+            let below = At { path: format!("{}.allOf[{i}]", at.path), ..at.clone() };
+            out.extend(self.node(branch, node, root, &below));
+        }
+        out
+    }
+}
