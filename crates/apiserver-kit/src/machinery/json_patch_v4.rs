@@ -3,7 +3,7 @@
 //! defaults (negative indices count from the end of an array, no limit on what `copy` adds),
 //! its results and its error texts, quirks included. k8s.io/apiserver's
 //! `pkg/admission/plugin/policy/mutating/patch/json_patch.go` wraps an error as `JSON Patch:
-//! <error>`, except a failed `test` ([`PatchError::test_failed`]), which leaves the object as it
+//! <error>`, except a failed `test` (`PatchError::test_failed`), which leaves the object as it
 //! was, without an error.
 //!
 //! The library decodes the document into its own containers, a `partialDoc` (a map) or a

@@ -79,7 +79,7 @@ impl Context {
         constraints.is_none_or(|constraints| rules_may_match(constraints, &attr, &versions))
     }
 
-    /// [`matches`] for `write`, the namespace looked up when a selector needs it.
+    /// [`matches()`] for `write`, the namespace looked up when a selector needs it.
     pub async fn criteria(
         &self,
         criteria: &MatchResources,
