@@ -156,11 +156,23 @@ qualified() {
   else echo "$name"; fi
 }
 
+# How the Dockerfile's RUN steps are isolated: by the OCI runtime (buildah's default), except on
+# a machine whose cgroups are hybrid with controllers on the cgroup2 hierarchy (cgroup v1 with,
+# say, hugetlb only on v2), where Debian's crun refuses every container ("cgroups in hybrid mode
+# not supported"): there, a chroot, which needs no runtime and no cgroup.
+isolation() {
+  if [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ]; then
+    echo chroot
+  else
+    echo oci
+  fi
+}
+
 build() {
   local name=${1:-$(default_name)} start=$SECONDS profile=${FARM_IMAGE_PROFILE:-release}
   ensure_bases
   log "building $name from the Dockerfile with the $profile profile (a cold build takes several minutes)"
-  buildah_ bud --network host -q -t "$name" \
+  buildah_ bud --isolation "$(isolation)" --network host -q -t "$name" \
     --build-arg "BUILD_IMAGE=$(build_base)" --build-arg "RUNTIME_IMAGE=$(runtime_base)" \
     --build-arg "CARGO_PROFILE=$profile" \
     -f "$ROOT/Dockerfile" "$ROOT" >/dev/null

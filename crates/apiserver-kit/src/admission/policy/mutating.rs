@@ -52,6 +52,15 @@ struct PolicyError {
     failure: FailurePolicy,
 }
 
+/// One round of the policies so far: the chain's round, the policies' reinvocation state, the
+/// errors, and whether some mutation was applied (`VersionedAttributes.Dirty`).
+struct Progress<'r> {
+    round: &'r mut Round,
+    state: &'r mut Reinvocation<Key>,
+    errors: Vec<PolicyError>,
+    dirty: bool,
+}
+
 /// One invocation: a policy, one of its bindings, one param, at the version it matched.
 struct Invocation<'h> {
     hook: &'h Hook<Mutating>,
@@ -104,20 +113,19 @@ impl MutatingPolicies {
         // Policies and bindings are matched against the object as the round found it.
         let found = object.clone();
         let mut write = Write::new(call, found.as_ref(), old);
-        let mut errors = Vec::new();
+        let mut progress = Progress { round, state, errors: Vec::new(), dirty: false };
         let mut invocations = Vec::new();
         for hook in &snapshot.hooks {
-            self.invocations(hook, &mut write, &mut invocations, &mut errors).await?;
+            self.invocations(hook, &mut write, &mut invocations, &mut progress.errors).await?;
         }
-        let mut dirty = false;
         for invocation in &invocations {
-            self.invoke(invocation, &mut write, object, round, state, &mut errors, &mut dirty).await?;
+            self.invoke(invocation, &mut write, object, &mut progress).await?;
         }
-        if dirty {
-            state.changed(round);
+        if progress.dirty {
+            progress.state.changed(progress.round);
         }
-        state.finish(object.as_ref());
-        refusal(call, object.as_ref(), errors)
+        progress.state.finish(object.as_ref());
+        refusal(call, object.as_ref(), progress.errors)
     }
 
     /// The invocations of `hook` for `write`; its configuration errors go to `errors`.
@@ -174,16 +182,12 @@ impl MutatingPolicies {
     }
 
     /// Runs one invocation's mutations on `object` (`dispatchInvocations`' loop body).
-    #[allow(clippy::too_many_arguments)]
     async fn invoke(
         &self,
         invocation: &Invocation<'_>,
         write: &mut Write<'_, '_>,
         object: &mut Option<Json>,
-        round: &mut Round,
-        state: &mut Reinvocation<Key>,
-        errors: &mut Vec<PolicyError>,
-        dirty: &mut bool,
+        progress: &mut Progress<'_>,
     ) -> Result<()> {
         let compiled = &invocation.hook.compiled;
         let policy = invocation.hook.policy.meta().name.clone().unwrap_or_default();
@@ -209,13 +213,13 @@ impl MutatingPolicies {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),
                 Err(message) => {
-                    errors.push(error(message));
+                    progress.errors.push(error(message));
                     return Ok(());
                 }
             }
         }
         let key: Key = (policy.clone(), invocation.binding.clone(), invocation.param.1.clone());
-        if state.skips(round, &key) {
+        if progress.state.skips(progress.round, &key) {
             return Ok(());
         }
         let before = object.clone();
@@ -228,12 +232,12 @@ impl MutatingPolicies {
             match super::patches::patch(mutation.patch_type, outcome, seen, &(at.schema)())? {
                 Ok(patched) => {
                     *object = Some((at.to_hub)(patched)?);
-                    *dirty = true;
+                    progress.dirty = true;
                 }
-                Err(message) => errors.push(error(message)),
+                Err(message) => progress.errors.push(error(message)),
             }
         }
-        state.invoked(round, key, *object != before, compiled.reinvoked);
+        progress.state.invoked(progress.round, key, *object != before, compiled.reinvoked);
         Ok(())
     }
 
