@@ -4,6 +4,7 @@
 //! checker tries them), less the functions left out below.
 
 mod cel;
+mod oracle;
 
 use std::process::Command;
 

@@ -6,6 +6,7 @@
 //! of each kind of mutation checked as compile.go checks them.
 
 mod cel;
+mod oracle;
 
 use apiserver_kit::cel::mutation::{check_apply_configuration_type, check_json_patch_type};
 use apiserver_kit::cel::{Declarations, Program, Stage};

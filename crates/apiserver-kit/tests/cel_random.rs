@@ -9,6 +9,7 @@
 //! mutations).
 
 mod cel;
+mod oracle;
 
 use cel::{agree, mutation_request, ours, ours_mutating, reference, request_for, same_mutation};
 use proptest::prelude::*;

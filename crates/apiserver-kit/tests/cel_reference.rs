@@ -4,6 +4,7 @@
 //! Kubernetes 1.37.2), built by the workspace's `scripts/control-plane.sh cel-oracle`.
 
 mod cel;
+mod oracle;
 
 use apiserver_kit::cel::Program;
 use cel::{VARIABLES, agree, llama, ours, reference, request_for};

@@ -6,13 +6,13 @@
 //! library's corners) and patches generated at random: `JSON_PATCH_RANDOM_SEED` sets the seed
 //! (one fixed by default), `JSON_PATCH_RANDOM_CASES` the number (default 600).
 
+mod oracle;
+
 use apiserver_kit::machinery::json_patch_v4::{PatchError, apply};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value as Json, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 /// Cases of the corpus that are known to differ from Go, each with the reason. None.
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
@@ -214,29 +214,9 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("empty patch", r#"{"a": [1, {"b": 2.5e10}]}"#, "[]"),
 ];
 
-/// The oracle's path (built once by the workspace's script).
-fn oracle() -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/control-plane.sh");
-    let out = Command::new("bash").arg(script).arg("json-patch-oracle").output().expect("bash runs");
-    assert!(out.status.success(), "json-patch-oracle: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("a path").trim().to_string()
-}
-
 /// The oracle's answers to `requests` (`{"doc": …, "patch": […]}`), in order.
 fn reference(requests: &[Json]) -> Vec<Json> {
-    let mut child =
-        Command::new(oracle()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("the oracle starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let answers: Vec<Json> = BufReader::new(child.stdout.take().expect("stdout"))
-        .lines()
-        .map(|line| serde_json::from_str(&line.expect("a line")).expect("JSON"))
-        .collect();
-    writer.join().expect("writer").expect("written");
-    assert!(child.wait().expect("exit").success());
-    assert_eq!(answers.len(), requests.len());
-    answers
+    oracle::answers("json-patch-oracle", requests, oracle::json)
 }
 
 /// Our outcome in the oracle's shape.

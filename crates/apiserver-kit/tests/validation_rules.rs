@@ -8,33 +8,14 @@
 //! The kube-apiserver walks an object's properties in Go's map order, which is random: errors
 //! of sibling properties are compared as sets.
 
+mod oracle;
+
 use apiserver_kit::validation_rules::Rules;
 use serde_json::{Value as Json, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
-
-/// The oracle's path (built once by the workspace's script).
-fn oracle() -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/control-plane.sh");
-    let out = Command::new("bash").arg(script).arg("rules-oracle").output().expect("bash runs");
-    assert!(out.status.success(), "rules-oracle: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("a path").trim().to_string()
-}
 
 /// The oracle's answers to `requests`, in order.
 fn reference(requests: &[Json]) -> Vec<Json> {
-    let mut child =
-        Command::new(oracle()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("the oracle starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let answers: Vec<Json> = BufReader::new(child.stdout.take().expect("stdout"))
-        .lines()
-        .map(|line| serde_json::from_str(&line.expect("a line")).expect("JSON"))
-        .collect();
-    writer.join().expect("writer").expect("written");
-    assert!(child.wait().expect("exit").success());
-    answers
+    oracle::answers("rules-oracle", requests, oracle::json)
 }
 
 /// One case: a name, the schema of the resource, the object and the old object (`null` for a

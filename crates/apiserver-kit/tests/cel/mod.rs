@@ -7,8 +7,6 @@
 use apiserver_kit::cel::mutation::{apply_configuration, json_patch};
 use apiserver_kit::cel::{Declarations, PER_CALL_LIMIT, Program, Stage, Value, evaluate};
 use serde_json::{Value as Json, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 /// The variables the oracle declares (k8s.io/apiserver's admission environment with params,
 /// without the authorizer and composition's `variables`), and the fields of a request that
@@ -23,26 +21,12 @@ pub const VARIABLES: &[(&str, &str)] = &[
 
 /// The oracle's path (built once by the workspace's script).
 pub fn oracle() -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/control-plane.sh");
-    let out = Command::new("bash").arg(script).arg("cel-oracle").output().expect("bash runs");
-    assert!(out.status.success(), "cel-oracle: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("a path").trim().to_string()
+    super::oracle::path("cel-oracle")
 }
 
 /// The oracle's answers to `requests`, in order.
 pub fn reference(requests: &[Json]) -> Vec<Json> {
-    let mut child =
-        Command::new(oracle()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("the oracle starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let answers: Vec<Json> = BufReader::new(child.stdout.take().expect("stdout"))
-        .lines()
-        .map(|line| deep_json(&line.expect("a line")))
-        .collect();
-    writer.join().expect("writer").expect("written");
-    assert!(child.wait().expect("exit").success());
-    answers
+    super::oracle::answers("cel-oracle", requests, deep_json)
 }
 
 /// JSON as deep as the values of deep expressions (past serde_json's default 128 levels).
