@@ -287,20 +287,27 @@ fn position(index: i64) -> Result<usize, PatchError> {
     usize::try_from(index).map_err(|_| invalid_index(index))
 }
 
-/// The index `partialArray.get` reads.
-fn get_index(key: &str, items: &[Slot]) -> Result<usize, PatchError> {
-    let len = go_len(items);
-    let mut index = atoi(key)?;
-    if index < 0 {
-        if index < -len {
-            return Err(invalid_index(index));
-        }
-        index += len;
+/// A negative `index` counted from the end of `len` items (`-1` the last), as v4's arrays count it.
+fn from_end(index: i64, len: i64) -> Result<i64, PatchError> {
+    match index {
+        _ if index >= 0 => Ok(index),
+        _ if index < -len => Err(invalid_index(index)),
+        _ => Ok(index + len),
     }
+}
+
+/// `index` (perhaps from the end) as a position among `len`.
+fn index_within(index: i64, len: i64) -> Result<usize, PatchError> {
+    let index = from_end(index, len)?;
     if index >= len {
         return Err(invalid_index(index));
     }
     position(index)
+}
+
+/// The index `partialArray.get` reads.
+fn get_index(key: &str, items: &[Slot]) -> Result<usize, PatchError> {
+    index_within(atoi(key)?, go_len(items))
 }
 
 /// `container.get(key)`, for a path going through it.
@@ -340,13 +347,7 @@ fn set(container: &mut Node, key: &str, value: Slot) -> Result<(), PatchError> {
         }
         Node::Array(items) => {
             let len = go_len(items);
-            let mut index = atoi(key)?;
-            if index < 0 {
-                if index < -len {
-                    return Err(invalid_index(index));
-                }
-                index += len;
-            }
+            let index = from_end(atoi(key)?, len)?;
             let out_of_range =
                 || PatchError::panic(format!("runtime error: index out of range [{index}] with length {len}"));
             let member = usize::try_from(index).ok().and_then(|at| items.get_mut(at)).ok_or_else(out_of_range)?;
@@ -372,18 +373,9 @@ fn add_member(container: &mut Node, key: &str, value: Slot) -> Result<(), PatchE
         items.push(value);
         return Ok(());
     }
-    let mut index = atoi(key).map_err(|err| err.wrap(format!("value was not a proper array index: '{key}': ")))?;
-    let size = go_len(items) + 1;
-    if index >= size {
-        return Err(invalid_index(index));
-    }
-    if index < 0 {
-        if index < -size {
-            return Err(invalid_index(index));
-        }
-        index += size;
-    }
-    items.insert(position(index)?, value);
+    let index = atoi(key).map_err(|err| err.wrap(format!("value was not a proper array index: '{key}': ")))?;
+    // One more place than items: the end.
+    items.insert(index_within(index, go_len(items) + 1)?, value);
     Ok(())
 }
 
@@ -400,18 +392,7 @@ fn remove_member(container: &mut Node, key: &str) -> Result<Slot, PatchError> {
             return Err(PatchError::new(format!("Unable to remove nonexistent key: {key}: {MISSING}")));
         }
     };
-    let len = go_len(items);
-    let mut index = atoi(key)?;
-    if index >= len {
-        return Err(invalid_index(index));
-    }
-    if index < 0 {
-        if index < -len {
-            return Err(invalid_index(index));
-        }
-        index += len;
-    }
-    Ok(items.remove(position(index)?))
+    Ok(items.remove(index_within(atoi(key)?, go_len(items))?))
 }
 
 fn add(root: &mut Node, op: &Operation) -> Result<(), PatchError> {
