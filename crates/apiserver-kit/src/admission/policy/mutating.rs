@@ -15,7 +15,7 @@ use super::compiled::{CompiledMutations, FailurePolicy};
 use super::evaluate::{BUDGET, Outcome, for_input};
 use super::kind::{Mutating, PolicyKind};
 use super::matching::Config;
-use super::request::{Bound, Context, Inputs, Write, conversion_at, write_name};
+use super::request::{Bound, Context, Inputs, Write, conversion_at, object_variable, write_name};
 use super::sources::{Hook, PolicySources};
 use super::validator::match_conditions;
 use crate::admission::reinvocation::{Reinvocation, Round};
@@ -241,8 +241,9 @@ impl MutatingPolicies {
         Ok(())
     }
 
-    /// The variables of `invocation` with `object` as the object written (without the
-    /// Namespace for match conditions, which k8s.io/apiserver gives none), its param among them.
+    /// The variables of `invocation` with `object` as the object written (the write's others
+    /// made once per version; without the Namespace for match conditions, which k8s.io/apiserver
+    /// gives none), its param among them.
     async fn inputs(
         &self,
         invocation: &Invocation<'_>,
@@ -250,10 +251,12 @@ impl MutatingPolicies {
         object: Option<&Json>,
         namespaced: bool,
     ) -> Result<Vec<(&'static str, Value)>> {
-        let inputs: Inputs = self.context.inputs_with(write, &invocation.version, object).await?;
+        let inputs: Inputs = self.context.inputs(write, &invocation.version).await?;
+        let object = object_variable(write.call, conversion_at(write.call, &invocation.version)?, object)?;
         let mut all: Vec<(&str, Value)> = inputs
             .iter()
             .map(|(name, value)| match (*name, namespaced) {
+                ("object", _) => (*name, object.clone()),
                 ("namespaceObject", false) => (*name, Value::Null),
                 _ => (*name, value.clone()),
             })

@@ -138,15 +138,6 @@ impl Context {
         if let Some(known) = write.inputs.get(version) {
             return Ok(known.clone());
         }
-        let object = write.object;
-        let inputs = self.inputs_with(write, version, object).await?;
-        write.inputs.insert(version.to_string(), inputs.clone());
-        Ok(inputs)
-    }
-
-    /// The variables of `write` at `version` with `object` as the object written (a mutating
-    /// policy sees the object as the earlier ones left it).
-    pub async fn inputs_with(&self, write: &mut Write<'_, '_>, version: &str, object: Option<&Json>) -> Result<Inputs> {
         let namespace = match write.call.namespace.is_empty() {
             true => Value::Null,
             false => {
@@ -157,13 +148,15 @@ impl Context {
         let call = write.call;
         let at = conversion_at(call, version)?;
         let convert = |object| object_variable(call, at, object);
-        Ok(Arc::new(vec![
-            ("object", convert(object)?),
+        let inputs = Arc::new(vec![
+            ("object", convert(write.object)?),
             ("oldObject", convert(write.old)?),
             ("request", request_variable(call, version)),
             ("namespaceObject", namespace),
             ("authorizer", authorizer_of(call)),
-        ]))
+        ]);
+        write.inputs.insert(version.to_string(), inputs.clone());
+        Ok(inputs)
     }
 }
 
