@@ -52,6 +52,7 @@ fn cases() -> Vec<Case> {
     cases.extend(types_and_formats());
     cases.extend(transitions_and_ratcheting());
     cases.extend(costs());
+    cases.extend(list_types());
     cases
 }
 
@@ -314,6 +315,94 @@ fn costs() -> Vec<Case> {
             "the object's budget",
             json!({"type": "object", "properties": {"rows": {"type": "array", "items": row_rule}}}),
             json!({"rows": rows}),
+        ),
+    ]
+}
+
+/// `==` and `+` of `x-kubernetes-list-type: set` and `map` lists: order ignored, union and merge.
+fn list_types() -> Vec<Case> {
+    let set = |items: Json, rules: Json| {
+        object(
+            json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": items,
+            "x-kubernetes-validations": rules}}),
+            json!([]),
+        )
+    };
+    let strings = set(
+        json!({"type": "string"}),
+        json!([{"rule": "self == oldSelf", "message": "tags are immutable"},
+            {"rule": "self == ['b', 'a'] || self.size() != 2", "message": "two tags are a and b"},
+            {"rule": "(self + ['a', 'c']).size() == self.size() + (('c' in self) ? 0 : 1) - (('a' in self) ? 0 : 1)"},
+            {"rule": "self + ['c'] == ['c'] + self || !('c' in self)", "message": "a union keeps the left side's order"},
+            {"rule": "['z'] + self != self + ['z']", "message": "an atomic left side"}]),
+    );
+    let numbers =
+        set(json!({"type": "number"}), json!([{"rule": "self == oldSelf", "message": "numbers are immutable"}]));
+    let lists = set(
+        json!({"type": "array", "items": {"type": "string"}}),
+        json!([{"rule": "self == oldSelf", "message": "lists are immutable"}]),
+    );
+    let ports = |keys: Json, rules: Json| {
+        let item = json!({"type": "object", "properties": {"name": {"type": "string"}, "port-name": {"type": "string"},
+            "protocol": {"type": "string"}, "port": {"type": "integer"}}});
+        object(
+            json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": keys,
+            "items": item, "x-kubernetes-validations": rules}}),
+            json!([]),
+        )
+    };
+    let by_name = ports(
+        json!(["name"]),
+        json!([{"rule": "self == oldSelf", "message": "ports are immutable"},
+            {"rule": "(oldSelf + self).size() == 3", "message": "a merge of three"},
+            {"rule": "(oldSelf + self).exists(p, p.name == 'a' && p.port == 8)", "message": "the right side's item wins"},
+            {"rule": "(oldSelf + self).map(p, p.name) == ['a', 'b', 'c']", "message": "merged in place"},
+            {"rule": "oldSelf + self == self + oldSelf", "message": "a merge is not symmetric"}]),
+    );
+    let two_keys = ports(json!(["name", "protocol"]), json!([{"rule": "self == oldSelf", "message": "immutable"}]));
+    let escaped =
+        ports(json!(["port-name"]), json!([{"rule": "self == oldSelf", "message": "immutable by port-name"}]));
+    let p = |name: &str, protocol: &str, port: i64| json!({"name": name, "port-name": name, "protocol": protocol, "port": port});
+    vec![
+        update(
+            "a set reordered is unchanged",
+            strings.clone(),
+            json!({"tags": ["a", "b"]}),
+            json!({"tags": ["b", "a"]}),
+        ),
+        update("a set changed", strings.clone(), json!({"tags": ["a", "b"]}), json!({"tags": ["a", "c"]})),
+        update("a set grown", strings, json!({"tags": ["a"]}), json!({"tags": ["c", "a", "d"]})),
+        update("a set of numbers reordered", numbers, json!({"tags": [1, 2.5]}), json!({"tags": [2.5, 1]})),
+        update("a set of lists", lists, json!({"tags": [["a"], ["b"]]}), json!({"tags": [["b"], ["a"]]})),
+        update(
+            "a map list reordered",
+            by_name.clone(),
+            json!({"ports": [p("a", "TCP", 1), p("b", "TCP", 2)]}),
+            json!({"ports": [p("b", "TCP", 2), p("a", "TCP", 1)]}),
+        ),
+        update(
+            "a map list merged",
+            by_name,
+            json!({"ports": [p("a", "TCP", 1), p("b", "TCP", 2)]}),
+            json!({"ports": [p("c", "TCP", 3), p("a", "TCP", 8)]}),
+        ),
+        update(
+            "a map list of two keys reordered",
+            two_keys.clone(),
+            json!({"ports": [p("a", "TCP", 1), p("a", "UDP", 1)]}),
+            json!({"ports": [p("a", "UDP", 1), p("a", "TCP", 1)]}),
+        ),
+        update(
+            "a map list of two keys changed",
+            two_keys,
+            json!({"ports": [p("a", "TCP", 1), p("a", "UDP", 1)]}),
+            json!({"ports": [p("a", "UDP", 2), p("a", "TCP", 1)]}),
+        ),
+        update(
+            "a map list keyed by a name CEL escapes",
+            escaped,
+            json!({"ports": [p("a", "TCP", 1), p("b", "TCP", 2)]}),
+            json!({"ports": [p("b", "TCP", 2), p("a", "TCP", 1)]}),
         ),
     ]
 }

@@ -16,7 +16,7 @@ pub fn apply(function: &str, left: &Value, right: &Value) -> Eval {
         (Double(a), Double(b)) => double(function, *a, *b),
         (String(a), String(b)) if function == "_+_" => Ok(Value::String(Arc::from(format!("{a}{b}")))),
         (Bytes(a), Bytes(b)) if function == "_+_" => Ok(Value::Bytes(a.iter().chain(b.iter()).copied().collect())),
-        (List(a), List(b)) if function == "_+_" => Ok(Value::list(a.iter().chain(b.iter()).cloned().collect())),
+        (List(a), List(b)) if function == "_+_" => super::list_types::add(a, b),
         (Timestamp(..) | Duration(_), Timestamp(..) | Duration(_)) => time(function, left, right),
         _ => Err(EvalError::no_such_overload()),
     }

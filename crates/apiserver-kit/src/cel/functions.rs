@@ -127,8 +127,8 @@ fn map_insert(map: &super::value::Map, rest: &[&Value]) -> Eval {
 
 fn binary(function: &str, left: &Value, right: &Value) -> Eval {
     match function {
-        "_==_" => Ok(Value::Bool(left.equals(right))),
-        "_!=_" => Ok(Value::Bool(!left.equals(right))),
+        "_==_" => Ok(Value::Bool(left.equal(right)?)),
+        "_!=_" => Ok(Value::Bool(!left.equal(right)?)),
         "_<_" => compare(left, right).map(|o| Value::Bool(o == Ordering::Less)),
         "_<=_" => compare(left, right).map(|o| Value::Bool(o != Ordering::Greater)),
         "_>_" => compare(left, right).map(|o| Value::Bool(o == Ordering::Greater)),

@@ -17,6 +17,7 @@ mod format;
 mod formats;
 mod functions;
 mod kubernetes;
+pub(crate) mod list_types;
 mod lists;
 mod macros;
 pub mod mutation;

@@ -3,6 +3,7 @@
 //! heterogeneous equality and ordering of numbers.
 
 use super::error::EvalError;
+use super::list_types::ListKind;
 use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
@@ -54,12 +55,18 @@ pub enum Value {
 pub struct List {
     items: Arc<[Value]>,
     native: bool,
+    kind: ListKind,
 }
 
 impl List {
     /// Whether the list is a decoded object's (JSON's), not one CEL built.
     pub fn is_native(&self) -> bool {
         self.native
+    }
+
+    /// How `==` and `+` read it: its schema's `x-kubernetes-list-type`.
+    pub(crate) fn kind(&self) -> &ListKind {
+        &self.kind
     }
 }
 
@@ -258,6 +265,24 @@ impl Map {
         self.native
     }
 
+    /// cel-go's `Equal` of maps: a decoded object's map answers with its first value that is not
+    /// equal (or an error), a map CEL built ignores errors (cel-go's `baseMap`).
+    fn equal(&self, other: &Map) -> Result<bool, EvalError> {
+        if self.len() != other.len() {
+            return Ok(false);
+        }
+        for (key, value) in self.entries() {
+            let Some(other_value) = other.get(key) else { return Ok(false) };
+            match value.equal(other_value) {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(error) if self.native => return Err(error),
+                Err(_) => {}
+            }
+        }
+        Ok(true)
+    }
+
     /// A decoded object's map of string keys (the keys unique).
     pub(crate) fn native(entries: Vec<(Value, Value)>) -> Map {
         Map { entries, native: true }
@@ -272,12 +297,17 @@ impl Value {
 
     /// A list value.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(List { items: Arc::from(items), native: false })
+        Value::List(List { items: Arc::from(items), native: false, kind: ListKind::Atomic })
     }
 
     /// A decoded object's list.
     pub(crate) fn native_list(items: Vec<Value>) -> Value {
-        Value::List(List { items: Arc::from(items), native: true })
+        Value::List(List { items: Arc::from(items), native: true, kind: ListKind::Atomic })
+    }
+
+    /// A list of a schema's list type: a decoded object's, or one `+` made of it.
+    pub(crate) fn kind_list(items: Vec<Value>, kind: ListKind) -> Value {
+        Value::List(List { items: Arc::from(items), native: true, kind })
     }
 
     /// JSON as the kube-apiserver decodes an object for its policies: integers that fit `int`,
@@ -327,9 +357,25 @@ impl Value {
         }
     }
 
-    /// cel-go's `Equal`: numbers compare across int, uint and double; NaN equals nothing; values
-    /// of different types are unequal (never an error).
+    /// cel-go's `Equal`, an error read as unequal (only set lists have errors: see
+    /// [`Value::equal`]).
     pub fn equals(&self, other: &Value) -> bool {
+        self.equal(other).unwrap_or(false)
+    }
+
+    /// cel-go's `Equal`: numbers compare across int, uint and double; NaN equals nothing; values
+    /// of different types are unequal; lists compare as their list type does
+    /// ([`super::list_types`]), whose errors a decoded object's lists and maps pass on.
+    pub fn equal(&self, other: &Value) -> Result<bool, EvalError> {
+        match (self, other) {
+            (Value::List(a), Value::List(b)) => super::list_types::equal(a, b),
+            (Value::Map(a), Value::Map(b)) => a.equal(b),
+            (Value::Optional(Some(x)), Value::Optional(Some(y))) => x.equal(y),
+            _ => Ok(self.equals_scalar(other)),
+        }
+    }
+
+    fn equals_scalar(&self, other: &Value) -> bool {
         use Value::*;
         match (self, other) {
             (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => {
@@ -342,16 +388,10 @@ impl Value {
             (Timestamp(a, _), Timestamp(b, _)) => a == b,
             (Duration(a), Duration(b)) => a == b,
             (Type(a), Type(b)) => a == b,
-            (List(a), List(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y)),
-            (Map(a), Map(b)) => a.len() == b.len() && a.entries().all(|(k, v)| b.get(k).is_some_and(|w| v.equals(w))),
             (Opaque(a), Opaque(b)) => a.equals(b),
             (Object(a), Object(b)) => a.equals(b),
             (JsonPatch(a), JsonPatch(b)) => a.equals(b),
-            (Optional(a), Optional(b)) => match (a, b) {
-                (None, None) => true,
-                (Some(x), Some(y)) => x.equals(y),
-                _ => false,
-            },
+            (Optional(None), Optional(None)) => true,
             _ => false,
         }
     }

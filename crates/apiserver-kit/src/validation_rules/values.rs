@@ -10,6 +10,7 @@
 
 use super::escape::escape;
 use super::schema;
+use crate::cel::list_types::{ListKind, MapKeys};
 use crate::cel::{Map, Program, Value, evaluate};
 use base64::Engine;
 use serde_json::Value as Json;
@@ -26,7 +27,7 @@ pub fn to_value(data: &Json, node: &Json) -> Value {
     match (schema::type_of(node), data) {
         ("object", Json::Object(map)) => object(map, node),
         ("array", Json::Array(items)) => match schema::items(node) {
-            Some(items_schema) => Value::list(items.iter().map(|item| to_value(item, items_schema)).collect()),
+            Some(items_schema) => list(items.iter().map(|item| to_value(item, items_schema)).collect(), node),
             None => Value::from_json(data),
         },
         ("string", Json::String(text)) => formatted(text, schema::format_of(node)),
@@ -62,8 +63,22 @@ fn object(map: &serde_json::Map<String, Json>, node: &Json) -> Value {
     } else {
         Vec::new()
     };
-    // String keys, unique: the map cannot be refused.
-    Value::Map(Arc::new(Map::new(entries).unwrap_or_default()))
+    // String keys, unique (escaping keeps them apart).
+    Value::Map(Arc::new(Map::native(entries)))
+}
+
+/// A list of its schema's `x-kubernetes-list-type`, which `==` and `+` follow.
+fn list(items: Vec<Value>, node: &Json) -> Value {
+    let kind = match schema::list_type(node) {
+        "set" => ListKind::Set,
+        "map" => {
+            let keys = schema::list_map_keys(node).into_iter();
+            let keys = keys.map(|key| (key.to_string(), escape(key).unwrap_or_else(|| key.to_string())));
+            ListKind::Map(Arc::new(MapKeys::decoded(keys.collect())))
+        }
+        _ => ListKind::Atomic,
+    };
+    Value::kind_list(items, kind)
 }
 
 /// A string of `format`: a duration, a timestamp, bytes, or the string itself.
