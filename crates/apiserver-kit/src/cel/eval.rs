@@ -145,9 +145,9 @@ impl Machine<'_> {
         value
     }
 
-    /// The attribute's value, each qualifier counted as cel-go observes it: always, but an
-    /// optional one only when it found something; after an optional one found nothing, the
-    /// rest are not applied.
+    /// The attribute's value, each qualifier counted as cel-go observes it: always, but once
+    /// the value is optional (an optional qualifier, or an optional operand) only when it found
+    /// something; after one found nothing, the rest are not applied.
     fn resolve(&mut self, root: &Root, qualifiers: &[Qualifier]) -> Eval {
         let mut qualifiers = qualifiers;
         let mut value = match root {
@@ -167,10 +167,13 @@ impl Machine<'_> {
             if matches!(current, Value::Optional(None)) {
                 return Ok(current);
             }
+            let optional = matches!(current, Value::Optional(_))
+                || matches!(
+                    qualifier,
+                    Qualifier::Field { optional: true, .. } | Qualifier::Index { optional: true, .. }
+                );
             value = self.qualify(current, qualifier);
-            let missed =
-                matches!(qualifier, Qualifier::Field { optional: true, .. } | Qualifier::Index { optional: true, .. })
-                    && matches!(value, Ok(Value::Optional(None)) | Err(_));
+            let missed = optional && matches!(value, Ok(Value::Optional(None)) | Err(_));
             if cancelled(&value) {
                 return value;
             }
@@ -244,20 +247,28 @@ impl Machine<'_> {
         }
     }
 
-    /// `has(operand.field)`; cel-go tests a field of any other operand than a variable's
-    /// attribute as a relative attribute of its own, which costs one.
+    /// `has(operand.field)`, which cel-go resolves as one attribute whose last qualifier tests
+    /// the field: the operand's qualifiers counted as [`Self::resolve`] counts them (the
+    /// attribute itself costs nothing), the test one more, but once the operand is optional
+    /// (`has(a.?b.c)`) only when the field is there; an absent optional operand has nothing.
     fn has(&mut self, operand: &Node, field: &Arc<str>, object: bool) -> Eval {
-        let value = self.eval(operand)?;
-        if !matches!(operand, Node::Attribute { .. }) {
-            self.charge(1)?;
-        }
+        let value = match operand {
+            Node::Attribute { root, qualifiers } => self.resolve(root, qualifiers)?,
+            other => self.eval(other)?,
+        };
         match value {
-            Value::Optional(None) => Ok(Value::Optional(None)),
+            Value::Optional(None) => Ok(Value::Bool(false)),
             Value::Optional(Some(inner)) => {
                 let present = has_field(&inner, field, object)?;
-                Ok(Value::Optional(Some(Arc::new(Value::Bool(present)))))
+                if present {
+                    self.charge(1)?;
+                }
+                Ok(Value::Bool(present))
             }
-            other => has_field(&other, field, object).map(Value::Bool),
+            other => {
+                self.charge(1)?;
+                has_field(&other, field, object).map(Value::Bool)
+            }
         }
     }
 
