@@ -70,7 +70,7 @@ impl ControlPlane {
     }
 
     /// The kube-apiserver's URL and an HTTPS client of it presenting the admin's certificate,
-    /// for requests whose raw answers (Status bodies, headers) a test compares.
+    /// for requests whose raw answers (Status bodies, headers, redirects) a test compares.
     pub fn apiserver(&self) -> (String, reqwest::Client) {
         let env = std::fs::read_to_string(self.dir.path().join("env")).unwrap();
         let port = env.lines().find_map(|l| l.strip_prefix("KUBE_APISERVER_PORT=")).unwrap().to_string();
@@ -80,6 +80,8 @@ impl ControlPlane {
         let client = reqwest::Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
             .identity(reqwest::Identity::from_pem(&pem).unwrap())
+            // A redirect is an answer to compare, never one to follow.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
         (format!("https://127.0.0.1:{port}"), client)

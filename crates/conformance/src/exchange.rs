@@ -1,9 +1,11 @@
 //! One request and the two answers to it: how a request is written once and sent to either
 //! side (the server under test's group, or the reference CustomResourceDefinition's, both
 //! through the kube-apiserver), and how an answer is made comparable: the reference's group
-//! named as the tested one, and what must differ between two servers (uids, timestamps,
-//! resourceVersion values, continue tokens, ages, generated names) replaced by placeholders.
+//! named as the tested one, what each server made up for an object named by the object and by
+//! order of appearance ([`Identities`]), and what must differ between two servers otherwise
+//! (continue tokens, ages, managedFields times, generated names) replaced by placeholders.
 
+use crate::identities::Identities;
 use crate::subject::Subject;
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -106,6 +108,12 @@ pub struct Answer {
     /// How many `Audit-Id` values the answer has (the values differ by request): one when the
     /// kube-apiserver audits, none when it does not, two when a proxy added the backend's.
     pub audit_ids: usize,
+    /// The `Retry-After` header (empty when absent).
+    #[serde(default)]
+    pub retry_after: String,
+    /// The `Location` header (empty when absent): a redirect's, or a create's.
+    #[serde(default)]
+    pub location: String,
     pub body: Value,
 }
 
@@ -118,12 +126,21 @@ pub enum Header {
     Warning,
     CacheControl,
     AuditId,
+    RetryAfter,
+    Location,
 }
 
 impl Header {
     /// Every header compared.
-    pub const ALL: [Header; 5] =
-        [Header::ContentType, Header::ContentEncoding, Header::Warning, Header::CacheControl, Header::AuditId];
+    pub const ALL: [Header; 7] = [
+        Header::ContentType,
+        Header::ContentEncoding,
+        Header::Warning,
+        Header::CacheControl,
+        Header::AuditId,
+        Header::RetryAfter,
+        Header::Location,
+    ];
 
     /// The header's name.
     pub fn name(self) -> &'static str {
@@ -133,6 +150,8 @@ impl Header {
             Header::Warning => "Warning",
             Header::CacheControl => "Cache-Control",
             Header::AuditId => "Audit-Id",
+            Header::RetryAfter => "Retry-After",
+            Header::Location => "Location",
         }
     }
 }
@@ -148,6 +167,8 @@ impl Answer {
             warnings: Vec::new(),
             cache_control: "no-cache, private".into(),
             audit_ids: 1,
+            retry_after: String::new(),
+            location: String::new(),
             body,
         }
     }
@@ -165,6 +186,8 @@ impl Answer {
             warnings: Vec::new(),
             cache_control: String::new(),
             audit_ids: 0,
+            retry_after: String::new(),
+            location: String::new(),
             body: Value::String("stream reset (INTERNAL_ERROR)".into()),
         })
     }
@@ -177,6 +200,8 @@ impl Answer {
             Header::Warning => self.warnings.join("\n"),
             Header::CacheControl => self.cache_control.clone(),
             Header::AuditId => format!("{} values", self.audit_ids),
+            Header::RetryAfter => self.retry_after.clone(),
+            Header::Location => self.location.clone(),
         }
     }
 
@@ -188,6 +213,8 @@ impl Answer {
             Header::Warning => self.warnings.clone_from(&other.warnings),
             Header::CacheControl => self.cache_control.clone_from(&other.cache_control),
             Header::AuditId => self.audit_ids = other.audit_ids,
+            Header::RetryAfter => self.retry_after.clone_from(&other.retry_after),
+            Header::Location => self.location.clone_from(&other.location),
         }
     }
 
@@ -216,12 +243,14 @@ pub struct Side {
     base: String,
     client: reqwest::Client,
     remembered: Remembered,
+    identities: Identities,
 }
 
 impl Side {
     /// The server under test's side of `subject`, reached at `base` (the kube-apiserver).
     pub fn tested(subject: &'static Subject, base: &str, client: reqwest::Client) -> Self {
-        Self { subject, group: subject.group, base: base.into(), client, remembered: Remembered::default() }
+        let (remembered, identities) = (Remembered::default(), Identities::default());
+        Self { subject, group: subject.group, base: base.into(), client, remembered, identities }
     }
 
     /// The reference CRD's side of `subject`.
@@ -255,6 +284,7 @@ impl Side {
         if !request.query.is_empty() {
             url = format!("{url}?{}", self.fill_in(&request.query));
         }
+        let requested = reqwest::Url::parse(&url).ok();
         let mut builder = self.client.request(request.method.clone(), url).timeout(Duration::from_secs(30));
         for (name, value) in &request.headers {
             builder = builder.header(name, self.fill_in(value));
@@ -266,6 +296,10 @@ impl Side {
             };
         }
         let response = builder.send().await.map_err(|e| format!("{e:?}"))?;
+        if requested.as_ref() != Some(response.url()) {
+            // The caller's client followed a redirect: the answer compared would be another's.
+            return Err(format!("the client followed a redirect to {}: build it without", response.url()));
+        }
         let code = response.status().as_u16();
         let tested = self.subject.group;
         let header = |name: &str| -> Vec<String> {
@@ -277,13 +311,26 @@ impl Side {
         let content_encoding = header("content-encoding").join(", ");
         let cache_control = header("cache-control").join(", ");
         let audit_ids = header("audit-id").iter().map(|v| v.split(',').count()).sum();
+        let retry_after = header("retry-after").join(", ");
+        let location = header("location").join(", ");
         let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
         let bytes = decoded(bytes.to_vec(), &content_encoding)?;
         let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, tested), request);
-        let body = parse(&text, &content_type, request.is_watch() && code == 200);
+        let mut body = parse(&text, &content_type, request.is_watch() && code == 200);
         self.remember(&body);
+        self.identities.rename(&mut body);
         let body = normalise(body, self.subject.plural);
-        Ok(Answer { code, content_type, content_encoding, warnings, cache_control, audit_ids, body })
+        Ok(Answer {
+            code,
+            content_type,
+            content_encoding,
+            warnings,
+            cache_control,
+            audit_ids,
+            retry_after,
+            location,
+            body,
+        })
     }
 
     fn remember(&mut self, body: &Value) {
@@ -362,7 +409,6 @@ pub fn normalise(value: Value, plural: &str) -> Value {
 }
 
 fn normalise_object(map: Map<String, Value>, plural: &str) -> Map<String, Value> {
-    let generated = map.get("generateName").is_some_and(|g| g.as_str().is_some_and(|g| !g.is_empty()));
     let table = map.get("kind").and_then(Value::as_str) == Some("Table");
     let age_column = table.then(|| age_column(&map)).flatten();
     let resource_list = map.get("kind").and_then(Value::as_str) == Some("APIResourceList");
@@ -371,16 +417,19 @@ fn normalise_object(map: Map<String, Value>, plural: &str) -> Map<String, Value>
         .filter(|(key, value)| !(key == "continue" && value.as_str() == Some("")))
         .map(|(key, value)| {
             let value = match (key.as_str(), value) {
-                ("uid", Value::String(_)) => Value::String("<uid>".into()),
-                ("creationTimestamp" | "deletionTimestamp" | "time", Value::String(_)) => {
+                // What [`Identities`] did not name (of no object it knows): erased.
+                ("uid", Value::String(s)) if !s.starts_with('<') => Value::String("<uid>".into()),
+                ("creationTimestamp" | "deletionTimestamp", Value::String(s)) if !s.starts_with('<') => {
                     Value::String("<time>".into())
                 }
-                ("resourceVersion", Value::String(s)) if !s.is_empty() => Value::String("<rv>".into()),
+                ("time", Value::String(_)) => Value::String("<time>".into()),
+                ("resourceVersion", Value::String(s)) if !s.is_empty() && !s.starts_with('<') => {
+                    Value::String("<rv>".into())
+                }
                 ("continue", Value::String(s)) if !s.is_empty() => Value::String("<continue>".into()),
                 ("message", Value::String(s)) if s.starts_with(TOO_LARGE) => Value::String(without_current(s)),
                 ("storageVersionHash", Value::String(_)) => Value::String("<hash>".into()),
                 ("managedFields", Value::Array(entries)) => Value::Array(in_order_without_time(entries)),
-                ("name", Value::String(_)) if generated => Value::String("<generated>".into()),
                 ("rows", Value::Array(rows)) if age_column.is_some() => {
                     Value::Array(rows.into_iter().map(|row| without_age(row, age_column.unwrap_or(0))).collect())
                 }

@@ -17,6 +17,7 @@
 pub mod allowed;
 pub mod exchange;
 pub mod generated;
+pub mod identities;
 #[cfg(test)]
 mod proofs;
 pub mod subject;

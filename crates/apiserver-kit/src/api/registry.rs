@@ -683,7 +683,7 @@ impl<K: Strategy> Registry<K> {
             })
             .await?;
         warnings.extend(admitted);
-        Ok(Written { object: committed.object, warnings })
+        Ok(Written { object: committed.written()?, warnings })
     }
 
     /// Applies `patch` to the current object and stores the result, re-validated; of the result,
@@ -751,7 +751,7 @@ impl<K: Strategy> Registry<K> {
             })
             .await?;
         warnings.extend(admitted);
-        Ok(Written { object: committed.object, warnings })
+        Ok(Written { object: committed.written()?, warnings })
     }
 
     /// Deletes `name`, or marks it for deletion when it has finalizers.
@@ -1244,8 +1244,13 @@ mod tests {
         );
         let mut cleared = marked.object.decode().unwrap();
         cleared.metadata.finalizers = None;
-        r.update::<Widget>("default", "dolly", &body(&cleared), Subresource::Main, &ctx).await.unwrap();
+        let answered = r.update::<Widget>("default", "dolly", &body(&cleared), Subresource::Main, &ctx).await.unwrap();
         assert_eq!(r.get("default", "dolly").await.unwrap_err().code(), 404);
+        // The object as the update made it, at the version it had (the kube-apiserver's answer),
+        // not at the deletion's.
+        let answered = answered.object.decode().unwrap();
+        assert_eq!(answered.metadata.resource_version, cleared.metadata.resource_version);
+        assert_eq!(answered.metadata.finalizers, None);
     }
 
     #[tokio::test]

@@ -351,9 +351,12 @@ impl<K: ApiResource> MemoryStore<K> {
                     Mutation::Delete(object) => Some((EventType::Deleted, encode(object)?)),
                 })
             })?;
-            let Some((kind, object)) = decided else { return Ok(Committed { object: current, deleted: false }) };
+            let decided_on = current.resource_version();
+            let Some((kind, object)) = decided else {
+                return Ok(Committed { object: current, deleted: false, decided_on });
+            };
             if dry_run {
-                return Ok(Committed { object: Arc::new(object), deleted: kind == EventType::Deleted });
+                return Ok(Committed { object: Arc::new(object), deleted: kind == EventType::Deleted, decided_on });
             }
             let mut state = self.state.write();
             // Taken out and put back unless it is still the object decided on: one lookup to
@@ -388,7 +391,7 @@ impl<K: ApiResource> MemoryStore<K> {
                 served_frame: Default::default(),
             };
             self.publish(&mut state, event);
-            return Ok(Committed { object: stored, deleted: kind == EventType::Deleted });
+            return Ok(Committed { object: stored, deleted: kind == EventType::Deleted, decided_on });
         }
     }
 

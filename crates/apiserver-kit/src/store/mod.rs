@@ -40,6 +40,22 @@ pub struct Committed<K> {
     pub object: Arc<Stored<K>>,
     /// Whether the object is gone.
     pub deleted: bool,
+    /// The resourceVersion of the object the mutation was decided on.
+    pub decided_on: u64,
+}
+
+impl<K: crate::machinery::resource::ApiResource> Committed<K> {
+    /// What a write of the object (an update, a patch, an apply) answers with: the object
+    /// stored; or, when the write removed the last finalizer of an object being deleted and so
+    /// deleted it, the object as the write made it, at the resourceVersion it was decided on, as
+    /// the kube-apiserver's store answers "the object in the request" then (its watchers see the
+    /// deleted object at the deletion's resourceVersion).
+    pub fn written(self) -> Result<Arc<Stored<K>>> {
+        if !self.deleted {
+            return Ok(self.object);
+        }
+        Ok(Arc::new(Stored::new(self.object.decode()?)?.at_revision(self.decided_on)?))
+    }
 }
 
 /// A snapshot of a collection.

@@ -72,7 +72,7 @@ impl Cluster {
     }
 
     /// The kube-apiserver's URL and an HTTPS client of it presenting the administrator's
-    /// certificate, for requests whose raw answers a test compares.
+    /// certificate, for requests whose raw answers (redirects too) a test compares.
     pub fn apiserver(&self) -> (String, reqwest::Client) {
         let file = |name: &str| std::fs::read(self.dir.path().join(name)).expect("a control plane file");
         let env = String::from_utf8(file("env")).unwrap();
@@ -81,6 +81,8 @@ impl Cluster {
         let client = reqwest::Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(&file("ca.crt")).unwrap())
             .identity(reqwest::Identity::from_pem(&identity).unwrap())
+            // A redirect is an answer to compare, never one to follow.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
         (format!("https://127.0.0.1:{port}"), client)

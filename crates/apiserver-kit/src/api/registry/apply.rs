@@ -202,6 +202,6 @@ impl<K: Strategy> Registry<K> {
             })
             .await?;
         warnings.extend(admitted);
-        Ok(Written { object: committed.object, warnings })
+        Ok(Written { object: committed.written()?, warnings })
     }
 }

@@ -397,19 +397,21 @@ impl<K: ApiResource> EtcdStore<K> {
                 current = self.read(&path).await?.ok_or_else(not_found)?;
                 continue;
             }
+            let decided_on = current.object.resource_version();
             let (mut object, deleted) = match decision? {
                 Mutation::Unchanged if current.outdated && !dry_run => (current.object.decode()?, false),
-                Mutation::Unchanged => return Ok(Committed { object: current.object, deleted: false }),
+                Mutation::Unchanged => return Ok(Committed { object: current.object, deleted: false, decided_on }),
                 Mutation::Put(object) => (object, false),
                 Mutation::Delete(object) => (object, true),
             };
             if dry_run {
-                return Ok(Committed { object: Arc::new(Stored::new(object)?), deleted });
+                return Ok(Committed { object: Arc::new(Stored::new(object)?), deleted, decided_on });
             }
             let write = if deleted { delete_op(path.clone()) } else { put_op(path.clone(), encode(&mut object)?) };
             let response = self.commit(&path, current.revision, write, deleted).await?;
             if response.succeeded {
-                return Ok(Committed { object: stamp(object, header_revision(response.header.as_ref())?)?, deleted });
+                let object = stamp(object, header_revision(response.header.as_ref())?)?;
+                return Ok(Committed { object, deleted, decided_on });
             }
             // Another writer changed the object since it was read: decide again on its state.
             current = match first_read(&response).and_then(|read| read.kvs.first()) {
