@@ -114,7 +114,35 @@ pub struct Answer {
     /// The `Location` header (empty when absent): a redirect's, or a create's.
     #[serde(default)]
     pub location: String,
+    /// When a watch's first bytes came, from the request's start.
+    #[serde(skip)]
+    pub first_event: FirstEvent,
     pub body: Value,
+}
+
+/// How long a watch's first bytes (its first event) took to come, from the request's start;
+/// `None` for another request, or a watch that sent nothing. Never part of an answer's
+/// equality: [`crate::difference`] judges it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FirstEvent(pub Option<Duration>);
+
+impl PartialEq for FirstEvent {
+    fn eq(&self, _: &FirstEvent) -> bool {
+        true
+    }
+}
+
+impl FirstEvent {
+    /// How much later than the reference's a watch's first event may come: the time of a busy
+    /// machine's scheduling, far below the second a held-back event waits for a timeout.
+    pub const SLACK: Duration = Duration::from_millis(500);
+
+    /// Why `ours` held back what the reference sent at once, if it did.
+    pub fn held_back(ours: FirstEvent, reference: FirstEvent) -> Option<String> {
+        let (Some(reference), ours) = (reference.0, ours.0) else { return None };
+        let late = ours.is_none_or(|ours| ours > reference + Self::SLACK);
+        late.then(|| format!("watch: our first event after {ours:?}, the reference's after {reference:?}"))
+    }
 }
 
 /// A header of an answer that both sides' answers must carry alike, unless the entry that
@@ -169,6 +197,7 @@ impl Answer {
             audit_ids: 1,
             retry_after: String::new(),
             location: String::new(),
+            first_event: FirstEvent::default(),
             body,
         }
     }
@@ -188,6 +217,7 @@ impl Answer {
             audit_ids: 0,
             retry_after: String::new(),
             location: String::new(),
+            first_event: FirstEvent::default(),
             body: Value::String("stream reset (INTERNAL_ERROR)".into()),
         })
     }
@@ -295,7 +325,8 @@ impl Side {
                 Err(_) => builder.body(body.clone()),
             };
         }
-        let response = builder.send().await.map_err(|e| format!("{e:?}"))?;
+        let started = std::time::Instant::now();
+        let mut response = builder.send().await.map_err(|e| format!("{e:?}"))?;
         if requested.as_ref() != Some(response.url()) {
             // The caller's client followed a redirect: the answer compared would be another's.
             return Err(format!("the client followed a redirect to {}: build it without", response.url()));
@@ -313,8 +344,15 @@ impl Side {
         let audit_ids = header("audit-id").iter().map(|v| v.split(',').count()).sum();
         let retry_after = header("retry-after").join(", ");
         let location = header("location").join(", ");
-        let bytes = response.bytes().await.map_err(|e| format!("reading the body: {e:?}"))?;
-        let bytes = decoded(bytes.to_vec(), &content_encoding)?;
+        let mut bytes = Vec::new();
+        let mut first_event = FirstEvent::default();
+        while let Some(chunk) = response.chunk().await.map_err(|e| format!("reading the body: {e:?}"))? {
+            if first_event.0.is_none() && !chunk.is_empty() && request.is_watch() {
+                first_event = FirstEvent(Some(started.elapsed()));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let bytes = decoded(bytes, &content_encoding)?;
         let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, tested), request);
         let mut body = parse(&text, &content_type, request.is_watch() && code == 200);
         self.remember(&body);
@@ -329,6 +367,7 @@ impl Side {
             audit_ids,
             retry_after,
             location,
+            first_event,
             body,
         })
     }

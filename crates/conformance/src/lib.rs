@@ -30,7 +30,8 @@ pub use tally::{Part, Tally};
 use exchange::first_difference;
 use std::path::Path;
 
-/// The first difference between two answers (code, headers, body), if any.
+/// The first difference between two answers (code, headers, a watch's first event held back,
+/// body), if any.
 pub fn difference(ours: &Answer, reference: &Answer) -> Option<String> {
     if ours.code != reference.code {
         let reason = |a: &Answer| format!("{} {}", a.code, a.body["message"].as_str().unwrap_or_default());
@@ -38,6 +39,9 @@ pub fn difference(ours: &Answer, reference: &Answer) -> Option<String> {
     }
     if let Some(header) = ours.header_difference(reference, &[]) {
         return Some(header);
+    }
+    if let Some(held_back) = exchange::FirstEvent::held_back(ours.first_event, reference.first_event) {
+        return Some(held_back);
     }
     first_difference("body", &ours.body, &reference.body)
 }
@@ -176,6 +180,23 @@ mod tests {
         assert_eq!(seed_of(Some("42")), 42);
         let randoms: std::collections::HashSet<u64> = (0..4).map(|_| seed_of(Some("random"))).collect();
         assert!(randoms.len() > 1, "random seeds differ: {randoms:?}");
+    }
+
+    #[test]
+    fn a_watch_that_holds_back_its_first_event_differs() {
+        use exchange::FirstEvent;
+        use std::time::Duration;
+        let watch = |after: Option<u64>| {
+            let mut answer = Answer::json(200, serde_json::json!([]));
+            answer.first_event = FirstEvent(after.map(Duration::from_millis));
+            answer
+        };
+        assert_eq!(difference(&watch(Some(300)), &watch(Some(20))), None, "within the slack");
+        assert_eq!(difference(&watch(None), &watch(None)), None, "neither sent anything");
+        let held = difference(&watch(Some(1010)), &watch(Some(20))).unwrap_or_default();
+        assert!(held.starts_with("watch: our first event after"), "{held}");
+        assert!(difference(&watch(None), &watch(Some(20))).is_some(), "ours sent nothing");
+        assert_eq!(difference(&watch(Some(20)), &watch(None)), None, "the reference sent nothing: the bodies judge");
     }
 
     #[test]

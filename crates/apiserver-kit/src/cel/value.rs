@@ -365,7 +365,8 @@ impl Value {
 
     /// cel-go's `Equal`: numbers compare across int, uint and double; NaN equals nothing; values
     /// of different types are unequal; lists compare as their list type does
-    /// ([`super::list_types`]), whose errors a decoded object's lists and maps pass on.
+    /// (`x-kubernetes-list-type: set` and `map` lists ignore order), whose errors a decoded
+    /// object's lists and maps pass on.
     pub fn equal(&self, other: &Value) -> Result<bool, EvalError> {
         match (self, other) {
             (Value::List(a), Value::List(b)) => super::list_types::equal(a, b),
