@@ -56,7 +56,7 @@ async fn setup() -> (ControlPlane, Farm, Both, WebhookServer) {
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.install_reference_crd("ref.example.com", &farm);
+    cp.install_reference_crd("ref.example.com");
     let webhook = webhook::start().await;
     let stopped = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     cp.must(&["apply", "-f", "-"], Some(&services(&webhook, stopped)));

@@ -47,7 +47,7 @@ async fn setup(extra: &[&str]) -> (ControlPlane, Farm, Both) {
     let cp = ControlPlane::up();
     let farm = Farm::start_with(&cp.kubeconfig("admin"), extra);
     cp.register(&farm).await;
-    cp.install_reference_crd("ref.example.com", &farm);
+    cp.install_reference_crd("ref.example.com");
     cp.must(&["create", "namespace", "pasture"], None);
     cp.must(&["label", "namespace", "pasture", "env=prod"], None);
     cp.must(&["create", "namespace", "wild"], None);

@@ -78,7 +78,7 @@ async fn setup() -> (ControlPlane, Farm) {
     let (policy, log) = (policy.to_string_lossy().into_owned(), log.to_string_lossy().into_owned());
     let farm = Farm::start_with(&cp.kubeconfig("admin"), &["--audit-policy-file", &policy, "--audit-log-path", &log]);
     cp.register(&farm).await;
-    cp.install_reference_crd(LLAMAS.reference_group, &farm);
+    cp.install_reference_crd(LLAMAS.reference_group);
     for namespace in corpus::NAMESPACES {
         cp.must(&["create", "namespace", namespace], None);
     }
@@ -286,4 +286,60 @@ async fn every_request_is_answered_as_the_kube_apiserver_answers_it_for_a_crd() 
     let details = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let tally = apiserver_conformance::compare(&LLAMAS, (&base, client), &corpus::requests(), details).await;
     tally.assert_conforms();
+}
+
+/// `value` without its `description` members, at any depth (the fixture leaves them out).
+fn without_descriptions(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "description")
+                .map(|(k, v)| (k.clone(), without_descriptions(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_descriptions).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The reference CRD is written by hand (tests/conformance/reference-crd.yaml): the schema the
+/// server publishes for each version must state the same (types, bounds, formats, enums,
+/// patterns, required fields, list types, validation rules), or one of them is wrong.
+#[test]
+fn the_published_schema_states_what_the_hand_written_reference_states() {
+    let crd = common::control_plane::reference_crd("ref.example.com", "https://localhost/convert", "");
+    for (version, document) in [
+        ("v1alpha", include_str!("../openapi/v3-apis-farm.example.com-v1alpha.json")),
+        ("v1", include_str!("../openapi/v3-apis-farm.example.com-v1.json")),
+    ] {
+        let document: Value = serde_json::from_str(document).unwrap();
+        let published = &document["components"]["schemas"][format!("com.example.farm.{version}.Llama")];
+        let served = crd["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == version).unwrap();
+        let fixture = &served["schema"]["openAPIV3Schema"];
+        for part in ["spec", "status"] {
+            let ours = without_descriptions(&published["properties"][part]);
+            assert_eq!(ours, fixture["properties"][part], "{version} {part}: the published schema / the fixture");
+        }
+        assert_eq!(published["required"], fixture["required"], "{version}: required");
+        assert_eq!(published.get("x-kubernetes-validations"), fixture.get("x-kubernetes-validations"), "{version}");
+    }
+}
+
+/// The reference's conversion (the tests' own webhook) keeps what docs/versions.md says both
+/// ways: the coat's colour as v1alpha's colour, the rest of the coat in the annotation.
+#[test]
+fn the_reference_conversion_maps_the_coat_as_the_docs_state() {
+    use common::reference_conversion::convert;
+    let alpha = json!({"apiVersion": "g/v1alpha", "kind": "Llama",
+        "metadata": {"name": "a", "annotations": {"farm.example.com/v1-coat": "{\"pattern\":\"Spotted\"}"}},
+        "spec": {"weight": 1, "color": "white"}});
+    let v1 = convert(alpha.clone(), "g/v1").unwrap();
+    let expected = json!({"apiVersion": "g/v1", "kind": "Llama", "metadata": {"name": "a"},
+        "spec": {"weight": 1, "coat": {"color": "white", "pattern": "Spotted"}}});
+    assert_eq!(v1, expected);
+    assert_eq!(convert(v1, "g/v1alpha").unwrap(), alpha);
+    let empty_coat = json!({"apiVersion": "g/v1", "kind": "Llama", "metadata": {}, "spec": {"coat": {}}});
+    assert_eq!(convert(convert(empty_coat.clone(), "g/v1alpha").unwrap(), "g/v1").unwrap(), empty_coat);
+    let listed = json!({"apiVersion": "g/v1alpha", "kind": "Llama", "metadata": {"annotations": {"farm.example.com/v1-coat": "[]"}}});
+    assert!(convert(listed, "g/v1").is_err(), "an annotation that is no JSON object");
 }

@@ -896,7 +896,7 @@ async fn kubectl_moves_from_client_side_to_server_side_apply_as_for_a_crd() {
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.install_reference_crd("ref.example.com", &farm);
+    cp.install_reference_crd("ref.example.com");
     let reference = apply_migration::all(&cp, "ref.example.com");
     let aggregated = apply_migration::all(&cp, "farm.example.com");
     apply_migration::assert_same(&aggregated, &reference, "through the aggregator");

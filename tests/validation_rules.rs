@@ -31,7 +31,7 @@ async fn setup() -> (ControlPlane, Farm, Both) {
     let cp = ControlPlane::up();
     let farm = Farm::start(&cp.kubeconfig("admin"));
     cp.register(&farm).await;
-    cp.install_reference_crd("ref.example.com", &farm);
+    cp.install_reference_crd("ref.example.com");
     cp.must(&["create", "namespace", NS], None);
     let (base, client) = cp.apiserver();
     (cp, farm, Both::new(base, client))

@@ -4,7 +4,7 @@
 //! farm-apiserver in aggregated mode, registered with it through an APIService.
 
 use super::clients::{self, Cluster};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 /// A running etcd + kube-apiserver, stopped when dropped.
 pub struct ControlPlane {
     pub dir: tempfile::TempDir,
+    /// The reference CRD's conversion webhook, once it is installed.
+    conversion: std::sync::OnceLock<super::reference_conversion::ConversionWebhook>,
 }
 
 impl ControlPlane {
@@ -35,7 +37,7 @@ impl ControlPlane {
             .status()
             .expect("run scripts/control-plane.sh");
         assert!(status.success(), "the control plane did not start");
-        Self { dir }
+        Self { dir, conversion: std::sync::OnceLock::new() }
     }
 
     pub fn kubeconfig(&self, user: &str) -> PathBuf {
@@ -110,66 +112,25 @@ impl ControlPlane {
 }
 
 impl ControlPlane {
-    /// Creates the reference Llama CRD in `group`, converted by `farm`'s webhook, and waits
-    /// until it is served.
-    pub fn install_reference_crd(&self, group: &str, farm: &Farm) {
-        self.must(&["apply", "-f", "-"], Some(&reference_crd(group, farm).to_string()));
+    /// Installs the reference CRD of `group` (`tests/conformance/reference-crd.yaml`, converted
+    /// by the tests' own webhook) and waits until it is established.
+    pub fn install_reference_crd(&self, group: &str) {
+        let webhook = self.conversion.get_or_init(super::reference_conversion::start);
+        self.must(&["apply", "-f", "-"], Some(&reference_crd(group, &webhook.url, &webhook.ca_bundle).to_string()));
         let crd = format!("crd/llamas.{group}");
         self.must(&["wait", "--for=condition=Established", &crd, "--timeout=60s"], None);
     }
 }
 
-/// The reference CustomResourceDefinition: farm-apiserver's Llama at both versions (spec and
-/// status, from the checked-in OpenAPI v3 documents the server serves), stored at v1, v1alpha
-/// deprecated, each version's Table columns and selectable field, converted by `farm`'s
-/// `/convert`.
-pub fn reference_crd(group: &str, farm: &Farm) -> Value {
-    use base64::Engine;
-    let ca = base64::engine::general_purpose::STANDARD.encode(&farm.ca_pem);
-    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("llamas.{group}")},
-        "spec": {"group": group, "scope": "Namespaced",
-            "names": {"plural": "llamas", "singular": "llama", "kind": "Llama", "listKind": "LlamaList",
-                "shortNames": ["lm"], "categories": ["farm"]},
-            "versions": [reference_version("v1alpha"), reference_version("v1")],
-            "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
-                "clientConfig": {"url": format!("https://localhost:{}/convert", farm.port), "caBundle": ca}}}}})
-}
-
-/// One version of the reference CRD.
-fn reference_version(version: &str) -> Value {
-    let document: Value = serde_json::from_str(match version {
-        "v1alpha" => include_str!("../../openapi/v3-apis-farm.example.com-v1alpha.json"),
-        _ => include_str!("../../openapi/v3-apis-farm.example.com-v1.json"),
-    })
-    .unwrap();
-    let llama = &document["components"]["schemas"][format!("com.example.farm.{version}.Llama")];
-    let properties = json!({"spec": llama["properties"]["spec"], "status": llama["properties"]["status"]});
-    let column = |name: &str, kind: &str, path: &str, description: &str, priority: u8| json!({"name": name, "type": kind, "jsonPath": path, "description": description, "priority": priority});
-    let age = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-    let ready = "The status of the llama's Ready condition (True, False or Unknown), empty until its controller has written one.";
-    let mut columns = vec![
-        column("Weight", "number", ".spec.weight", "Weight of the llama in kilograms.", 0),
-        column("Height", "number", ".spec.height", "Height of the llama at the shoulder, in centimetres.", 0),
-        column("Ready", "string", ".status.conditions[?(@.type==\"Ready\")].status", ready, 0),
-        column("Age", "date", ".metadata.creationTimestamp", age, 0),
-    ];
-    if version == "v1alpha" {
-        columns.push(column("Color", "string", ".spec.color", "Colour of the llama's coat.", 1));
-    } else {
-        columns.push(column("Color", "string", ".spec.coat.color", "Colour of the llama's coat.", 1));
-        columns.push(column("Pattern", "string", ".spec.coat.pattern", "Pattern of the llama's coat.", 1));
-    }
-    // The field selectors farm-apiserver serves beyond metadata (CRD selectableFields, 1.32 GA).
-    let selectable = if version == "v1alpha" { ".spec.color" } else { ".spec.coat.color" };
-    let mut schema = json!({"type": "object", "required": ["spec"], "properties": properties});
-    if let Some(rules) = llama.get("x-kubernetes-validations") {
-        // The root's validation rules (the spec's and status's come with their schemas).
-        schema["x-kubernetes-validations"] = rules.clone();
-    }
-    json!({"name": version, "served": true, "storage": version == "v1", "deprecated": version == "v1alpha",
-        "subresources": {"status": {}}, "selectableFields": [{"jsonPath": selectable}],
-        "schema": {"openAPIV3Schema": schema}, "additionalPrinterColumns": columns})
+/// The reference CustomResourceDefinition of `group`, written by hand
+/// (`tests/conformance/reference-crd.yaml`), converted by the webhook at `url` whose CA is
+/// `ca_bundle` (base64).
+pub fn reference_crd(group: &str, url: &str, ca_bundle: &str) -> Value {
+    let text = include_str!("../conformance/reference-crd.yaml")
+        .replace("GROUP", group)
+        .replace("CONVERSION_URL", url)
+        .replace("CA_BUNDLE", ca_bundle);
+    serde_saphyr::from_str(&text).expect("the reference CRD is YAML")
 }
 
 impl Cluster for ControlPlane {

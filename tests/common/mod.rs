@@ -10,6 +10,7 @@ pub mod control_plane;
 pub mod etcd;
 pub mod node;
 pub mod raw;
+pub mod reference_conversion;
 
 pub use etcd::Backend;
 use std::path::PathBuf;
