@@ -12,6 +12,7 @@ mod collections;
 mod conversions;
 pub mod decls;
 pub mod error;
+pub mod estimate;
 mod eval;
 mod format;
 mod formats;

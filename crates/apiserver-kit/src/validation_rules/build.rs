@@ -3,8 +3,10 @@
 //! CustomResourceDefinition of the schema would be refused for.
 
 use super::compile::{self, Compiled, Rule, Variables};
+use super::cost::{self, Total};
 use super::escape::escape;
 use super::schema;
+use super::sizes::NodeSizes;
 use super::types::decl_type;
 use crate::cel::CelType;
 use serde_json::Value;
@@ -31,11 +33,14 @@ pub struct Node {
     pub all_of: Vec<Node>,
 }
 
-/// What building the tree keeps track of: the next name of a `self` type, and the problems.
+/// What building the tree keeps track of: the next name of a `self` type, the problems, and
+/// the estimated cost of the rules so far.
 pub struct Builder {
     next_type: usize,
     /// Every problem found, each a field error of the definition.
     pub problems: Vec<String>,
+    /// The rules' estimated cost in all.
+    pub total: Total,
 }
 
 /// Where the builder is in the schema: the definition's path there, and the path of the
@@ -46,12 +51,17 @@ pub struct At {
     pub path: String,
     /// The uncorrelatable list or map above, if any.
     pub uncorrelatable: Option<String>,
+    /// How many times the node may be in an object, by the bounds of the lists and maps above
+    /// (`None`: unbounded).
+    pub cardinality: Option<u64>,
+    /// Whether the definition's checks of the rules' cost reach here (not in `allOf`).
+    pub costed: bool,
 }
 
 impl Builder {
     /// A builder with no problems yet.
     pub fn new() -> Builder {
-        Builder { next_type: 0, problems: Vec::new() }
+        Builder { next_type: 0, problems: Vec::new(), total: Total::default() }
     }
 
     /// The node of `node`'s schema with `validation`'s rules (the same schema, or an `allOf`
@@ -64,7 +74,7 @@ impl Builder {
             _ => None,
         };
         let additional = match (schema::additional_properties(validation), schema::additional_properties(node)) {
-            (Some(v), Some(n)) => self.additional(v, n, at).map(Box::new),
+            (Some(v), Some(n)) => self.additional(v, n, node, at).map(Box::new),
             _ => None,
         };
         let properties = self.properties(validation, node, declared.as_ref(), at);
@@ -100,14 +110,18 @@ impl Builder {
         let name = format!("selfType{}", self.next_type);
         self.next_type += 1;
         let self_type = decl_type(node, root, Some(&name)).unwrap_or(CelType::Dyn);
-        let variables = Variables::new(&self_type);
+        let sizes = NodeSizes::of(node, root).unwrap_or_default();
+        let cardinality = at.cardinality.unwrap_or_else(|| sizes.max_cardinality());
+        let variables = Variables::new(&self_type).with_sizes(sizes);
         let compiled: Vec<Compiled> = rules.iter().map(|rule| compile::compile(rule, &variables, node)).collect();
-        self.problems.extend(compile::problems(&at.path, &compiled, node, at.uncorrelatable.as_deref()));
+        let costs = at.costed.then_some((cardinality, &mut self.total));
+        self.problems.extend(compile::problems(&at.path, &compiled, node, at.uncorrelatable.as_deref(), costs));
         (compiled, None)
     }
 
     fn items(&mut self, validation: &Value, node: &Value, list: &Value, at: &At) -> Option<Node> {
-        let mut below = At { path: format!("{}.items", at.path), ..at.clone() };
+        let cardinality = cost::child_cardinality(list, at.cardinality);
+        let mut below = At { path: format!("{}.items", at.path), cardinality, ..at.clone() };
         let list = schema::list_type(list);
         if list != "map" && below.uncorrelatable.is_none() {
             below.uncorrelatable = Some(at.path.clone());
@@ -115,8 +129,9 @@ impl Builder {
         self.node(validation, node, schema::embedded(node), &below)
     }
 
-    fn additional(&mut self, validation: &Value, node: &Value, at: &At) -> Option<Node> {
-        let below = At { path: format!("{}.additionalProperties", at.path), ..at.clone() };
+    fn additional(&mut self, validation: &Value, node: &Value, map: &Value, at: &At) -> Option<Node> {
+        let cardinality = cost::child_cardinality(map, at.cardinality);
+        let below = At { path: format!("{}.additionalProperties", at.path), cardinality, ..at.clone() };
         self.node(validation, node, schema::embedded(node), &below)
     }
 
@@ -143,7 +158,8 @@ impl Builder {
             if !typed {
                 continue;
             }
-            let mut below = At { path: format!("{}.properties[{name}]", at.path), ..at.clone() };
+            let cardinality = cost::child_cardinality(node, at.cardinality);
+            let mut below = At { path: format!("{}.properties[{name}]", at.path), cardinality, ..at.clone() };
             if !schema::map_correlatable(node) && below.uncorrelatable.is_none() {
                 below.uncorrelatable = Some(at.path.clone());
             }
@@ -158,7 +174,7 @@ impl Builder {
         let branches = validation.get("allOf").and_then(Value::as_array).into_iter().flatten().enumerate();
         let mut out = Vec::new();
         for (i, branch) in branches {
-            let below = At { path: format!("{}.allOf[{i}]", at.path), ..at.clone() };
+            let below = At { path: format!("{}.allOf[{i}]", at.path), costed: false, ..at.clone() };
             out.extend(self.node(branch, node, root, &below));
         }
         out

@@ -26,10 +26,12 @@
 
 mod build;
 mod compile;
+mod cost;
 mod escape;
 mod path;
 mod ratchet;
 mod schema;
+mod sizes;
 mod types;
 mod validate;
 mod values;
@@ -82,11 +84,13 @@ impl Rules {
     /// [`Rules::compile`], the problems' paths starting with `path`.
     pub fn compile_at(schema: &Value, path: &str) -> Rules {
         let mut builder = build::Builder::new();
-        let at = build::At { path: path.to_string(), uncorrelatable: None };
+        let at = build::At { path: path.to_string(), uncorrelatable: None, cardinality: Some(1), costed: true };
         // The rules of `allOf` branches run only beside others (`NewValidator` looks for rules
         // everywhere but there).
         let root = if has_rules(schema) { builder.node(schema, schema, true, &at) } else { None };
-        Rules { root, problems: builder.problems }
+        let mut problems = builder.problems;
+        problems.extend(builder.total.problems(path));
+        Rules { root, problems }
     }
 
     /// Whether the schema has no rules at all.
@@ -157,4 +161,39 @@ pub fn not_checked(errors: &[FieldError]) -> Option<FieldError> {
         value: Some("null".into()),
         detail: "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
     })
+}
+
+#[cfg(test)]
+mod probe {
+    use super::compile::{Rule, Variables, compile};
+    use super::sizes::NodeSizes;
+    use super::types::decl_type;
+    use serde_json::Value;
+
+    #[test]
+    #[ignore]
+    fn probe() {
+        let Ok(text) = std::fs::read_to_string("/tmp/cases.jsonl") else { return };
+        for line in text.lines() {
+            let case: Value = serde_json::from_str(line).unwrap();
+            let root = case["root"].as_bool().unwrap_or(false);
+            let node = &case["schema"];
+            let t = decl_type(node, root, Some("selfType0")).unwrap();
+            let variables = Variables::new(&t).with_sizes(NodeSizes::of(node, root).unwrap());
+            let costs: Vec<Value> = case["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let rule = Rule { rule: r.as_str().unwrap().into(), ..Rule::default() };
+                    let c = compile(&rule, &variables, node);
+                    match c.error {
+                        Some(e) => Value::from(e),
+                        None => Value::from(c.max_cost),
+                    }
+                })
+                .collect();
+            println!("{}", serde_json::json!({"costs": costs}));
+        }
+    }
 }
