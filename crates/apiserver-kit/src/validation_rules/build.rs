@@ -68,7 +68,7 @@ impl Builder {
     /// branch of it), `None` when neither has rules.
     pub fn node(&mut self, validation: &Value, node: &Value, resource_root: bool, at: &At) -> Option<Node> {
         let declared = decl_type(node, resource_root, None);
-        let (rules, init_error) = self.rules(validation, node, resource_root, declared.is_some(), at);
+        let (rules, init_error, cardinality) = self.rules(validation, node, resource_root, declared.is_some(), at);
         let items = match (schema::items(validation), schema::items(node)) {
             (Some(v), Some(n)) => self.items(v, n, node, at).map(Box::new),
             _ => None,
@@ -79,6 +79,8 @@ impl Builder {
         };
         let properties = self.properties(validation, node, declared.as_ref(), at);
         let all_of = self.all_of(validation, node, resource_root, at);
+        // The kube-apiserver checks a node's rules after those below it.
+        self.report(&rules, init_error.as_deref(), node, cardinality, at);
         let empty = rules.is_empty() && init_error.is_none() && items.is_none() && additional.is_none();
         if empty && properties.is_empty() && all_of.is_empty() {
             return None;
@@ -87,7 +89,8 @@ impl Builder {
         Some(Node { schema, resource_root, rules, init_error, properties, items, additional, all_of })
     }
 
-    /// The node's own rules, compiled, and why they could not be when it has no type.
+    /// The node's own rules, compiled, why they could not be when it has no type, and how
+    /// many times the node may be in an object (the bounds above, else its smallest size's).
     fn rules(
         &mut self,
         validation: &Value,
@@ -95,17 +98,16 @@ impl Builder {
         root: bool,
         typed: bool,
         at: &At,
-    ) -> (Vec<Compiled>, Option<String>) {
+    ) -> (Vec<Compiled>, Option<String>, u64) {
         let written = validation.get("x-kubernetes-validations").and_then(Value::as_array);
         let rules: Vec<Rule> =
             written.into_iter().flatten().map(|r| serde_json::from_value(r.clone()).unwrap_or_default()).collect();
         if rules.is_empty() {
-            return (Vec::new(), None);
+            return (Vec::new(), None, 0);
         }
         if !typed {
             let error = "failed to convert to declType for CEL validation rules".to_string();
-            self.problems.push(format!("{}.x-kubernetes-validations: Internal error: {error}", at.path));
-            return (Vec::new(), Some(error));
+            return (Vec::new(), Some(error), 0);
         }
         let name = format!("selfType{}", self.next_type);
         self.next_type += 1;
@@ -114,9 +116,20 @@ impl Builder {
         let cardinality = at.cardinality.unwrap_or_else(|| sizes.max_cardinality());
         let variables = Variables::new(&self_type).with_sizes(sizes);
         let compiled: Vec<Compiled> = rules.iter().map(|rule| compile::compile(rule, &variables, node)).collect();
+        (compiled, None, cardinality)
+    }
+
+    /// The problems of the node's rules, their costs counted in the total.
+    fn report(&mut self, compiled: &[Compiled], init_error: Option<&str>, node: &Value, cardinality: u64, at: &At) {
+        if let Some(error) = init_error {
+            self.problems.push(format!("{}.x-kubernetes-validations: Internal error: {error}", at.path));
+            return;
+        }
+        if compiled.is_empty() {
+            return;
+        }
         let costs = at.costed.then_some((cardinality, &mut self.total));
-        self.problems.extend(compile::problems(&at.path, &compiled, node, at.uncorrelatable.as_deref(), costs));
-        (compiled, None)
+        self.problems.extend(compile::problems(&at.path, compiled, node, at.uncorrelatable.as_deref(), costs));
     }
 
     fn items(&mut self, validation: &Value, node: &Value, list: &Value, at: &At) -> Option<Node> {

@@ -118,6 +118,53 @@ mod tests {
         assert!(Total::default().problems("root").is_empty());
     }
 
+    /// Rules on a schema of maps, nested lists, lists of objects and formatted strings, each
+    /// with the cost apiextensions-apiserver's `cel.Compile` estimates (its `MaxCost`).
+    #[test]
+    fn rules_cost_what_apiextensions_estimates() {
+        use super::super::compile::{Rule, Variables, compile};
+        use super::super::sizes::NodeSizes;
+        use super::super::types::decl_type;
+        let item = json!({"type": "object", "required": ["a", "b"],
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}});
+        let node = json!({"type": "object", "properties": {
+            "m": {"type": "object", "additionalProperties": {"type": "string"}},
+            "n": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+            "o": {"type": "array", "items": item}, "ios": {"x-kubernetes-int-or-string": true},
+            "d": {"type": "string", "format": "date-time"}, "du": {"type": "string", "format": "duration"},
+            "e": {"type": "string", "enum": ["ab", "abcdef"]}, "b": {"type": "string", "format": "byte"}}});
+        let cases: &[(&str, u64)] = &[
+            ("self.m.all(k, self.m[k] != k)", 3_145_723),
+            ("self.m.exists(k, v, v == k)", 2_359_293),
+            ("self.n.all(x, x.all(y, y > 0))", 8_246_329_344_003),
+            ("self.n.flatten().size() > 0", 1_048_590),
+            ("self.o.all(x, x.a != '' && x.b > 0)", 1_572_859),
+            ("self.o.map(x, x.a).all(y, y != '')", 3_538_940),
+            ("self.o[0].a == 'x'", 5),
+            ("self.m['a'] == 'b'", 4),
+            ("self.ios == 'a'", 3),
+            ("self.d > timestamp('2020-01-01T00:00:00Z')", 4),
+            ("self.du > duration('1s')", 4),
+            ("self.e == 'ab'", 3),
+            ("string(self.b) == 'a'", 314_576),
+            ("self.m.size() > 0 && self.m.all(k, k.matches('^a'))", 1_966_082),
+            ("self.o.exists(x, x.a.startsWith('a'))", 1_376_252),
+            ("self.o.filter(x, x.b > 0).map(x, x.a).exists(a, a == 'b')", 6_881_270),
+            ("self.m.map(k, self.m[k]).exists(v, v == 'x')", 8_257_529),
+            ("self.m.transformMap(k, v, v + 'a').size() > 0", 123_696_395_090),
+            ("self.n[0][1] == 2", 4),
+            ("self.o.all(x, self.o.exists(y, x.a == y.a))", 12_159_912_265_698_514),
+            ("[self.m, self.m].all(m, m.all(k, k != ''))", 25),
+            ("self.o.exists(x, x.a == 'z') || self.m.exists(k, k == 'z')", 3_342_330),
+        ];
+        let t = decl_type(&node, false, Some("selfType0")).unwrap();
+        let variables = Variables::new(&t).with_sizes(NodeSizes::of(&node, false).unwrap());
+        for (rule, cost) in cases {
+            let compiled = compile(&Rule { rule: rule.to_string(), ..Rule::default() }, &variables, &node);
+            assert_eq!((compiled.error, compiled.max_cost), (None, *cost), "{rule}");
+        }
+    }
+
     #[test]
     fn cardinality_multiplies_down_bounded_lists_and_maps() {
         let list = json!({"type": "array", "maxItems": 10});

@@ -162,38 +162,3 @@ pub fn not_checked(errors: &[FieldError]) -> Option<FieldError> {
         detail: "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
     })
 }
-
-#[cfg(test)]
-mod probe {
-    use super::compile::{Rule, Variables, compile};
-    use super::sizes::NodeSizes;
-    use super::types::decl_type;
-    use serde_json::Value;
-
-    #[test]
-    #[ignore]
-    fn probe() {
-        let Ok(text) = std::fs::read_to_string("/tmp/cases.jsonl") else { return };
-        for line in text.lines() {
-            let case: Value = serde_json::from_str(line).unwrap();
-            let root = case["root"].as_bool().unwrap_or(false);
-            let node = &case["schema"];
-            let t = decl_type(node, root, Some("selfType0")).unwrap();
-            let variables = Variables::new(&t).with_sizes(NodeSizes::of(node, root).unwrap());
-            let costs: Vec<Value> = case["rules"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| {
-                    let rule = Rule { rule: r.as_str().unwrap().into(), ..Rule::default() };
-                    let c = compile(&rule, &variables, node);
-                    match c.error {
-                        Some(e) => Value::from(e),
-                        None => Value::from(c.max_cost),
-                    }
-                })
-                .collect();
-            println!("{}", serde_json::json!({"costs": costs}));
-        }
-    }
-}

@@ -87,3 +87,6 @@ pub(crate) mod costs {
     pub const STRING_TRAVERSAL: f64 = 0.1;
     pub const REGEX_STRING_LENGTH: f64 = 0.25;
 }
+
+#[cfg(test)]
+mod tests;
