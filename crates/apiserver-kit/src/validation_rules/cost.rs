@@ -28,7 +28,7 @@ impl Total {
         }
         self.most_expensive.push((path.to_string(), cost));
         // Go's sort of at most five: an insertion sort, which keeps equal costs in order.
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|(_, cost)| std::cmp::Reverse(*cost));
         self.most_expensive.truncate(4);
     }
 
@@ -122,9 +122,6 @@ mod tests {
     /// with the cost apiextensions-apiserver's `cel.Compile` estimates (its `MaxCost`).
     #[test]
     fn rules_cost_what_apiextensions_estimates() {
-        use super::super::compile::{Rule, Variables, compile};
-        use super::super::sizes::NodeSizes;
-        use super::super::types::decl_type;
         let item = json!({"type": "object", "required": ["a", "b"],
             "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}});
         let node = json!({"type": "object", "properties": {
@@ -157,12 +154,35 @@ mod tests {
             ("[self.m, self.m].all(m, m.all(k, k != ''))", 25),
             ("self.o.exists(x, x.a == 'z') || self.m.exists(k, k == 'z')", 3_342_330),
         ];
-        let t = decl_type(&node, false, Some("selfType0")).unwrap();
-        let variables = Variables::new(&t).with_sizes(NodeSizes::of(&node, false).unwrap());
+        assert_costs(&node, cases);
+    }
+
+    /// Rules on `self` of `node`, each costing what apiextensions-apiserver estimates.
+    fn assert_costs(node: &Value, cases: &[(&str, u64)]) {
+        use super::super::compile::{Rule, Variables, compile};
+        use super::super::sizes::NodeSizes;
+        use super::super::types::decl_type;
+        let t = decl_type(node, false, Some("selfType0")).unwrap();
+        let variables = Variables::new(&t).with_sizes(NodeSizes::of(node, false).unwrap());
         for (rule, cost) in cases {
-            let compiled = compile(&Rule { rule: rule.to_string(), ..Rule::default() }, &variables, &node);
+            let compiled = compile(&Rule { rule: rule.to_string(), ..Rule::default() }, &variables, node);
             assert_eq!((compiled.error, compiled.max_cost), (None, *cost), "{rule}");
         }
+    }
+
+    /// cel-go sizes a comprehension's range after its loop, by a path the loop may have
+    /// overwritten (Go's `append` into a shared array): `x.l1`'s loop counted as `x.l2`'s.
+    #[test]
+    fn ranges_are_sized_by_the_paths_cel_go_reads() {
+        let list = |max: u64| json!({"type": "array", "maxItems": max, "items": {"type": "string", "maxLength": 5}});
+        let item = json!({"type": "object", "properties": {"l1": list(3), "l2": list(1000)}});
+        let node = json!({"type": "object", "properties": {"o": {"type": "array", "maxItems": 10, "items": item}}});
+        let cases: &[(&str, u64)] = &[
+            ("self.o.all(x, x.l1.all(y, x.l2.exists(z, z == y)))", 80_060_063),
+            ("self.o.all(x, x.l2.all(y, x.l1.exists(z, z == y)))", 963),
+            ("self.o.all(x, x.l1.all(y, y != '') && x.l2.all(y, y != ''))", 40_213),
+        ];
+        assert_costs(&node, cases);
     }
 
     #[test]

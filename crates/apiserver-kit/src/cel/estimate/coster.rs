@@ -3,6 +3,7 @@
 //! a comprehension's from its range's size times its loop's cost; the field paths and sizes
 //! found on the way are kept for the calls above.
 
+use super::path::Path;
 use super::range::Estimate;
 use super::sizes::{EntrySize, Local};
 use super::{CallEstimate, Operand, Sizes, costs};
@@ -11,7 +12,6 @@ use crate::cel::decls::CelType;
 use crate::cel::program::{GROWTH, RED_ZONE};
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The accumulator of cel-go's macros.
 const ACCUMULATOR: &str = "@result";
@@ -20,7 +20,7 @@ pub(crate) struct Coster<'a> {
     pub checked: &'a Checked,
     pub sizes: &'a dyn Sizes,
     /// Each expression's field path from a variable, by id.
-    pub paths: HashMap<u64, Vec<Arc<str>>>,
+    pub paths: HashMap<u64, Path>,
     /// The comprehension variables in scope, by name, innermost last.
     pub locals: HashMap<String, Vec<Local>>,
     /// The sizes found for expressions, by id.
@@ -52,7 +52,7 @@ impl<'a> Coster<'a> {
             Expr::Ident(name) => {
                 let path = match self.peek(name) {
                     Some(local) => local.path.clone(),
-                    None => vec![Arc::from(name.as_str())],
+                    None => Path::of(name),
                 };
                 self.paths.insert(e.id, path);
                 Estimate::fixed(costs::SELECT_AND_IDENT)
@@ -61,10 +61,9 @@ impl<'a> Coster<'a> {
             Expr::Select(select) => {
                 let mut sum = self.cost(&select.operand);
                 if matches!(self.type_of(&select.operand), CelType::Map(..) | CelType::Object(_) | CelType::Param(_)) {
-                    sum = sum.add(Estimate::fixed(costs::SELECT_AND_IDENT));
+                    sum = sum.plus(Estimate::fixed(costs::SELECT_AND_IDENT));
                 }
-                let mut path = self.path_of(&select.operand);
-                path.push(Arc::from(select.field.as_str()));
+                let path = self.path_of(&select.operand).append(&select.field);
                 self.paths.insert(e.id, path);
                 sum
             }
@@ -76,8 +75,8 @@ impl<'a> Coster<'a> {
                     EntryExpr::StructField(field) => Some(&field.value),
                     EntryExpr::MapEntry(_) => None,
                 });
-                let sum = fields.fold(Estimate::default(), |sum, value| sum.add(self.cost(value)));
-                sum.add(Estimate::fixed(costs::STRUCT_CREATE))
+                let sum = fields.fold(Estimate::default(), |sum, value| sum.plus(self.cost(value)));
+                sum.plus(Estimate::fixed(costs::STRUCT_CREATE))
             }
             Expr::Comprehension(fold) if is_bind(fold) => self.bind(e, fold),
             Expr::Comprehension(fold) => self.comprehension(e, fold),
@@ -93,7 +92,7 @@ impl<'a> Coster<'a> {
         if call.func_name == "dyn" && call.target.is_none() && call.args.len() == 1 {
             let cost = self.cost(&call.args[0]);
             self.copy_sizes(e, &call.args[0]);
-            return Estimate::fixed(1).add(cost);
+            return Estimate::fixed(1).plus(cost);
         }
         let mut arg_costs = Vec::with_capacity(call.args.len());
         let mut args = Vec::with_capacity(call.args.len());
@@ -127,8 +126,7 @@ impl<'a> Coster<'a> {
             };
             if let (false, Some(container)) = (within.is_empty(), call.args.first()) {
                 size = self.entry_size(container).map(|entry| entry.value);
-                let mut path = self.path_of(container);
-                path.push(Arc::from(within));
+                let path = self.path_of(container).append(within);
                 self.paths.insert(e.id, path);
             }
             if size.is_none() {
@@ -138,7 +136,7 @@ impl<'a> Coster<'a> {
         if let Some(size) = size {
             self.computed.insert(e.id, size);
         }
-        sum.add(cost)
+        sum.plus(cost)
     }
 
     /// A call's cost by its overload: the extensions' estimators first, then Kubernetes',
@@ -152,11 +150,11 @@ impl<'a> Coster<'a> {
         args: &[Operand<'e>],
         arg_costs: &[Estimate],
     ) -> CallEstimate {
-        let arg_sum = arg_costs.iter().fold(Estimate::default(), |sum, c| sum.add(*c));
+        let arg_sum = arg_costs.iter().fold(Estimate::default(), |sum, c| sum.plus(*c));
         let own = super::extensions::estimate(self, overload, target, args)
             .or_else(|| super::kubernetes::estimate(self, function, overload, target, args));
         if let Some(estimate) = own {
-            return CallEstimate { cost: estimate.cost.add(arg_sum), size: estimate.size };
+            return CallEstimate { cost: estimate.cost.plus(arg_sum), size: estimate.size };
         }
         super::calls::estimate(self, e, overload, target, args, arg_costs, arg_sum)
     }
@@ -165,8 +163,8 @@ impl<'a> Coster<'a> {
     /// accumulator.
     pub fn operand<'e>(&mut self, e: &'e IdedExpr) -> Operand<'e> {
         let mut path = self.path_of(e);
-        if path.first().is_some_and(|first| &**first == ACCUMULATOR || &**first == "@__result__") {
-            path.clear();
+        if path.first().is_some_and(|first| &*first == ACCUMULATOR || &*first == "@__result__") {
+            path = Path::default();
         }
         let computed = self.size(e);
         Operand { path, t: self.type_of(e), expr: Some(e), computed }
@@ -176,11 +174,11 @@ impl<'a> Coster<'a> {
         let mut sum = Estimate::default();
         let mut item = Estimate::new(if elements.is_empty() { 0 } else { u64::MAX }, 0);
         for element in elements {
-            sum = sum.add(self.cost(element));
+            sum = sum.plus(self.cost(element));
             item = item.union(self.size_or_unknown(element));
         }
         self.entries.insert(e.id, EntrySize { list: true, key: Estimate::fixed(1), value: item });
-        sum.add(Estimate::fixed(costs::LIST_CREATE))
+        sum.plus(Estimate::fixed(costs::LIST_CREATE))
     }
 
     fn map(&mut self, e: &IdedExpr, entries: &[cel::common::ast::IdedEntryExpr]) -> Estimate {
@@ -189,18 +187,18 @@ impl<'a> Coster<'a> {
         let (mut key, mut value) = (Estimate::new(empty, 0), Estimate::new(empty, 0));
         for entry in entries {
             let EntryExpr::MapEntry(entry) = &entry.expr else { continue };
-            sum = sum.add(self.cost(&entry.key));
-            sum = sum.add(self.cost(&entry.value));
+            sum = sum.plus(self.cost(&entry.key));
+            sum = sum.plus(self.cost(&entry.value));
             key = key.union(self.size_or_unknown(&entry.key));
             value = value.union(self.size_or_unknown(&entry.value));
         }
         self.entries.insert(e.id, EntrySize { list: false, key, value });
-        sum.add(Estimate::fixed(costs::MAP_CREATE))
+        sum.plus(Estimate::fixed(costs::MAP_CREATE))
     }
 
     fn comprehension(&mut self, e: &IdedExpr, fold: &ComprehensionExpr) -> Estimate {
         let mut sum = self.cost(&fold.iter_range);
-        sum = sum.add(self.cost(&fold.accu_init));
+        sum = sum.plus(self.cost(&fold.accu_init));
         self.push_local(&fold.accu_var, &fold.accu_init);
         match &fold.iter_var2 {
             Some(second) => {
@@ -215,10 +213,10 @@ impl<'a> Coster<'a> {
         if let Some(second) = &fold.iter_var2 {
             self.pop(second);
         }
-        sum = sum.add(self.cost(&fold.result));
+        sum = sum.plus(self.cost(&fold.result));
         self.pop(&fold.accu_var);
         let range = self.size_or_unknown(&fold.iter_range);
-        sum = sum.add(range.multiply(step.add(condition)));
+        sum = sum.plus(range.multiply(step.plus(condition)));
         match &fold.accu_init.expr {
             Expr::Literal(_) => {
                 if let Some(size) = self.size(&fold.accu_init) {
@@ -239,9 +237,9 @@ impl<'a> Coster<'a> {
     /// `cel.bind(v, init, result)` and the bindings macros make: `init` costs once, lazily.
     fn bind(&mut self, e: &IdedExpr, fold: &ComprehensionExpr) -> Estimate {
         let mut sum = self.cost(&fold.iter_range);
-        sum = sum.add(self.cost(&fold.accu_init));
+        sum = sum.plus(self.cost(&fold.accu_init));
         self.push_local(&fold.accu_var, &fold.accu_init);
-        sum = sum.add(self.cost(&fold.result));
+        sum = sum.plus(self.cost(&fold.result));
         self.pop(&fold.accu_var);
         self.copy_sizes(e, &fold.result);
         sum

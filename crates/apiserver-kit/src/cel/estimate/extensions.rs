@@ -53,7 +53,7 @@ fn literal_uint(operand: &Operand<'_>, default: u64) -> u64 {
 
 /// A call making a list of `size` elements, `factor` per element (`estimateAllocatingListCall`).
 fn allocating(factor: f64, size: Estimate) -> CallEstimate {
-    let cost = size.by_factor(factor).add(Estimate::fixed(1)).add(Estimate::fixed(costs::LIST_CREATE));
+    let cost = size.by_factor(factor).plus(Estimate::fixed(1)).plus(Estimate::fixed(costs::LIST_CREATE));
     CallEstimate::sized(cost, size)
 }
 
@@ -67,5 +67,5 @@ fn sorting(size: Estimate, element: &str) -> CallEstimate {
 /// `sets.contains`, `sets.intersects`, `sets.equivalent`: each element of one compared with
 /// each of the other, `factor` times.
 fn sets(factor: f64, a: Estimate, b: Estimate) -> CallEstimate {
-    CallEstimate::cost(a.multiply(b).by_factor(factor).add(Estimate::fixed(1)))
+    CallEstimate::cost(a.multiply(b).by_factor(factor).plus(Estimate::fixed(1)))
 }

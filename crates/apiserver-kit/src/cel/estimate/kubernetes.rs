@@ -42,7 +42,7 @@ pub(super) fn estimate(
         "join" => target.map(|target| join(coster, target, args.first())),
         "find" | "findAll" if !args.is_empty() => target.map(|target| {
             let sz = size(target);
-            let text = sz.add(Estimate::fixed(1)).by_factor(costs::STRING_TRAVERSAL);
+            let text = sz.plus(Estimate::fixed(1)).by_factor(costs::STRING_TRAVERSAL);
             let regex = size(&args[0]).by_factor(costs::REGEX_STRING_LENGTH);
             CallEstimate::sized(text.multiply(regex), Estimate::new(0, sz.max))
         }),
@@ -80,7 +80,7 @@ pub(super) fn estimate(
 fn selector(length: Estimate) -> Estimate {
     let parse = length.by_factor(costs::STRING_TRAVERSAL);
     let requirements = length.by_factor(0.5).by_factor((costs::LIST_CREATE + costs::STRUCT_CREATE) as f64);
-    Estimate::fixed(costs::LIST_CREATE).add(parse).add(requirements)
+    Estimate::fixed(costs::LIST_CREATE).plus(parse).plus(requirements)
 }
 
 /// `isSorted`, `sum`, `max`, `min`, `indexOf`, `lastIndexOf`, `includes`: each element of a
@@ -90,7 +90,7 @@ fn list_scan(coster: &Coster<'_>, function: &str, target: &Operand<'_>) -> Estim
     match target.element() {
         Some(element) => {
             if matches!(element.t, CelType::String | CelType::Bytes) {
-                element_cost = element_cost.add(coster.operand_size(&element).by_factor(costs::STRING_TRAVERSAL));
+                element_cost = element_cost.plus(coster.operand_size(&element).by_factor(costs::STRING_TRAVERSAL));
             }
             coster.operand_size(target).multiply(element_cost)
         }
@@ -119,7 +119,7 @@ fn replace(sz: Estimate, from: Estimate, to: Estimate) -> CallEstimate {
     } else {
         count.min = to_u64((sz.min as f64 / from.max as f64).ceil());
     }
-    let size = count.multiply(to).add(retained);
+    let size = count.multiply(to).plus(retained);
     CallEstimate::sized(sz.by_factor(2.0 * costs::STRING_TRAVERSAL), size)
 }
 
@@ -142,7 +142,7 @@ fn join(coster: &Coster<'_>, target: &Operand<'_>, separator: Option<&Operand<'_
     };
     if let Some(separator) = separator {
         let separators = Estimate::new(list.min.saturating_sub(1), list.max.saturating_sub(1));
-        sz = sz.add(coster.operand_size(separator).multiply(separators));
+        sz = sz.plus(coster.operand_size(separator).multiply(separators));
     }
     CallEstimate::sized(sz.by_factor(costs::STRING_TRAVERSAL), sz)
 }
@@ -151,13 +151,13 @@ fn join(coster: &Coster<'_>, target: &Operand<'_>, separator: Option<&Operand<'_
 /// string operand parsed first.
 fn contains(cidr: bool, overload: &str, operand: Estimate) -> Estimate {
     let bytes = Estimate::new(4, 16);
-    let mut cost = bytes.add(bytes).by_factor(costs::STRING_TRAVERSAL);
+    let mut cost = bytes.plus(bytes).by_factor(costs::STRING_TRAVERSAL);
     if cidr {
-        cost = cost.add(bytes.by_factor(costs::STRING_TRAVERSAL)).add(Estimate::fixed(1));
+        cost = cost.plus(bytes.by_factor(costs::STRING_TRAVERSAL)).plus(Estimate::fixed(1));
     }
     let parsed = if cidr { "cidr_contains_cidr_string" } else { "cidr_contains_ip_string" };
     if overload == parsed {
-        cost = cost.add(operand.by_factor(costs::STRING_TRAVERSAL));
+        cost = cost.plus(operand.by_factor(costs::STRING_TRAVERSAL));
     }
     cost
 }

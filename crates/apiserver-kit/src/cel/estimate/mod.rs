@@ -4,7 +4,8 @@
 //! refuses a CustomResourceDefinition whose rules' estimated cost is over its limits
 //! (crate::validation_rules says which sizes a schema allows).
 //!
-//! Layout: `range` (the arithmetic of size and cost ranges), `coster` (the walk of the
+//! Layout: `range` (the arithmetic of size and cost ranges), `path` (field paths, shared as
+//! Go slices are), `coster` (the walk of the
 //! expression: identifiers, selections, literals, comprehensions), `sizes` (what is known of a
 //! subexpression's size: its field path, its computed size, the comprehension variables),
 //! `calls` (cel-go's cost of each call by overload id), `kubernetes` (Kubernetes' cost of its
@@ -14,6 +15,7 @@ mod calls;
 mod coster;
 mod extensions;
 mod kubernetes;
+mod path;
 mod range;
 mod sizes;
 
@@ -42,7 +44,7 @@ pub fn estimate(program: &Program, sizes: &dyn Sizes) -> Estimate {
 /// and its size when the expression tells it.
 #[derive(Clone, Debug)]
 pub(crate) struct Operand<'e> {
-    pub path: Vec<Arc<str>>,
+    pub path: path::Path,
     pub t: CelType,
     pub expr: Option<&'e IdedExpr>,
     pub computed: Option<Estimate>,
@@ -53,11 +55,11 @@ impl Operand<'_> {
     /// (Kubernetes' `listElementNode`), if it is a type with parameters.
     pub fn element(&self) -> Option<Operand<'static>> {
         let t = self.t.parameters().first().map(|t| (*t).clone())?;
-        let mut path = self.path.clone();
-        if !path.is_empty() {
-            path.push(Arc::from("@items"));
+        let mut names = self.path.names();
+        if !names.is_empty() {
+            names.push(Arc::from("@items"));
         }
-        Some(Operand { path, t, expr: None, computed: None })
+        Some(Operand { path: path::Path::copied(names), t, expr: None, computed: None })
     }
 }
 

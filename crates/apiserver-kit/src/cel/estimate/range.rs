@@ -30,7 +30,7 @@ impl Estimate {
     }
 
     /// The sum, bound by `u64::MAX`.
-    pub fn add(self, other: Estimate) -> Estimate {
+    pub fn plus(self, other: Estimate) -> Estimate {
         Estimate { min: self.min.saturating_add(other.min), max: self.max.saturating_add(other.max) }
     }
 
@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn sums_and_products_stop_at_the_largest_value() {
         let big = Estimate::new(1, u64::MAX - 1);
-        assert_eq!(big.add(Estimate::fixed(5)), Estimate::new(6, u64::MAX));
+        assert_eq!(big.plus(Estimate::fixed(5)), Estimate::new(6, u64::MAX));
         assert_eq!(big.multiply(Estimate::fixed(2)), Estimate::new(2, u64::MAX));
         assert_eq!(Estimate::fixed(0).multiply(Estimate::UNKNOWN), Estimate::fixed(0));
     }

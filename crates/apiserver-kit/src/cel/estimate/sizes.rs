@@ -5,6 +5,7 @@
 
 use super::Operand;
 use super::coster::{Coster, Iterated};
+use super::path::Path;
 use super::range::Estimate;
 use crate::cel::decls::CelType;
 use cel::common::ast::{Expr, IdedExpr, LiteralValue};
@@ -14,7 +15,7 @@ use std::sync::Arc;
 /// known.
 #[derive(Clone, Debug)]
 pub(crate) struct Local {
-    pub path: Vec<Arc<str>>,
+    pub path: Path,
     pub size: Option<Estimate>,
     pub entry: Option<EntrySize>,
 }
@@ -70,13 +71,12 @@ impl Coster<'_> {
             (Iterated::Value | Iterated::Single, true) => ("@items", entry.map(|e| e.value)),
             (Iterated::Value, false) => ("@values", entry.map(|e| e.value)),
         };
-        let mut path = self.path_of(range);
-        path.push(Arc::from(within));
+        let path = self.path_of(range).append(within);
         self.push(name, Local { path, size, entry: None });
     }
 
     /// `e`'s field path from a variable (empty when it has none).
-    pub(super) fn path_of(&self, e: &IdedExpr) -> Vec<Arc<str>> {
+    pub(super) fn path_of(&self, e: &IdedExpr) -> Path {
         if let Expr::Ident(name) = &e.expr
             && let Some(local) = self.peek(name)
         {
@@ -94,7 +94,7 @@ impl Coster<'_> {
             return Some(size);
         }
         let path = self.path_of(e);
-        if let Some(size) = self.estimated(&path) {
+        if let Some(size) = self.estimated(&path.names()) {
             self.computed.insert(e.id, size);
             return Some(size);
         }
@@ -119,7 +119,7 @@ impl Coster<'_> {
     /// An operand's size as the libraries' estimators read it: the size its expression tells,
     /// else the environment's for its path, else unknown.
     pub(super) fn operand_size(&self, operand: &Operand<'_>) -> Estimate {
-        operand.computed.or_else(|| self.estimated(&operand.path)).unwrap_or(Estimate::UNKNOWN)
+        operand.computed.or_else(|| self.estimated(&operand.path.names())).unwrap_or(Estimate::UNKNOWN)
     }
 
     /// The sizes of `e`'s entries, if known (`computeEntrySize`).
