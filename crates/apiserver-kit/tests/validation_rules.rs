@@ -537,6 +537,7 @@ fn costly_schemas() -> Vec<(Json, bool)> {
         (with_spec(object(json!({"n": nested}), json!([{"rule": "self.n.all(l, l.size() < 10)"}]))), false),
         (with_spec(object(json!({"l": strings(json!({"maxItems": 100}))}), message)), true),
         (with_spec(many_rules_on_many_items(9000)), true),
+        (with_spec(object(json!({"items": {"type": "array", "items": tagged()}}), json!([]))), true),
         (with_spec(many_rules_on_many_items(3000)), false),
         (
             with_spec(json!({"type": "object", "properties": {"m": {"type": "object",
@@ -571,6 +572,15 @@ fn costly_schemas() -> Vec<(Json, bool)> {
             true,
         ),
     ]
+}
+
+/// An item with a required name and a few tags, its rules run as many times as such items
+/// fit in a request (the smallest, `{"name":""}`, 12 bytes and a comma).
+fn tagged() -> Json {
+    json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "maxLength": 8},
+        "tags": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 8}}},
+        "x-kubernetes-validations": [{"rule": "self.tags.all(t, t.matches('^[a-z]+$') && t != self.name)"},
+            {"rule": "self.name.matches('^[a-z]+$')"}]})
 }
 
 /// A list of up to `max_items` objects with a string of up to 2500 characters, each object

@@ -60,9 +60,10 @@ fn by_factor(x: u64, y: f64) -> u64 {
     if ceil >= TWO_TO_64 { u64::MAX } else { ceil as u64 }
 }
 
-/// Go's `uint64(f)` of a non-negative double below 2^64 (what the estimators convert).
+/// Go's `uint64(f)` of a non-negative double as the kube-apiserver's amd64 build converts it:
+/// 2^63 for what is past `u64::MAX`.
 pub fn to_u64(f: f64) -> u64 {
-    if f >= TWO_TO_64 { u64::MAX } else { f as u64 }
+    if f >= TWO_TO_64 { 1 << 63 } else { f as u64 }
 }
 
 #[cfg(test)]
@@ -84,6 +85,12 @@ mod tests {
         assert_eq!(Estimate::UNKNOWN.by_factor(0.1), Estimate::new(0, 1_844_674_407_370_955_264));
         assert_eq!(Estimate::UNKNOWN.by_factor(2.0), Estimate::new(0, u64::MAX));
         assert_eq!(Estimate::UNKNOWN.by_factor(1.0), Estimate::new(0, u64::MAX));
+    }
+
+    #[test]
+    fn doubles_past_the_largest_value_convert_as_go_converts_them_on_amd64() {
+        assert_eq!(to_u64(TWO_TO_64), 9_223_372_036_854_775_808);
+        assert_eq!(to_u64(6_148_914_691_236_516_864.0), 6_148_914_691_236_516_864);
     }
 
     #[test]
