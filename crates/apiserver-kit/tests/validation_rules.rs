@@ -566,12 +566,21 @@ fn costly_schemas() -> Vec<(Json, bool)> {
             )),
             true,
         ),
+        (root_reading_its_name(strings(json!({}))), true),
+        (root_reading_its_name(strings(json!({"maxItems": 50000}))), false),
         (
             json!({"type": "object", "properties": {"items": strings(json!({}))},
             "x-kubernetes-validations": [{"rule": "self.items.all(x, x.contains('a'))"}, {"rule": "self.metadata.name.size() < 64"}]}),
             true,
         ),
     ]
+}
+
+/// A resource's root whose rule compares each of its list's strings with its name (at most 253
+/// characters: the schema does not declare it).
+fn root_reading_its_name(list: Json) -> Json {
+    json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"l": list}}},
+        "x-kubernetes-validations": [{"rule": "self.spec.l.all(x, x != self.metadata.name)"}]})
 }
 
 /// An item with a required name and a few tags, its rules run as many times as such items

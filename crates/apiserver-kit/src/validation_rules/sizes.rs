@@ -10,6 +10,7 @@ use super::escape::escape;
 use super::schema;
 use crate::cel::estimate::{Estimate, Sizes};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -20,6 +21,8 @@ const MAX_DURATION_SIZE: i64 = 32;
 const MAX_DATETIME_SIZE: i64 = 32;
 /// A JSON date's length (`JSONDateSize`).
 const DATE_SIZE: i64 = 12;
+/// The longest name (`DNS1123SubdomainMaxLength`).
+const NAME_MAX_LENGTH: i64 = 253;
 
 /// A node's sizes, and those of what it holds.
 #[derive(Clone, Debug, Default)]
@@ -46,7 +49,7 @@ impl NodeSizes {
         }
         let with_meta;
         let node = if resource_root {
-            with_meta = schema::with_type_and_object_meta(node);
+            with_meta = with_type_and_object_meta(node);
             &*with_meta
         } else {
             node
@@ -75,6 +78,26 @@ impl NodeSizes {
     pub fn max_cardinality(&self) -> u64 {
         u64::try_from(MAX_REQUEST_SIZE / (self.min_serialized_size + 1)).unwrap_or(0)
     }
+}
+
+/// A resource's root with the fields every rule may read there (apiextensions'
+/// `WithTypeAndObjectMeta`): when the schema does not declare them all, `metadata` is made of a
+/// `name` of at most 253 characters and a `generateName` of at most 252 (shorter when the
+/// schema says so).
+fn with_type_and_object_meta(node: &Value) -> Cow<'_, Value> {
+    let Cow::Owned(mut with) = schema::with_type_and_object_meta(node) else { return Cow::Borrowed(node) };
+    let declared = |name: &str| {
+        let metadata = schema::properties(node).and_then(|p| p.get("metadata"));
+        metadata.and_then(schema::properties).and_then(|p| p.get(name)).and_then(max_length)
+    };
+    for (name, cap) in [("name", NAME_MAX_LENGTH), ("generateName", NAME_MAX_LENGTH - 1)] {
+        let max = declared(name).map_or(cap, |length| length.min(cap));
+        let field = with.pointer_mut(&format!("/properties/metadata/properties/{name}")).and_then(Value::as_object_mut);
+        if let Some(field) = field {
+            field.insert("maxLength".into(), max.into());
+        }
+    }
+    Cow::Owned(with)
 }
 
 /// An object's sizes: a map's by its values', or an object's fields'.
@@ -180,6 +203,20 @@ mod tests {
         assert_eq!(size(&sizes, &["self", "h"]), Some(0));
         assert_eq!(size(&sizes, &["self", "z"]), None);
         assert_eq!(sizes.min_serialized_size, 2 + 1 + 2 + 4, "the required a: \"\"");
+    }
+
+    #[test]
+    fn a_resource_roots_names_are_bound_unless_its_schema_declares_them() {
+        let root = json!({"type": "object", "properties": {"metadata": {"type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 10}, "generateName": {"type": "string"}}}}});
+        let sizes = NodeSizes::of(&root, true).unwrap();
+        assert_eq!(size(&sizes, &["self", "metadata", "name"]), Some(40));
+        assert_eq!(size(&sizes, &["self", "metadata", "generateName"]), Some(1008));
+        assert_eq!(size(&sizes, &["self", "kind"]), Some(3_145_726));
+        let declared = json!({"type": "object", "properties": {"kind": {"type": "string"},
+            "apiVersion": {"type": "string"}, "metadata": root["properties"]["metadata"]}});
+        let sizes = NodeSizes::of(&declared, true).unwrap();
+        assert_eq!(size(&sizes, &["self", "metadata", "generateName"]), Some(3_145_726));
     }
 
     #[test]
