@@ -567,6 +567,14 @@ fn costly_schemas() -> Vec<(Json, bool)> {
             true,
         ),
         (root_reading_its_name(strings(json!({}))), true),
+        (
+            with_spec(object(
+                json!({"x": {"type": "integer", "x-kubernetes-validations": [{"rule": " "}]},
+            "y": object(json!({"z": {"type": "integer"}}), json!([{"rule": "self.nope"}])), "l": strings(json!({}))}),
+                json!([{"rule": "self.l.all(x, self.l.exists(y, x == y))"}]),
+            )),
+            false,
+        ),
         (root_reading_its_name(strings(json!({"maxItems": 50000}))), false),
         (
             json!({"type": "object", "properties": {"items": strings(json!({}))},

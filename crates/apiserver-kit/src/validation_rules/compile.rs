@@ -170,26 +170,29 @@ fn detail(error: &CompileError, compiled: &str, instantiated: &str) -> String {
     }
 }
 
+/// What is wrong with how the rules of the node at `path` are written, whatever they say (the
+/// kube-apiserver's schema errors, which keep it from compiling the rules of the node and of
+/// those above it), each a field error.
+pub fn written(path: &str, rules: &[Rule], node: &serde_json::Value) -> Vec<String> {
+    let at = |i: usize, field: &str| format!("{path}.x-kubernetes-validations[{i}].{field}");
+    let written = rules.iter().enumerate().flat_map(|(i, rule)| written_problems(rule, node, |field| at(i, field)));
+    written.map(|problem| problem.to_string()).collect()
+}
+
 /// What the kube-apiserver would refuse a CustomResourceDefinition for in the rules of the
 /// node at `path` (`spec.validation.openAPIV3Schema.properties[spec]`), compiled as
-/// `compiled`: each a field error. `uncorrelatable` is the path of the list or map above the node
-/// whose items' old values cannot be known, where transition rules are refused. `costs`, when
-/// the rules' costs are checked, is how many times the node may be in an object and the
-/// schema's total so far, which each rule's cost is added to.
+/// `compiled`, once they are well written ([`written`]): each a field error. `uncorrelatable`
+/// is the path of the list or map above the node whose items' old values cannot be known,
+/// where transition rules are refused. `costs`, when the rules' costs are checked, is how many
+/// times the node may be in an object and the schema's total so far, which each rule's cost is
+/// added to.
 pub fn problems(
     path: &str,
     compiled: &[Compiled],
-    node: &serde_json::Value,
     uncorrelatable: Option<&str>,
     mut costs: Option<(u64, &mut Total)>,
 ) -> Vec<String> {
-    let rules: Vec<&Rule> = compiled.iter().map(|c| &c.rule).collect();
     let at = |i: usize, field: &str| format!("{path}.x-kubernetes-validations[{i}].{field}");
-    let written: Vec<FieldError> =
-        rules.iter().enumerate().flat_map(|(i, rule)| written_problems(rule, node, |field| at(i, field))).collect();
-    if !written.is_empty() {
-        return written.iter().map(ToString::to_string).collect();
-    }
     let mut problems = Vec::new();
     for (i, compiled) in compiled.iter().enumerate() {
         let rule = &compiled.rule;
@@ -330,7 +333,7 @@ mod tests {
     fn problems_are_worded_as_a_definition_is_refused() {
         let path = "spec.validation.openAPIV3Schema";
         let compiled = [compile(&rule("self.nope > 0"), &variables(), &node())];
-        let problems = problems(path, &compiled, &node(), None, None);
+        let problems = problems(path, &compiled, None, None);
         assert_eq!(problems.len(), 1);
         assert!(problems[0].starts_with(
             "spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: \
@@ -338,7 +341,7 @@ mod tests {
              \"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'"
         ), "{}", problems[0]);
         let written = Rule { reason: Some("Nope".into()), field_path: ".zz".into(), ..rule(" ") };
-        let problems = super::problems(path, &[compile(&written, &variables(), &node())], &node(), None, None);
+        let problems = super::written(path, &[written], &node());
         assert_eq!(
             problems,
             [
@@ -350,7 +353,7 @@ mod tests {
             ]
         );
         let transition = [compile(&rule("self.x == oldSelf.x"), &variables(), &node())];
-        let problems = super::problems(path, &transition, &node(), Some("spec.items"), None);
+        let problems = super::problems(path, &transition, Some("spec.items"), None);
         assert!(
             problems[0]
                 .ends_with("oldSelf cannot be used on the uncorrelatable portion of the schema within spec.items")

@@ -91,9 +91,7 @@ impl Rules {
         // The rules of `allOf` branches run only beside others (`NewValidator` looks for rules
         // everywhere but there).
         let root = if has_rules(schema) { builder.node(schema, schema, true, &at) } else { None };
-        let mut problems = builder.problems;
-        problems.extend(builder.total.problems(path));
-        Rules { root, problems }
+        Rules { root, problems: builder.problems(path) }
     }
 
     /// Whether the schema has no rules at all.
