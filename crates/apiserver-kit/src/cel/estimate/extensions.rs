@@ -30,17 +30,21 @@ pub(super) fn estimate(
             let sz = size(list);
             Some(allocating(2.0, sz.multiply(sz)))
         }
-        (sort, Some(list), []) if sort.starts_with("list_") && sort.ends_with("_sort") => {
-            Some(sorting(size(list), &sort["list_".len()..sort.len() - "_sort".len()]))
+        (id, Some(list), []) if element_of(id, "_sort").is_some() => {
+            Some(sorting(size(list), element_of(id, "_sort").unwrap_or_default()))
         }
-        (sort, Some(_), [keys]) if sort.starts_with("list_") && sort.ends_with("_sortByAssociatedKeys") => {
-            let element = &sort["list_".len()..sort.len() - "_sortByAssociatedKeys".len()];
-            Some(sorting(size(keys), element))
+        (id, Some(_), [keys]) if element_of(id, "_sortByAssociatedKeys").is_some() => {
+            Some(sorting(size(keys), element_of(id, "_sortByAssociatedKeys").unwrap_or_default()))
         }
         ("list_sets_contains_list" | "list_sets_intersects_list", _, [a, b]) => Some(sets(1.0, size(a), size(b))),
         ("list_sets_equivalent_list", _, [a, b]) => Some(sets(2.0, size(a), size(b))),
         _ => None,
     }
+}
+
+/// The element type's name in the id of a sort overload (`list_string_sort`: `string`).
+fn element_of<'a>(id: &'a str, suffix: &str) -> Option<&'a str> {
+    id.strip_prefix("list_")?.strip_suffix(suffix)
 }
 
 /// A literal int operand's value (negative: 0), else `default` (`nodeAsUintValue`).
