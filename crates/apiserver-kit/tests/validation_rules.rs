@@ -499,11 +499,112 @@ fn rules_a_definition_is_refused_for_are_named_as_the_kube_apiserver_names_them(
         node(json!([])),
         with_spec(object(json!({"x": {"type": "integer"}}), json!([{"rule": "self.x > 0", "message": "fine"}]))),
     ];
+    let mut schemas = schemas.to_vec();
+    let costly = costly_schemas();
+    let refused = costly.iter().filter(|(_, refused)| *refused).count();
+    schemas.extend(costly.into_iter().map(|(schema, _)| schema));
     let requests: Vec<Json> = schemas.iter().map(|s| json!({"schema": s})).collect();
     let answers = reference(&requests);
+    let mut costs_refused = 0;
     for (schema, answer) in schemas.iter().zip(&answers) {
         let theirs: Vec<String> = serde_json::from_value(answer["problems"].clone()).unwrap_or_default();
         let mine = Rules::compile(schema).problems().to_vec();
         assert_eq!(mine, theirs, "{schema}");
+        costs_refused += usize::from(mine.iter().any(|p| p.contains("exceeds budget")));
     }
+    assert_eq!(costs_refused, refused, "the costly schemas are refused for their cost, the bounded ones not");
+}
+
+/// Schemas whose rules' estimated cost is over a definition's limits, or under them thanks to
+/// their bounds, each with whether it is refused for its cost.
+fn costly_schemas() -> Vec<(Json, bool)> {
+    let strings = |bounds: Json| {
+        let mut list = json!({"type": "array", "items": {"type": "string"}});
+        if let (Some(list), Some(bounds)) = (list.as_object_mut(), bounds.as_object()) {
+            list.extend(bounds.clone());
+        }
+        list
+    };
+    let quadratic = json!([{"rule": "self.l.all(x, self.l.exists(y, x == y))"}]);
+    let bounded = json!({"type": "array", "maxItems": 20, "items": {"type": "string", "maxLength": 10}});
+    let nested = json!({"type": "array", "items": {"type": "array", "items": {"type": "string"}}});
+    let message = json!([{"rule": "size(self.l) < 5", "messageExpression": "self.l.filter(x, self.l.exists(y, x == y)).join(', ')"}]);
+    vec![
+        (with_spec(object(json!({"l": strings(json!({}))}), quadratic.clone())), true),
+        (with_spec(object(json!({"l": strings(json!({"maxItems": 20}))}), quadratic.clone())), true),
+        (with_spec(object(json!({"l": bounded}), quadratic)), false),
+        (with_spec(object(json!({"n": nested}), json!([{"rule": "self.n.all(l, l.all(s, s.size() < 10))"}]))), true),
+        (with_spec(object(json!({"n": nested}), json!([{"rule": "self.n.all(l, l.size() < 10)"}]))), false),
+        (with_spec(object(json!({"l": strings(json!({"maxItems": 100}))}), message)), true),
+        (with_spec(many_rules_on_many_items(9000)), true),
+        (with_spec(object(json!({"items": {"type": "array", "items": tagged()}}), json!([]))), true),
+        (with_spec(many_rules_on_many_items(3000)), false),
+        (
+            with_spec(json!({"type": "object", "properties": {"m": {"type": "object",
+            "additionalProperties": {"type": "string", "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}})),
+            true,
+        ),
+        (
+            with_spec(object(
+                json!({"x": {"type": "integer"}, "l": {"type": "array", "items": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(x, self.exists(y, x == y))"}]}}),
+                json!([{"rule": "self.l.all(x, self.l.exists(y, x == y))"}, {"rule": "self.nope > 0"}]),
+            )),
+            true,
+        ),
+        (
+            with_spec(object(
+                json!({"l": strings(json!({"maxItems": 1500, "items": {"type": "string", "maxLength": 4}}))}),
+                json!([{"rule": "self.l.all(x, self.l.exists(y, x == y))"}]),
+            )),
+            true,
+        ),
+        (
+            with_spec(object(
+                json!({"l": strings(json!({"maxItems": 1200, "items": {"type": "string", "maxLength": 4}}))}),
+                json!([{"rule": "self.l.all(x, self.l.exists(y, x.startsWith(y)))", "messageExpression": "self.l.join(', ')"}]),
+            )),
+            true,
+        ),
+        (root_reading_its_name(strings(json!({}))), true),
+        (
+            with_spec(object(
+                json!({"x": {"type": "integer", "x-kubernetes-validations": [{"rule": " "}]},
+            "y": object(json!({"z": {"type": "integer"}}), json!([{"rule": "self.nope"}])), "l": strings(json!({}))}),
+                json!([{"rule": "self.l.all(x, self.l.exists(y, x == y))"}]),
+            )),
+            false,
+        ),
+        (root_reading_its_name(strings(json!({"maxItems": 50000}))), false),
+        (
+            json!({"type": "object", "properties": {"items": strings(json!({}))},
+            "x-kubernetes-validations": [{"rule": "self.items.all(x, x.contains('a'))"}, {"rule": "self.metadata.name.size() < 64"}]}),
+            true,
+        ),
+    ]
+}
+
+/// A resource's root whose rule compares each of its list's strings with its name (at most 253
+/// characters: the schema does not declare it).
+fn root_reading_its_name(list: Json) -> Json {
+    json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"l": list}}},
+        "x-kubernetes-validations": [{"rule": "self.spec.l.all(x, x != self.metadata.name)"}]})
+}
+
+/// An item with a required name and a few tags, its rules run as many times as such items
+/// fit in a request (the smallest, `{"name":""}`, 12 bytes and a comma).
+fn tagged() -> Json {
+    json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "maxLength": 8},
+        "tags": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 8}}},
+        "x-kubernetes-validations": [{"rule": "self.tags.all(t, t.matches('^[a-z]+$') && t != self.name)"},
+            {"rule": "self.name.matches('^[a-z]+$')"}]})
+}
+
+/// A list of up to `max_items` objects with a string of up to 2500 characters, each object
+/// with twelve rules of equal cost, some costing more than a hundredth of the total's limit.
+fn many_rules_on_many_items(max_items: u64) -> Json {
+    let rules: Vec<Json> = "abcdefghijkl".chars().map(|c| json!({"rule": format!("self.s.contains('{c}')")})).collect();
+    let item = json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 2500}},
+        "x-kubernetes-validations": rules});
+    json!({"type": "object", "properties": {"items": {"type": "array", "maxItems": max_items, "items": item}}})
 }

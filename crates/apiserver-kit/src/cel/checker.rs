@@ -33,6 +33,19 @@ pub(crate) struct Checked {
     /// by id, with the name they resolve to: cel-go plans each as the type of that name (and
     /// fails when there is none: a comprehension variable bound to a type, `x`).
     pub type_names: HashMap<u64, String>,
+    /// Each call's resolution, by id: the function (a namespace's named in full, its target
+    /// then no operand, as cel-go rewrites the call) and the ids of the overloads that fit.
+    pub calls: HashMap<u64, Resolved>,
+}
+
+/// The function a call resolved to and the overloads its operands' types fit (cel-go's
+/// reference of the call), which its estimated cost follows.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    pub function: String,
+    pub overloads: Vec<&'static str>,
+    /// Whether the call names a namespace's function (`sets.contains(a, b)`), not a member.
+    pub namespaced: bool,
 }
 
 /// Checks `expr` (parsed from `info`'s source) against `declarations` and Kubernetes' functions,
@@ -54,6 +67,7 @@ fn types(expr: &IdedExpr, info: &SourceInfo, declarations: &Declarations) -> Res
         scopes: Vec::new(),
         types: HashMap::new(),
         names: HashMap::new(),
+        calls: HashMap::new(),
         mapping: Mapping::default(),
         fresh: 0,
         issues: Issues::default(),
@@ -72,7 +86,7 @@ fn types(expr: &IdedExpr, info: &SourceInfo, declarations: &Declarations) -> Res
     }
     let mut type_names = checker.names;
     type_names.retain(|id, _| matches!(types.get(id), Some(CelType::Type(_))));
-    Ok(Checked { types, type_names })
+    Ok(Checked { types, type_names, calls: checker.calls })
 }
 
 struct Checker<'a> {
@@ -83,6 +97,8 @@ struct Checker<'a> {
     types: HashMap<u64, CelType>,
     /// What each identifier (or qualified name) resolved to, by id.
     names: HashMap<u64, String>,
+    /// What each call resolved to, by id.
+    calls: HashMap<u64, Resolved>,
     /// The type parameters bound so far.
     mapping: Mapping,
     /// How many fresh type variables (`_var0`, ...) were made.
@@ -256,7 +272,11 @@ impl Checker<'_> {
         if let Some(namespace) = qualified_name(target) {
             let name = format!("{}.{}", namespace.trim_start_matches('.'), call.func_name);
             if let Some(function) = overloads::function(&name, patch_types) {
-                return self.resolve_overload(e.id, &name, function, None, &call.args);
+                self.resolve_overload(e.id, &name, function, None, &call.args);
+                if let Some(resolved) = self.calls.get_mut(&e.id) {
+                    resolved.namespaced = true;
+                }
+                return;
             }
         }
         self.check(target);
@@ -288,6 +308,7 @@ impl Checker<'_> {
         let result = self.select_field(e.id, &call.args[0], name.inner(), true);
         let result = self.substituted(&result);
         self.set(e.id, result);
+        self.resolved_call(e.id, "_?._", vec!["select_optional_field"], false);
     }
 
     /// cel-go's `resolveOverload`: the overloads of `function` the arguments' types fit, the
@@ -302,13 +323,17 @@ impl Checker<'_> {
     ) {
         let arg_types: Vec<CelType> = target.into_iter().chain(args).map(|a| self.type_of(a.id)).collect();
         if matches!(name, "_&&_" | "_||_") {
+            let first = function.overloads.first().map(|o| o.id).into_iter().collect();
+            self.resolved_call(id, name, first, false);
             return self.logical(id, args, &arg_types);
         }
         let mut result: Option<CelType> = None;
+        let mut fitting = Vec::new();
         for overload in function.overloads.iter().filter(|o| o.member == target.is_some()) {
             let (parameters, returned) = self.instantiate(overload);
             let Some(mapping) = unify::assignable_list(&self.mapping, &arg_types, &parameters) else { continue };
             self.mapping = mapping;
+            fitting.push(overload.id);
             let returned = self.substituted(&returned);
             result = Some(match result {
                 None => returned,
@@ -316,6 +341,7 @@ impl Checker<'_> {
                 Some(previous) => previous,
             });
         }
+        self.resolved_call(id, name, fitting, false);
         match result {
             Some(t) => self.set(id, t),
             None => {
@@ -326,6 +352,10 @@ impl Checker<'_> {
                 self.set(id, CelType::Error);
             }
         }
+    }
+
+    fn resolved_call(&mut self, id: u64, function: &str, overloads: Vec<&'static str>, namespaced: bool) {
+        self.calls.insert(id, Resolved { function: function.to_string(), overloads, namespaced });
     }
 
     /// `&&` and `||`: each operand must be a bool.

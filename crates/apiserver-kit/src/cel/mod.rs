@@ -2,7 +2,8 @@
 //! policies and schemas' validation rules: expressions parsed by the `cel` crate (cel-rust),
 //! type-checked (as cel-go's checker does, against [`Declarations`] of the variables' types),
 //! planned and evaluated here with cel-go's semantics, error messages and runtime cost, so that
-//! a policy the cluster enforces for its own resources is enforced the same way for ours.
+//! a policy the cluster enforces for its own resources is enforced the same way for ours; its
+//! cost is estimated before it runs as cel-go and Kubernetes estimate it ([`estimate`]).
 //! tools/cel-oracle (k8s.io/apiserver's compiler) is the reference of the tests.
 
 mod arithmetic;
@@ -12,6 +13,7 @@ mod collections;
 mod conversions;
 pub mod decls;
 pub mod error;
+pub mod estimate;
 mod eval;
 mod format;
 mod formats;

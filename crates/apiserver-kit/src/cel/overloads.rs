@@ -367,6 +367,8 @@ pub fn signatures() -> &'static [&'static str] {
 /// An overload of a function.
 #[derive(Debug)]
 pub(crate) struct Overload {
+    /// Its id (`add_string`), by which cel-go's cost estimator prices a call.
+    pub id: &'static str,
     /// Whether it is called on a target (`s.size()`), the first of `parameters`.
     pub member: bool,
     /// Its type parameters, instantiated in this order.
@@ -424,7 +426,7 @@ fn parse(line: &'static str) -> Option<(&'static str, &'static str, Overload)> {
     let parameters = parameters.strip_prefix('(')?.strip_suffix(')')?;
     let parameters = split(parameters).map(|p| parse_type(p, &type_parameters)).collect::<Option<Vec<_>>>()?;
     let result = parse_type(result, &type_parameters)?;
-    Some((name, id, Overload { member, type_parameters, parameters, result }))
+    Some((name, id, Overload { id, member, type_parameters, parameters, result }))
 }
 
 /// The type `text` writes (`map(K, list(string))`), its type parameters named in `parameters`.

@@ -30,6 +30,10 @@ pub struct Program {
     pub(crate) root: Node,
     source: String,
     output: CelType,
+    /// The parsed expression and what checking it found, which its cost is estimated from
+    /// (cel-go estimates the checked expression, not the plan).
+    pub(crate) parsed: IdedExpr,
+    pub(crate) checked: Checked,
 }
 
 impl Program {
@@ -62,7 +66,7 @@ impl Program {
         let mut planner = Planner { variables: &variables, locals: Vec::new(), source, checked: &checked, patch_types };
         let root = planner.plan(&parsed)?;
         let output = checked.types.get(&parsed.id).cloned().unwrap_or(CelType::Dyn);
-        Ok(Program { root, source: source.to_string(), output })
+        Ok(Program { root, source: source.to_string(), output, parsed, checked })
     }
 
     /// The expression's text.

@@ -4,7 +4,10 @@
 //! CustomResourceDefinition would be refused for is worded as the kube-apiserver words it
 //! ([`problems`]).
 
+use super::cost::{self, Total};
 use super::path::valid_field_path;
+use super::sizes::NodeSizes;
+use crate::cel::estimate::{self, Estimate, Sizes};
 use crate::cel::{CelType, CompileError, Declarations, Program, Stage};
 use crate::machinery::error::{FieldError, FieldErrorKind};
 use serde::Deserialize;
@@ -49,6 +52,10 @@ pub struct Compiled {
     pub message_error: Option<String>,
     /// Its `fieldPath`, normalized (`spec.host`), when it has a valid one.
     pub field_path: Option<String>,
+    /// The most its program is estimated to cost once (0 when it has none).
+    pub max_cost: u64,
+    /// The most its message expression's program is estimated to cost, when it has one.
+    pub message_max_cost: Option<u64>,
 }
 
 /// The variables of a node's rules: `self` of the node's type, and `oldSelf` of it (or an
@@ -57,6 +64,8 @@ pub struct Variables {
     plain: Declarations,
     optional: Declarations,
     without_old: Declarations,
+    /// The sizes of the node's values, which the rules' costs are estimated from.
+    sizes: Option<NodeSizes>,
 }
 
 impl Variables {
@@ -67,7 +76,31 @@ impl Variables {
             plain: without_old.clone().with_variable("oldSelf", t.clone()),
             optional: without_old.clone().with_variable("oldSelf", CelType::optional(t.clone())),
             without_old,
+            sizes: None,
         }
+    }
+
+    /// The variables, their values' sizes told by `sizes`.
+    pub fn with_sizes(mut self, sizes: NodeSizes) -> Variables {
+        self.sizes = Some(sizes);
+        self
+    }
+
+    /// The most `program` is estimated to cost with these variables.
+    fn max_cost(&self, program: &Program) -> u64 {
+        match &self.sizes {
+            Some(sizes) => estimate::estimate(program, sizes).max,
+            None => estimate::estimate(program, &Unknown).max,
+        }
+    }
+}
+
+/// Sizes of no variable known.
+struct Unknown;
+
+impl Sizes for Unknown {
+    fn size(&self, _: &[std::sync::Arc<str>]) -> Option<Estimate> {
+        None
     }
 }
 
@@ -81,6 +114,8 @@ pub fn compile(rule: &Rule, variables: &Variables, node: &serde_json::Value) -> 
         message_expression: None,
         message_error: None,
         field_path: None,
+        max_cost: 0,
+        message_max_cost: None,
     };
     if rule.rule.trim().is_empty() {
         return compiled;
@@ -98,6 +133,7 @@ pub fn compile(rule: &Rule, variables: &Variables, node: &serde_json::Value) -> 
         Ok(program) => program,
     };
     compiled.uses_old_self = Program::compile_declared(&rule.rule, &variables.without_old).is_err();
+    compiled.max_cost = variables.max_cost(&program);
     compiled.program = Some(program);
     if !rule.message_expression.is_empty() {
         match Program::compile_declared(&rule.message_expression, declarations) {
@@ -112,7 +148,10 @@ pub fn compile(rule: &Rule, variables: &Variables, node: &serde_json::Value) -> 
             Ok(program) if *program.output_type() != CelType::String => {
                 compiled.message_error = Some("messageExpression must evaluate to a string".into());
             }
-            Ok(program) => compiled.message_expression = Some(program),
+            Ok(program) => {
+                compiled.message_max_cost = Some(variables.max_cost(&program));
+                compiled.message_expression = Some(program);
+            }
         }
     }
     if !rule.field_path.is_empty() {
@@ -131,27 +170,41 @@ fn detail(error: &CompileError, compiled: &str, instantiated: &str) -> String {
     }
 }
 
+/// What is wrong with how the rules of the node at `path` are written, whatever they say (the
+/// kube-apiserver's schema errors, which keep it from compiling the rules of the node and of
+/// those above it), each a field error.
+pub fn written(path: &str, rules: &[Rule], node: &serde_json::Value) -> Vec<String> {
+    let at = |i: usize, field: &str| format!("{path}.x-kubernetes-validations[{i}].{field}");
+    let written = rules.iter().enumerate().flat_map(|(i, rule)| written_problems(rule, node, |field| at(i, field)));
+    written.map(|problem| problem.to_string()).collect()
+}
+
 /// What the kube-apiserver would refuse a CustomResourceDefinition for in the rules of the
 /// node at `path` (`spec.validation.openAPIV3Schema.properties[spec]`), compiled as
-/// `compiled`: each a field error. `uncorrelatable` is the path of the list or map above the node
-/// whose items' old values cannot be known, where transition rules are refused.
+/// `compiled`, once they are well written ([`written`]): each a field error. `uncorrelatable`
+/// is the path of the list or map above the node whose items' old values cannot be known,
+/// where transition rules are refused. `costs`, when the rules' costs are checked, is how many
+/// times the node may be in an object and the schema's total so far, which each rule's cost is
+/// added to.
 pub fn problems(
     path: &str,
     compiled: &[Compiled],
-    node: &serde_json::Value,
     uncorrelatable: Option<&str>,
+    mut costs: Option<(u64, &mut Total)>,
 ) -> Vec<String> {
-    let rules: Vec<&Rule> = compiled.iter().map(|c| &c.rule).collect();
     let at = |i: usize, field: &str| format!("{path}.x-kubernetes-validations[{i}].{field}");
-    let written: Vec<FieldError> =
-        rules.iter().enumerate().flat_map(|(i, rule)| written_problems(rule, node, |field| at(i, field))).collect();
-    if !written.is_empty() {
-        return written.iter().map(ToString::to_string).collect();
-    }
     let mut problems = Vec::new();
     for (i, compiled) in compiled.iter().enumerate() {
         let rule = &compiled.rule;
         let value = Some(go_rule_json(rule));
+        if let Some((cardinality, total)) = costs.as_mut() {
+            let rule_cost = cost::times(compiled.max_cost, *cardinality);
+            if rule_cost > cost::PER_EXPRESSION_LIMIT {
+                let detail = cost::over_budget("estimated rule cost", rule_cost, cost::PER_EXPRESSION_LIMIT);
+                problems.push(cost::forbidden(&at(i, "rule"), detail));
+            }
+            total.observe(&at(i, "rule"), rule_cost);
+        }
         if let Some(error) = &compiled.error {
             problems.push(FieldError {
                 field: at(i, "rule"),
@@ -164,6 +217,13 @@ pub fn problems(
             let value = Some(go_rule_json(rule));
             let field = at(i, "messageExpression");
             problems.push(FieldError { field, kind: FieldErrorKind::Invalid, value, detail: error.clone() });
+        } else if let (Some(message_cost), Some((_, total))) = (compiled.message_max_cost, costs.as_mut()) {
+            if message_cost > cost::PER_EXPRESSION_LIMIT {
+                let detail =
+                    cost::over_budget("estimated messageExpression cost", message_cost, cost::PER_EXPRESSION_LIMIT);
+                problems.push(cost::forbidden(&at(i, "messageExpression"), detail));
+            }
+            total.observe(&at(i, "messageExpression"), message_cost);
         }
         if let (true, Some(within)) = (compiled.uses_old_self, uncorrelatable) {
             let detail = format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {within}");
@@ -273,7 +333,7 @@ mod tests {
     fn problems_are_worded_as_a_definition_is_refused() {
         let path = "spec.validation.openAPIV3Schema";
         let compiled = [compile(&rule("self.nope > 0"), &variables(), &node())];
-        let problems = problems(path, &compiled, &node(), None);
+        let problems = problems(path, &compiled, None, None);
         assert_eq!(problems.len(), 1);
         assert!(problems[0].starts_with(
             "spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: \
@@ -281,7 +341,7 @@ mod tests {
              \"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'"
         ), "{}", problems[0]);
         let written = Rule { reason: Some("Nope".into()), field_path: ".zz".into(), ..rule(" ") };
-        let problems = super::problems(path, &[compile(&written, &variables(), &node())], &node(), None);
+        let problems = super::written(path, &[written], &node());
         assert_eq!(
             problems,
             [
@@ -293,7 +353,7 @@ mod tests {
             ]
         );
         let transition = [compile(&rule("self.x == oldSelf.x"), &variables(), &node())];
-        let problems = super::problems(path, &transition, &node(), Some("spec.items"));
+        let problems = super::problems(path, &transition, Some("spec.items"), None);
         assert!(
             problems[0]
                 .ends_with("oldSelf cannot be used on the uncorrelatable portion of the schema within spec.items")

@@ -7,9 +7,11 @@
 //! the strategy's own validation as a custom resource's rules run after its schema validation.
 //!
 //! - [`Rules::compile`] compiles a schema's rules, and says what a CustomResourceDefinition of
-//!   the schema would be refused for ([`Rules::problems`]: a rule that does not compile, in the
-//!   kube-apiserver's words); [`of`] keeps each resource version's rules, which the server's
-//!   builder compiles and checks before it serves anything.
+//!   the schema would be refused for ([`Rules::problems`]: a rule that does not compile, or
+//!   whose estimated cost, times how many times its node may be in an object, is over the
+//!   per-expression limit, a message expression over it, all of them over the schema's limit,
+//!   in the kube-apiserver's words); [`of`] keeps each resource version's rules, which the
+//!   server's builder compiles and checks before it serves anything.
 //! - [`Rules::validate`] checks an object, and on an update the old object: each node's rules
 //!   with `self` its value; transition rules (those reading `oldSelf`) only where an old value
 //!   correlates (properties, map entries, items of `x-kubernetes-list-type: map` lists by their
@@ -19,17 +21,20 @@
 //!   it was into a warning.
 //!
 //! Layout: `schema` (what is read of a schema node), `escape` (property names as CEL
-//! identifiers), `types` (a node's CEL type), `values` (JSON as the CEL value of its node),
-//! `compile` (a rule compiled, and the definition's problems), `build` (the tree of nodes with
-//! rules), `path` (error paths and `fieldPath`), `ratchet` (correlation with the old object),
-//! `validate` (the walk).
+//! identifiers), `types` (a node's CEL type), `sizes` (the sizes its values may have, which
+//! rules' costs are estimated from), `values` (JSON as the CEL value of its node), `compile` (a
+//! rule compiled, and the definition's problems), `cost` (the definition's cost limits),
+//! `build` (the tree of nodes with rules), `path` (error paths and `fieldPath`), `ratchet`
+//! (correlation with the old object), `validate` (the walk).
 
 mod build;
 mod compile;
+mod cost;
 mod escape;
 mod path;
 mod ratchet;
 mod schema;
+mod sizes;
 mod types;
 mod validate;
 mod values;
@@ -82,11 +87,11 @@ impl Rules {
     /// [`Rules::compile`], the problems' paths starting with `path`.
     pub fn compile_at(schema: &Value, path: &str) -> Rules {
         let mut builder = build::Builder::new();
-        let at = build::At { path: path.to_string(), uncorrelatable: None };
+        let at = build::At { path: path.to_string(), uncorrelatable: None, cardinality: Some(1), costed: true };
         // The rules of `allOf` branches run only beside others (`NewValidator` looks for rules
         // everywhere but there).
         let root = if has_rules(schema) { builder.node(schema, schema, true, &at) } else { None };
-        Rules { root, problems: builder.problems }
+        Rules { root, problems: builder.problems(path) }
     }
 
     /// Whether the schema has no rules at all.
