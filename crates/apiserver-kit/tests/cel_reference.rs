@@ -76,6 +76,8 @@ const CORPUS: &[&str] = &[
     "has(object.?spec)",
     "has(object.?spec.color) ? 1 : 2",
     "has(object.?nothing.a) || true",
+    "[1].existsOne(i, x, x == 1)",
+    "[1, 1].exists_one(x, x == 1)",
     "has(object.?spec.color.x.y)",
     "has(object.?spec.nothing.x)",
     "has(object.metadata.?labels.team)",
