@@ -354,6 +354,34 @@ async fn bookmarks_report_progress_and_streaming_lists_end_with_an_annotated_boo
     assert_eq!(event_summary(&quiet.next().await.unwrap()), ("ADDED".into(), "d".into()));
 }
 
+/// kube-apiserver 1.37's WatchListCompression (beta, on by default): a watch list's stream
+/// (initial events and bookmarks) is gzipped, in members a client reads as they come, for a
+/// client that accepts gzip; another watch is not.
+#[tokio::test]
+async fn a_watch_list_is_gzipped_for_a_client_that_accepts_gzip() {
+    let s = Server::start().await;
+    create(&s, "default", "a", json!({})).await;
+    let watch = async |query: &str| {
+        let url = format!("{}{}?watch=true&timeoutSeconds=1&{query}", s.base, llamas("default"));
+        let response = s.client.get(url).header("accept-encoding", "gzip").send().await.unwrap();
+        let encoding = response.headers().get("content-encoding").map(|v| v.to_str().unwrap().to_string());
+        (encoding, response.bytes().await.unwrap().to_vec())
+    };
+    let (encoding, body) =
+        watch("sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true").await;
+    assert_eq!(encoding.as_deref(), Some("gzip"));
+    let mut plain = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&body[..]), &mut plain).unwrap();
+    let events: Vec<Value> = serde_json::Deserializer::from_str(&plain).into_iter().map(Result::unwrap).collect();
+    assert_eq!(event_summary(&events[0]), ("ADDED".into(), "a".into()));
+    assert_eq!(events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    // Without bookmarks it is not a watch list (`isListWatchRequest`), though it sends the
+    // initial events.
+    let (encoding, body) = watch("sendInitialEvents=true&resourceVersionMatch=NotOlderThan").await;
+    assert_eq!(encoding, None, "only a watch list is compressed");
+    assert!(String::from_utf8(body).unwrap().contains("\"ADDED\""));
+}
+
 #[apply(backends)]
 async fn timeout_seconds_ends_the_watch_cleanly(#[case] backend: Backend) {
     let s = Server::start_on(backend).await;

@@ -43,10 +43,23 @@ pub fn gzip(body: &[u8]) -> std::io::Result<Vec<u8>> {
     encoder.finish()
 }
 
+/// `body` as one gzip member of a stream, as the kube-apiserver's `perFlushGzipWriter` writes
+/// each flush of a watch: the data in blocks ended by a sync flush, then an empty final block
+/// and the trailer. A reader gets the data before it reaches the member's end: Go's gzip
+/// reader (a Go client's transport, the aggregator in front) returns the data of a final block
+/// only once it has read the next member's header, so a watch's last batch would wait for the
+/// next one.
+pub fn gzip_member(body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 4 + 64), level());
+    encoder.write_all(body)?;
+    encoder.flush()?;
+    encoder.finish()
+}
+
 /// `body`, gunzipped (for what reads an answer this server gzipped).
 pub fn gunzip(body: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut plain = Vec::with_capacity(body.len() * 4);
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(body), &mut plain)?;
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(body), &mut plain)?;
     Ok(plain)
 }
 

@@ -271,11 +271,21 @@ async fn get<K: Strategy, V: Served<K>>(
     headers: HeaderMap,
 ) -> Result<Response> {
     let query = Query::of_request(raw.as_deref(), &headers);
-    let representation = negotiate(headers.get(header::ACCEPT), Target::Object)?;
+    let accept = headers.get(header::ACCEPT);
+    // A list's representation asked of one object (`as=PartialObjectMetadataList`): the
+    // kube-apiserver negotiates it and fails only once it has the object, so the request's
+    // other mistakes and a missing object are answered first; any other unacceptable type first.
+    let negotiated = negotiate(accept, Target::Object);
+    let list_only = negotiated.is_err() && negotiate(accept, Target::List).is_ok();
+    let representation = if list_only { None } else { Some(negotiated?) };
     super::query::refuse_export(&query)?;
     let resource_version = super::query::resource_version(&query)?;
     registry.ensure_ready().await?;
     let object = registry.get_at(&namespace, &name, resource_version).await?;
+    let representation = match representation {
+        Some(representation) => representation,
+        None => negotiate(accept, Target::Object)?,
+    };
     render_object::<K, V>(&object, representation, &query, StatusCode::OK, &[])
 }
 
@@ -317,7 +327,9 @@ async fn list_objects<K: Strategy, V: Served<K>>(
     registry.ensure_ready().await?;
     if options.watch {
         let representation = negotiate(headers.get(header::ACCEPT), Target::Watch)?;
-        return super::watch::serve::<K, V>(registry, namespace, options, representation, &query).await;
+        let accepts_gzip = super::compression::accepts_gzip(&headers);
+        let writing = super::watch::Writing { representation, accepts_gzip };
+        return super::watch::serve::<K, V>(registry, namespace, options, writing, &query).await;
     }
     let representation = negotiate(headers.get(header::ACCEPT), Target::List)?;
     let page = registry.list_page(namespace.as_deref(), &options).await?;

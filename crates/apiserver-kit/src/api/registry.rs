@@ -669,7 +669,8 @@ impl<K: Strategy> Registry<K> {
                 let decoded = warnings.len();
                 warnings.extend(object.warnings());
                 warnings.extend(added_finalizer_warnings(&object, current, subresource));
-                object.meta_mut().namespace = Some(namespace.to_string());
+                // A cluster-scoped object has no namespace (not an empty one).
+                object.meta_mut().namespace = (!namespace.is_empty()).then(|| namespace.to_string());
                 object.meta_mut().name = Some(name.to_string());
                 let (prepared, ratcheted) =
                     prepare_update(current, object, (true, &ctx.at), subresource, self.tracking(ctx))?;
@@ -815,7 +816,7 @@ fn same_name_and_namespace<K: Strategy>(object: &mut K, namespace: &str, name: &
     }
     match object.meta().namespace.as_deref() {
         _ if namespace.is_empty() => object.meta_mut().namespace = None,
-        None | Some("") => object.meta_mut().namespace = Some(namespace.to_string()),
+        None | Some("") => object.meta_mut().namespace = (!namespace.is_empty()).then(|| namespace.to_string()),
         Some(other) if other != namespace => return Err(other_namespace(other, namespace)),
         Some(_) => {}
     }

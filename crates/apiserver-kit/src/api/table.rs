@@ -60,14 +60,16 @@ pub struct Table {
     kind: &'static str,
     api_version: &'static str,
     metadata: ListMeta,
-    column_definitions: Vec<ColumnDefinition>,
+    /// `null` in a watch's frames after the first (`NoHeaders`).
+    column_definitions: Option<Vec<ColumnDefinition>>,
     rows: Vec<Row>,
 }
 
 impl Table {
-    /// Removes the column definitions (watch frames after the first carry rows only).
+    /// Removes the column definitions: a watch's frames after the first carry rows only, and
+    /// `columnDefinitions: null`, as the kube-apiserver writes them (`NoHeaders`).
     pub fn drop_column_definitions(&mut self) {
-        self.column_definitions.clear();
+        self.column_definitions = None;
     }
 
     /// Parses the rows' objects, so that pretty output indents them with the rest (raw JSON is
@@ -182,8 +184,39 @@ pub fn render<'a, K: Strategy>(
     version: super::negotiate::MetaVersion,
     now: k8s_openapi::jiff::Timestamp,
 ) -> Result<Table> {
-    let column_definitions = ordered_columns::<K>().map(|c| c.definition()).collect();
+    let column_definitions = Some(ordered_columns::<K>().map(|c| c.definition()).collect());
     let rows = objects.into_iter().map(|stored| row(stored, include, version, now)).collect::<Result<_>>()?;
+    Ok(Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows })
+}
+
+/// The Table of a watch's bookmark, as the kube-apiserver converts a bookmark's object (its
+/// kind and metadata alone) with a custom resource's columns: one row, whose name is empty and
+/// whose other cells are null, carrying the bookmark's metadata as a `PartialObjectMetadata`
+/// (always for the end of the initial events; else as `include` says, the whole bookmark for
+/// [`IncludeObject::Object`]).
+pub fn bookmark<K: Strategy>(
+    bookmark: &Value,
+    initial_events_end: bool,
+    include: IncludeObject,
+    version: super::negotiate::MetaVersion,
+) -> Result<Table> {
+    let columns = ordered_columns::<K>().count();
+    let cells = std::iter::once(Value::String(String::new())).chain(std::iter::repeat_n(Value::Null, columns - 1));
+    let partial = || {
+        let partial = serde_json::json!({"apiVersion": version.api_version(), "kind": "PartialObjectMetadata",
+            "metadata": bookmark["metadata"]});
+        Some(RowObject::Parsed(partial))
+    };
+    let object = match include {
+        _ if initial_events_end => partial(),
+        IncludeObject::Metadata => partial(),
+        IncludeObject::Object => Some(RowObject::Parsed(bookmark.clone())),
+        IncludeObject::None => None,
+    };
+    let resource_version = bookmark["metadata"]["resourceVersion"].as_str().map(str::to_string);
+    let metadata = ListMeta { resource_version, ..Default::default() };
+    let column_definitions = Some(ordered_columns::<K>().map(|c| c.definition()).collect());
+    let rows = vec![Row { cells: cells.collect(), object }];
     Ok(Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows })
 }
 

@@ -141,22 +141,30 @@ impl<K: Strategy, V: Served<K>> Encoder<K, V> {
         Ok(encoded)
     }
 
-    fn bookmark(&self, revision: u64, initial_events_end: bool) -> Result<Bytes> {
+    fn bookmark(&mut self, revision: u64, initial_events_end: bool) -> Result<Bytes> {
         let types = match self.representation {
-            Representation::Object => TypeMeta { api_version: V::api_version(&()).into(), kind: V::info().kind.into() },
             Representation::Metadata(v) => {
                 TypeMeta { api_version: v.api_version().into(), kind: "PartialObjectMetadata".into() }
             }
-            Representation::Table(v) => TypeMeta { api_version: v.api_version().into(), kind: "Table".into() },
+            Representation::Object | Representation::Table(_) => {
+                TypeMeta { api_version: V::api_version(&()).into(), kind: V::info().kind.into() }
+            }
         };
         let mut annotations = BTreeMap::new();
         if initial_events_end {
             annotations.insert(INITIAL_EVENTS_END.to_string(), "true".to_string());
         }
-        frame(
-            "BOOKMARK",
-            &Bookmark { types, metadata: BookmarkMeta { resource_version: revision.to_string(), annotations } },
-        )
+        let bookmark =
+            Bookmark { types, metadata: BookmarkMeta { resource_version: revision.to_string(), annotations } };
+        let Representation::Table(version) = self.representation else { return frame("BOOKMARK", &bookmark) };
+        // A bookmark's object made a Table with the resource's columns, as any event's object.
+        let object = serde_json::to_value(&bookmark).map_err(|e| Error::Internal(format!("a bookmark: {e}")))?;
+        let mut t = table::bookmark::<V>(&object, initial_events_end, self.include, version)?;
+        if self.columns_sent {
+            t.drop_column_definitions();
+        }
+        self.columns_sent = true;
+        frame("BOOKMARK", &t)
     }
 }
 
@@ -209,14 +217,27 @@ const FAR_FUTURE: std::time::Duration = std::time::Duration::from_secs(30 * 365 
 type Frames =
     std::pin::Pin<Box<dyn futures::Stream<Item = std::result::Result<Bytes, std::convert::Infallible>> + Send>>;
 
+/// How a watch's answer is written: its representation, and whether it is gzipped.
+#[derive(Clone, Copy, Debug)]
+pub struct Writing {
+    /// The representation negotiated.
+    pub representation: Representation,
+    /// Whether the client's `Accept-Encoding` names gzip.
+    pub accepts_gzip: bool,
+}
+
 /// Serves a watch of `namespace` (or all namespaces).
 pub async fn serve<K: Strategy, V: Served<K>>(
     registry: Arc<Registry<K>>,
     namespace: Option<String>,
     options: ListOptions,
-    representation: Representation,
+    writing: Writing,
     query: &Query,
 ) -> Result<Response> {
+    let representation = writing.representation;
+    // WatchListCompression (kube-apiserver 1.37, beta, on by default): a watch-list's stream is
+    // gzipped for a client that accepts gzip; other watches go as they are.
+    let gzip = writing.accepts_gzip && options.send_initial_events == Some(true) && options.allow_watch_bookmarks;
     let include = query.include_object()?;
     let settings = registry.watch_settings().clone();
     let rv = options.resource_version.filter(|rv| *rv != 0);
@@ -228,7 +249,7 @@ pub async fn serve<K: Strategy, V: Served<K>>(
         // as the kube-apiserver's does; one that would outlast the wait gets its 504.
         match tokio::time::timeout_at(deadline, registry.wait_for_revision(rv)).await {
             Ok(reached) => reached?,
-            Err(_) => return Ok(watch_response(Box::pin(futures::stream::empty()), representation)),
+            Err(_) => return Ok(watch_response(Box::pin(futures::stream::empty()), representation, gzip)),
         }
     }
     let from = match rv {
@@ -254,21 +275,41 @@ pub async fn serve<K: Strategy, V: Served<K>>(
             Box::pin(UntilClientLeaves { frames: Box::pin(frames(outbox, subscription, settings, plan)), ended: false })
         }
     };
-    Ok(watch_response(frames, representation))
+    Ok(watch_response(frames, representation, gzip))
 }
 
-/// The streaming response carrying a watch's frames.
-fn watch_response(frames: Frames, representation: Representation) -> Response {
+/// The streaming response carrying a watch's frames, gzipped when `gzip`.
+fn watch_response(frames: Frames, representation: Representation, gzip: bool) -> Response {
+    let frames = if gzip { gzipped(frames) } else { frames };
     let mut response = Response::new(Body::from_stream(frames));
     *response.status_mut() = StatusCode::OK;
     if let Ok(v) = HeaderValue::from_str(&representation.content_type(Target::Watch)) {
         response.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    if gzip {
+        super::compression::mark_gzipped(response.headers_mut());
     }
     // No Cache-Control, as for the other answers of the API: the kube-apiserver in front sets
     // `no-cache, private` on every answer it proxies, and adds, not replaces, the backend's
     // (the conformance suite saw `no-cache, private, no-cache, private`).
     response
 }
+
+/// `frames` gzipped as the kube-apiserver's `perFlushGzipWriter` writes a watch: the frames
+/// ready at once (those it writes before it flushes) make one gzip member, complete and sync
+/// flushed ([`super::compression::gzip_member`]), so the client reads each batch as it comes.
+fn gzipped(frames: Frames) -> Frames {
+    use futures::StreamExt;
+    Box::pin(frames.ready_chunks(BATCH).map(|batch| {
+        let plain: Vec<u8> =
+            batch.into_iter().flat_map(|frame| frame.map(|b| b.to_vec()).unwrap_or_default()).collect();
+        // Writing into memory cannot fail.
+        Ok(Bytes::from(super::compression::gzip_member(&plain).unwrap_or_default()))
+    }))
+}
+
+/// At most this many frames ready at once make one gzip member.
+const BATCH: usize = 1024;
 
 /// What a watch sends besides the events: which the request asked for.
 #[derive(Clone, Copy, Debug)]
@@ -516,10 +557,15 @@ mod tests {
         let registry = Arc::new(Registry::new(Arc::new(store), settings));
         let query = Query::parse(Some(query));
         let options = ListOptions::parse(&query, &[]).unwrap();
-        let response =
-            serve::<Widget, Widget>(registry.clone(), Some("shop".into()), options, Representation::Object, &query)
-                .await
-                .unwrap();
+        let response = serve::<Widget, Widget>(
+            registry.clone(),
+            Some("shop".into()),
+            options,
+            Writing { representation: Representation::Object, accepts_gzip: false },
+            &query,
+        )
+        .await
+        .unwrap();
         (registry, response)
     }
 
