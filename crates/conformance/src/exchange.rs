@@ -13,7 +13,9 @@ use std::time::Duration;
 /// A request, written for the tested group. In `path`, `{gv}` stands for
 /// `/apis/<group>/<first version>` and `{gv2}` for the second version's (see [`Subject::expand`]);
 /// in the query and the body, `$RV`, `$LISTRV` and `$CONTINUE` stand for the last
-/// resourceVersion of an object, of a list, and the last continue token the side sent.
+/// resourceVersion of an object, of a list, and the last continue token the side sent, `$UID`
+/// for the last object's uid and `$CREATEDRV` for the resourceVersion of the last object it
+/// created (a 201).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Request {
     /// What the request checks, for the report.
@@ -258,12 +260,15 @@ impl Answer {
     }
 }
 
-/// What a side remembers between requests, to fill in `$RV`, `$LISTRV` and `$CONTINUE`.
+/// What a side remembers between requests, to fill in `$RV`, `$LISTRV`, `$CONTINUE`, `$UID`
+/// and `$CREATEDRV`.
 #[derive(Default)]
 struct Remembered {
     rv: String,
     list_rv: String,
     continue_token: String,
+    uid: String,
+    created_rv: String,
 }
 
 /// One side: a group served through the kube-apiserver.
@@ -293,7 +298,9 @@ impl Side {
     fn fill_in(&self, text: &str) -> String {
         let mut text = text
             .replace("$LISTRV", &self.remembered.list_rv)
+            .replace("$CREATEDRV", &self.remembered.created_rv)
             .replace("$RV", &self.remembered.rv)
+            .replace("$UID", &self.remembered.uid)
             .replace("$CONTINUE", &self.remembered.continue_token);
         for (i, kept) in self.subject.unrenamed.iter().enumerate() {
             text = text.replace(kept, &format!("\u{0}{i}\u{0}"));
@@ -355,7 +362,7 @@ impl Side {
         let bytes = decoded(bytes, &content_encoding)?;
         let text = without_generated_names(String::from_utf8_lossy(&bytes).replace(self.group, tested), request);
         let mut body = parse(&text, &content_type, request.is_watch() && code == 200);
-        self.remember(&body);
+        self.remember(code, &body);
         self.identities.rename(&mut body);
         let body = normalise(body, self.subject.plural);
         Ok(Answer {
@@ -372,7 +379,7 @@ impl Side {
         })
     }
 
-    fn remember(&mut self, body: &Value) {
+    fn remember(&mut self, code: u16, body: &Value) {
         let metadata = &body["metadata"];
         let Some(rv) = metadata["resourceVersion"].as_str() else { return };
         let kind = body["kind"].as_str().unwrap_or_default();
@@ -381,6 +388,12 @@ impl Side {
             self.remembered.continue_token = metadata["continue"].as_str().unwrap_or_default().into();
         } else if kind != "Table" {
             self.remembered.rv = rv.into();
+            if let Some(uid) = metadata["uid"].as_str() {
+                self.remembered.uid = uid.into();
+            }
+            if code == 201 {
+                self.remembered.created_rv = rv.into();
+            }
         }
     }
 }
@@ -388,10 +401,12 @@ impl Side {
 /// The body as sent, before its `Content-Encoding` (`gzip` or none; any other is an error).
 fn decoded(bytes: Vec<u8>, content_encoding: &str) -> Result<Vec<u8>, String> {
     match content_encoding {
+        // A gzipped stream that ended before its first member (a watch that sent nothing).
+        _ if bytes.is_empty() => Ok(bytes),
         "" => Ok(bytes),
         "gzip" => {
             let mut text = Vec::new();
-            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut text)
                 .map_err(|e| format!("a body with Content-Encoding gzip that gunzip refuses: {e}"))?;
             Ok(text)
         }

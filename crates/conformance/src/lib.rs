@@ -20,6 +20,7 @@ pub mod generated;
 pub mod identities;
 #[cfg(test)]
 mod proofs;
+pub mod reach;
 pub mod subject;
 pub mod tally;
 
@@ -137,6 +138,10 @@ impl Tally {
         assert!(self.unexplained.is_empty(), "differences from the kube-apiserver that no entry allows:\n{report}");
         let out_of_bounds = self.entries_out_of_bounds();
         assert!(out_of_bounds.is_empty(), "entries of the tables that fired too often or never:\n{report}");
+        if self.is_default_run() {
+            let missing = self.reach.missing();
+            assert!(missing.is_empty(), "kinds of request the default run did not reach: {missing:?}\n{report}");
+        }
     }
 }
 

@@ -88,6 +88,9 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
         }
     }),
     ("a watch from a resourceVersion before", "our watch without events", |_, o, _| o.body = json!([])),
+    ("a watch asking only for a PartialObjectMetadataList", "the reference's stream with an event", |_, _, r| {
+        r.body = json!([{"type": "ADDED", "object": {}}]);
+    }),
     ("the same set of causes", "our extra cause", |_, o, _| {
         let extra = json!({"field": "spec.extra", "reason": "FieldValueInvalid", "message": "extra"});
         if let Some(c) = o.body["details"]["causes"].as_array_mut() {

@@ -21,6 +21,7 @@
 
 use crate::allowed::{self, Allowed, Path};
 use crate::exchange::{Answer, Request};
+use crate::reach::Reach;
 use crate::subject::Subject;
 use std::collections::BTreeMap;
 
@@ -86,6 +87,8 @@ pub struct Tally {
     /// The same as JSON lines (`{"entries", "request", "ours", "reference"}`), known defects
     /// included, from which the tables' examples are taken.
     pub allowed_examples: String,
+    /// What the generated requests reached.
+    pub reach: Reach,
 }
 
 /// Whether `request` is the read of a generated case's object after its request.
@@ -119,7 +122,13 @@ impl Tally {
             details: String::new(),
             allowed_details: String::new(),
             allowed_examples: String::new(),
+            reach: Reach::default(),
         }
+    }
+
+    /// Whether the run is the default one (exact counts; every required kind reached).
+    pub fn is_default_run(&self) -> bool {
+        self.default_run
     }
 
     pub fn record(
@@ -150,6 +159,9 @@ impl Tally {
             }
             return;
         };
+        if part == Part::Generated {
+            self.reach.record(self.subject, request, r);
+        }
         if part == Part::Generated && request.label.ends_with(": setup") {
             self.case.setup = Some((f.clone(), r.clone()));
         }
@@ -350,6 +362,14 @@ impl Tally {
         }
         for problem in self.entries_out_of_bounds() {
             text += &format!("ENTRY {problem}\n");
+        }
+        if self.generated > 0 {
+            text += &self.reach.report();
+        }
+        if self.default_run {
+            for missing in self.reach.missing() {
+                text += &format!("NOT REACHED {missing}\n");
+            }
         }
         for difference in &self.unexplained {
             text += &format!("DIFFERENT {difference}\n");

@@ -5,7 +5,11 @@
 //! first (but for one in four), and is followed by a GET of the object it touched, so a write the
 //! two servers answered alike but stored differently shows up too. A `fieldValidation=Strict`
 //! comes with `dryRun=All`, so the one parameter 1.20 ignores on purpose never lets the stores
-//! drift apart.
+//! drift apart. A third of the cases are the well-formed requests of a real client mix
+//! (`client_mix`); a case of those with a setup is followed, one in three, by a watch of its
+//! objects from the setup's resourceVersion, which sees what the request changed.
+
+mod client_mix;
 
 use crate::exchange::Request;
 use crate::subject::{Subject, Values};
@@ -43,7 +47,9 @@ fn case(subject: &Subject, i: usize, request: Request, name: &str, version: usiz
     // behind never changes another's answers.
     let own_name = format!("g-{i}-{}", name.trim_start_matches("g-"));
     // A body renamed to "other" names this case's "other" too.
-    let own = |text: &str| text.replace(name, &own_name).replace("\"other\"", &format!("\"other-{i}\""));
+    let own = |text: &str| {
+        text.replace(name, &own_name).replace("\"other\"", &format!("\"other-{i}\"")).replace(CASE, &i.to_string())
+    };
     // The setup, the request and the read after it are at the request's version, so each
     // side's read can be compared with what it answered.
     let gv = Subject::placeholder(version);
@@ -70,9 +76,19 @@ fn case(subject: &Subject, i: usize, request: Request, name: &str, version: usiz
         // Lists and watches see this case's objects only (the first labelSelector wins).
         query = format!("labelSelector=case%3D{i}&{query}");
     }
+    let well_formed = client_mix::VERBS.iter().any(|(verb, _)| request.label.starts_with(&format!("{verb} ")))
+        || request.label.starts_with("delete ");
     requests.push(Request { label, path: own(&request.path), query, body, ..request });
     requests.push(Request::new(format!("generated #{i}: the object after it"), Method::GET, item));
+    if with_setup && well_formed && i % 3 == 1 {
+        let since = format!("labelSelector=case%3D{i}&watch=true&timeoutSeconds=1&resourceVersion=$CREATEDRV");
+        let watch = Request::new(format!("generated #{i}: the events since the setup"), Method::GET, collection);
+        requests.push(watch.query(since));
+    }
 }
+
+/// Stands for the case's number in a generated request (its objects' `case` label).
+const CASE: &str = "@CASE@";
 
 /// The method and path of `verb` on the object `name` of the collection `base`.
 fn target(verb: &str, name: &str, base: &str, to_status: bool) -> (Method, String) {
@@ -80,11 +96,15 @@ fn target(verb: &str, name: &str, base: &str, to_status: bool) -> (Method, Strin
     match verb {
         "create" => (Method::POST, base.to_string()),
         "get" => (Method::GET, item),
-        "list" | "watch" => (Method::GET, base.to_string()),
+        "list" | "watch" | "watch-list" => (Method::GET, base.to_string()),
         "update" => (Method::PUT, item),
         "patch" | "apply" => (Method::PATCH, item),
         "delete" => (Method::DELETE, item),
-        "deletecollection" => (Method::DELETE, base.to_string()),
+        "deletecollection" | "deletecollection-label" => (Method::DELETE, base.to_string()),
+        "update-current" => (Method::PUT, item),
+        "json-patch" => (Method::PATCH, item),
+        "status-current" => (Method::PUT, format!("{item}/status")),
+        "status-apply" => (Method::PATCH, format!("{item}/status")),
         _ if to_status => (Method::PUT, format!("{item}/status")),
         _ => (Method::PATCH, format!("{item}/status")),
     }
@@ -98,10 +118,17 @@ fn query_of(verb: &str, name: &str, parameters: Vec<(&'static [&'static str], St
     if verb == "watch" {
         query.push("watch=true&timeoutSeconds=1".into());
     }
+    if verb == "watch-list" {
+        let streaming = "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+        query.push(format!("{streaming}&watch=true&timeoutSeconds=1"));
+    }
     if verb == "deletecollection" {
         query.push(format!("fieldSelector=metadata.name%3D{name}"));
     }
-    if verb == "apply" && !query.iter().any(|p| p.starts_with("fieldManager")) {
+    if verb == "deletecollection-label" {
+        query.push(format!("labelSelector=case%3D{CASE}"));
+    }
+    if matches!(verb, "apply" | "status-apply") && !query.iter().any(|p| p.starts_with("fieldManager")) {
         query.push("fieldManager=generator".into());
     }
     if query.iter().any(|p| p.contains("fieldValidation=Strict")) {
@@ -110,43 +137,110 @@ fn query_of(verb: &str, name: &str, parameters: Vec<(&'static [&'static str], St
     query
 }
 
+/// The verbs of random requests, and how often a case is each (of about 100, with
+/// `client_mix::VERBS`).
+const VERBS: &[(&str, u32)] = &[
+    ("create", 8),
+    ("get", 8),
+    ("list", 8),
+    ("watch", 6),
+    ("update", 5),
+    ("patch", 8),
+    ("apply", 8),
+    ("delete", 6),
+    ("deletecollection", 3),
+    ("status", 5),
+];
+
+/// What a case's request is made of besides its verb, name and content type.
+#[derive(Clone, Debug)]
+struct Shape {
+    parameters: Vec<(&'static [&'static str], String)>,
+    body: Vec<Mutation>,
+    to_status: bool,
+    version: usize,
+    accept: client_mix::Accept,
+    delete_options: Option<Value>,
+    /// A valid value of the first field, for the client mix's bodies.
+    value: u32,
+}
+
+fn shape(subject: &'static Subject) -> impl Strategy<Value = Shape> {
+    let written = (prop::collection::vec(parameter(), 0..4), body(subject), any::<bool>(), 0..subject.versions.len());
+    let client = (client_mix::accept(), client_mix::delete_options(), 1u32..500);
+    (written, client).prop_map(|((parameters, body, to_status, version), (accept, delete_options, value))| Shape {
+        parameters,
+        body,
+        to_status,
+        version,
+        accept,
+        delete_options,
+        value,
+    })
+}
+
 /// A request, the name of the object it is about and the index of its version.
 fn request(subject: &'static Subject) -> impl Strategy<Value = (Request, &'static str, usize)> {
-    let verb = prop::sample::select(vec![
-        "create",
-        "get",
-        "list",
-        "update",
-        "patch",
-        "apply",
-        "delete",
-        "deletecollection",
-        "status",
-        "watch",
-    ]);
-    let shape = (prop::collection::vec(parameter(), 0..4), body(subject), any::<bool>(), 0..subject.versions.len());
-    (verb, prop::sample::select(NAMES), content_type(), shape).prop_map(
-        move |(verb, name, content_type, (parameters, body, to_status, version))| {
+    let weighted = VERBS.iter().chain(client_mix::VERBS).map(|(verb, weight)| (*weight, Just(*verb)));
+    let verb = Union::new_weighted(weighted.collect());
+    (verb, prop::sample::select(NAMES), content_type(), shape(subject)).prop_map(
+        move |(verb, name, content_type, shape)| {
+            let version = shape.version;
             let base = subject.collection(Subject::placeholder(version), NAMESPACE);
-            let (method, path) = target(verb, name, &base, to_status);
-            let query = query_of(verb, name, parameters);
-            let content_type = match verb {
-                "apply" => "application/apply-patch+yaml".to_string(),
-                _ => content_type,
-            };
+            let (method, path) = target(verb, name, &base, shape.to_status);
+            let query = query_of(verb, name, shape.parameters.clone());
             let at = subject.versions[version];
-            let body = mutate(subject, name, &body, at);
+            let (content_type, body) = body_of(subject, verb, name, at, content_type, &shape);
             let label = format!("{verb} {name} at {at} {content_type}");
             let mut request = Request::new(label, method.clone(), path).query(query.join("&"));
             if !content_type.is_empty() {
                 request = request.content_type(&content_type);
             }
-            if matches!(method, Method::POST | Method::PUT | Method::PATCH) {
+            if method == Method::GET {
+                if !shape.accept.accept.is_empty() {
+                    request = request.accept(shape.accept.accept);
+                }
+                if shape.accept.gzip {
+                    request = request.header("accept-encoding", "gzip");
+                }
+            }
+            if let Some(body) = body {
                 request = request.body(body);
             }
             (request, name, version)
         },
     )
+}
+
+/// The content type and body of `verb`'s request (none for a read, or a delete without options).
+fn body_of(
+    subject: &Subject,
+    verb: &str,
+    name: &str,
+    at: &str,
+    content_type: String,
+    shape: &Shape,
+) -> (String, Option<String>) {
+    let json = |value: Value| ("application/json".to_string(), Some(value.to_string()));
+    match verb {
+        "apply" => ("application/apply-patch+yaml".into(), Some(mutate(subject, name, &shape.body, at))),
+        "update-current" => json(client_mix::current(subject, name, at, shape.value, false)),
+        "status-current" => json(client_mix::current(subject, name, at, shape.value, true)),
+        "status-apply" => {
+            let configuration = client_mix::status_configuration(subject, name, at).to_string();
+            ("application/apply-patch+yaml".into(), Some(configuration))
+        }
+        "json-patch" => {
+            let patch = client_mix::json_patch(subject, name, at, shape.value).to_string();
+            ("application/json-patch+json".into(), Some(patch))
+        }
+        "delete" | "deletecollection" | "deletecollection-label" => match &shape.delete_options {
+            Some(options) => json(options.clone()),
+            None => (content_type, None),
+        },
+        "create" | "update" | "patch" | "status" => (content_type, Some(mutate(subject, name, &shape.body, at))),
+        _ => (content_type, None),
+    }
 }
 
 fn content_type() -> impl Strategy<Value = String> {
@@ -213,6 +307,8 @@ fn parameter() -> impl Strategy<Value = (&'static [&'static str], String)> {
         (&["list"], "resourceVersionMatch=bogus&resourceVersion=0"),
         (&["watch"], "resourceVersion=0"),
         (&["watch"], "allowWatchBookmarks=true"),
+        (&["watch"], "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+        (&["watch"], "resourceVersionMatch=NotOlderThan"),
         (&["list", "watch"], "timeoutSeconds=bogus"),
         (ALL, "pretty=true"),
         (ALL, "unknown=x"),
