@@ -90,25 +90,13 @@ async fn review(State(reviews): State<Received>, Path(path): Path<String>, Json(
 /// Starts the server on a free loopback port.
 pub async fn start() -> WebhookServer {
     let names = ["webhook.farm-system.svc".to_string(), "localhost".to_string()];
-    let certs = farm_apiserver::tls::generate("webhook-ca", &names).unwrap();
-    let chain: Vec<_> = rustls_pemfile::certs(&mut certs.cert_pem.as_bytes()).collect::<Result<_, _>>().unwrap();
-    let key = rustls_pemfile::private_key(&mut certs.key_pem.as_bytes()).unwrap().unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(farm_apiserver::tls::provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let tls = crate::common::loopback_tls::bind("webhook-ca", &names);
     let reviews = Arc::new(Mutex::new(Vec::new()));
     let app = Router::new().route("/{path}", post(review)).with_state(reviews.clone());
     let handle = axum_server::Handle::new();
-    let tls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(config));
-    let server = axum_server::from_tcp_rustls(listener, tls).unwrap().handle(handle.clone());
+    let server = axum_server::from_tcp_rustls(tls.listener, tls.config).unwrap().handle(handle.clone());
     tokio::spawn(server.serve(app.into_make_service()));
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&certs.ca_pem);
+    let (port, ca_bundle) = (tls.port, tls.ca_bundle);
     WebhookServer { port, ca_bundle, reviews, handle }
 }
 

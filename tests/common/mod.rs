@@ -8,6 +8,7 @@ pub mod apply_migration;
 pub mod clients;
 pub mod control_plane;
 pub mod etcd;
+pub mod loopback_tls;
 pub mod node;
 pub mod raw;
 pub mod reference_conversion;

@@ -19,9 +19,7 @@
 
 use axum::routing::post;
 use axum::{Json, Router};
-use base64::Engine;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
 
 /// The annotation that carries, at v1alpha, v1's coat less its colour.
 const COAT: &str = "farm.example.com/v1-coat";
@@ -47,30 +45,18 @@ impl Drop for ConversionWebhook {
 
 /// Starts the webhook on a free loopback port.
 pub fn start() -> ConversionWebhook {
-    let certs = farm_apiserver::tls::generate("reference-conversion-ca", &["localhost".to_string()]).unwrap();
-    let chain: Vec<_> = rustls_pemfile::certs(&mut certs.cert_pem.as_bytes()).collect::<Result<_, _>>().unwrap();
-    let key = rustls_pemfile::private_key(&mut certs.key_pem.as_bytes()).unwrap().unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(farm_apiserver::tls::provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let tls = super::loopback_tls::bind("reference-conversion-ca", &["localhost".to_string()]);
+    let (listener, config, port, ca_bundle) = (tls.listener, tls.config, tls.port, tls.ca_bundle);
     let handle = axum_server::Handle::new();
     let serving = handle.clone();
     let thread = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async move {
-            let tls = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(config));
             let app = Router::new().route("/convert", post(review));
-            let server = axum_server::from_tcp_rustls(listener, tls).unwrap().handle(serving);
+            let server = axum_server::from_tcp_rustls(listener, config).unwrap().handle(serving);
             let _ = server.serve(app.into_make_service()).await;
         });
     });
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&certs.ca_pem);
     ConversionWebhook { url: format!("https://localhost:{port}/convert"), ca_bundle, handle, thread: Some(thread) }
 }
 

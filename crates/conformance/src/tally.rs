@@ -479,7 +479,7 @@ fn stored_as_answered(
     setup: Option<&Answer>,
     read: &Answer,
 ) -> bool {
-    let dry_run = write.query.split('&').any(|p| p.starts_with("dryRun=") && p != "dryRun=");
+    let dry_run = dry_run(write);
     let name = read.body["metadata"]["name"].as_str().or_else(|| read.body["details"]["name"].as_str());
     let answered = answered_object(subject, side_write).filter(|o| o["metadata"]["name"].as_str() == name);
     let written = answered.filter(|_| (200..300).contains(&side_write.code) && !dry_run);
@@ -499,6 +499,18 @@ fn stored_as_answered(
             Some(setup) => read.code == 200 && read.body == setup.body,
             None => not_found,
         },
+    }
+}
+
+/// Whether `write` is a dry run: its query says so, but for a DELETE with a body, whose
+/// `DeleteOptions` alone count (the kube-apiserver reads the query only without a body).
+fn dry_run(write: &Request) -> bool {
+    match &write.body {
+        Some(body) if write.method == reqwest::Method::DELETE && !body.is_empty() => {
+            let options: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+            options["dryRun"].as_array().is_some_and(|modes| !modes.is_empty())
+        }
+        _ => write.query.split('&').any(|p| p.starts_with("dryRun=") && p != "dryRun="),
     }
 }
 
