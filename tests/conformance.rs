@@ -1,10 +1,11 @@
 //! Differential conformance: the same requests go to farm-apiserver's llamas (through the
 //! kube-apiserver's aggregator, as users reach them) and to a CustomResourceDefinition of the same
-//! Llama on the real kube-apiserver (group `ref.example.com`, its schema and printer columns taken
-//! from farm-apiserver's own OpenAPI document), and the answers must be the same once what must
-//! differ is normalised: status code, the headers (`Content-Type`, `Content-Encoding`, each
-//! `Warning`, `Cache-Control`, `Audit-Id`) and the whole body (Status reason, message, details
-//! and causes; objects, lists, Tables, watch events). The only differences allowed are the
+//! Llama on the real kube-apiserver (group `ref.example.com`, written by hand in
+//! `conformance/reference-crd.yaml` and converted by the tests' own webhook), and the answers
+//! must be the same once what must differ is normalised: status code, the headers
+//! (`Content-Type`, `Content-Encoding`, each `Warning`, `Cache-Control`, `Audit-Id`,
+//! `Retry-After`, `Location`), a watch's time to its first event, and the whole body (Status
+//! reason, message, details and causes; objects, lists, Tables, watch events). The only differences allowed are the
 //! reviewed ones of the `apiserver-conformance` crate's tables, each with its reason, each
 //! firing here as often as it says for Llamas (`expected`).
 //!
