@@ -199,25 +199,25 @@ pub fn bookmark<K: Strategy>(
     initial_events_end: bool,
     include: IncludeObject,
     version: super::negotiate::MetaVersion,
-) -> Result<Table> {
-    let columns = ordered_columns::<K>().count();
-    let cells = std::iter::once(Value::String(String::new())).chain(std::iter::repeat_n(Value::Null, columns - 1));
-    let partial = || {
-        let partial = serde_json::json!({"apiVersion": version.api_version(), "kind": "PartialObjectMetadata",
-            "metadata": bookmark["metadata"]});
-        Some(RowObject::Parsed(partial))
-    };
+) -> Table {
+    let cells = ordered_columns::<K>().map(|slot| match slot {
+        Slot::Name => Value::String(String::new()),
+        _ => Value::Null,
+    });
     let object = match include {
-        _ if initial_events_end => partial(),
-        IncludeObject::Metadata => partial(),
+        _ if initial_events_end || include == IncludeObject::Metadata => {
+            let partial = serde_json::json!({"apiVersion": version.api_version(), "kind": "PartialObjectMetadata",
+                "metadata": bookmark["metadata"]});
+            Some(RowObject::Parsed(partial))
+        }
         IncludeObject::Object => Some(RowObject::Parsed(bookmark.clone())),
-        IncludeObject::None => None,
+        IncludeObject::Metadata | IncludeObject::None => None,
     };
     let resource_version = bookmark["metadata"]["resourceVersion"].as_str().map(str::to_string);
     let metadata = ListMeta { resource_version, ..Default::default() };
     let column_definitions = Some(ordered_columns::<K>().map(|c| c.definition()).collect());
     let rows = vec![Row { cells: cells.collect(), object }];
-    Ok(Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows })
+    Table { kind: "Table", api_version: version.api_version(), metadata, column_definitions, rows }
 }
 
 /// The head of a Table (`kind`, `apiVersion`, `metadata`, `columnDefinitions`), before its rows.

@@ -159,7 +159,7 @@ impl<K: Strategy, V: Served<K>> Encoder<K, V> {
         let Representation::Table(version) = self.representation else { return frame("BOOKMARK", &bookmark) };
         // A bookmark's object made a Table with the resource's columns, as any event's object.
         let object = serde_json::to_value(&bookmark).map_err(|e| Error::Internal(format!("a bookmark: {e}")))?;
-        let mut t = table::bookmark::<V>(&object, initial_events_end, self.include, version)?;
+        let mut t = table::bookmark::<V>(&object, initial_events_end, self.include, version);
         if self.columns_sent {
             t.drop_column_definitions();
         }
