@@ -262,7 +262,7 @@ impl Answer {
 
 /// What a side remembers between requests, to fill in `$RV`, `$LISTRV`, `$CONTINUE`, `$UID`
 /// and `$CREATEDRV`.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Remembered {
     rv: String,
     list_rv: String,
@@ -310,6 +310,15 @@ impl Side {
             text = text.replace(&format!("\u{0}{i}\u{0}"), kept);
         }
         text
+    }
+
+    /// [`Side::send`], but what the answer carries is not remembered for the placeholders of
+    /// later requests (its identities are named all the same).
+    pub async fn peek(&mut self, request: &Request) -> Result<Answer, String> {
+        let remembered = self.remembered.clone();
+        let answer = self.send(request).await;
+        self.remembered = remembered;
+        answer
     }
 
     /// Sends `request` and returns the normalised answer, or why no answer came.

@@ -18,6 +18,7 @@
 
 pub mod allowed;
 pub mod exchange;
+pub mod expected;
 pub mod generated;
 pub mod identities;
 #[cfg(test)]
@@ -62,15 +63,30 @@ pub fn describe(request: &Request) -> String {
 
 /// Sends every request to both sides (at once) and tallies the answers. Both answers to the
 /// requests whose label contains `CONFORMANCE_SHOW` (when set) are printed, whether or not
-/// they differ.
+/// they differ. A write of the corpus to one object is preceded by both sides' read of it,
+/// and, when its difference was allowed, followed by another, compared as the read after a
+/// generated case's write ([`Tally::read_after`]); neither changes what later requests' `$RV`
+/// and `$UID` stand for.
 pub async fn run(part: Part, requests: &[Request], tested: &mut Side, reference: &mut Side, tally: &mut Tally) {
     let show = std::env::var("CONFORMANCE_SHOW").ok().filter(|s| !s.is_empty());
+    let shown = |request: &Request| show.as_ref().is_some_and(|s| request.label.contains(s.as_str()));
     for request in requests {
+        if let Some(read) = tally.read_of(request).filter(|_| part == Part::Corpus) {
+            let before = futures::join!(tested.peek(&read), reference.peek(&read));
+            tally.corpus_write(request, before);
+        }
         let (ours, theirs) = futures::join!(tested.send(request), reference.send(request));
-        if show.as_ref().is_some_and(|s| request.label.contains(s.as_str())) {
+        if shown(request) {
             println!("{}\n  ours:      {ours:?}\n  reference: {theirs:?}", describe(request));
         }
         tally.record(part, request, ours, theirs);
+        if let Some(read) = tally.read_after(part, request) {
+            let (ours, theirs) = futures::join!(tested.peek(&read), reference.peek(&read));
+            if shown(request) {
+                println!("{}\n  ours:      {ours:?}\n  reference: {theirs:?}", describe(&read));
+            }
+            tally.record(part, &read, ours, theirs);
+        }
     }
 }
 

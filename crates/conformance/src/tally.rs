@@ -32,13 +32,18 @@ pub enum Part {
     Generated,
 }
 
-/// The answers of the generated case being run, as far as its rules need them.
+/// The answers of the generated case being run, or of the corpus's write being run, as far as
+/// their rules need them.
 #[derive(Default)]
 struct Case {
-    /// `generated #N`.
+    /// `generated #N`, or the label of a write of the corpus.
     name: String,
-    /// Both sides' answers to its setup create.
-    setup: Option<(Answer, Answer)>,
+    /// Whether the case is a write of the corpus (its object read before and, after an allowed
+    /// difference, after it).
+    corpus: bool,
+    /// Both sides' object before the write: their answers to the generated case's setup create,
+    /// or their reads before a write of the corpus.
+    before: Option<(Answer, Answer)>,
     /// A write of the case whose difference was a defect.
     defective_write: bool,
     /// The case's write whose difference was allowed, both answers to it, and the fields in
@@ -52,6 +57,9 @@ struct AllowedWrite {
     ours: Answer,
     reference: Answer,
     stored: Vec<Path>,
+    /// Where ours wrote and the reference refused: what the write must have stored on our side
+    /// ([`crate::expected`]), or why that cannot be told.
+    expected: Option<Result<Option<serde_json::Value>, String>>,
 }
 
 /// What a run found.
@@ -76,6 +84,9 @@ pub struct Tally {
     /// Reads after an allowed write that differ only in the fields its entry names, each side's
     /// showing what it answered.
     pub stored_as_answered: usize,
+    /// Reads after a write of ours the reference refused, ours showing what the write must
+    /// have stored ([`crate::expected`]) and the reference's the object before it.
+    pub stored_as_computed: usize,
     /// Differences after a defect of a write of the same generated case, which they follow from.
     pub follow_ups: usize,
     case: Case,
@@ -91,9 +102,12 @@ pub struct Tally {
     pub reach: Reach,
 }
 
-/// Whether `request` is the read of a generated case's object after its request.
+/// How the label of the read of a case's object after its write ends.
+const AFTER: &str = ": the object after it";
+
+/// Whether `request` is the read of a case's object after its write.
 fn is_after(request: &Request) -> bool {
-    request.label.ends_with(": the object after it")
+    request.label.ends_with(AFTER)
 }
 
 /// Whether `request` may change what is stored.
@@ -116,6 +130,7 @@ impl Tally {
             allowed: BTreeMap::new(),
             to_fix: BTreeMap::new(),
             stored_as_answered: 0,
+            stored_as_computed: 0,
             follow_ups: 0,
             case: Case::default(),
             unexplained: Vec::new(),
@@ -163,7 +178,14 @@ impl Tally {
             self.reach.record(self.subject, request, r);
         }
         if part == Part::Generated && request.label.ends_with(": setup") {
-            self.case.setup = Some((f.clone(), r.clone()));
+            self.case.before = Some((f.clone(), r.clone()));
+        }
+        if let Some(verdict) = self.stored_verdict(part, request, f, r) {
+            match verdict {
+                None => self.stored_as_computed += 1,
+                Some(why) => self.unexplained(request, &why, &tested, &reference),
+            }
+            return;
         }
         let Some(difference) = difference else {
             match self.not_as_answered(part, request, f) {
@@ -221,20 +243,21 @@ impl Tally {
             let names: Vec<&str> = entries.iter().map(|e| e.name).collect();
             let example = serde_json::json!({"entries": names, "request": request, "ours": f, "reference": r});
             self.allowed_examples += &format!("{example}\n");
-            if part == Part::Generated && is_write(request) {
+            if self.in_case(part, request) && is_write(request) {
                 let stored = entries.iter().flat_map(|e| e.stored.iter().copied()).collect();
+                let expected = self.expected(request, f, r);
                 let (request, ours, reference) = (request.clone(), f.clone(), r.clone());
-                self.case.allowed_write = Some(AllowedWrite { request, ours, reference, stored });
+                self.case.allowed_write = Some(AllowedWrite { request, ours, reference, stored, expected });
             }
             return true;
         }
-        let setup = self.case.setup.as_ref();
-        let stored = part == Part::Generated
+        let before = self.case.before.as_ref();
+        let stored = self.in_case(part, request)
             && self.case.allowed_write.as_ref().is_some_and(|write| {
                 let subject = self.subject;
-                reads_alike_but(&write.stored, f, r)
-                    && stored_as_answered(subject, &write.request, &write.ours, setup.map(|s| &s.0), f)
-                    && stored_as_answered(subject, &write.request, &write.reference, setup.map(|s| &s.1), r)
+                reads_alike_but(&write.stored, write.one_side_wrote(), f, r)
+                    && stored_as_answered(subject, &write.request, &write.ours, before.map(|s| &s.0), f)
+                    && stored_as_answered(subject, &write.request, &write.reference, before.map(|s| &s.1), r)
             });
         if stored {
             self.stored_as_answered += 1;
@@ -246,15 +269,117 @@ impl Tally {
     /// the reference's, still does not show what we answered to the write (for a delete, the
     /// object the setup made, now gone); `None` when it does, or `read` is no such read.
     fn not_as_answered(&self, part: Part, request: &Request, read: &Answer) -> Option<String> {
-        let write = self.case.allowed_write.as_ref().filter(|_| part == Part::Generated && is_after(request))?;
-        let setup = self.case.setup.as_ref().map(|s| &s.0);
-        let shown = stored_as_answered(self.subject, &write.request, &write.ours, setup, read);
+        let write = self.case.allowed_write.as_ref().filter(|_| self.in_case(part, request) && is_after(request))?;
+        let before = self.case.before.as_ref().map(|s| &s.0);
+        let shown = stored_as_answered(self.subject, &write.request, &write.ours, before, read);
         (!shown).then(|| {
             format!(
                 "our read after an allowed write does not show what we answered to it: {}",
                 crate::describe(&write.request)
             )
         })
+    }
+
+    /// Whether `request` belongs to the case being run: any generated request (its case is
+    /// the one its label names), or the corpus's write being run and the read after it.
+    fn in_case(&self, part: Part, request: &Request) -> bool {
+        let name = &self.case.name;
+        part == Part::Generated
+            || (self.case.corpus
+                && request.label.strip_prefix(name.as_str()).is_some_and(|rest| rest.is_empty() || rest == AFTER))
+    }
+
+    /// What `write` must have stored on our side, where ours wrote (not as a dry run) and the
+    /// reference refused; `None` otherwise.
+    fn expected(
+        &self,
+        write: &Request,
+        ours: &Answer,
+        reference: &Answer,
+    ) -> Option<Result<Option<serde_json::Value>, String>> {
+        let wrote = (200..300).contains(&ours.code) && !dry_run(write);
+        if !wrote || (200..300).contains(&reference.code) {
+            return None;
+        }
+        let before = match self.case.before.as_ref().map(|b| &b.0) {
+            None => None,
+            Some(read) if read.code == 404 => None,
+            Some(read) if read.code == 200 || read.code == 201 => Some(&read.body),
+            Some(read) => return Some(Err(format!("the object before it could not be read ({})", read.code))),
+        };
+        Some(crate::expected::stored(self.subject, write, before, ours))
+    }
+
+    /// For the read after a write of ours the reference refused: `Some(None)` when our read
+    /// shows what the write must have stored (and our answer to the write was it), the
+    /// reference's read the object before it, and the reads' headers are the same;
+    /// `Some(Some(why))` when not; `None` for any other request.
+    fn stored_verdict(
+        &self,
+        part: Part,
+        request: &Request,
+        ours: &Answer,
+        reference: &Answer,
+    ) -> Option<Option<String>> {
+        let write = self.case.allowed_write.as_ref().filter(|_| self.in_case(part, request) && is_after(request))?;
+        let expected = write.expected.as_ref()?;
+        let described = crate::describe(&write.request);
+        let expected = match expected {
+            Ok(expected) => expected,
+            Err(why) => return Some(Some(format!("what our write stored cannot be told ({why}): {described}"))),
+        };
+        let answered = match (expected, write.request.method == reqwest::Method::DELETE) {
+            (Some(object), false) => crate::exchange::first_difference("answer", &write.ours.body, object),
+            _ => None,
+        };
+        let before = self.case.before.as_ref().map(|b| &b.1);
+        let reference_kept = stored_as_answered(self.subject, &write.request, &write.reference, before, reference);
+        let why = if let Some(difference) = crate::expected::difference(expected, ours).or(answered) {
+            format!(
+                "our stored object is not what the write must store, computed from the object before it and the request ({difference}): {described}"
+            )
+        } else if !reference_kept {
+            format!("the reference's read after a write it refused does not show the object before it: {described}")
+        } else if let Some(header) = ours.header_difference(reference, &[]) {
+            format!("the reads after a write the reference refused differ in a header ({header}): {described}")
+        } else {
+            return Some(None);
+        };
+        Some(Some(why))
+    }
+
+    /// Starts the corpus's `write`, whose object both sides read (`before`) just before it.
+    pub fn corpus_write(&mut self, write: &Request, before: (Result<Answer, String>, Result<Answer, String>)) {
+        let before = match before {
+            (Ok(ours), Ok(reference)) => Some((ours, reference)),
+            _ => None,
+        };
+        self.case = Case { name: write.label.clone(), corpus: true, before, ..Case::default() };
+    }
+
+    /// The read of the object after `write`, of the corpus, when its difference was allowed:
+    /// both sides' stored objects are then compared as after a generated case's write.
+    pub fn read_after(&self, part: Part, write: &Request) -> Option<Request> {
+        let allowed = self.case.allowed_write.as_ref().filter(|w| w.request.label == write.label);
+        allowed.filter(|_| part == Part::Corpus && self.case.corpus)?;
+        self.read_of(write).map(|read| Request { label: format!("{}{AFTER}", write.label), ..read })
+    }
+
+    /// A read of the one object `write` writes (a POST's, by the name its body gives), if any.
+    pub fn read_of(&self, write: &Request) -> Option<Request> {
+        if !is_write(write) {
+            return None;
+        }
+        let path = write.path.strip_suffix("/status").unwrap_or(&write.path);
+        let path = if self.subject.is_object_path(path) {
+            path.to_string()
+        } else if write.method == reqwest::Method::POST && self.subject.is_object_path(&format!("{path}/name")) {
+            let body = crate::expected::body_of(write)?;
+            format!("{path}/{}", body["metadata"]["name"].as_str().filter(|n| !n.is_empty())?)
+        } else {
+            return None;
+        };
+        Some(Request::new(format!("{}: the object before it", write.label), reqwest::Method::GET, path))
     }
 
     fn unexplained(
@@ -323,13 +448,14 @@ impl Tally {
     pub fn report(&self) -> String {
         let firings: usize = self.allowed.values().map(|(c, g)| c + g).sum();
         let mut text = format!(
-            "{} requests compared ({} generated): {} answered the same, {} differ on purpose (explained {} times: a header and the rest of an answer count under two entries), {} reads after an allowed write differ only in the fields its entry names (each side showing what it answered), {} differ by known defects, {} follow from a defect of their generated case's write, {} unexplained\n",
+            "{} requests compared ({} generated): {} answered the same, {} differ on purpose (explained {} times: a header and the rest of an answer count under two entries), {} reads after an allowed write differ only in the fields its entry names (each side showing what it answered), {} reads after a write of ours the reference refused show what it must have stored, {} differ by known defects, {} follow from a defect of their generated case's write, {} unexplained\n",
             self.compared,
             self.generated,
             self.same,
             self.on_purpose,
             firings,
             self.stored_as_answered,
+            self.stored_as_computed,
             self.to_fix.values().map(|(c, g)| c + g).sum::<usize>(),
             self.follow_ups,
             self.unexplained.len()
@@ -444,10 +570,10 @@ pub fn explaining(
 }
 
 /// Whether two reads are the same but for `fields` of their bodies ([`allowed::WHOLE`]: any
-/// two reads), and have the same headers.
-fn reads_alike_but(fields: &[Path], ours: &Answer, reference: &Answer) -> bool {
-    if fields.iter().any(|f| f.is_empty()) {
-        return true;
+/// two reads, where `one_side_wrote`), and have the same headers.
+fn reads_alike_but(fields: &[Path], one_side_wrote: bool, ours: &Answer, reference: &Answer) -> bool {
+    if one_side_wrote && fields.iter().any(|f| f.is_empty()) {
+        return ours.header_difference(reference, &[]).is_none();
     }
     let without = |answer: &Answer| {
         let mut body = answer.body.clone();
@@ -470,13 +596,14 @@ fn remove_field(value: &mut serde_json::Value, field: &[&str]) {
 
 /// Whether `read` (a GET of the case's object) shows what `side_write` answered to `write`: the
 /// object it answered, when it wrote that object (for a delete, the object still terminating,
-/// or none, the answer then being the object the setup made); the object the setup made (or none, when there was no setup), when it refused the write,
+/// or none, the answer then being the object as it was); the object `before` it (or none, when
+/// there was none: no setup, or a read before it that found none), when it refused the write,
 /// only tried it (dryRun) or wrote another object.
 fn stored_as_answered(
     subject: &Subject,
     write: &Request,
     side_write: &Answer,
-    setup: Option<&Answer>,
+    before: Option<&Answer>,
     read: &Answer,
 ) -> bool {
     let dry_run = dry_run(write);
@@ -484,7 +611,7 @@ fn stored_as_answered(
     let answered = answered_object(subject, side_write).filter(|o| o["metadata"]["name"].as_str() == name);
     let written = answered.filter(|_| (200..300).contains(&side_write.code) && !dry_run);
     let not_found = read.code == 404;
-    let made = setup.filter(|s| s.code == 201);
+    let made = before.filter(|s| s.code == 200 || s.code == 201);
     match written {
         Some(object) => {
             let same_object = read.code == 200 && read.body == *object;
@@ -499,6 +626,14 @@ fn stored_as_answered(
             Some(setup) => read.code == 200 && read.body == setup.body,
             None => not_found,
         },
+    }
+}
+
+impl AllowedWrite {
+    /// Whether one side wrote (not as a dry run) and the other refused.
+    fn one_side_wrote(&self) -> bool {
+        let wrote = |answer: &Answer| (200..300).contains(&answer.code) && !dry_run(&self.request);
+        wrote(&self.ours) != wrote(&self.reference)
     }
 }
 
@@ -639,6 +774,56 @@ mod tests {
             assert_eq!(tally.unexplained.len(), 1, "{:?}", tally.unexplained);
             assert!(tally.unexplained[0].contains("does not show what we answered"), "{:?}", tally.unexplained);
         }
+    }
+
+    /// A corpus apply of a Widget with an undeclared field, which the reference cannot type,
+    /// and both sides' reads after it: ours `stored`.
+    fn untypable_apply(stored: Value) -> Tally {
+        let mut tally = Tally::new(&WIDGETS, false);
+        let yaml =
+            "apiVersion: test.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 3\n  horns: 2\n";
+        let apply = Request::new("apply: an undeclared field", Method::PATCH, "{gv}/widgets/w")
+            .query("fieldManager=alice")
+            .content_type("application/apply-patch+yaml")
+            .body(yaml);
+        let none = || Ok(status(404, "NotFound", "widgets \"w\" not found"));
+        let before = tally.read_of(&apply).expect("a read of the applied object");
+        assert_eq!((before.method.clone(), before.path.as_str()), (Method::GET, "{gv}/widgets/w"));
+        tally.corpus_write(&apply, (none(), none()));
+        let entry = json!([{"apiVersion": "test.example.com/v1", "fieldsType": "FieldsV1", "manager": "alice",
+            "fieldsV1": {"f:spec": {"f:size": {}}}, "operation": "Apply", "time": "<time>"}]);
+        let made = json!({"apiVersion": "test.example.com/v1", "kind": "Widget", "metadata": {"name": "w",
+            "uid": "<uid w #1>", "resourceVersion": "<rv w #1>", "creationTimestamp": "<creationTimestamp #1>",
+            "generation": 1, "managedFields": entry}, "spec": {"size": 3}});
+        let ours =
+            Answer { warnings: vec![r#"299 - "unknown field \"spec.horns\"""#.into()], ..Answer::json(201, made) };
+        let why = "failed to create typed patch object (/w; test.example.com/v1, Kind=Widget): .spec.horns: field not declared in schema";
+        tally.record(Part::Corpus, &apply, Ok(ours), Ok(status(500, "", why)));
+        assert_eq!(tally.allowed.len(), 1, "the apply entry: {:?}", tally.unexplained);
+        let read = tally.read_after(Part::Corpus, &apply).expect("a read after the allowed write");
+        tally.record(Part::Corpus, &read, Ok(Answer::json(200, stored)), none());
+        tally
+    }
+
+    #[test]
+    fn a_write_of_ours_the_reference_refused_must_store_what_the_request_asked() {
+        let made = |horns: bool| {
+            let owned = if horns { json!({"f:size": {}, "f:horns": {}}) } else { json!({"f:size": {}}) };
+            let entry = json!([{"apiVersion": "test.example.com/v1", "fieldsType": "FieldsV1", "manager": "alice",
+                "fieldsV1": {"f:spec": owned}, "operation": "Apply", "time": "<time>"}]);
+            let spec = if horns { json!({"size": 3, "horns": 2}) } else { json!({"size": 3}) };
+            json!({"apiVersion": "test.example.com/v1", "kind": "Widget", "metadata": {"name": "w",
+                "uid": "<uid w #1>", "resourceVersion": "<rv w #1>", "creationTimestamp": "<creationTimestamp #1>",
+                "generation": 1, "managedFields": entry}, "spec": spec})
+        };
+        let tally = untypable_apply(made(false));
+        assert!(tally.unexplained.is_empty(), "{:?}", tally.unexplained);
+        assert_eq!((tally.compared, tally.stored_as_computed), (2, 1));
+        // The undeclared field stored and owned, though the answer did not show it.
+        let tally = untypable_apply(made(true));
+        assert_eq!(tally.unexplained.len(), 1, "{:?}", tally.unexplained);
+        assert!(tally.unexplained[0].contains("not what the write must store"), "{:?}", tally.unexplained);
+        assert!(tally.unexplained[0].contains("horns"), "{:?}", tally.unexplained);
     }
 
     #[test]
