@@ -16,7 +16,7 @@ use std::time::Duration;
 /// resourceVersion of an object, of a list, and the last continue token the side sent, `$UID`
 /// for the last object's uid and `$CREATEDRV` for the resourceVersion of the last object it
 /// created (a 201).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Request {
     /// What the request checks, for the report.
     pub label: String,
