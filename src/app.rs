@@ -2,15 +2,14 @@
 //! v1alpha) and FarmPods (views of the cluster's Pods), built with [`ApiServerBuilder`] from the
 //! command line's options.
 
-use crate::config::{ServeArgs, StorageKind};
+use crate::config::ServeArgs;
 use crate::machinery::identity::Identity;
 use crate::resources::{GROUP, farmpod, farmpod::FarmPod, llama, llama::Llama};
 use crate::server::{
     ApiServer, ApiServerBuilder, AuditOptions, Authentication, CertificateFiles, ClusterConnection, HttpOptions,
-    ManagedCertificates, MirroredView, RequestLimits, ServerOptions, ShutdownOptions, StartError, StorageOptions,
-    StoredResource, TlsOptions, WatchOptions,
+    ManagedCertificates, MirroredView, RequestLimits, ServerOptions, ShutdownOptions, StartError, StoredResource,
+    TlsOptions, WatchOptions,
 };
-use crate::store::etcd::connection::EtcdConfig;
 use std::future::Future;
 use std::time::Duration;
 
@@ -97,7 +96,7 @@ pub fn options(args: &ServeArgs) -> ServerOptions {
             managed: managed_certificates(args),
             conversion_webhook_client_ca: args.conversion_webhook_client_ca_file.clone(),
         },
-        storage: storage_options(args),
+        storage: args.storage.options(),
         watch: WatchOptions {
             history_size: args.watch_history_size,
             buffer_size: args.watch_buffer_size,
@@ -137,24 +136,6 @@ fn managed_certificates(args: &ServeArgs) -> Option<ManagedCertificates> {
         validity: Duration::from_secs(args.certificate_validity_seconds.max(1)),
         ..ManagedCertificates::new(name, args.certificate_service.clone())
     })
-}
-
-/// The storage the command line asks for.
-fn storage_options(args: &ServeArgs) -> StorageOptions {
-    match args.storage {
-        StorageKind::Memory => StorageOptions::Memory,
-        StorageKind::Etcd => StorageOptions::Etcd {
-            config: EtcdConfig {
-                endpoints: args.etcd_endpoints.clone(),
-                prefix: args.etcd_prefix.clone(),
-                ca_file: args.etcd_cafile.clone(),
-                client_cert: args.etcd_certfile.clone().zip(args.etcd_keyfile.clone()),
-                request_timeout: Duration::from_secs(args.etcd_request_timeout_seconds.max(1)),
-            },
-            compaction_interval: (args.etcd_compaction_interval_seconds > 0)
-                .then(|| Duration::from_secs(args.etcd_compaction_interval_seconds)),
-        },
-    }
 }
 
 /// The audit log, when `--audit-policy-file` and `--audit-log-path` ask for one. As on the

@@ -2,7 +2,7 @@
 //! `FARM_<FLAG_NAME>` (e.g. `FARM_SECURE_PORT`), so the same binary is configured the same way in
 //! a Deployment and on a laptop (`scripts/dev.sh` runs a local binary with a Deployment's).
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -28,6 +28,35 @@ pub enum Command {
     EtcdSecrets(crate::etcd_secrets::EtcdSecretsArgs),
 }
 
+impl Cli {
+    /// The command line of this process, each flag of `serve` that does not name its
+    /// environment variable (those the library's flags add) read from `FARM_<FLAG_NAME>` too.
+    pub fn parse_with_env() -> Self {
+        let matches = Self::with_env(Self::command()).get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// [`Cli::parse_with_env`] of `args`.
+    pub fn try_parse_with_env<I: Into<std::ffi::OsString> + Clone>(
+        args: impl IntoIterator<Item = I>,
+    ) -> Result<Self, clap::Error> {
+        Self::from_arg_matches(&Self::with_env(Self::command()).try_get_matches_from(args)?)
+    }
+
+    fn with_env(command: clap::Command) -> clap::Command {
+        command.mut_subcommand("serve", |serve| {
+            serve.mut_args(|arg| {
+                if arg.get_env().is_some() || arg.is_positional() || arg.get_id() == "help" {
+                    return arg;
+                }
+                let name = format!("FARM_{}", arg.get_id().as_str().to_uppercase());
+                // Named once per flag at start: a few bytes kept for the process's life.
+                arg.env(&*Box::leak(name.into_boxed_str()))
+            })
+        })
+    }
+}
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -36,15 +65,6 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
-}
-
-/// Where Llamas are stored.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StorageKind {
-    /// In this process's memory.
-    Memory,
-    /// In etcd (v3 API).
-    Etcd,
 }
 
 /// Options of `serve`.
@@ -128,40 +148,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FARM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Where Llamas are kept: `memory` (this process only, lost on restart) or `etcd` (durable,
-    /// shared by every replica pointed at the same etcd and prefix).
-    #[arg(long, env = "FARM_STORAGE", value_enum, default_value_t = StorageKind::Memory)]
-    pub storage: StorageKind,
-
-    /// etcd client URLs (repeatable, or comma-separated), e.g. `https://etcd-0.etcd:2379`.
-    #[arg(long, env = "FARM_ETCD_ENDPOINTS", value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
-    pub etcd_endpoints: Vec<String>,
-
-    /// Key prefix of this server's objects in etcd: a Llama is `<prefix>/llamas/<namespace>/<name>`.
-    #[arg(long, env = "FARM_ETCD_PREFIX", default_value = "/registry/farm.example.com")]
-    pub etcd_prefix: String,
-
-    /// PEM CA bundle that signed etcd's serving certificate (TLS to etcd).
-    #[arg(long, env = "FARM_ETCD_CAFILE")]
-    pub etcd_cafile: Option<PathBuf>,
-
-    /// PEM client certificate for etcd.
-    #[arg(long, env = "FARM_ETCD_CERTFILE", requires = "etcd_keyfile")]
-    pub etcd_certfile: Option<PathBuf>,
-
-    /// PEM private key of `--etcd-certfile`.
-    #[arg(long, env = "FARM_ETCD_KEYFILE", requires = "etcd_certfile")]
-    pub etcd_keyfile: Option<PathBuf>,
-
-    /// Seconds an etcd request may take before the API request gets 503 (etcd unreachable).
-    #[arg(long, env = "FARM_ETCD_REQUEST_TIMEOUT_SECONDS", default_value_t = 5)]
-    pub etcd_request_timeout_seconds: u64,
-
-    /// Seconds between compactions of etcd's history (0: never; leave it to etcd's own
-    /// `--auto-compaction-retention`). Replicas coordinate, so one compacts per interval, keeping
-    /// at least one interval of history for watches and paged lists, as the kube-apiserver does.
-    #[arg(long, env = "FARM_ETCD_COMPACTION_INTERVAL_SECONDS", default_value_t = 300)]
-    pub etcd_compaction_interval_seconds: u64,
+    /// Where Llamas are kept: `--storage memory` (this process only, lost on restart) or
+    /// `--storage etcd` (durable, shared by every replica pointed at the same etcd and prefix)
+    /// and the `--etcd-*` flags: the library's flags, each with its `FARM_` variable too
+    /// ([`Cli::parse_with_env`]).
+    #[command(flatten)]
+    pub storage: apiserver_kit::server::StorageArgs,
 
     /// Events each resource keeps in memory for watches and paged or exact lists (with etcd, in
     /// its watch cache); older resourceVersions get 410 (with etcd, paged and exact lists older
@@ -289,6 +281,7 @@ pub struct OpenapiArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apiserver_kit::server::StorageKind;
 
     #[test]
     fn standalone_serve_parses() {
@@ -315,6 +308,20 @@ mod tests {
     #[test]
     fn a_kubeconfig_to_write_requires_standalone() {
         assert!(Cli::try_parse_from(["farm-apiserver", "serve", "--write-kubeconfig", "/tmp/kc"]).is_err());
+    }
+
+    #[test]
+    fn the_library_s_storage_flags_are_read_from_farm_variables_too() {
+        let etcd = Cli::try_parse_with_env(["farm-apiserver", "serve", "--storage", "etcd", "--etcd-prefix", "/p"]);
+        let Command::Serve(args) = etcd.expect("parses").command else { panic!("not serve") };
+        assert_eq!((args.storage.storage, args.storage.etcd_prefix.as_deref()), (StorageKind::Etcd, Some("/p")));
+        let command = Cli::with_env(Cli::command());
+        let serve = command.find_subcommand("serve").expect("serve");
+        let env =
+            |id: &str| serve.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_env().map(|e| e.to_owned()));
+        assert_eq!(env("etcd_endpoints"), Some("FARM_ETCD_ENDPOINTS".into()));
+        assert_eq!(env("storage"), Some("FARM_STORAGE".into()));
+        assert_eq!(env("secure_port"), Some("FARM_SECURE_PORT".into()), "its own flags keep theirs");
     }
 
     #[test]

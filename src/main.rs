@@ -1,6 +1,5 @@
 //! The `farm-apiserver` binary: parses the command line, sets up logging and runs the library.
 
-use clap::Parser;
 use farm_apiserver::config::{Cli, Command, LogFormat};
 use std::process::ExitCode;
 
@@ -36,7 +35,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_with_env();
     match cli.command {
         Command::Serve(args) => {
             init_tracing(&args.log_level, args.log_format);

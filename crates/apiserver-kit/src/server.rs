@@ -38,7 +38,7 @@ mod storage;
 pub use crate::api::conversion_webhook::WebhookAuthentication;
 pub use crate::certificates::ManagedCertificates;
 #[cfg(feature = "clap")]
-pub use args::ServerArgs;
+pub use args::{ServerArgs, StorageArgs, StorageKind};
 pub use builder::{ApiServer, ApiServerBuilder, BuildError, Listener};
 pub use options::{
     AuditOptions, Authentication, CertificateFiles, ClusterConnection, HttpOptions, RequestLimits, ServerOptions,

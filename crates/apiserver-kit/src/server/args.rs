@@ -17,7 +17,10 @@
 //! ```
 
 use super::options::{Authentication, CertificateFiles, ClusterConnection, ServerOptions, TlsOptions};
+use super::storage::StorageOptions;
+use crate::store::etcd::connection::EtcdConfig;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Flags for a server's `clap` parser (`#[command(flatten)]`): standalone or in a cluster, where
 /// to listen, and the serving certificate; [`ServerArgs::options`] makes the [`ServerOptions`]
@@ -45,12 +48,80 @@ pub struct ServerArgs {
     /// The serving certificate's private key (PEM).
     #[arg(long, value_name = "PATH", requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
+    /// Where the stored resources' objects are kept.
+    #[command(flatten)]
+    pub storage: StorageArgs,
+}
+
+/// Where objects are kept: `--storage memory` (the default) or `--storage etcd` with the etcd
+/// flags, the same flags farm-apiserver takes; [`StorageArgs::options`] makes the
+/// [`StorageOptions`] they say.
+#[derive(clap::Args, Clone, Debug)]
+pub struct StorageArgs {
+    /// Where objects are kept: `memory` (this process only, lost on restart, one replica) or
+    /// `etcd` (durable, shared by every replica pointed at the same etcd and prefix).
+    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
+    pub storage: StorageKind,
+    /// etcd client URLs (repeatable, or comma-separated), e.g. `https://etcd-0.etcd:2379`.
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    pub etcd_endpoints: Vec<String>,
+    /// Key prefix of this server's objects in etcd (an object is
+    /// `<prefix>/<plural>/[<namespace>/]<name>`); default `/registry/<group>`.
+    #[arg(long, value_name = "PREFIX")]
+    pub etcd_prefix: Option<String>,
+    /// PEM CA bundle that signed etcd's serving certificate (TLS to etcd).
+    #[arg(long, value_name = "PATH")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// PEM client certificate for etcd.
+    #[arg(long, value_name = "PATH", requires = "etcd_keyfile")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// PEM private key of `--etcd-certfile`.
+    #[arg(long, value_name = "PATH", requires = "etcd_certfile")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// Seconds an etcd request may take before the API request gets 503 (etcd unreachable).
+    #[arg(long, default_value_t = 5)]
+    pub etcd_request_timeout_seconds: u64,
+    /// Seconds between compactions of etcd's history (0: never; leave it to etcd's own
+    /// `--auto-compaction-retention`). Replicas coordinate, so one compacts per interval, keeping
+    /// at least one interval of history for watches and paged lists, as the kube-apiserver does.
+    #[arg(long, default_value_t = 300)]
+    pub etcd_compaction_interval_seconds: u64,
+}
+
+/// Where objects are kept.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageKind {
+    /// In this process's memory.
+    Memory,
+    /// In etcd (v3 API).
+    Etcd,
+}
+
+impl StorageArgs {
+    /// The storage the flags say (an etcd prefix left out is the builder's
+    /// `/registry/<group>`).
+    pub fn options(&self) -> StorageOptions {
+        match self.storage {
+            StorageKind::Memory => StorageOptions::Memory,
+            StorageKind::Etcd => StorageOptions::Etcd {
+                config: EtcdConfig {
+                    endpoints: self.etcd_endpoints.clone(),
+                    prefix: self.etcd_prefix.clone().unwrap_or_default(),
+                    ca_file: self.etcd_cafile.clone(),
+                    client_cert: self.etcd_certfile.clone().zip(self.etcd_keyfile.clone()),
+                    request_timeout: Duration::from_secs(self.etcd_request_timeout_seconds.max(1)),
+                },
+                compaction_interval: (self.etcd_compaction_interval_seconds > 0)
+                    .then(|| Duration::from_secs(self.etcd_compaction_interval_seconds)),
+            },
+        }
+    }
 }
 
 impl ServerArgs {
     /// The options the flags say, the others at their defaults: standalone authentication or the
     /// cluster's, the cluster of `--kubeconfig` (none standalone, else the one the Pod runs in),
-    /// the certificate files.
+    /// the certificate files, the storage.
     pub fn options(&self) -> ServerOptions {
         ServerOptions {
             authentication: match self.standalone {
@@ -62,6 +133,7 @@ impl ServerArgs {
                 files: CertificateFiles::from_pair(self.tls_cert_file.clone(), self.tls_private_key_file.clone()),
                 ..TlsOptions::default()
             },
+            storage: self.storage.options(),
             ..ServerOptions::default()
         }
     }
@@ -95,5 +167,31 @@ mod tests {
         assert!(aggregated.tls.files.is_some());
         assert!(Args::try_parse_from(["s", "--tls-cert-file", "a"]).is_err(), "a certificate needs its key");
         assert!(matches!(Args::parse_from(["s"]).server.options().cluster, ClusterConnection::InCluster));
+    }
+
+    #[test]
+    fn storage_flags_make_the_storage_they_say() {
+        assert!(matches!(Args::parse_from(["s"]).server.options().storage, StorageOptions::Memory));
+        let args = [
+            "s",
+            "--storage",
+            "etcd",
+            "--etcd-endpoints",
+            "https://a:2379,https://b:2379",
+            "--etcd-compaction-interval-seconds",
+            "0",
+        ];
+        let StorageOptions::Etcd { config, compaction_interval } = Args::parse_from(args).server.options().storage
+        else {
+            panic!("etcd storage");
+        };
+        assert_eq!((config.endpoints.len(), config.prefix.as_str(), compaction_interval), (2, "", None));
+        assert_eq!(config.request_timeout, Duration::from_secs(5));
+        let prefixed = Args::parse_from(["s", "--storage", "etcd", "--etcd-prefix", "/p"]).server.storage.options();
+        assert!(
+            matches!(prefixed, StorageOptions::Etcd { config, compaction_interval: Some(_) } if config.prefix == "/p")
+        );
+        assert!(Args::try_parse_from(["s", "--etcd-certfile", "c"]).is_err(), "a client certificate needs its key");
+        assert!(Args::try_parse_from(["s", "--storage", "disk"]).is_err());
     }
 }

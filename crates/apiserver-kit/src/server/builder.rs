@@ -242,8 +242,8 @@ impl ApiServer {
             Some(check) => Health::default().with_required("serving-certificate", check),
             None => Health::default(),
         };
-        let (storage, health) =
-            StorageFactory::new(&options.storage, options.watch.history_size, &stopping, health).await?;
+        let storage = options.storage.with_default_prefix(builder.group);
+        let (storage, health) = StorageFactory::new(&storage, options.watch.history_size, &stopping, health).await?;
         let mount = Mount {
             storage: &storage,
             settings: &settings,

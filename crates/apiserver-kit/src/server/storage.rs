@@ -29,6 +29,20 @@ pub enum StorageOptions {
     },
 }
 
+impl StorageOptions {
+    /// The options with an etcd prefix left empty made `/registry/<group>`, where the
+    /// kube-apiserver keeps a CustomResourceDefinition's objects.
+    pub fn with_default_prefix(&self, group: &str) -> Self {
+        match self {
+            Self::Etcd { config, compaction_interval } if config.prefix.is_empty() => Self::Etcd {
+                config: EtcdConfig { prefix: format!("/registry/{group}"), ..config.clone() },
+                compaction_interval: *compaction_interval,
+            },
+            other => other.clone(),
+        }
+    }
+}
+
 /// Where the stores of this run keep their objects.
 pub enum StorageFactory {
     /// In this process: stores share one revision counter, as resources in one etcd share its
@@ -66,7 +80,7 @@ impl StorageFactory {
             StorageOptions::Memory => {
                 // Info, as "storing objects in etcd" is: a normal start logs no warning.
                 tracing::info!(
-                    "storing objects in this process's memory: a restart loses them all (--storage etcd keeps them)"
+                    "storing objects in this process's memory: a restart loses them all (storage in etcd keeps them)"
                 );
                 return Ok((Self::Memory { revision: Arc::default(), history }, health));
             }
