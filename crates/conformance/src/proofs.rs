@@ -102,6 +102,12 @@ const NEAR_MISSES: &[(&str, &str, Miss)] = &[
         }
     }),
     ("managedFields kept", "our managedFields empty", |_, o, _| o.body["metadata"]["managedFields"] = json!([])),
+    ("managedFields kept", "the reference's entry not among ours", |_, _, r| {
+        r.body["metadata"]["managedFields"] = json!([{"manager": "other", "operation": "Update"}]);
+    }),
+    ("managedFields kept", "a write without a status it cannot type", |q, _, _| {
+        *q = Request::new("a patch", reqwest::Method::PATCH, "{gv}/regions/r").json(&json!({"status": {}}));
+    }),
     ("a number an integer field cannot hold", "our extra cause", |_, o, _| {
         let extra = json!({"field": "spec.extra", "reason": "FieldValueInvalid", "message": "extra"});
         if let Some(c) = o.body["details"]["causes"].as_array_mut() {
