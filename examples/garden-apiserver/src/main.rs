@@ -1,14 +1,17 @@
-//! garden-apiserver: Planters and Greenhouses of garden.example.org/v1.
+//! garden-apiserver: Planters, Greenhouses and Sprinklers of garden.example.org.
+
+mod sprinkler;
 
 use apiserver_kit::prelude::*;
 use apiserver_kit::server::ServerArgs;
 use clap::Parser;
 
-/// Planter is a box of soil in which one kind of plant grows.
+/// PlanterSpec is what grows in a planter, and in how much soil.
 #[allow(clippy::duplicated_attributes)] // clippy takes two columns' `type_ = "number"` for a repeated attribute
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(group = "garden.example.org", version = "v1", kind = "Planter", namespaced, shortname = "pl")]
 #[kube(status = "PlanterStatus", derive = "PartialEq")]
+#[kube(doc = "Planter is a box of soil in which one kind of plant grows.")]
 #[kube(
     printcolumn(name = "Plant", type_ = "string", json_path = ".spec.plant"),
     printcolumn(name = "Litres", type_ = "number", json_path = ".spec.litres"),
@@ -34,9 +37,10 @@ pub struct PlanterStatus {
     pub moisture: f64,
 }
 
-/// Greenhouse is a glass house that shelters planters.
+/// GreenhouseSpec is where a greenhouse stands.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(group = "garden.example.org", version = "v1", kind = "Greenhouse", shortname = "gh", derive = "PartialEq")]
+#[kube(doc = "Greenhouse is a glass house that shelters planters.")]
 #[kube(printcolumn(name = "Location", type_ = "string", json_path = ".spec.location"))]
 pub struct GreenhouseSpec {
     /// Where it stands.
@@ -61,9 +65,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt().with_env_filter(filter).init();
     let args = Args::parse();
-    let server = ApiServerBuilder::new(Identity::new("garden-apiserver", "0.1.0"), "garden.example.org", &["v1"])
+    let versions = &["v1", "v1beta1"];
+    let server = ApiServerBuilder::new(Identity::new("garden-apiserver", "0.1.0"), "garden.example.org", versions)
         .stored(StoredResource::<Planter>::new())
         .stored(StoredResource::<Greenhouse>::new())
+        .stored(StoredResource::<sprinkler::Sprinkler>::new().deprecated_at::<sprinkler::v1beta1::Sprinkler>())
         .options(args.server.options())
         .build()?;
     server.serve(args.server.listener().await?, shutdown_signal()).await?;

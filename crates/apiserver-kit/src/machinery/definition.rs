@@ -103,6 +103,12 @@ pub fn problems(definition: &Definition, namespaced: bool) -> Vec<String> {
     if definition.version["subresources"].get("scale").is_some_and(|s| !s.is_null()) {
         problems.push("subresources.scale: the scale subresource is not served (only status)".into());
     }
+    let paths = definition.version["selectableFields"].as_array().map(Vec::as_slice).unwrap_or_default();
+    for path in paths.iter().filter_map(|f| f["jsonPath"].as_str()).filter(|p| !p.starts_with('.')) {
+        // A CustomResourceDefinition's are JSONPaths from the object: `.spec.color`.
+        let first = path.split(['.', '[']).next().unwrap_or_default();
+        problems.push(format!("selectableFields: {path} is an invalid path: expected [ or . but got: {first}"));
+    }
     for field in definition.selectable_fields() {
         match schema_at(definition.schema(), field) {
             Some(schema) if is_scalar(schema) => {}
@@ -199,5 +205,9 @@ mod tests {
         let missing = column_problem(&d, "Phase", ".status.phase");
         assert_eq!(missing.as_deref(), Some("columns: Phase's jsonPath .status.phase is not in the schema"));
         assert!(column_problem(&d, "Color", "spec.color").is_some(), "a printer column's path starts with a dot");
+        // So does a selectable field's, as a CustomResourceDefinition's must.
+        d.version["selectableFields"] = json!([{"jsonPath": "spec.color"}]);
+        let undotted = "selectableFields: spec.color is an invalid path: expected [ or . but got: spec";
+        assert!(problems(&d, true).contains(&undotted.to_string()), "{:?}", problems(&d, true));
     }
 }

@@ -36,8 +36,10 @@ pub struct ResourceInfo {
     pub namespaced: bool,
     /// Verbs served, in discovery order ([`ApiResource::VERBS`]).
     pub verbs: &'static [Verb],
-    /// One-paragraph description used as the schema's description (`kubectl explain`; kube's
-    /// `doc`, or the doc comment of the type).
+    /// One-paragraph description used as the schema's description (`kubectl explain`): kube's
+    /// `#[kube(doc = "…")]`. Without it, kube's derive describes the kind as "Auto-generated
+    /// derived type for …Spec via `CustomResource`"; the doc comment on the `…Spec` struct is the
+    /// description of the `spec` field.
     pub description: &'static str,
     /// Fields usable in field selectors besides `metadata.name` and `metadata.namespace`
     /// (`#[kube(selectable = ".spec.color")]`, listed here without the dot): dotted paths of
