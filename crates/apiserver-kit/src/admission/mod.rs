@@ -20,7 +20,7 @@ pub mod webhooks;
 
 /// What waits while admission's objects cannot be listed (for the log of their reflectors).
 pub(crate) const WAITING: crate::reflect::Purpose = crate::reflect::Purpose {
-    waiting: "writes that admission may apply to are refused until it can, or start the server with \
-              --admission-webhooks=false (webhooks) or --admission-policies=false (policies)",
+    waiting: "writes that admission may apply to are refused until it can, unless the server's options \
+              turn admission webhooks or policies off (admission_webhooks, admission_policies)",
     keep_managed_fields: false,
 };

@@ -225,7 +225,7 @@ impl Metrics {
         );
         registry.register(
             "apiserver_current_inflight_requests",
-            "Requests being served now (watches excluded), limited by --max-requests-inflight",
+            "Requests being served now (watches excluded), limited by the server's maximum in flight",
             self.inflight.clone(),
         );
         registry.register(
