@@ -40,9 +40,10 @@ case "${MUTANTS:-}" in
         done ;;
 esac
 
-# This tree's conformance test, built once: the judge every mutant faces unchanged.
-judge=$(cargo test --locked --test conformance --no-run 2>&1 | tee /dev/stderr |
-    sed -n 's/^ *Executable tests\/conformance.rs (\(.*\))$/\1/p')
+# This tree's conformance test, built once: the judge every mutant faces unchanged (asked again,
+# built already, for the path of its binary).
+cargo test --locked --test conformance --no-run
+judge=$(cargo test --locked --test conformance --no-run 2>&1 | sed -n 's/^ *Executable tests\/conformance.rs (\(.*\))$/\1/p')
 [ -x "$judge" ] || { echo "no conformance test binary found" >&2; exit 1; }
 
 # A copy of the tree (no target/, no .git/; written now, so cargo sees every file as new). Each
