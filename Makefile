@@ -9,8 +9,9 @@ SOAK_SECONDS ?= 60
 FUZZ_SECONDS ?= 15
 CONFORMANCE_GENERATED ?= 3000
 CONFORMANCE_SEED ?= random
+MUTANTS ?=
 
-.PHONY: build run test unit e2e ha conformance conformance-examples bench soak fuzz fmt lint openapi certs manifests release-manifests image node node-down node-test dev clean
+.PHONY: build run test unit e2e ha conformance conformance-examples conformance-mutants bench soak fuzz fmt lint openapi certs manifests release-manifests image node node-down node-test dev clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -49,6 +50,11 @@ conformance: ## The differential suite alone with CONFORMANCE_GENERATED (default
 
 conformance-examples: ## After the differential suites ran: add to crates/conformance/src/examples.jsonl an example for each allowed difference that has none, and drop those of removed ones (ENTRIES="<name start> ..." takes new examples for those entries too).
 	python3 scripts/conformance-examples.py $(ENTRIES)
+
+conformance-mutants: ## Proof that the differential suite catches the defects it claims to: each deliberate defect of tests/mutants/ is applied to a copy of the tree and built, and the default run (unchanged) must fail on it, caught by what tests/mutants/mutants.txt states (scripts/conformance-mutants.sh; MUTANTS="03 07" picks some, MUTANTS=rotate one by the day of the year). CI checks that every patch applies and runs one mutant by rotation, the whole set being too long for its hour (see docs/conformance.md, "Mutants").
+	bash scripts/install-tools.sh
+	bash scripts/control-plane.sh binaries
+	MUTANTS="$(MUTANTS)" bash scripts/conformance-mutants.sh
 
 bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS per phase, default 5).
 	bash scripts/install-tools.sh

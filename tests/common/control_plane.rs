@@ -259,7 +259,7 @@ impl Farm {
 /// binds it), read from its "serving" log line.
 fn spawn(kubeconfig: &Path, args: &[&OsStr], dir: &Path) -> (std::process::Child, u16, PathBuf) {
     let log = dir.join("server.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+    let mut child = Command::new(super::farm_apiserver_binary())
         .args(["serve", "--bind-address", "127.0.0.1", "--secure-port", "0"])
         .args(["--pod-cache-max-backoff-seconds", "2", "--tls-reload-interval-seconds", "1"])
         .args(args)

@@ -18,6 +18,13 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The farm-apiserver binary the tests start: this package's, or the one `FARM_APISERVER_BINARY`
+/// names (`scripts/conformance-mutants.sh` runs the unchanged suite against a deliberately broken
+/// build of the server that way).
+pub fn farm_apiserver_binary() -> PathBuf {
+    std::env::var_os("FARM_APISERVER_BINARY").map_or_else(|| env!("CARGO_BIN_EXE_farm-apiserver").into(), PathBuf::from)
+}
+
 /// A running standalone server, stopped when dropped.
 pub struct Server {
     child: Child,
@@ -163,7 +170,7 @@ impl Server {
     async fn launch(extra: &[&str], filter: &str, stderr: Stdio) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
-        let child = Command::new(env!("CARGO_BIN_EXE_farm-apiserver"))
+        let child = Command::new(farm_apiserver_binary())
             .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0", "--write-kubeconfig"])
             .arg(&kubeconfig)
             .args(extra)
