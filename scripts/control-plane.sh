@@ -11,6 +11,10 @@
 #                                          cache holds no binaries of this recipe
 #   scripts/control-plane.sh etcd          print the etcd path (building it if needed) and nothing else
 #   scripts/control-plane.sh helm          print the helm path (building it if needed) and nothing else
+#   scripts/control-plane.sh sample-apiserver
+#                                          print the path of k8s.io/sample-apiserver (building it if
+#                                          needed): the reference build of k8s.io/apiserver, a peer of
+#                                          the bench (benches/load/peers_setup.md runs it beside `up`)
 #   scripts/control-plane.sh cel-oracle    print the path of tools/cel-oracle (building it if needed):
 #                                          CEL evaluated by k8s.io/apiserver's policy compiler, the
 #                                          reference of apiserver-kit's CEL tests
@@ -43,10 +47,12 @@
 # K8S_VERSION=1.35.4, gets a go.mod written the same way), with k8s.io/kubernetes's staging
 # modules replaced by their published v0.MINOR.PATCH; tools/etcd builds etcd and etcdctl
 # $ETCD_VERSION; tools/helm builds helm $HELM_VERSION (`helm`, for the chart's tests; $HELM
-# brings your own). They are cached in $FARM_CACHE (default ~/.cache/farm-apiserver) under folders
+# brings your own); tools/sample-apiserver builds k8s.io/sample-apiserver v$SAMPLE_APISERVER_VERSION
+# (the release of the same Kubernetes; $SAMPLE_APISERVER brings your own). They are cached in $FARM_CACHE (default ~/.cache/farm-apiserver) under folders
 # named after a hash of the recipe (the version, the module's go.mod and go.sum and every build
 # step below), so a changed recipe builds anew, and each binary's `--version` is checked before
-# it is used. Go's own caches (GOMODCACHE, GOCACHE) are the machine's.
+# it is used (sample-apiserver has none: its `--help` must run and its build information name
+# the release). Go's own caches (GOMODCACHE, GOCACHE) are the machine's.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,6 +62,7 @@ K8S_VERSION="${K8S_VERSION:-$K8S_DEFAULT_VERSION}"
 K8S_COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy"
 ETCD_VERSION="3.6.16"
 HELM_VERSION="3.22.0"
+SAMPLE_APISERVER_VERSION="0.37.2"
 log() { echo "control-plane: $*" >&2; }
 
 apt_install() {
@@ -273,6 +280,36 @@ helm_problem() {
   if [ ! -x "$1/helm" ]; then echo "no helm in $1"; return; fi
   version=$("$1/helm" version --template '{{.Version}}' 2>&1 || true)
   if [ "$version" != "v$HELM_VERSION" ]; then echo "$1/helm version printed '$version', not 'v$HELM_VERSION'"; fi
+}
+
+# Builds k8s.io/sample-apiserver of tools/sample-apiserver into $1, as the module proxy serves it
+# (no version stamped: its /version says v0.0.0-master, as any module build of it does).
+build_sample_apiserver() { build_tools "$1" sample-apiserver "sample-apiserver k8s.io/sample-apiserver"; }
+
+# Why the sample-apiserver in $1 cannot be used (nothing when it can): it has no version flag, so
+# its `--help` must run and the build information Go wrote into it (`go version -m`) must name
+# the release.
+sample_apiserver_problem() {
+  local help modules
+  if [ ! -x "$1/sample-apiserver" ]; then echo "no sample-apiserver in $1"; return; fi
+  help=$("$1/sample-apiserver" --help 2>&1 | head -n1 || true)
+  if [ "$help" != "Launch a wardle API server" ]; then
+    echo "$1/sample-apiserver --help printed '$help', not 'Launch a wardle API server'"; return
+  fi
+  modules=$(go version -m "$1/sample-apiserver" 2>&1 || true)
+  if ! grep -Eq "^[[:space:]]+(mod|dep)[[:space:]]+k8s\.io/sample-apiserver[[:space:]]+v${SAMPLE_APISERVER_VERSION}[[:space:]]" <<<"$modules"; then
+    echo "$1/sample-apiserver is not built from k8s.io/sample-apiserver v$SAMPLE_APISERVER_VERSION"
+  fi
+}
+
+# The sample-apiserver binary: $SAMPLE_APISERVER when set, else this recipe's build (built when
+# missing).
+ensure_sample_apiserver() {
+  if [ -n "${SAMPLE_APISERVER:-}" ]; then echo "$SAMPLE_APISERVER"; return; fi
+  local dir
+  dir=$(tools_dir "sample-apiserver-$SAMPLE_APISERVER_VERSION" sample-apiserver build_sample_apiserver)
+  ensure_tools "$dir" build_sample_apiserver sample_apiserver_problem 'sample-apiserver-*' "sample-apiserver $SAMPLE_APISERVER_VERSION"
+  echo "$dir/sample-apiserver"
 }
 
 # Builds tools/cel-oracle (a main package of ours over k8s.io/apiserver's CEL) into $1.
@@ -582,6 +619,7 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
       for component in $K8S_COMPONENTS; do kubernetes_binary "$component" "$mode"; done ;;
     etcd) ensure_etcd ;;
     helm) ensure_helm ;;
+    sample-apiserver) ensure_sample_apiserver ;;
     cel-oracle) ensure_cel_oracle ;;
     json-patch-oracle) ensure_json_patch_oracle ;;
     rules-oracle) ensure_rules_oracle ;;
@@ -590,6 +628,6 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | helm | cel-oracle | json-patch-oracle | rules-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    *) echo "usage: $0 binaries | check | etcd | helm | sample-apiserver | cel-oracle | json-patch-oracle | rules-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
   esac
 fi
