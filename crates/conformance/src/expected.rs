@@ -1,11 +1,11 @@
 //! What a write must have stored, computed from the object before it and the request alone,
 //! for the writes the tested server made where the reference refused (there is then no stored
 //! object of the reference's to compare with): the request's change (a create's or update's
-//! body; a merge patch, a JSON patch or an apply configuration applied by [`patch`], written
+//! body; a merge patch, a JSON patch or an apply configuration applied by `patch`, written
 //! here from their specifications), less the fields the tested server warned of as unknown,
 //! `null` members and the fields the write resets (the status, or all but the status for a
 //! write of `status`); the metadata the server keeps (uid, creation time, generation, raised
-//! when the object's content changed) and the managedFields the write leaves ([`fields`]).
+//! when the object's content changed) and the managedFields the write leaves (`fields`).
 //! What the server makes up is taken from its answer: a new object's uid, creation time and
 //! name (for `generateName`), and the new resourceVersion of a write that changed the object
 //! (one that changed nothing keeps the old one).
