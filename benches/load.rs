@@ -42,6 +42,8 @@
 //! scale and watcher modes wrote (`target/scale.svg`, [`chart`]),
 //! `BENCH_ONLY=policies` only creates with 0, 1 and 10 bound ValidatingAdmissionPolicies and how
 //! soon a new binding is enforced ([`policies`]),
+//! `BENCH_ONLY=peers` only the side-by-side comparison with sample-apiserver and a CRD on
+//! today's kube-apiserver ([`peers`]),
 //! `BENCH_ONLY=lists` only how a write's cost grows with 1,000 to 100,000 list entries and whether
 //! the largest starves other requests ([`lists`]),
 //! `BENCH_ONLY=baseline` only the comparison with a plain HTTPS server, `BENCH_ONLY=leak` only
@@ -68,6 +70,8 @@ mod lists;
 mod managed_fields;
 #[path = "load/nginx.rs"]
 mod nginx;
+#[path = "load/peers.rs"]
+mod peers;
 #[path = "load/policies.rs"]
 mod policies;
 #[path = "load/scale.rs"]
@@ -682,6 +686,7 @@ async fn main() {
         Ok("aggregator") => return aggregator::compare(&binary, phase).await,
         Ok("lists") => return lists::grow(&binary).await,
         Ok("policies") => return policies::compare(&binary, phase).await,
+        Ok("peers") => return peers::compare(&binary, phase).await,
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -758,6 +763,7 @@ async fn main() {
     baseline::compare(&binary, phase).await;
     nginx::compare(&binary, phase).await;
     aggregator::compare(&binary, phase).await;
+    peers::compare(&binary, phase).await;
     lists::grow(&binary).await;
     rss(&binary).await;
     leak::check(&binary).await;

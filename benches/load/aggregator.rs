@@ -40,7 +40,7 @@ pub async fn compare(binary: &Path, phase: Duration) {
     let namespace = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "small"}});
     let r = cp.target.client(false).post(cp.target.url("/api/v1/namespaces")).json(&namespace).send().await;
     assert!(r.expect("create namespace").status().is_success());
-    let (farm, farm_ca, farm_port) = start_aggregated(binary, &cp);
+    let (farm, farm_ca, farm_port) = start_aggregated(binary, &cp, &[]);
     register(&cp, "farm", "farm.example.com", farm_port, &farm_ca);
     served(&cp.target, &format!("{LLAMAS}/small/llamas")).await;
     fill(&cp.target, &format!("{LLAMAS}/small/llamas"), 1_000, llama, "l").await;
@@ -64,8 +64,8 @@ pub async fn compare(binary: &Path, phase: Duration) {
 }
 
 /// farm-apiserver in aggregated mode (delegated authentication, the cluster's Pods), its
-/// certificate named as the aggregator names it; with its CA and port.
-pub fn start_aggregated(binary: &Path, cp: &ControlPlane) -> (Farm, String, u16) {
+/// certificate named as the aggregator names it, with `extra` flags; with its CA and port.
+pub fn start_aggregated(binary: &Path, cp: &ControlPlane, extra: &[&str]) -> (Farm, String, u16) {
     let dir = tempfile::tempdir().expect("temp dir");
     let certs = farm_apiserver::tls::generate("bench-farm-ca", &[FARM_SERVICE.into()]).expect("certificates");
     let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
@@ -80,6 +80,7 @@ pub fn start_aggregated(binary: &Path, cp: &ControlPlane) -> (Farm, String, u16)
         .arg(&cert)
         .arg("--tls-private-key-file")
         .arg(&key)
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()

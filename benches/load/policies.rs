@@ -50,7 +50,7 @@ pub async fn compare(binary: &Path, phase: Duration) {
         let r = admin.post(cp.target.url("/api/v1/namespaces")).json(&body).send().await;
         assert!(r.expect("create namespace").status().is_success());
     }
-    let (mut farm, farm_ca, port) = start_aggregated(binary, &cp);
+    let (mut farm, farm_ca, port) = start_aggregated(binary, &cp, &[]);
     register(&cp, "farm", "farm.example.com", port, &farm_ca);
     served(&cp.target, &format!("{LLAMAS}/create/llamas")).await;
     for k in 0..10 {
