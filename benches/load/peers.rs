@@ -13,11 +13,13 @@
 //! `Accept-Encoding`. Phases: GET of one object, LIST of 1,000 (consistent and at
 //! `resourceVersion=0`), create, merge patch, server-side apply ([`Phase`]); watch fan-out to
 //! 1,000 and 10,000 watchers (delivery of one write to the last watcher, and the server's memory
-//! per watcher); the server's RSS per stored object with 100,000; the time from start to serving
+//! per watcher, each RSS read once it settled); the server's RSS per stored object with 100,000;
+//! the time from start to serving
 //! a consistent list with 100,000 in etcd. Phases run target after target, so drift of the
 //! shared machine falls on all of them alike.
 
-use super::{ControlPlane, Stats, Target, aggregator, load, rss_mb};
+use super::watchers::settled_rss_mb;
+use super::{ControlPlane, Stats, Target, aggregator, load};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -296,7 +298,10 @@ async fn request_phases(peers: &[Peer], duration: Duration) -> Vec<Vec<Stats>> {
 async fn fan_out(peer: &Peer, namespace: &str, watchers: usize, writes: usize) -> (Histogram<u64>, f64) {
     let url = peer.target.url(&peer.resource.collection(namespace));
     let clients: Vec<reqwest::Client> = (0..(watchers / 100).max(10)).map(|_| peer.target.client(true)).collect();
-    let before = peer.pid.map_or(0.0, rss_mb);
+    let before = match peer.pid {
+        Some(pid) => settled_rss_mb(pid).await,
+        None => 0.0,
+    };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
     let ready = Arc::new(tokio::sync::Barrier::new(watchers + 1));
     let mut handles = Vec::new();
@@ -309,7 +314,10 @@ async fn fan_out(peer: &Peer, namespace: &str, watchers: usize, writes: usize) -
         }));
     }
     ready.wait().await;
-    let per_watcher = peer.pid.map_or(0.0, |pid| (rss_mb(pid) - before) * 1024.0 / watchers as f64);
+    let per_watcher = match peer.pid {
+        Some(pid) => (settled_rss_mb(pid).await - before) * 1024.0 / watchers as f64,
+        None => 0.0,
+    };
     let writer = peer.target.client(false);
     let mut acked = Vec::new();
     for i in 0..writes {
@@ -317,7 +325,8 @@ async fn fan_out(peer: &Peer, namespace: &str, watchers: usize, writes: usize) -
             writer.post(&url).json(&peer.resource.object(&format!("f{i:06}"), i as u64)).send().await.expect("create");
         assert_eq!(r.status(), 201);
         acked.push(Instant::now());
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        // One fan-out at a time: the latency is a fan-out's, not a queue's.
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop(tx);
     let mut last = vec![(0usize, None::<Instant>); writes];
@@ -366,10 +375,9 @@ async fn watch_creates(
 async fn rss_per_object(peer: &Peer) -> (f64, f64) {
     const OBJECTS: usize = 100_000;
     let Some(pid) = peer.pid else { return (0.0, 0.0) };
-    let before = rss_mb(pid);
+    let before = settled_rss_mb(pid).await;
     fill(peer, "rss", OBJECTS, "r").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let after = rss_mb(pid);
+    let after = settled_rss_mb(pid).await;
     ((after - before) * 1024.0 / OBJECTS as f64, after)
 }
 
@@ -412,7 +420,7 @@ pub async fn compare(binary: &Path, phase: Duration) {
     let mut fan_outs = Vec::new();
     for watchers in [1_000, 10_000] {
         for &i in &SERVERS {
-            fan_outs.push(fan_out(&peers.peers[i], &format!("w{watchers}"), watchers, 50).await);
+            fan_outs.push(fan_out(&peers.peers[i], &format!("w{watchers}"), watchers, 20).await);
         }
     }
     print_fan_outs(&peers.peers, &fan_outs);

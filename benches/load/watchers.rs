@@ -32,7 +32,7 @@ fn written(frame: &[u8]) -> Option<usize> {
 /// The server's RSS once the allocator has returned the pages that opening the watches used and
 /// freed: jemalloc keeps freed pages for 10 s (`dirty_decay_ms`) and lets them go gradually, so
 /// the RSS is read after that, and then each second until it no longer falls.
-async fn settled_rss_mb(pid: u32) -> f64 {
+pub(super) async fn settled_rss_mb(pid: u32) -> f64 {
     tokio::time::sleep(Duration::from_secs(11)).await;
     let mut last = rss_mb(pid);
     for _ in 0..20 {
