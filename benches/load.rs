@@ -72,6 +72,8 @@ mod managed_fields;
 mod nginx;
 #[path = "load/peers.rs"]
 mod peers;
+#[path = "load/peers_chart.rs"]
+mod peers_chart;
 #[path = "load/policies.rs"]
 mod policies;
 #[path = "load/scale.rs"]

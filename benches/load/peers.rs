@@ -417,6 +417,7 @@ pub async fn compare(binary: &Path, phase: Duration) {
     );
     let stats = request_phases(&peers.peers, phase).await;
     print_requests(&peers.peers, &stats);
+    chart(&peers.peers, &stats);
     let mut fan_outs = Vec::new();
     for watchers in [1_000, 10_000] {
         for &i in &SERVERS {
@@ -562,4 +563,16 @@ fn print_goals(
     }
     let start = farm.as_secs_f64() / sample.as_secs_f64();
     println!("goal start to ready with 100,000 ≤ 1/2 of sample-apiserver's: {start:.2} ({})", verdict(start <= 0.5));
+}
+
+/// Draws the request phases' rates into `target/peers.svg` (for docs/performance.md).
+fn chart(peers: &[Peer], stats: &[Vec<Stats>]) {
+    let phases: Vec<&str> = ["GET", "LIST consistent", "LIST rv=0", "create", "merge patch", "apply"].to_vec();
+    let names: Vec<&str> = peers.iter().map(|p| p.name).collect();
+    let rates: Vec<Vec<f64>> = stats.iter().map(|s| s.iter().map(Stats::rate).collect()).collect();
+    let path = super::target_folder().join("peers.svg");
+    match super::peers_chart::draw(&path, &phases, &names, &rates) {
+        Ok(()) => println!("chart: {}", path.display()),
+        Err(e) => println!("chart not drawn: {e}"),
+    }
 }
