@@ -42,8 +42,9 @@ esac
 
 # This tree's conformance test, built once: the judge every mutant faces unchanged (asked again,
 # built already, for the path of its binary).
-cargo test --locked --test conformance --no-run
-judge=$(cargo test --locked --test conformance --no-run 2>&1 | sed -n 's/^ *Executable tests\/conformance.rs (\(.*\))$/\1/p')
+# With --workspace, as `make test` builds it: the same features, so no build when it has run.
+cargo test --locked --workspace --test conformance --no-run
+judge=$(cargo test --locked --workspace --test conformance --no-run 2>&1 | sed -n 's/^ *Executable tests\/conformance.rs (\(.*\))$/\1/p')
 [ -x "$judge" ] || { echo "no conformance test binary found" >&2; exit 1; }
 
 # A copy of the tree (no target/, no .git/; written now, so cargo sees every file as new). Each
