@@ -25,22 +25,23 @@ pub fn draw(path: &Path, phases: &[&str], peers: &[&str], rates: &[Vec<f64>]) ->
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..phases.len() as f64, (1f64..top).log_scale())?;
+        // Group i centred on x = i, where its label is.
+        .build_cartesian_2d(-0.5f64..phases.len() as f64 - 0.5, (1f64..top).log_scale())?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(phases.len() * 2)
+        .x_labels(phases.len() + 1)
         .x_label_formatter(&|x| {
-            let i = (x - 0.5).round();
-            let centred = (x - 0.5 - i).abs() < 0.01;
-            if centred { phases.get(i as usize).map(|p| p.to_string()).unwrap_or_default() } else { String::new() }
+            let centred = (x - x.round()).abs() < 0.01 && *x >= 0.0;
+            let phase = centred.then(|| phases.get(x.round() as usize)).flatten();
+            phase.map(|p| p.to_string()).unwrap_or_default()
         })
         .y_desc("requests/s")
         .draw()?;
     let width = 0.8 / peers.len() as f64;
     for (p, (name, color)) in peers.iter().zip(COLORS.iter().cycle()).enumerate() {
         let bars = rates[p].iter().enumerate().map(|(phase, rate)| {
-            let left = phase as f64 + 0.1 + p as f64 * width;
+            let left = phase as f64 - 0.4 + p as f64 * width;
             Rectangle::new([(left, 1.0), (left + width * 0.9, rate.max(1.0))], color.filled())
         });
         chart
