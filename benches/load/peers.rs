@@ -298,6 +298,14 @@ async fn request_phases(peers: &[Peer], duration: Duration) -> Vec<Vec<Stats>> {
 async fn fan_out(peer: &Peer, namespace: &str, watchers: usize, writes: usize) -> (Histogram<u64>, f64) {
     let url = peer.target.url(&peer.resource.collection(namespace));
     let clients: Vec<reqwest::Client> = (0..(watchers / 100).max(10)).map(|_| peer.target.client(true)).collect();
+    // Each connection made before its streams, one at a time: 100 handshakes at once on the
+    // busy cores were too slow for Go's HTTP/2 server, which closes a connection whose first
+    // SETTINGS frame is late.
+    for client in &clients {
+        let r = client.get(format!("{url}?limit=1")).send().await.expect("a connection");
+        assert_eq!(r.status(), 200, "{}: a list to open a connection", peer.name);
+    }
+    let opening = Arc::new(tokio::sync::Semaphore::new(200));
     let before = match peer.pid {
         Some(pid) => settled_rss_mb(pid).await,
         None => 0.0,
@@ -307,13 +315,18 @@ async fn fan_out(peer: &Peer, namespace: &str, watchers: usize, writes: usize) -
     let mut handles = Vec::new();
     for w in 0..watchers {
         let (client, url, tx, ready) = (clients[w % clients.len()].clone(), url.clone(), tx.clone(), ready.clone());
+        let opening = opening.clone();
         handles.push(tokio::spawn(async move {
+            let permit = opening.acquire_owned().await.expect("the semaphore");
             let response = client.get(format!("{url}?watch=true")).send().await.expect("watch");
+            drop(permit);
             ready.wait().await;
             watch_creates(response, writes, tx).await;
         }));
     }
-    ready.wait().await;
+    // A watch that could not be opened ends its task: fail then, not wait for ever.
+    let opened = tokio::time::timeout(Duration::from_secs(300), ready.wait()).await;
+    assert!(opened.is_ok(), "{}: {watchers} watches not all opened within 300 s", peer.name);
     let per_watcher = match peer.pid {
         Some(pid) => (settled_rss_mb(pid).await - before) * 1024.0 / watchers as f64,
         None => 0.0,
