@@ -288,8 +288,7 @@ fn wrote(subject: &Subject, answer: &Answer) -> bool {
 
 /// The body a request sent, read as JSON or YAML.
 fn applied(request: &Request) -> Option<Value> {
-    let text = request.body_text();
-    serde_json::from_str(&text).ok().or_else(|| serde_saphyr::from_str::<Value>(&text).ok())
+    crate::expected::body_of(request)
 }
 
 /// The configuration an apply sent (JSON or YAML), without the fields named by `unknown`
