@@ -5,8 +5,11 @@
 # and runs the unchanged conformance test of this tree against it (FARM_APISERVER_BINARY). The
 # run must fail and its output must contain what tests/mutants/mutants.txt says catches it.
 #   MUTANTS="03 07"   only those (by number); MUTANTS=rotate: one, by day of the year (CI)
-#   MUTANTS_TARGET_DIR  where the mutants build and their runs' logs go (logs/NN-name.log;
-#                       default ${CARGO_TARGET_DIR:-target}/mutants)
+# The copy builds into this tree's target directory (${CARGO_TARGET_DIR:-target}), so the
+# dependencies `make test` built are reused, with its binary renamed farm-apiserver-mutant: the
+# copy's crates have other paths (so other artifacts), and the renamed binary is never written
+# over target/debug/farm-apiserver, which this tree's tests run. The copy and the runs' logs are
+# in ${CARGO_TARGET_DIR:-target}/mutants (tree/, logs/NN-name.log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -47,13 +50,18 @@ cargo test --locked --workspace --test conformance --no-run
 judge=$(cargo test --locked --workspace --test conformance --no-run 2>&1 | sed -n 's/^ *Executable tests\/conformance.rs (\(.*\))$/\1/p')
 [ -x "$judge" ] || { echo "no conformance test binary found" >&2; exit 1; }
 
-# A copy of the tree (no target/, no .git/; written now, so cargo sees every file as new). Each
-# mutant is taken out again after its run (git apply -R), which gives the files a new time too,
-# so cargo rebuilds what the previous mutant changed.
-copy=$(mktemp -d)
-trap 'rm -rf "$copy"' EXIT
-tar -c --exclude=./target --exclude=./.git . | tar -x -m -C "$copy"
-export CARGO_TARGET_DIR=${MUTANTS_TARGET_DIR:-$(realpath -m "${CARGO_TARGET_DIR:-target}")/mutants}
+# A copy of the tree (no target/, fuzz/target/ or .git/; written now, so cargo sees every file as new), at
+# the same path every run, so that its crates' incremental builds are reused. Each mutant is
+# taken out again after its run (git apply -R), which gives the files a new time too, so cargo
+# rebuilds what the previous mutant changed.
+export CARGO_TARGET_DIR
+CARGO_TARGET_DIR=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+mutants_dir=$CARGO_TARGET_DIR/mutants
+copy=$mutants_dir/tree
+rm -rf "$copy" && mkdir -p "$copy"
+tar -c --exclude=./target --exclude=./fuzz/target --exclude=./.git . | tar -x -m -C "$copy"
+sed -i '/^\[\[bin\]\]$/,/^path/ s/^name = "farm-apiserver"$/name = "farm-apiserver-mutant"/' "$copy/Cargo.toml"
+grep -q '^name = "farm-apiserver-mutant"$' "$copy/Cargo.toml" || { echo "the copy's binary could not be renamed" >&2; exit 1; }
 
 # What the run's report found, one a line: each unexplained difference as "[request label]
 # how it differs", each entry out of bounds ("ENTRY ..."), kind of request not reached ("NOT
@@ -71,10 +79,10 @@ for entry in "${selected[@]}"; do
     echo "=== mutant $name: $(field "$entry" 3)"
     start=$SECONDS
     (cd "$copy" && git apply "$root/tests/mutants/$name") || { echo "mutant $name does not apply" >&2; exit 1; }
-    (cd "$copy" && cargo build --locked --bin farm-apiserver)
-    log=$CARGO_TARGET_DIR/logs/${name%.patch}.log && mkdir -p "${log%/*}"
+    (cd "$copy" && cargo build --locked --workspace --bin farm-apiserver-mutant)
+    log=$mutants_dir/logs/${name%.patch}.log && mkdir -p "${log%/*}"
     set +e
-    FARM_APISERVER_BINARY=$CARGO_TARGET_DIR/debug/farm-apiserver "$judge" "$test_name" --nocapture >"$log" 2>&1
+    FARM_APISERVER_BINARY=$CARGO_TARGET_DIR/debug/farm-apiserver-mutant "$judge" "$test_name" --nocapture >"$log" 2>&1
     status=$?
     set -e
     (cd "$copy" && git apply -R "$root/tests/mutants/$name")
