@@ -193,9 +193,9 @@ impl Delegated {
         );
         let mut user = None;
         if !chain.is_empty() {
-            if config.request_header_ca.as_ref().is_some_and(|v| v.verifies(chain)) {
-                let cn = chain.first().and_then(crate::tls::subject).map(|(cn, _)| cn).unwrap_or_default();
-                if config.allowed_names.is_empty() || config.allowed_names.contains(&cn) {
+            if let Some(subject) = config.request_header_ca.as_ref().and_then(|v| v.verified_subject(chain)) {
+                let cn = subject.as_ref().as_ref().map(|s| s.common_name.as_str()).unwrap_or_default();
+                if config.allowed_names.is_empty() || config.allowed_names.iter().any(|name| name == cn) {
                     user = requestheader::user_from_headers(&config.headers, headers)
                         .map(|user| (user, Credential::FrontProxy));
                 } else {
@@ -203,10 +203,10 @@ impl Delegated {
                 }
             }
             if user.is_none() {
-                if config.client_ca.as_ref().is_some_and(|v| v.verifies(chain)) {
-                    user = chain.first().and_then(crate::tls::subject).map(|(cn, orgs)| {
-                        let user = UserInfo { name: cn, uid: None, groups: orgs, extra: Default::default() };
-                        (user, Credential::ClientCertificate)
+                if let Some(subject) = config.client_ca.as_ref().and_then(|v| v.verified_subject(chain)) {
+                    user = subject.as_ref().as_ref().map(|subject| {
+                        let (name, groups) = (subject.common_name.clone(), subject.organizations.clone());
+                        (UserInfo { name, uid: None, groups, extra: Default::default() }, Credential::ClientCertificate)
                     });
                 } else {
                     tracing::debug!("a client certificate chained to neither trusted CA");
