@@ -11,7 +11,7 @@ CONFORMANCE_GENERATED ?= 3000
 CONFORMANCE_SEED ?= random
 MUTANTS ?=
 
-.PHONY: build run test unit e2e ha conformance conformance-examples conformance-mutants bench soak fuzz fmt lint openapi certs manifests release-manifests image node node-down node-test dev clean
+.PHONY: build run test unit e2e ha conformance conformance-examples conformance-mutants bench profile-peers soak fuzz fmt lint openapi certs manifests release-manifests image node node-down node-test dev clean
 
 build: ## Build the server (debug).
 	$(CARGO) build --locked
@@ -60,6 +60,11 @@ bench: ## Load benchmark against the release binary over HTTPS (BENCH_SECONDS pe
 	bash scripts/install-tools.sh
 	bash scripts/control-plane.sh binaries
 	FARM_NGINX="$$(bash scripts/install-nginx.sh || true)" $(CARGO) bench --locked --bench load
+
+profile-peers: ## The side-by-side comparison with sample-apiserver and a CRD, then its phases again under perf: CPU by process and flame graphs in target/profiles/ (installs inferno with cargo when missing; needs perf).
+	command -v inferno-flamegraph >/dev/null || $(CARGO) install inferno --locked
+	bash scripts/control-plane.sh binaries
+	BENCH_ONLY=peers BENCH_PROFILE=1 $(CARGO) bench --locked --bench load
 
 soak: ## The soak test alone, for SOAK_SECONDS (default 60): writers, listers, pagers, watchers vs a model (`make test` runs it for 20 s).
 	bash scripts/control-plane.sh etcd

@@ -39,6 +39,8 @@
 #   scripts/control-plane.sh down DIR      stop them
 #   scripts/control-plane.sh rotate-front-proxy DIR
 #                                          new front-proxy CA and proxy certificate; kube-apiserver restarted
+#   scripts/control-plane.sh restart-kube-apiserver DIR
+#                                          kube-apiserver stopped and started again; returns at once
 #
 # Binaries: $ETCD, $KUBE_APISERVER, $KUBE_CONTROLLER_MANAGER (and $KUBE_SCHEDULER, $KUBELET,
 # $KUBE_PROXY) when set (kind, envtest, ...); otherwise built here with the machine's Go from the
@@ -495,6 +497,17 @@ rotate_front_proxy() {
   wait_ready "$d" "$KUBE_APISERVER_PORT"
 }
 
+# Stops the kube-apiserver of the control plane in $1 and starts it again as `up` did, on its etcd
+# and port, returning at once (the bench times its start with what etcd holds).
+restart_kube_apiserver() {
+  local d
+  d=$(cd "$1" && pwd)
+  # shellcheck disable=SC1091
+  . "$d/env"
+  stop "$d/kube-apiserver.pid"
+  start_kube_apiserver "$d" "$(kubernetes_binary kube-apiserver)" "$ETCD_PORT" "$KUBE_APISERVER_PORT"
+}
+
 up() {
   local d
   d=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -628,6 +641,7 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     up) up "${2:?directory}" "${3:-}" ;;
     down) down "${2:?directory}" ;;
     rotate-front-proxy) rotate_front_proxy "${2:?directory}" ;;
-    *) echo "usage: $0 binaries | check | etcd | helm | sample-apiserver | cel-oracle | json-patch-oracle | rules-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR" >&2; exit 2 ;;
+    restart-kube-apiserver) restart_kube_apiserver "${2:?directory}" ;;
+    *) echo "usage: $0 binaries | check | etcd | helm | sample-apiserver | cel-oracle | json-patch-oracle | rules-oracle | recipe | kubernetes-module | up DIR [--controller-manager | --audit] | down DIR | rotate-front-proxy DIR | restart-kube-apiserver DIR" >&2; exit 2 ;;
   esac
 fi
