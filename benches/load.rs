@@ -42,6 +42,7 @@
 //! scale and watcher modes wrote (`target/scale.svg`, [`chart`]),
 //! `BENCH_ONLY=policies` only creates with 0, 1 and 10 bound ValidatingAdmissionPolicies and how
 //! soon a new binding is enforced ([`policies`]),
+//! `BENCH_ONLY=flame-graphs` only the flame graphs of `make profile-peers`'s recordings again,
 //! `BENCH_ONLY=peers` only the side-by-side comparison with sample-apiserver and a CRD on
 //! today's kube-apiserver ([`peers`]),
 //! `BENCH_ONLY=lists` only how a write's cost grows with 1,000 to 100,000 list entries and whether
@@ -689,6 +690,7 @@ async fn main() {
         Ok("lists") => return lists::grow(&binary).await,
         Ok("policies") => return policies::compare(&binary, phase).await,
         Ok("peers") => return peers::compare(&binary, phase).await,
+        Ok("flame-graphs") => return peers::redraw_flame_graphs(),
         _ => {}
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

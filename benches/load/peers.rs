@@ -451,6 +451,11 @@ pub async fn compare(binary: &Path, phase: Duration) {
     sample_apiserver(&cp, "down");
 }
 
+/// `BENCH_ONLY=flame-graphs`: [`profile::redraw`].
+pub fn redraw_flame_graphs() {
+    profile::redraw();
+}
+
 fn sample_apiserver(cp: &ControlPlane, command: &str) {
     let status = Command::new("bash")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/sample-apiserver.sh"))

@@ -8,7 +8,10 @@
 //!   release build keeps no frame pointers; frame pointers for the Go servers), written to
 //!   `target/profiles/<peer>-<phase>.perf.data` and, when inferno's `inferno-collapse-perf` and
 //!   `inferno-flamegraph` are on the PATH (`cargo install inferno`), drawn as a flame graph
-//!   `target/profiles/<peer>-<phase>.svg`.
+//!   `target/profiles/<peer>-<phase>.svg` (`BENCH_ONLY=flame-graphs` draws them again from the
+//!   recordings). The Go servers are built stripped (`-ldflags "-s -w"`): perf cannot name their
+//!   functions, so their frames are named from the symbol table Go keeps for its own runtime,
+//!   with `go tool addr2line`.
 
 use super::super::{load, target_folder};
 use super::{PHASES, Peer, Resource};
@@ -107,16 +110,106 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks / per_second.max(1.0)
 }
 
-/// `perf script` of `data` folded and drawn into `svg` by inferno, when it is installed.
+/// Draws every recording of `target/profiles/` again (`BENCH_ONLY=flame-graphs`).
+pub fn redraw() {
+    let folder = target_folder().join("profiles");
+    let Ok(entries) = std::fs::read_dir(&folder) else { return println!("no {}", folder.display()) };
+    for path in entries.flatten().map(|e| e.path()) {
+        let Some(label) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".perf.data")) else {
+            continue;
+        };
+        let svg = folder.join(format!("{label}.svg"));
+        flame_graph(&path, &svg, label);
+        println!("{}", svg.display());
+    }
+}
+
+/// `perf script` of `data`, Go's stripped frames named, folded and drawn into `svg` by inferno,
+/// when it is installed.
 fn flame_graph(data: &Path, svg: &PathBuf, title: &str) {
-    let script = format!(
-        "perf script -i '{}' 2>/dev/null | inferno-collapse-perf | inferno-flamegraph --title '{title}' --width 1600 > '{}'",
-        data.display(),
+    let script = Command::new("perf").args(["script", "-i"]).arg(data).stderr(Stdio::null()).output();
+    let text = script.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let named = svg.with_extension("script");
+    if std::fs::write(&named, name_go_frames(&text)).is_err() {
+        return println!("flame graph {} not drawn: cannot write {}", svg.display(), named.display());
+    }
+    let pipeline = format!(
+        "inferno-collapse-perf < '{}' | inferno-flamegraph --title '{title}' --width 1600 --minwidth 0.2 > '{}'",
+        named.display(),
         svg.display()
     );
-    let drawn = Command::new("bash").args(["-o", "pipefail", "-c", &script]).status().is_ok_and(|s| s.success());
+    let drawn = Command::new("bash").args(["-o", "pipefail", "-c", &pipeline]).status().is_ok_and(|s| s.success());
+    let _ = std::fs::remove_file(&named);
     if !drawn {
         println!("flame graph {} not drawn (inferno installed? `cargo install inferno`)", svg.display());
         let _ = std::fs::remove_file(svg);
     }
+}
+
+/// `perf script`'s text with the frames it could not name in a Go binary (`<address> [unknown]
+/// (<binary>)`, the address relative to the binary's first mapping) named by `go tool
+/// addr2line`.
+fn name_go_frames(text: &str) -> String {
+    let unknown = |line: &str| -> Option<(u64, String)> {
+        let (address, rest) = line.trim_start().split_once(' ')?;
+        let binary = rest.strip_prefix("[unknown] (")?.strip_suffix(')')?;
+        Some((u64::from_str_radix(address, 16).ok()?, binary.to_string()))
+    };
+    let mut by_binary: std::collections::BTreeMap<String, std::collections::BTreeSet<u64>> = Default::default();
+    for (address, binary) in text.lines().filter_map(unknown) {
+        by_binary.entry(binary).or_default().insert(address);
+    }
+    let mut names = std::collections::HashMap::new();
+    for (binary, addresses) in by_binary {
+        let Some(base) = first_mapping(&binary) else { continue };
+        let addresses: Vec<u64> = addresses.into_iter().collect();
+        for (address, function) in addresses.iter().zip(addr2line(&binary, &addresses, base)) {
+            names.insert((*address, binary.clone()), function);
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match unknown(line).and_then(|key| names.get(&key)) {
+            Some(function) => out.push_str(&line.replacen("[unknown]", function, 1)),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The virtual address of `binary`'s first loaded segment less its file offset (what perf's
+/// relative addresses are counted from), from `readelf -lW`; `None` when it is not a Go binary.
+fn first_mapping(binary: &str) -> Option<u64> {
+    let go = Command::new("go").args(["version", binary]).output().ok()?;
+    if !go.status.success() {
+        return None;
+    }
+    let headers = Command::new("readelf").args(["-lW", binary]).output().ok()?;
+    let text = String::from_utf8_lossy(&headers.stdout).into_owned();
+    let load = text.lines().find(|l| l.trim_start().starts_with("LOAD"))?;
+    let fields: Vec<&str> = load.split_whitespace().collect();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    Some(hex(fields.get(2)?)? - hex(fields.get(1)?)?)
+}
+
+/// The function at each of `addresses` (relative to `base`) of `binary`, by `go tool addr2line`
+/// (two lines an address: the function, then its file and line); `[unknown]` where it cannot say.
+fn addr2line(binary: &str, addresses: &[u64], base: u64) -> Vec<String> {
+    use std::io::Write;
+    let child = Command::new("go")
+        .args(["tool", "addr2line", binary])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else { return vec!["[unknown]".into(); addresses.len()] };
+    if let Some(mut stdin) = child.stdin.take() {
+        let input: String = addresses.iter().map(|a| format!("0x{:x}\n", a + base)).collect();
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let output = child.wait_with_output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let mut functions: Vec<String> = output.lines().step_by(2).map(|f| f.replace(' ', "_")).collect();
+    functions.resize(addresses.len(), "[unknown]".into());
+    functions
 }
