@@ -1,6 +1,7 @@
-//! The ceiling for large answers (issue 36): nginx, Debian's (`scripts/install-nginx.sh`, which
+//! The ceiling (issues 36 and 60): nginx, Debian's (`scripts/install-nginx.sh`, which
 //! `make bench` runs and names in `FARM_NGINX`), serving over TLS the very bytes farm-apiserver
-//! answered to the LISTs of 1,000 and of 10,000 llamas, against farm-apiserver, at 1, 4 and 16
+//! answered to a GET of one llama and to the LISTs of 1,000 and of 10,000 llamas (at v1), against
+//! farm-apiserver, at 1, 4 and 16
 //! keep-alive connections, in alternating runs ([`ab`]). nginx runs as Debian configures it for
 //! two cores (`worker_processes auto`: a master and two workers), with TLS 1.3, TCP_NODELAY (its
 //! default), no limit on requests per connection, and no access log; its CPU column counts its
@@ -12,11 +13,21 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Reads at v1, the stored version: the bytes served need no conversion.
+const V1: &str = "/apis/farm.example.com/v1/namespaces";
+
 fn list(t: &Target, c: &reqwest::Client, namespace: &str) -> reqwest::RequestBuilder {
-    c.get(t.url(&format!("{LLAMAS}/{namespace}/llamas")))
+    c.get(t.url(&format!("{V1}/{namespace}/llamas")))
 }
 
-const LOADS: [Load; 6] = [
+fn get(t: &Target, c: &reqwest::Client) -> reqwest::RequestBuilder {
+    c.get(t.url(&format!("{V1}/small/llamas/l000500")))
+}
+
+const LOADS: [Load; 9] = [
+    Load { name: "GET one llama (1 conn)", concurrency: 1, request: |t, c, _| get(t, c) },
+    Load { name: "GET one llama (4 conns)", concurrency: 4, request: |t, c, _| get(t, c) },
+    Load { name: "GET one llama (16 conns)", concurrency: 16, request: |t, c, _| get(t, c) },
     Load { name: "LIST 1,000 llamas (1 conn)", concurrency: 1, request: |t, c, _| list(t, c, "small") },
     Load { name: "LIST 1,000 llamas (4 conns)", concurrency: 4, request: |t, c, _| list(t, c, "small") },
     Load { name: "LIST 1,000 llamas (16 conns)", concurrency: 16, request: |t, c, _| list(t, c, "small") },
@@ -25,7 +36,7 @@ const LOADS: [Load; 6] = [
     Load { name: "LIST 10,000 llamas (16 conns)", concurrency: 16, request: |t, c, _| list(t, c, "large") },
 ];
 
-/// nginx's configuration: the two lists at their paths, over TLS on `port`.
+/// nginx's configuration: the GET's answer and the two lists at their paths, over TLS on `port`.
 fn config(dir: &Path, port: u16) -> String {
     let dir = dir.display();
     format!(
@@ -49,6 +60,7 @@ fn config(dir: &Path, port: u16) -> String {
              ssl_protocols TLSv1.3;\n\
              default_type application/json;\n\
              root {dir};\n\
+             location ~ /small/llamas/l000500$ {{ try_files /get.json =404; }}\n\
              location ~ /small/llamas$ {{ try_files /small.json =404; }}\n\
              location ~ /large/llamas$ {{ try_files /large.json =404; }}\n\
            }}\n\
@@ -60,11 +72,11 @@ fn config(dir: &Path, port: u16) -> String {
 async fn spawn(nginx: &Path, farm: &Farm) -> Farm {
     let dir = tempfile::tempdir().expect("temp dir");
     let client = farm.target.client(false);
-    for namespace in ["small", "large"] {
-        let answer = list(&farm.target, &client, namespace).send().await.expect("list");
+    let answers = [("get", get(&farm.target, &client)), ("small", list(&farm.target, &client, "small"))];
+    for (file, request) in answers.into_iter().chain([("large", list(&farm.target, &client, "large"))]) {
+        let answer = request.send().await.expect("read");
         assert_eq!(answer.status(), 200);
-        std::fs::write(dir.path().join(format!("{namespace}.json")), answer.bytes().await.expect("list body"))
-            .expect("write");
+        std::fs::write(dir.path().join(format!("{file}.json")), answer.bytes().await.expect("body")).expect("write");
     }
     let certs = farm_apiserver::tls::generate("bench-nginx-ca", &[]).expect("certificates");
     std::fs::write(dir.path().join("cert.pem"), &certs.cert_pem).expect("write");
@@ -87,7 +99,7 @@ async fn spawn(nginx: &Path, farm: &Farm) -> Farm {
     };
     let probe = target.client(false);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !probe.get(target.url(&format!("{LLAMAS}/small/llamas"))).send().await.is_ok_and(|r| r.status() == 200) {
+    while !probe.get(target.url(&format!("{V1}/small/llamas"))).send().await.is_ok_and(|r| r.status() == 200) {
         assert!(Instant::now() < deadline, "nginx did not answer within 10 s");
         assert!(child.try_wait().is_ok_and(|exited| exited.is_none()), "nginx exited (its error is above)");
         tokio::time::sleep(Duration::from_millis(20)).await;
