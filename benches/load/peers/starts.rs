@@ -12,7 +12,7 @@
 
 use super::super::watchers::settled_rss_mb;
 use super::super::{ControlPlane, Target, aggregator, start};
-use super::{Peer, Peers, Resource, fill, sample_apiserver};
+use super::{Peer, Peers, Resource, fill, pid_in, script};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -77,10 +77,9 @@ async fn time_to_ready(started: Instant, target: &Target, resource: Resource) ->
     }
 }
 
-/// The pid written in `file` of the control plane's directory.
-fn pid_in(cp: &ControlPlane, file: &str) -> u32 {
-    let text = std::fs::read_to_string(cp.dir.path().join(file)).expect("pid file");
-    text.trim().parse().expect("a pid")
+/// The pid written in `file` of the control plane's directory, which must be there.
+fn pid_of(cp: &ControlPlane, file: &str) -> u32 {
+    pid_in(cp, file).unwrap_or_else(|| panic!("no pid in {file}"))
 }
 
 /// Stops process `pid` (SIGTERM) and waits until it is gone.
@@ -117,22 +116,17 @@ pub(super) async fn restarts(binary: &Path, cp: &ControlPlane, peers: &mut Peers
     };
     starts.push(restarted("farm-apiserver on etcd", started, &target, peers.peers[1].resource, pid, fresh[0]).await);
 
-    stop(pid_in(cp, "sample-apiserver.pid"));
+    stop(pid_of(cp, "sample-apiserver.pid"));
     let started = Instant::now();
-    sample_apiserver(cp, "start");
-    let pid = pid_in(cp, "sample-apiserver.pid");
+    script(cp, "sample-apiserver.sh", "start");
+    let pid = pid_of(cp, "sample-apiserver.pid");
     let sample = &peers.peers[3];
     starts.push(restarted("sample-apiserver", started, &sample.target, sample.resource, pid, fresh[1]).await);
 
-    stop(pid_in(cp, "kube-apiserver.pid"));
+    stop(pid_of(cp, "kube-apiserver.pid"));
     let started = Instant::now();
-    let status = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/control-plane.sh"))
-        .arg("restart-kube-apiserver")
-        .arg(cp.dir.path())
-        .status();
-    assert!(status.is_ok_and(|s| s.success()), "control-plane.sh restart-kube-apiserver");
-    let pid = pid_in(cp, "kube-apiserver.pid");
+    script(cp, "control-plane.sh", "restart-kube-apiserver");
+    let pid = pid_of(cp, "kube-apiserver.pid");
     let crd = &peers.peers[5];
     starts.push(restarted("kube-apiserver (the CRD)", started, &crd.target, crd.resource, pid, fresh[2]).await);
     starts
