@@ -116,20 +116,26 @@ pub(super) async fn restarts(binary: &Path, cp: &ControlPlane, peers: &mut Peers
     };
     starts.push(restarted("farm-apiserver on etcd", started, &target, peers.peers[1].resource, pid, fresh[0]).await);
 
-    stop(pid_of(cp, "sample-apiserver.pid"));
-    let started = Instant::now();
-    script(cp, "sample-apiserver.sh", "start");
-    let pid = pid_of(cp, "sample-apiserver.pid");
-    let sample = &peers.peers[3];
-    starts.push(restarted("sample-apiserver", started, &sample.target, sample.resource, pid, fresh[1]).await);
-
-    stop(pid_of(cp, "kube-apiserver.pid"));
-    let started = Instant::now();
-    script(cp, "control-plane.sh", "restart-kube-apiserver");
-    let pid = pid_of(cp, "kube-apiserver.pid");
-    let crd = &peers.peers[5];
-    starts.push(restarted("kube-apiserver (the CRD)", started, &crd.target, crd.resource, pid, fresh[2]).await);
+    let sample = ("sample-apiserver", "sample-apiserver.pid", ("sample-apiserver.sh", "start"));
+    starts.push(restart_by_script(cp, sample, &peers.peers[3], fresh[1]).await);
+    let crd = ("kube-apiserver (the CRD)", "kube-apiserver.pid", ("control-plane.sh", "restart-kube-apiserver"));
+    starts.push(restart_by_script(cp, crd, &peers.peers[5], fresh[2]).await);
     starts
+}
+
+/// Restarts the server named `name` whose pid is in `pid_file`, started again by `scripts/<script>
+/// <command>`, and times it as `peer` reaches it.
+async fn restart_by_script(
+    cp: &ControlPlane,
+    (name, pid_file, (script_name, command)): (&'static str, &str, (&str, &str)),
+    peer: &Peer,
+    fresh_mb: f64,
+) -> Start {
+    stop(pid_of(cp, pid_file));
+    let started = Instant::now();
+    script(cp, script_name, command);
+    let pid = pid_of(cp, pid_file);
+    restarted(name, started, &peer.target, peer.resource, pid, fresh_mb).await
 }
 
 /// The restart of one server started at `started`, timed and its RSS read once settled.
