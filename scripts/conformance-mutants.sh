@@ -59,6 +59,10 @@ CARGO_TARGET_DIR=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 mutants_dir=$CARGO_TARGET_DIR/mutants
 copy=$mutants_dir/tree
 rm -rf "$copy" && mkdir -p "$copy"
+# The copy is inside this tree when the target directory is: git would find this tree's
+# repository above it and, run in a subdirectory, silently skip every path of a patch outside
+# it (the mutant never applied). Its search stops at the copy.
+export GIT_CEILING_DIRECTORIES=$mutants_dir
 tar -c --exclude=./target --exclude=./fuzz/target --exclude=./.git . | tar -x -m -C "$copy"
 sed -i '/^\[\[bin\]\]$/,/^path/ s/^name = "farm-apiserver"$/name = "farm-apiserver-mutant"/' "$copy/Cargo.toml"
 grep -q '^name = "farm-apiserver-mutant"$' "$copy/Cargo.toml" || { echo "the copy's binary could not be renamed" >&2; exit 1; }
@@ -79,6 +83,10 @@ for entry in "${selected[@]}"; do
     echo "=== mutant $name: $(field "$entry" 3)"
     start=$SECONDS
     (cd "$copy" && git apply "$root/tests/mutants/$name") || { echo "mutant $name does not apply" >&2; exit 1; }
+    # Applied for certain: each file it patches differs from this tree's.
+    while read -r _ _ file; do
+        ! cmp -s "$root/$file" "$copy/$file" || { echo "mutant $name left $file of the copy unchanged" >&2; exit 1; }
+    done < <(git apply --numstat "$root/tests/mutants/$name")
     (cd "$copy" && cargo build --locked --workspace --bin farm-apiserver-mutant)
     log=$mutants_dir/logs/${name%.patch}.log && mkdir -p "${log%/*}"
     set +e
