@@ -4,8 +4,10 @@
 //! made by a Job). Then, under load through the aggregator (kube-rs writers, readers and a
 //! watch; kubectl writing and reading; the kube-controller-manager's garbage collector following
 //! every Llama): a `kubectl rollout restart` loses no acknowledged write and no watch event and
-//! fails no request, a killed replica's container is measured until every request succeeds
-//! again, and the second node is drained and then lost ([`two_nodes`]).
+//! fails no request with the aggregator's endpoint routing (through the cluster IP, only creates
+//! the kube-apiserver's client loses to a drain's GOAWAY: [`load::assert_only_goaway_races`]), a
+//! killed replica's container is measured until every request succeeds again, and the second
+//! node is drained and then lost ([`two_nodes`]).
 
 use super::load::{self, Load, NS, failure, kubectl_client, llamas};
 use super::{etcd_certificates, etcd_operations, two_nodes};
