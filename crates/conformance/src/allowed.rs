@@ -13,6 +13,7 @@
 //! fails the test.
 
 use crate::exchange::{Answer, Header, Request};
+use crate::expected::unknown_field;
 use crate::subject::{Subject, member_mut};
 use serde_json::Value;
 
@@ -171,12 +172,6 @@ fn only_wording(tested: &Answer, reference: &Answer) -> bool {
         && tested.body["kind"] == "Status"
         && reason(tested) == reason(reference)
         && without_messages(&tested.body) == without_messages(&reference.body)
-}
-
-/// The field a Warning of an unknown field names (`299 - "unknown field \"spec.horns\""`, the
-/// quotes of the warning's text escaped in the header).
-fn unknown_field(warning: &str) -> Option<&str> {
-    warning.split_once("unknown field \\\"")?.1.split("\\\"").next()
 }
 
 /// Whether every warning of `answer` says that the version of the request is deprecated (which

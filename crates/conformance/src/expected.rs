@@ -239,12 +239,15 @@ fn with_client_fields(body: &Value, unknown: &[String]) -> Value {
     body
 }
 
+/// The field a Warning of an unknown field names (`299 - "unknown field \"spec.horns\""`, the
+/// quotes of the warning's text escaped in the header).
+pub fn unknown_field(warning: &str) -> Option<&str> {
+    warning.split_once("unknown field \\\"")?.1.split("\\\"").next()
+}
+
 /// The fields the tested server's Warnings name as unknown (`spec.horns`).
 fn unknown_fields(warnings: &[String]) -> Vec<String> {
-    let field = |w: &String| {
-        w.split_once("unknown field \\\"").and_then(|(_, rest)| rest.split("\\\"").next().map(String::from))
-    };
-    warnings.iter().filter_map(field).collect()
+    warnings.iter().filter_map(|w| unknown_field(w).map(String::from)).collect()
 }
 
 /// The body a request sent, read as JSON or YAML.
