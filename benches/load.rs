@@ -244,9 +244,21 @@ impl ControlPlane {
         Some(Self { dir, target, etcd: format!("http://127.0.0.1:{etcd_port}") })
     }
 
+    /// The pid written in `file` of the control plane's directory, when it can be read.
+    fn pid(&self, file: &str) -> Option<u32> {
+        std::fs::read_to_string(self.dir.path().join(file)).ok()?.trim().parse().ok()
+    }
+
     /// The pid of the control plane's etcd, when its pid file can be read.
     fn etcd_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.dir.path().join("etcd.pid")).ok()?.trim().parse().ok()
+        self.pid("etcd.pid")
+    }
+
+    /// Runs `scripts/<name> <command> <the control plane's directory>`, which must succeed.
+    fn run_script(&self, name: &str, command: &str) {
+        let path = format!("{}/scripts/{name}", env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new("bash").arg(&path).arg(command).arg(self.dir.path()).status();
+        assert!(status.is_ok_and(|s| s.success()), "scripts/{name} {command}");
     }
 
     fn kubeconfig(&self) -> PathBuf {

@@ -23,7 +23,6 @@ use super::{ControlPlane, Stats, Target, aggregator, load};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 #[path = "peers/profile.rs"]
@@ -160,10 +159,10 @@ async fn start_peers(binary: &Path, cp: &ControlPlane) -> Peers {
     let flags: Vec<&str> = etcd_flags.iter().map(String::as_str).collect();
     let (aggregated, farm_ca, farm_port) = aggregator::start_aggregated(binary, cp, &flags);
     aggregator::register(cp, "farm", "farm.example.com", farm_port, &farm_ca);
-    script(cp, "sample-apiserver.sh", "up");
+    cp.run_script("sample-apiserver.sh", "up");
     let env = std::fs::read_to_string(cp.dir.path().join("env")).expect("env");
     let wardle = env.lines().find_map(|l| l.strip_prefix("WARDLE_PORT=")).expect("WARDLE_PORT").to_string();
-    let (sample_pid, kube_pid) = (pid_in(cp, "sample-apiserver.pid"), pid_in(cp, "kube-apiserver.pid"));
+    let (sample_pid, kube_pid) = (cp.pid("sample-apiserver.pid"), cp.pid("kube-apiserver.pid"));
     let direct =
         |port: &str, ca: Vec<u8>| Target { base: format!("https://127.0.0.1:{port}"), ca, credentials: admin.clone() };
     let llama = Resource::Llama { group: "farm.example.com" };
@@ -421,7 +420,7 @@ pub async fn compare(binary: &Path, phase: Duration) {
     print_requests(&peers.peers, &stats);
     chart(&peers.peers, &stats);
     if std::env::var("BENCH_PROFILE").is_ok_and(|v| v == "1") {
-        profile::run(&peers.peers, pid_in(&cp, "etcd.pid"), phase).await;
+        profile::run(&peers.peers, cp.etcd_pid(), phase).await;
     }
     let mut fan_outs = Vec::new();
     for watchers in [1_000, 10_000] {
@@ -439,24 +438,12 @@ pub async fn compare(binary: &Path, phase: Duration) {
     starts::print(memory_mode, &filled, &starts);
     print_goals(&stats, &fan_outs, &starts);
     drop(peers);
-    script(&cp, "sample-apiserver.sh", "down");
+    cp.run_script("sample-apiserver.sh", "down");
 }
 
 /// `BENCH_ONLY=flame-graphs`: [`profile::redraw`].
 pub fn redraw_flame_graphs() {
     profile::redraw();
-}
-
-/// Runs `scripts/<name> <command> <the control plane's directory>`, which must succeed.
-fn script(cp: &ControlPlane, name: &str, command: &str) {
-    let path = format!("{}/scripts/{name}", env!("CARGO_MANIFEST_DIR"));
-    let status = Command::new("bash").arg(&path).arg(command).arg(cp.dir.path()).status();
-    assert!(status.is_ok_and(|s| s.success()), "scripts/{name} {command}");
-}
-
-/// The pid written in `file` of the control plane's directory, if any.
-fn pid_in(cp: &ControlPlane, file: &str) -> Option<u32> {
-    std::fs::read_to_string(cp.dir.path().join(file)).ok().and_then(|p| p.trim().parse().ok())
 }
 
 fn print_requests(peers: &[Peer], stats: &[Vec<Stats>]) {

@@ -12,7 +12,7 @@
 
 use super::super::watchers::settled_rss_mb;
 use super::super::{ControlPlane, Target, aggregator, start};
-use super::{Peer, Peers, Resource, fill, pid_in, script};
+use super::{Peer, Peers, Resource, fill};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -79,7 +79,7 @@ async fn time_to_ready(started: Instant, target: &Target, resource: Resource) ->
 
 /// The pid written in `file` of the control plane's directory, which must be there.
 fn pid_of(cp: &ControlPlane, file: &str) -> u32 {
-    pid_in(cp, file).unwrap_or_else(|| panic!("no pid in {file}"))
+    cp.pid(file).unwrap_or_else(|| panic!("no pid in {file}"))
 }
 
 /// Stops process `pid` (SIGTERM) and waits until it is gone.
@@ -133,7 +133,7 @@ async fn restart_by_script(
 ) -> Start {
     stop(pid_of(cp, pid_file));
     let started = Instant::now();
-    script(cp, script_name, command);
+    cp.run_script(script_name, command);
     let pid = pid_of(cp, pid_file);
     restarted(name, started, &peer.target, peer.resource, pid, fresh_mb).await
 }
