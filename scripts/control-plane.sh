@@ -67,11 +67,14 @@ HELM_VERSION="3.22.0"
 SAMPLE_APISERVER_VERSION="0.37.2"
 log() { echo "control-plane: $*" >&2; }
 
-apt_install() {
+# One at a time among this repository's scripts (CI builds the image beside `make test`, and both
+# may install), and waiting for another dpkg rather than failing on its lock.
+apt_install() (
   export DEBIAN_FRONTEND=noninteractive
+  exec 9>/run/lock/farm-apt.lock && flock 9
   if [ ! -f /var/lib/apt/periodic/farm-updated ]; then apt-get update -qq; mkdir -p /var/lib/apt/periodic; touch /var/lib/apt/periodic/farm-updated; fi
-  apt-get install -y -qq "$@" >/dev/null
-}
+  apt-get install -o DPkg::Lock::Timeout=600 -y -qq "$@" >/dev/null
+)
 
 # Writes into $1 the go.mod (and go.sum) of the module that builds $K8S_VERSION's commands: the
 # committed tools/kubernetes for the default version; for another, one written as that one was

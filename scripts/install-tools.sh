@@ -12,11 +12,13 @@ set -euo pipefail
 
 PYTHON_CLIENT_VERSION=37.0.2
 
-apt_install() {
+# One at a time with the other scripts' (scripts/control-plane.sh apt_install).
+apt_install() (
   export DEBIAN_FRONTEND=noninteractive
+  exec 9>/run/lock/farm-apt.lock && flock 9
   apt-get update -qq
-  apt-get install -y -qq "$@" >/dev/null
-}
+  apt-get install -o DPkg::Lock::Timeout=600 -y -qq "$@" >/dev/null
+)
 
 if ! command -v "${KUBECTL:-kubectl}" >/dev/null 2>&1; then
   echo "installing Debian's kubernetes-client (kubectl)" >&2
