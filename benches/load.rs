@@ -421,25 +421,24 @@ where
 
 /// Creates `count` objects from `body(i)` at `path`, 32 at a time, named `{prefix}{i:06}`.
 async fn fill(target: &Target, path: &str, count: usize, body: fn(&str) -> serde_json::Value, prefix: &'static str) {
-    fill_range(target, path, 0..count, body, move |i| format!("{prefix}{i:06}")).await;
+    fill_range(target, path, 0..count, move |i| body(&format!("{prefix}{i:06}"))).await;
 }
 
-/// Creates objects number `range` from `body(name(i))` at `path`, 32 at a time.
+/// Creates objects number `range`, each `object(i)`, at `path`, 32 at a time.
 async fn fill_range(
     target: &Target,
     path: &str,
     range: std::ops::Range<usize>,
-    body: fn(&str) -> serde_json::Value,
-    name: impl Fn(usize) -> String + Clone + Send + 'static,
+    object: impl Fn(usize) -> serde_json::Value + Clone + Send + 'static,
 ) {
     let concurrency = 32;
     let mut tasks = Vec::new();
     for worker in 0..concurrency {
-        let (client, url, name) = (target.client(false), target.url(path), name.clone());
+        let (client, url, object) = (target.client(false), target.url(path), object.clone());
         let numbers = (range.start + worker..range.end).step_by(concurrency);
         tasks.push(tokio::spawn(async move {
             for i in numbers {
-                let r = client.post(&url).json(&body(&name(i))).send().await.expect("create");
+                let r = client.post(&url).json(&object(i)).send().await.expect("create");
                 assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
             }
         }));
@@ -543,31 +542,16 @@ async fn fan_out_at(
     };
     let connections = 10;
     let clients: Vec<reqwest::Client> = (0..connections).map(|_| target.client(true)).collect();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
     let mut handles = Vec::new();
     let ready = Arc::new(tokio::sync::Barrier::new(watchers + 1));
     for w in 0..watchers {
         let c = clients[w % connections].clone();
         let (url, tx, ready) = (watch_url(w), tx.clone(), ready.clone());
         handles.push(tokio::spawn(async move {
-            let mut r = c.get(format!("{url}?watch=true")).send().await.expect("watch");
+            let r = c.get(format!("{url}?watch=true")).send().await.expect("watch");
             ready.wait().await;
-            let mut buf = Vec::new();
-            let mut seen = 0;
-            while seen < writes {
-                let Ok(Some(chunk)) = r.chunk().await else { break };
-                buf.extend_from_slice(&chunk);
-                while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                    let line: Vec<u8> = buf.drain(..=pos).collect();
-                    let e: serde_json::Value = serde_json::from_slice(&line).expect("watch frame");
-                    if e["type"] == "ADDED" {
-                        let name = e["object"]["metadata"]["name"].as_str().unwrap_or_default();
-                        let i: usize = name[1..].parse().expect("bench name");
-                        let _ = tx.send((i, Instant::now()));
-                        seen += 1;
-                    }
-                }
-            }
+            watch_creates(r, writes, tx).await;
         }));
     }
     ready.wait().await;
@@ -580,22 +564,58 @@ async fn fan_out_at(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     drop(tx);
-    let mut last = vec![None::<Instant>; writes];
-    let mut counts = vec![0usize; writes];
+    delivery(rx, &acked, watchers, "the server", handles).await
+}
+
+/// Reads a watch until it has seen `writes` ADDED events of objects `f<n>`, sending each `n`
+/// and when it came.
+async fn watch_creates(
+    mut response: reqwest::Response,
+    writes: usize,
+    tx: tokio::sync::mpsc::UnboundedSender<(usize, Instant)>,
+) {
+    let (mut buffer, mut seen) = (Vec::new(), 0);
+    while seen < writes {
+        let Ok(Some(chunk)) = response.chunk().await else { break };
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            let event: serde_json::Value = serde_json::from_slice(&line).expect("watch frame");
+            let name = event["object"]["metadata"]["name"].as_str().unwrap_or_default();
+            if event["type"] == "ADDED"
+                && let Some(n) = name.strip_prefix('f').and_then(|n| n.parse().ok())
+            {
+                let _ = tx.send((n, Instant::now()));
+                seen += 1;
+            }
+        }
+    }
+}
+
+/// When each write `i` (acknowledged at `acked[i]`) reached the last of `watchers` watchers,
+/// from what their tasks ([`watch_creates`]) sent, in microseconds; every watcher must have seen
+/// every write. The senders must be gone but the tasks' (`handles`).
+async fn delivery(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(usize, Instant)>,
+    acked: &[Instant],
+    watchers: usize,
+    server: &str,
+    handles: Vec<tokio::task::JoinHandle<()>>,
+) -> Histogram<u64> {
+    let mut last = vec![(0usize, None::<Instant>); acked.len()];
     while let Some((i, at)) = rx.recv().await {
-        counts[i] += 1;
-        last[i] = Some(last[i].map_or(at, |l: Instant| l.max(at)));
+        last[i].0 += 1;
+        last[i].1 = Some(last[i].1.map_or(at, |l: Instant| l.max(at)));
     }
-    for h in handles {
-        let _ = h.await;
+    for handle in handles {
+        let _ = handle.await;
     }
-    let mut hist = Histogram::<u64>::new(3).expect("histogram");
-    for i in 0..writes {
-        assert_eq!(counts[i], watchers, "every watcher saw write {i}");
-        let delay = last[i].map_or(Duration::ZERO, |l| l.saturating_duration_since(acked[i]));
-        let _ = hist.record(delay.as_micros() as u64);
+    let mut histogram = Histogram::<u64>::new(3).expect("histogram");
+    for (i, (seen, at)) in last.iter().enumerate() {
+        assert_eq!(*seen, watchers, "{server}: every watcher saw write {i}");
+        let _ = histogram.record(at.map_or(0, |at| at.saturating_duration_since(acked[i]).as_micros() as u64));
     }
-    hist
+    histogram
 }
 
 /// 10,000 Pods created in the control plane; farm-apiserver (standalone, reading that cluster)

@@ -19,7 +19,7 @@
 //! target, so drift of the shared machine falls on all of them alike.
 
 use super::watchers::settled_rss_mb;
-use super::{ControlPlane, Stats, Target, aggregator, load};
+use super::{ControlPlane, Stats, Target, aggregator, delivery, fill_range, load, watch_creates};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -268,21 +268,9 @@ async fn creatable(peer: &Peer) {
 
 /// Creates `count` objects `{prefix}{i:06}` in `namespace` of `peer`, 32 at a time.
 async fn fill(peer: &Peer, namespace: &str, count: usize, prefix: &'static str) {
-    let mut tasks = Vec::new();
-    for worker in 0..32 {
-        let (client, url, resource) =
-            (peer.target.client(false), peer.target.url(&peer.resource.collection(namespace)), peer.resource);
-        tasks.push(tokio::spawn(async move {
-            for i in (worker..count).step_by(32) {
-                let body = resource.object(&format!("{prefix}{i:06}"), i as u64);
-                let r = client.post(&url).json(&body).send().await.expect("create");
-                assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.expect("fill");
-    }
+    let resource = peer.resource;
+    let object = move |i: usize| resource.object(&format!("{prefix}{i:06}"), i as u64);
+    fill_range(&peer.target, &peer.resource.collection(namespace), 0..count, object).await;
 }
 
 /// Runs every phase on every peer, phase after phase: each peer's stats in phase order.
@@ -314,7 +302,7 @@ async fn fan_out(peer: &Peer, namespace: &str, watchers: usize, writes: usize) -
         Some(pid) => settled_rss_mb(pid).await,
         None => 0.0,
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
     let ready = Arc::new(tokio::sync::Barrier::new(watchers + 1));
     let mut handles = Vec::new();
     for w in 0..watchers {
@@ -346,45 +334,7 @@ async fn fan_out(peer: &Peer, namespace: &str, watchers: usize, writes: usize) -
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop(tx);
-    let mut last = vec![(0usize, None::<Instant>); writes];
-    while let Some((i, at)) = rx.recv().await {
-        last[i].0 += 1;
-        last[i].1 = Some(last[i].1.map_or(at, |l: Instant| l.max(at)));
-    }
-    for handle in handles {
-        let _ = handle.await;
-    }
-    let mut delivery = Histogram::<u64>::new(3).expect("histogram");
-    for (i, (seen, at)) in last.iter().enumerate() {
-        assert_eq!(*seen, watchers, "{}: every watcher saw write {i}", peer.name);
-        let _ = delivery.record(at.map_or(0, |at| at.saturating_duration_since(acked[i]).as_micros() as u64));
-    }
-    (delivery, per_watcher)
-}
-
-/// Reads a watch until it has seen `writes` ADDED events of objects `f<n>`, sending each `n`
-/// and when it came.
-async fn watch_creates(
-    mut response: reqwest::Response,
-    writes: usize,
-    tx: tokio::sync::mpsc::UnboundedSender<(usize, Instant)>,
-) {
-    let (mut buffer, mut seen) = (Vec::new(), 0);
-    while seen < writes {
-        let Ok(Some(chunk)) = response.chunk().await else { break };
-        buffer.extend_from_slice(&chunk);
-        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buffer.drain(..=end).collect();
-            let event: Value = serde_json::from_slice(&line).expect("watch frame");
-            let name = event["object"]["metadata"]["name"].as_str().unwrap_or_default();
-            if event["type"] == "ADDED"
-                && let Some(n) = name.strip_prefix('f').and_then(|n| n.parse().ok())
-            {
-                let _ = tx.send((n, Instant::now()));
-                seen += 1;
-            }
-        }
-    }
+    (delivery(rx, &acked, watchers, peer.name, handles).await, per_watcher)
 }
 
 /// The RSS `peer`'s server grows by per stored object (KB) while [`starts::OBJECTS`] are

@@ -136,7 +136,7 @@ pub async fn grow(binary: &Path, phase: Duration) {
     let mut rows = Vec::new();
     let (mut stored, mut tables) = (0, None);
     for size in SIZES.into_iter().filter(|s| *s <= max) {
-        fill_range(&farm.target, &format!("{LLAMAS}{PATH}"), stored..size, llama, |i| format!("l{i:07}")).await;
+        fill_range(&farm.target, &format!("{LLAMAS}{PATH}"), stored..size, |i| llama(&format!("l{i:07}"))).await;
         stored = size;
         tokio::time::sleep(Duration::from_millis(500)).await;
         // The store holds the earlier create phases' llamas too.
