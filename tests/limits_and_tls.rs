@@ -111,6 +111,33 @@ async fn a_request_over_the_timeout_gets_504_status() {
 }
 
 #[tokio::test]
+async fn a_get_of_one_object_waiting_on_a_frozen_etcd_gets_504_at_the_request_timeout() {
+    // A GET of one object runs on the task that serves it rather than a task of its own
+    // (crate limits): its timeout must still end it while it waits.
+    let etcd = common::etcd::Etcd::start();
+    let s = Server::start_on_etcd(&etcd, &common::etcd::unique_prefix(), &["--request-timeout-seconds", "1"]).await;
+    let created = s.client.post(s.url(&common::llamas("default"))).json(&common::llama("dolly", 1.0, 1.0)).send();
+    assert_eq!(created.await.unwrap().status(), 201);
+    // Frozen, etcd answers nothing: the GET's consistent read waits on it until the request
+    // timeout (1 s) ends it, before the etcd client's own (2 s in the tests), whose error is
+    // another Status.
+    etcd.freeze(true);
+    let got = tokio::time::timeout(
+        common::EVENT_DEADLINE,
+        s.client.get(s.url(&common::llama_path("default", "dolly"))).send(),
+    )
+    .await;
+    etcd.freeze(false);
+    let got = got.expect("the request timeout ended the GET").unwrap();
+    assert_eq!(got.status(), 504);
+    let body: serde_json::Value = got.json().await.unwrap();
+    common::assert_status(&body, 504, "Timeout");
+    assert_eq!(body["message"], "Timeout: request did not complete within the allotted timeout");
+    // Thawed, the same GET is answered.
+    assert_eq!(s.client.get(s.url(&common::llama_path("default", "dolly"))).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
 async fn slow_and_oversized_request_heads_are_refused() {
     let s = Server::start_with(&["--header-read-timeout-seconds", "1", "--max-headers", "20"]).await;
 

@@ -363,6 +363,15 @@ exit 0"#;
         self.stop();
     }
 
+    /// Freezes etcd (SIGSTOP; `thaw` with `false`): it holds its connections and answers
+    /// nothing, so a request waiting on it waits until a timeout ends it.
+    pub fn freeze(&self, frozen: bool) {
+        let pid = std::fs::read_to_string(self.pid_file()).expect("etcd's pid file");
+        let signal = if frozen { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill").args([signal, pid.trim()]).status().expect("kill");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// Starts etcd (again) on the same ports and data.
     pub fn restart(&mut self) {
         self.stop();
