@@ -21,7 +21,8 @@ struct Args {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The server logs through `tracing`: without a subscriber it prints nothing.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    // A line that cannot be written (a closed pipe) is dropped: reporting it would panic the task.
+    tracing_subscriber::fmt().with_env_filter(filter).log_internal_errors(false).init();
     let args = Args::parse();
     let digests = MirroredView::new("configmap", config_digest::ConfigDigest::project)
         .without_cluster("ConfigDigests are views of a cluster's ConfigMaps: start the server with --kubeconfig PATH");
