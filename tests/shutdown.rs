@@ -258,36 +258,20 @@ async fn during_the_shutdown_delay_readiness_fails_but_requests_are_still_served
 /// A server whose stderr is a pipe its reader closed still stops on SIGTERM: its log lines fail
 /// to be written and are dropped (tracing-subscriber's own report of a failed write panicked
 /// the task logging, the shutdown's among them, and the server then ran on).
-#[test]
-fn a_server_whose_log_reader_went_away_still_stops_on_sigterm() {
+#[tokio::test]
+async fn a_server_whose_log_reader_went_away_still_stops_on_sigterm() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(common::farm_apiserver_binary())
-        .args(["serve", "--standalone", "--bind-address", "127.0.0.1", "--secure-port", "0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start farm-apiserver");
-    let mut log = BufReader::new(child.stderr.take().expect("its stderr"));
+    let (mut server, log) = Server::start_with_log_pipe(&[]).await;
+    let mut log = BufReader::new(log);
     let mut line = String::new();
     while !line.contains("serving") {
         line.clear();
         assert!(log.read_line(&mut line).expect("a log line") > 0, "the server stopped before it served");
     }
     drop(log);
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
-    assert!(status.success());
-    let deadline = Instant::now() + common::EVENT_DEADLINE;
-    let exited = loop {
-        if let Some(exited) = child.try_wait().expect("its status") {
-            break exited;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("SIGTERM did not stop the server within {:?}", common::EVENT_DEADLINE);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    server.terminate();
+    let exited = server.exit_status(common::EVENT_DEADLINE).await;
+    let exited =
+        exited.unwrap_or_else(|| panic!("SIGTERM did not stop the server within {:?}", common::EVENT_DEADLINE));
     assert!(exited.success(), "{exited}");
 }

@@ -357,17 +357,19 @@ exit 0"#;
 
     /// Kills etcd with SIGKILL (no chance to step down or flush), keeping its data.
     pub fn kill_hard(&mut self) {
-        let pid = std::fs::read_to_string(self.pid_file()).expect("etcd's pid file");
-        let status = Command::new("kill").args(["-9", pid.trim()]).status().expect("kill");
-        assert!(status.success(), "kill -9 {pid}");
+        self.signal("-9");
         self.stop();
     }
 
-    /// Freezes etcd (SIGSTOP; `thaw` with `false`): it holds its connections and answers
-    /// nothing, so a request waiting on it waits until a timeout ends it.
+    /// Freezes etcd (SIGSTOP; thawed with `false`, SIGCONT): it holds its connections and
+    /// answers nothing, so a request waiting on it waits until a timeout ends it.
     pub fn freeze(&self, frozen: bool) {
+        self.signal(if frozen { "-STOP" } else { "-CONT" });
+    }
+
+    /// Sends `signal` (kill's argument) to etcd's process, named by its pid file.
+    fn signal(&self, signal: &str) {
         let pid = std::fs::read_to_string(self.pid_file()).expect("etcd's pid file");
-        let signal = if frozen { "-STOP" } else { "-CONT" };
         let status = Command::new("kill").args([signal, pid.trim()]).status().expect("kill");
         assert!(status.success(), "kill {signal} {pid}");
     }

@@ -137,6 +137,14 @@ impl Server {
         Self::launch(extra, filter, Stdio::from(file)).await
     }
 
+    /// Starts a server whose log (`RUST_LOG=info`) goes to a pipe the test reads, and may
+    /// close; returns once it serves, with the pipe's read end.
+    pub async fn start_with_log_pipe(extra: &[&str]) -> (Self, std::process::ChildStderr) {
+        let mut server = Self::launch(extra, "info", Stdio::piped()).await;
+        let log = server.child.stderr.take().expect("the server's stderr");
+        (server, log)
+    }
+
     /// Waits for `/readyz` to answer 200 (a server on etcd lists every object first, which a
     /// loaded machine may take well over 20 s to do for the large ones of tests/ha.rs).
     async fn wait_ready(&self) {
