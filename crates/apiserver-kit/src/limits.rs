@@ -7,6 +7,7 @@
 //! ([`refuse_large_heads`]), so that HTTP/2 answers it with a `Status` as HTTP/1.1 does.
 
 use crate::api::query::Query;
+use crate::auth::attributes::resource_path;
 use crate::machinery::cpu_bound;
 use crate::machinery::error::Error;
 use axum::extract::Request;
@@ -52,15 +53,9 @@ fn is_watch(request: &Request) -> bool {
 /// `/apis/GROUP/VERSION[/namespaces/NAMESPACE]/RESOURCE/NAME` without a subresource (the
 /// kube-apiserver's RequestInfo calls its verb `get`): its work is bounded by one object's size.
 fn is_get_of_one(request: &Request) -> bool {
-    if request.method() != http::Method::GET {
-        return false;
-    }
-    let Some(path) = request.uri().path().strip_prefix("/apis/") else { return false };
-    // What follows the group and version: up to five segments, `None` past the last.
-    let mut segments = path.split('/').skip(2);
-    let rest = [segments.next(), segments.next(), segments.next(), segments.next(), segments.next()];
-    let resource_and_name = if rest[0] == Some("namespaces") && rest[2].is_some() { &rest[2..] } else { &rest[..] };
-    matches!(resource_and_name, [Some(resource), Some(name), None, ..] if !resource.is_empty() && !name.is_empty())
+    request.method() == http::Method::GET
+        && resource_path(request.uri().path())
+            .is_some_and(|p| !p.group.is_empty() && !p.name.is_empty() && p.subresource.is_empty())
 }
 
 /// Middleware enforcing [`Limits`].
